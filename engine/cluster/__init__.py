@@ -1,0 +1,5 @@
+"""The embedded single-machine cluster: a Kubernetes-compatible API server and a local node.
+
+It knows nothing about jobs or machines; the engine talks to it over HTTP with
+the official client, exactly as it would talk to a real cluster.
+"""

@@ -1,0 +1,120 @@
+"""Kubernetes-style API errors, rendered as `Status` objects.
+
+Every failure the server reports goes through `ApiError`, so a client always
+gets the `kind: Status` body, HTTP code and reason a real kube-apiserver would
+send, and the official client and kubectl print the same messages they would
+print against a real cluster.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Cause:
+    """One reason behind an `Invalid` (422) or similar error, naming the field."""
+
+    field: str
+    message: str
+    reason: str = "FieldValueInvalid"
+
+    def to_dict(self) -> dict[str, str]:
+        return {"reason": self.reason, "message": self.message, "field": self.field}
+
+
+@dataclass
+class ApiError(Exception):
+    """An error the API server answers with, as a `Status` body."""
+
+    code: int
+    reason: str
+    message: str
+    details: dict[str, Any] = field(default_factory=dict)
+    causes: tuple[Cause, ...] = ()
+
+    def __str__(self) -> str:
+        return f"{self.code} {self.reason}: {self.message}"
+
+    def to_status(self) -> dict[str, Any]:
+        details = dict(self.details)
+        if self.causes:
+            details["causes"] = [cause.to_dict() for cause in self.causes]
+        status: dict[str, Any] = {
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Failure",
+            "message": self.message,
+            "reason": self.reason,
+            "code": self.code,
+        }
+        if details:
+            status["details"] = details
+        return status
+
+
+def _details(kind: str, name: str, group: str) -> dict[str, Any]:
+    return {"name": name, "group": group, "kind": kind}
+
+
+def not_found(group: str, plural: str, name: str) -> ApiError:
+    resource = f"{plural}.{group}" if group else plural
+    return ApiError(404, "NotFound", f'{resource} "{name}" not found', _details(plural, name, group))
+
+
+def already_exists(group: str, plural: str, name: str) -> ApiError:
+    resource = f"{plural}.{group}" if group else plural
+    return ApiError(
+        409, "AlreadyExists", f'{resource} "{name}" already exists', _details(plural, name, group)
+    )
+
+
+def conflict(group: str, plural: str, name: str, why: str) -> ApiError:
+    resource = f"{plural}.{group}" if group else plural
+    return ApiError(
+        409,
+        "Conflict",
+        f'Operation cannot be fulfilled on {resource} "{name}": {why}',
+        _details(plural, name, group),
+    )
+
+
+def invalid(group: str, kind: str, name: str, causes: list[Cause]) -> ApiError:
+    summary = ", ".join(f"{c.field}: {c.message}" for c in causes)
+    return ApiError(
+        422,
+        "Invalid",
+        f'{kind}{"." + group if group else ""} "{name}" is invalid: {summary}',
+        {"name": name, "group": group, "kind": kind},
+        tuple(causes),
+    )
+
+
+def bad_request(message: str) -> ApiError:
+    return ApiError(400, "BadRequest", message)
+
+
+def unauthorized() -> ApiError:
+    return ApiError(401, "Unauthorized", "Unauthorized")
+
+
+def forbidden(message: str) -> ApiError:
+    return ApiError(403, "Forbidden", message)
+
+
+def method_not_allowed(message: str) -> ApiError:
+    return ApiError(405, "MethodNotAllowed", message)
+
+
+def gone(message: str) -> ApiError:
+    return ApiError(410, "Expired", message)
+
+
+def unsupported_media_type(message: str) -> ApiError:
+    return ApiError(415, "UnsupportedMediaType", message)
+
+
+def internal(message: str) -> ApiError:
+    return ApiError(500, "InternalError", message)

@@ -1,0 +1,64 @@
+"""What a served resource type is: names, scope, verbs, subresources and schema.
+
+One `ResourceType` per (group, version, plural). Built-in types are declared
+once in `builtins.py`; a CustomResourceDefinition adds its own when it becomes
+Established. Discovery, OpenAPI, Tables, routing and storage all read these
+records, so the names a client sees can never disagree between endpoints.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+ALL_VERBS: tuple[str, ...] = (
+    "create",
+    "delete",
+    "deletecollection",
+    "get",
+    "list",
+    "patch",
+    "update",
+    "watch",
+)
+
+
+@dataclass(frozen=True)
+class ResourceType:
+    """One servable resource: enough for discovery, routing, storage and printing."""
+
+    group: str  # "" for the core group
+    version: str
+    kind: str
+    plural: str
+    singular: str
+    namespaced: bool
+    short_names: tuple[str, ...] = ()
+    categories: tuple[str, ...] = ()
+    subresources: frozenset[str] = frozenset()  # e.g. {"status", "log", "binding"}
+    verbs: tuple[str, ...] = ALL_VERBS
+    # openAPIV3Schema of a CRD version; None for built-ins (validated in code).
+    schema: dict[str, Any] | None = None
+    # additionalPrinterColumns of a CRD version (dicts as in the CRD).
+    printer_columns: tuple[dict[str, Any], ...] = ()
+    # Built-in kinds get strategic merge patch; custom resources do not.
+    strategic_merge: bool = True
+    # Where generation is bumped only on spec changes (true when status is a subresource).
+    extra: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    @property
+    def list_kind(self) -> str:
+        return f"{self.kind}List"
+
+    @property
+    def has_status(self) -> bool:
+        return "status" in self.subresources
+
+    @property
+    def key(self) -> tuple[str, str]:
+        """Storage identity: objects are stored per (group, plural), whatever the version."""
+        return (self.group, self.plural)

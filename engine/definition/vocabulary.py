@@ -1,0 +1,216 @@
+"""The closed vocabulary of the machine language: observations, actions, CEL variables.
+
+Every name a definition may use is declared here once, with the one-line
+meaning that `docs/machine-language.md` expands on. The checks reject any other
+name and list these; the controller computes exactly these observations and
+executes exactly these actions, so the language and the engine cannot drift.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+Level = Literal["job", "replica"]
+
+
+@dataclass(frozen=True)
+class Observation:
+    name: str
+    level: Level
+    meaning: str
+    # Observations of one group are mutually exclusive: at most one holds at a time.
+    group: str | None = None
+
+
+@dataclass(frozen=True)
+class ActionArg:
+    name: str
+    meaning: str
+    required: bool = False
+    # "string": a literal; "cel": a CEL expression; "template": text with ${...}
+    kind: Literal["string", "cel", "template"] = "string"
+    choices: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Action:
+    name: str
+    levels: tuple[Level, ...]
+    meaning: str
+    args: tuple[ActionArg, ...] = ()
+
+
+@dataclass(frozen=True)
+class Variable:
+    name: str
+    # A CEL type signature: bool, int, double, string, dyn, list(T), map(K, V).
+    cel_type: str
+    meaning: str
+
+
+POD = "pod"  # the group of replica observations computed from the replica's pod
+
+OBSERVATIONS: tuple[Observation, ...] = (
+    Observation("podMissing", "replica", "No pod exists for this replica index.", POD),
+    Observation(
+        "podPending", "replica", "The pod exists and its main container has not started.", POD
+    ),
+    Observation("podRunning", "replica", "The pod's main container is running.", POD),
+    Observation(
+        "podSucceeded", "replica", "The pod's main container terminated with exit code 0.", POD
+    ),
+    Observation(
+        "podFailed",
+        "replica",
+        "The pod's main container terminated with a non-zero exit code, or the pod failed.",
+        POD,
+    ),
+    Observation(
+        "podGone",
+        "replica",
+        "The pod is being deleted (it has a deletionTimestamp): it will not run to the end.",
+        POD,
+    ),
+    Observation(
+        "podLost",
+        "replica",
+        "The pod claims to run but cannot: its node is gone or not ready, or its phase is "
+        "Unknown.",
+        POD,
+    ),
+    Observation(
+        "timedOut", "replica", "The replica has been in its state longer than the state's timeout."
+    ),
+    Observation("deleting", "job", "The job has a deletionTimestamp."),
+    Observation("suspended", "job", "The run policy says suspend: true.", "suspend"),
+    Observation("resumed", "job", "The run policy does not say suspend: true.", "suspend"),
+    Observation(
+        "deadlineExceeded",
+        "job",
+        "The job has been active longer than runPolicy.activeDeadlineSeconds (time suspended "
+        "does not count).",
+    ),
+    Observation(
+        "invalid", "job", "The job failed validation against its kind (the reason is in `error`)."
+    ),
+    Observation("settled", "job", "No pod of the job is terminating."),
+    Observation("timedOut", "job", "The job has been in its state longer than the state's timeout."),
+)
+
+_POLICY_CHOICES = ("All", "Running", "None")
+
+ACTIONS: tuple[Action, ...] = (
+    Action("createPod", ("replica",), "Create the replica's pod (idempotent: a deterministic name)."),
+    Action("deletePod", ("replica",), "Delete the replica's pod, gracefully."),
+    Action("createService", ("replica",), "Create the replica's headless service, if it has one."),
+    Action("deleteService", ("replica",), "Delete the replica's service."),
+    Action(
+        "countRestart",
+        ("replica",),
+        "Count one restart against the replica index and the job (runPolicy.backoffLimit).",
+    ),
+    Action(
+        "cleanupPods",
+        ("job",),
+        "Delete the job's pods (and their services) as the clean-pod policy says.",
+        (
+            ActionArg(
+                "policy",
+                "All, Running or None; default: runPolicy.cleanPodPolicy, else the machine's "
+                "defaults.",
+                kind="string",
+                choices=_POLICY_CHOICES,
+            ),
+        ),
+    ),
+    Action(
+        "setCondition",
+        ("job", "replica"),
+        "Set a condition on the job besides the one the state sets.",
+        (
+            ActionArg("type", "Condition type.", required=True),
+            ActionArg(
+                "status", "True, False or Unknown (default True).", choices=("True", "False", "Unknown")
+            ),
+            ActionArg("reason", "CamelCase reason."),
+            ActionArg("message", "Message template.", kind="template"),
+        ),
+    ),
+    Action(
+        "event",
+        ("job", "replica"),
+        "Post an extra Event on the job.",
+        (
+            ActionArg("reason", "CamelCase reason.", required=True),
+            ActionArg("type", "Normal or Warning (default Normal).", choices=("Normal", "Warning")),
+            ActionArg("message", "Message template.", kind="template"),
+        ),
+    ),
+)
+
+_SUMMARY = "map(string, map(string, dyn))"
+
+COMMON_VARIABLES: tuple[Variable, ...] = (
+    Variable("job", "map(string, dyn)", "The job object: apiVersion, kind, metadata, spec, status."),
+    Variable(
+        "runPolicy",
+        "map(string, dyn)",
+        "The job's run policy with the machine's defaults filled in.",
+    ),
+    Variable(
+        "replicas",
+        _SUMMARY,
+        "Per replica type: desired, active, succeeded, failed, restarts, one count per replica "
+        "phase word in lowerCamelCase (pending, running, ...), and states (count per state name).",
+    ),
+    Variable("restarts", "int", "Restarts counted for the whole job (countRestart)."),
+    Variable("error", "string", "Why the job is invalid, or an empty string."),
+)
+
+REPLICA_VARIABLES: tuple[Variable, ...] = (
+    Variable(
+        "replica",
+        "map(string, dyn)",
+        "This replica: type, index, restarts (of this index), desired (replicas of its type).",
+    ),
+    Variable("policy", "string", "The restart policy of this replica's type."),
+    Variable(
+        "pod",
+        "map(string, dyn)",
+        "The observed pod: name, phase, reason, exitCode, terminationReason, restartCount; "
+        "empty when there is none.",
+    ),
+    Variable("exitCode", "int", "The main container's exit code; -1 while it has not terminated."),
+    Variable(
+        "reason",
+        "string",
+        "The main container's termination reason (OOMKilled, Error, Completed, ...), else ''.",
+    ),
+)
+
+TEMPLATE_VARIABLES: tuple[Variable, ...] = (
+    Variable(
+        "clusterSpec",
+        "map(string, list(string))",
+        "Lower-case replica type -> host:port of each replica's service (TF_CONFIG's cluster).",
+    ),
+)
+
+
+def variables_for(level: Level, *, template: bool = False) -> tuple[Variable, ...]:
+    """The CEL variables visible to a guard or template at `level`."""
+    found = COMMON_VARIABLES
+    if level == "replica":
+        found += REPLICA_VARIABLES
+    if template:
+        found += TEMPLATE_VARIABLES
+    return found
+
+
+def observations_for(level: Level) -> dict[str, Observation]:
+    return {o.name: o for o in OBSERVATIONS if o.level == level}
+
+
+def actions_for(level: Level) -> dict[str, Action]:
+    return {a.name: a for a in ACTIONS if level in a.levels}
