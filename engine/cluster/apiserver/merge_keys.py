@@ -1,0 +1,67 @@
+"""Where strategic merge patch merges lists instead of replacing them, per built-in kind.
+
+The Go types carry this as `patchStrategy`/`patchMergeKey` struct tags; here it
+is data: a dotted field path (list items add no segment) maps to the merge
+key, or to `PRIMITIVE_SET` for lists of scalars merged as sets. A list whose
+path is absent is atomic and replaced whole.
+"""
+
+from __future__ import annotations
+
+PRIMITIVE_SET = ""
+
+_OBJECT_META: dict[str, str] = {
+    "metadata.finalizers": PRIMITIVE_SET,
+    "metadata.ownerReferences": "uid",
+}
+
+
+def _container_lists(prefix: str) -> dict[str, str]:
+    keys: dict[str, str] = {}
+    for containers in ("containers", "initContainers", "ephemeralContainers"):
+        base = f"{prefix}.{containers}"
+        keys[base] = "name"
+        keys[f"{base}.env"] = "name"
+        keys[f"{base}.ports"] = "containerPort"
+        keys[f"{base}.volumeMounts"] = "mountPath"
+        keys[f"{base}.volumeDevices"] = "devicePath"
+    return keys
+
+
+def _pod_spec(prefix: str) -> dict[str, str]:
+    return {
+        **_container_lists(prefix),
+        f"{prefix}.volumes": "name",
+        f"{prefix}.imagePullSecrets": "name",
+        f"{prefix}.hostAliases": "ip",
+        f"{prefix}.topologySpreadConstraints": "topologyKey",
+        f"{prefix}.resourceClaims": "name",
+        f"{prefix}.schedulingGates": "name",
+    }
+
+
+_BY_KIND: dict[str, dict[str, str]] = {
+    "Pod": {
+        **_pod_spec("spec"),
+        "status.conditions": "type",
+        "status.podIPs": "ip",
+        "status.hostIPs": "ip",
+        "status.resourceClaimStatuses": "name",
+    },
+    "Service": {"spec.ports": "port", "status.conditions": "type"},
+    "Namespace": {"status.conditions": "type"},
+    "Node": {
+        "spec.podCIDRs": PRIMITIVE_SET,
+        "status.addresses": "type",
+        "status.conditions": "type",
+    },
+    "ConfigMap": {},
+    "Event": {},
+    "Lease": {},
+    "CustomResourceDefinition": {},
+}
+
+
+def merge_keys_for(kind: str) -> dict[str, str]:
+    """Path -> merge key for `kind`; kinds not listed get the ObjectMeta rules only."""
+    return {**_OBJECT_META, **_BY_KIND.get(kind, {})}
