@@ -7,7 +7,7 @@ logic of its own beyond turning results into exit codes.
 
 from __future__ import annotations
 
-from enum import Enum
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
@@ -22,13 +22,13 @@ app = typer.Typer(
 )
 
 
-class Level(str, Enum):
+class Level(StrEnum):
     job = "job"
     replica = "replica"
     all = "all"
 
 
-class GraphFormat(str, Enum):
+class GraphFormat(StrEnum):
     dot = "dot"
     mermaid = "mermaid"
     svg = "svg"
@@ -83,9 +83,11 @@ def graph(
 
 def _format_from_suffix(output: Path | None) -> str:
     suffix = output.suffix.lstrip(".").lower() if output else ""
-    return {"mmd": "mermaid", "gv": "dot"}.get(suffix, suffix) if suffix in {
-        "dot", "gv", "mermaid", "mmd", "svg", "png"
-    } else "dot"
+    return (
+        {"mmd": "mermaid", "gv": "dot"}.get(suffix, suffix)
+        if suffix in {"dot", "gv", "mermaid", "mmd", "svg", "png"}
+        else "dot"
+    )
 
 
 @app.command()
@@ -96,7 +98,8 @@ def apiserver(
         Path | None, typer.Option(help="Persist objects here; memory only when omitted.")
     ] = None,
     kubeconfig: Annotated[
-        Path | None, typer.Option(help="Where to write the kubeconfig (default DATA_DIR/kubeconfig).")
+        Path | None,
+        typer.Option(help="Where to write the kubeconfig (default DATA_DIR/kubeconfig)."),
     ] = None,
     tls: Annotated[bool, typer.Option(help="Serve HTTPS with a generated CA.")] = False,
 ) -> None:

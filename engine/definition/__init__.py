@@ -1,0 +1,48 @@
+"""The machine language, pure: load, validate, compile and step machine definitions.
+
+No network, no clock: the controller, the simulator and the pictures all use
+the same definitions through this API.
+"""
+
+from engine.definition.compiled import (
+    CompiledDefinition,
+    CompiledMachine,
+    StepError,
+    compile_definition,
+)
+from engine.definition.errors import DefinitionError, Diagnostic, Position
+from engine.definition.loader import LoadedDefinition, load_file, load_text
+from engine.definition.step import (
+    Facts,
+    FiredTransition,
+    PlannedAction,
+    PodDecorations,
+    StepResult,
+    render_pod_decorations,
+    requeue_after,
+    step,
+)
+from engine.definition.validate import load_definitions, validate_paths
+
+__all__ = [
+    "CompiledDefinition",
+    "CompiledMachine",
+    "DefinitionError",
+    "Diagnostic",
+    "Facts",
+    "FiredTransition",
+    "LoadedDefinition",
+    "PlannedAction",
+    "PodDecorations",
+    "Position",
+    "StepError",
+    "StepResult",
+    "compile_definition",
+    "load_definitions",
+    "load_file",
+    "load_text",
+    "render_pod_decorations",
+    "requeue_after",
+    "step",
+    "validate_paths",
+]

@@ -75,8 +75,7 @@ OBSERVATIONS: tuple[Observation, ...] = (
     Observation(
         "podLost",
         "replica",
-        "The pod claims to run but cannot: its node is gone or not ready, or its phase is "
-        "Unknown.",
+        "The pod claims to run but cannot: its node is gone or not ready, or its phase is Unknown.",
         POD,
     ),
     Observation(
@@ -95,13 +94,17 @@ OBSERVATIONS: tuple[Observation, ...] = (
         "invalid", "job", "The job failed validation against its kind (the reason is in `error`)."
     ),
     Observation("settled", "job", "No pod of the job is terminating."),
-    Observation("timedOut", "job", "The job has been in its state longer than the state's timeout."),
+    Observation(
+        "timedOut", "job", "The job has been in its state longer than the state's timeout."
+    ),
 )
 
 _POLICY_CHOICES = ("All", "Running", "None")
 
 ACTIONS: tuple[Action, ...] = (
-    Action("createPod", ("replica",), "Create the replica's pod (idempotent: a deterministic name)."),
+    Action(
+        "createPod", ("replica",), "Create the replica's pod (idempotent: a deterministic name)."
+    ),
     Action("deletePod", ("replica",), "Delete the replica's pod, gracefully."),
     Action("createService", ("replica",), "Create the replica's headless service, if it has one."),
     Action("deleteService", ("replica",), "Delete the replica's service."),
@@ -131,7 +134,9 @@ ACTIONS: tuple[Action, ...] = (
         (
             ActionArg("type", "Condition type.", required=True),
             ActionArg(
-                "status", "True, False or Unknown (default True).", choices=("True", "False", "Unknown")
+                "status",
+                "True, False or Unknown (default True).",
+                choices=("True", "False", "Unknown"),
             ),
             ActionArg("reason", "CamelCase reason."),
             ActionArg("message", "Message template.", kind="template"),
@@ -152,7 +157,9 @@ ACTIONS: tuple[Action, ...] = (
 _SUMMARY = "map(string, map(string, dyn))"
 
 COMMON_VARIABLES: tuple[Variable, ...] = (
-    Variable("job", "map(string, dyn)", "The job object: apiVersion, kind, metadata, spec, status."),
+    Variable(
+        "job", "map(string, dyn)", "The job object: apiVersion, kind, metadata, spec, status."
+    ),
     Variable(
         "runPolicy",
         "map(string, dyn)",

@@ -1,0 +1,295 @@
+"""A definition compiled for running: one `transitions` machine per level, shared by all jobs.
+
+Each level becomes one `transitions.Machine` with no models: a job or replica
+is a small context object stepped with `event.trigger(ctx)`. There is one
+event per set of observations that can hold together, holding (in file order)
+the transitions that set allows, so `transitions` picks the first whose
+condition (observation + compiled CEL guard) holds; callbacks only record.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+from transitions import Event, EventData, Machine
+
+from engine.definition.cel import Activation, CompiledExpression
+from engine.definition.checks import check_names
+from engine.definition.durations import parse_duration
+from engine.definition.edges import expand_sources, possible_observation_sets
+from engine.definition.errors import DefinitionError
+from engine.definition.expressions import ExpressionTable, action_path, compile_expressions
+from engine.definition.loader import LoadedDefinition
+from engine.definition.positions import Path
+from engine.definition.schema import (
+    ActionSpec,
+    ConditionSpec,
+    MachineDefinition,
+    MachineSpec,
+    ServiceSpec,
+    TransitionSpec,
+)
+from engine.definition.templates import TextTemplate
+from engine.definition.vocabulary import Level, actions_for, observations_for
+
+STEP = "step"
+
+
+class StepError(Exception):
+    """A step that cannot finish: impossible observations, or a machine that loops."""
+
+
+@dataclass(frozen=True)
+class CompiledAction:
+    """An action with its arguments: literal, CEL, or template, each ready to render."""
+
+    name: str
+    literals: Mapping[str, str] = field(default_factory=dict)
+    expressions: Mapping[str, CompiledExpression] = field(default_factory=dict)
+    templates: Mapping[str, TextTemplate] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class CompiledTransition:
+    """A transition with its sources expanded, guard and templates compiled, defaults set."""
+
+    index: int  # position among the level's transitions in the file, 0-based
+    sources: tuple[str, ...]
+    target: str
+    on: str | None
+    guard: CompiledExpression | None
+    actions: tuple[CompiledAction, ...]
+    reason: str
+    message: TextTemplate | None
+    event_type: str
+
+
+@dataclass(frozen=True)
+class CompiledState:
+    """A state with its defaults applied and its delays in seconds."""
+
+    name: str
+    phase: str
+    terminal: str | None
+    condition: ConditionSpec | None
+    condition_message: TextTemplate | None
+    on_enter: tuple[CompiledAction, ...]
+    requeue_seconds: float | None  # a fixed delay, or None
+    requeue_expression: CompiledExpression | None  # a delay computed per instance
+    timeout_seconds: float | None
+    hold_replicas: bool
+
+
+class StepContext:
+    """What one trigger of the shared machine sees and records (never shared)."""
+
+    __slots__ = ("errors", "fired", "observations", "state", "variables")
+
+    def __init__(self, state: str, observations: frozenset[str], variables: Activation):
+        self.state = state
+        self.observations = observations
+        self.variables = variables
+        self.fired: CompiledTransition | None = None
+        self.errors: list[str] = []
+
+
+@dataclass(frozen=True)
+class CompiledMachine:
+    """One level of a definition, ready to step; shared by every instance."""
+
+    level: Level
+    initial: str
+    states: Mapping[str, CompiledState]
+    transitions: tuple[CompiledTransition, ...]
+    machine: Machine = field(repr=False, compare=False)
+    # Per set of observations that can hold together: the event whose transitions are
+    # those that set allows (file order kept), and the states it can move.
+    events: Mapping[frozenset[str], tuple[Event | None, frozenset[str]]] = field(
+        default_factory=dict, repr=False, compare=False
+    )
+    observations: frozenset[str] = frozenset()  # the level's vocabulary
+
+    def fire(self, context: StepContext) -> CompiledTransition | None:
+        """The first enabled transition from `context.state`, if any (state updated)."""
+        found = self.events.get(context.observations)
+        if found is None:
+            raise StepError(f"these {self.level} observations cannot hold together: "
+                            f"{', '.join(sorted(context.observations))}")
+        event, movable = found
+        if event is None or context.state not in movable:
+            return None
+        context.fired = None
+        event.trigger(context)
+        return context.fired
+
+
+@dataclass(frozen=True)
+class CompiledDefinition:
+    """A whole definition, compiled once and shared by every job of its kind."""
+
+    definition: MachineDefinition
+    path: str
+    job: CompiledMachine
+    replica: CompiledMachine
+    pod_env: Mapping[str, CompiledExpression]
+    pod_labels: Mapping[str, CompiledExpression]
+    pod_annotations: Mapping[str, CompiledExpression]
+    services: tuple[ServiceSpec, ...]
+
+    @property
+    def name(self) -> str:
+        return self.definition.name
+
+
+def compile_definition(loaded: LoadedDefinition) -> CompiledDefinition:
+    """Compile one loaded definition; raises `DefinitionError` if it cannot run.
+
+    Only what compilation needs is required here (defined names, valid CEL);
+    `validate.load_definitions` also rejects graph problems such as loops.
+    """
+    table = compile_expressions(loaded)
+    problems = [d for d in check_names(loaded) + table.diagnostics if d.is_error]
+    if problems:
+        raise DefinitionError(problems)
+    spec = loaded.definition.spec
+    pod_path: Path = ("spec", "pod")
+    return CompiledDefinition(
+        definition=loaded.definition,
+        path=loaded.path,
+        job=_Builder(loaded, table, "job").machine(spec.job),
+        replica=_Builder(loaded, table, "replica").machine(spec.replica),
+        pod_env={k: table.expressions[(*pod_path, "env", k)] for k in spec.pod.env},
+        pod_labels={k: table.expressions[(*pod_path, "labels", k)] for k in spec.pod.labels},
+        pod_annotations={
+            k: table.expressions[(*pod_path, "annotations", k)] for k in spec.pod.annotations
+        },
+        services=tuple(spec.services),
+    )
+
+
+class _Builder:
+    def __init__(self, loaded: LoadedDefinition, table: ExpressionTable, level: Level) -> None:
+        self.positions = loaded.positions
+        self.table = table
+        self.level = level
+        self.base: Path = ("spec", level)
+
+    def machine(self, spec: MachineSpec) -> CompiledMachine:
+        states = {name: self._state(spec, name) for name in spec.states}
+        compiled = tuple(
+            self._transition(spec, i, t) for i, t in enumerate(spec.transitions)
+        )
+        machine = Machine(
+            model=None, states=list(spec.states), initial=spec.initial, auto_transitions=False,
+            send_event=True, ignore_invalid_triggers=True, name=f"{self.level}:",
+        )
+        events: dict[frozenset[str], tuple[Event | None, frozenset[str]]] = {}
+        # One event per possible set of observations, so that a trigger only walks the
+        # transitions that set can enable (a step would otherwise pay `transitions`'
+        # per-candidate cost for every transition whose observation does not hold).
+        for observations in possible_observation_sets(self.level):
+            name = f"{STEP}:{','.join(sorted(observations))}"
+            allowed = [t for t in compiled if t.on is None or t.on in observations]
+            for transition in allowed:
+                for source in transition.sources:
+                    machine.add_transition(
+                        name, source, transition.target,
+                        conditions=[_condition(transition)], after=[_recorder(transition)],
+                    )
+            movable = frozenset(s for t in allowed for s in t.sources)
+            events[observations] = (machine.events.get(name), movable)
+        vocabulary = frozenset(observations_for(self.level))
+        return CompiledMachine(
+            self.level, spec.initial, states, compiled, machine, events, vocabulary
+        )
+
+    def _state(self, spec: MachineSpec, name: str) -> CompiledState:
+        state = spec.states[name]
+        path = (*self.base, "states", name)
+        delay = state.requeue_after
+        fixed = None if delay is None else parse_duration(delay)
+        return CompiledState(
+            name=name,
+            phase=state.phase or name,
+            terminal=state.terminal,
+            condition=state.condition,
+            condition_message=self.table.templates.get((*path, "condition", "message")),
+            on_enter=self._actions((*path, "onEnter"), state.on_enter),
+            requeue_seconds=fixed,
+            requeue_expression=self.table.expressions.get((*path, "requeueAfter")),
+            timeout_seconds=None if state.timeout is None else parse_duration(state.timeout),
+            hold_replicas=state.hold_replicas
+            or (self.level == "job" and state.terminal is not None),
+        )
+
+    def _transition(self, spec: MachineSpec, index: int, t: TransitionSpec) -> CompiledTransition:
+        path = (*self.base, "transitions", index)
+        failure = spec.states[t.to].terminal == "failure"
+        return CompiledTransition(
+            index=index,
+            sources=tuple(expand_sources(spec, t)),
+            target=t.to,
+            on=t.on,
+            guard=self.table.expressions.get((*path, "when")),
+            actions=self._actions((*path, "actions"), t.actions),
+            reason=t.reason or t.to,
+            message=self.table.templates.get((*path, "message")),
+            event_type=t.type or ("Warning" if failure else "Normal"),
+        )
+
+    def _actions(self, base: Path, actions: list[ActionSpec]) -> tuple[CompiledAction, ...]:
+        known = actions_for(self.level)
+        compiled: list[CompiledAction] = []
+        for index, action in enumerate(actions):
+            args_path = action_path(self.positions, base, index, action)
+            kinds = {arg.name: arg.kind for arg in known[action.name].args}
+            literals = {k: _text(v) for k, v in action.args.items() if kinds[k] == "string"}
+            expressions = {k: self.table.expressions[(*args_path, k)]
+                           for k in action.args if kinds[k] == "cel"}
+            templates = {k: self.table.templates[(*args_path, k)]
+                         for k in action.args if kinds[k] == "template"}
+            compiled.append(CompiledAction(action.name, literals, expressions, templates))
+        return tuple(compiled)
+
+
+def _text(value: Any) -> str:
+    return ("True" if value else "False") if isinstance(value, bool) else str(value)
+
+
+def _condition(transition: CompiledTransition) -> Callable[[EventData], bool]:
+    """The `transitions` condition: the observation holds and the guard is true."""
+    on, guard = transition.on, transition.guard
+
+    def enabled(event: EventData) -> bool:
+        context = _context(event)
+        if on is not None and on not in context.observations:
+            return False
+        if guard is None:
+            return True
+        try:
+            value = guard.evaluate(context.variables)
+        except Exception as exc:
+            # A guard that cannot be evaluated is false, and said so in the result.
+            context.errors.append(f"transition {transition.index + 1} guard: {exc}")
+            return False
+        if not isinstance(value, bool):
+            context.errors.append(
+                f"transition {transition.index + 1} guard gave {value!r}, not a bool"
+            )
+            return False
+        return value
+
+    return enabled
+
+
+def _recorder(transition: CompiledTransition) -> Callable[[EventData], None]:
+    def record(event: EventData) -> None:
+        _context(event).fired = transition
+
+    return record
+
+
+def _context(event: EventData) -> StepContext:
+    return cast(StepContext, event.model)

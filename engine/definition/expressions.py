@@ -1,0 +1,137 @@
+"""Every CEL expression and template of a definition, compiled once, by YAML path.
+
+Validation and compilation both need each expression compiled; one walk for
+both means the checks report exactly what the compiled machine will run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from engine.definition.cel import CelCompileError, CompiledExpression, Scope, compile_expression
+from engine.definition.durations import looks_like_duration, parse_duration
+from engine.definition.errors import Diagnostic, error
+from engine.definition.loader import LoadedDefinition
+from engine.definition.positions import Path, PositionIndex
+from engine.definition.schema import ActionSpec, MachineSpec
+from engine.definition.templates import TextTemplate, compile_template
+from engine.definition.vocabulary import Level, actions_for
+
+_GUARD_TYPES = ("bool", "dyn")
+_DELAY_TYPES = ("int", "duration", "dyn")
+
+
+@dataclass
+class ExpressionTable:
+    """Compiled expressions and templates of one definition, keyed by their YAML path."""
+
+    expressions: dict[Path, CompiledExpression] = field(default_factory=dict)
+    templates: dict[Path, TextTemplate] = field(default_factory=dict)
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+
+
+def action_path(positions: PositionIndex, base: Path, index: int, action: ActionSpec) -> Path:
+    """The YAML path of an action's argument mapping (`- name: {args}` or `args:`)."""
+    written = (*base, index, action.name)
+    return written if positions.has(written) else (*base, index, "args")
+
+
+class _Compiler:
+    def __init__(self, loaded: LoadedDefinition) -> None:
+        self.positions = loaded.positions
+        self.table = ExpressionTable()
+
+    def expression(
+        self, path: Path, source: str, scope: Scope, types: tuple[str, ...] = ()
+    ) -> None:
+        try:
+            compiled = compile_expression(source, scope)
+        except CelCompileError as exc:
+            self._report(path, exc)
+            return
+        if types and compiled.result_type not in types:
+            wanted = " or ".join(t for t in types if t != "dyn")
+            self.table.diagnostics.append(error(
+                self.positions.value(path),
+                f"this expression must give {wanted}, but it gives {compiled.result_type}",
+            ))
+            return
+        self.table.expressions[path] = compiled
+
+    def template(self, path: Path, source: str, scope: Scope) -> None:
+        try:
+            self.table.templates[path] = compile_template(source, scope)
+        except CelCompileError as exc:
+            self._report(path, exc)
+
+    def _report(self, path: Path, exc: CelCompileError) -> None:
+        for problem in exc.problems:
+            position = self.positions.expression(path, problem.line, problem.column)
+            message = problem.message
+            if position is None:
+                position = self.positions.value(path)
+                message += f" (line {problem.line}, column {problem.column} of the expression)"
+            self.table.diagnostics.append(error(position, message))
+
+    def actions(self, base: Path, actions: list[ActionSpec], level: Level) -> None:
+        known = actions_for(level)
+        for index, action in enumerate(actions):
+            spec = known.get(action.name)
+            if spec is None:
+                continue
+            args_path = action_path(self.positions, base, index, action)
+            for arg in spec.args:
+                value = action.args.get(arg.name)
+                if not isinstance(value, str):
+                    continue
+                if arg.kind == "cel":
+                    self.expression((*args_path, arg.name), value, Scope(level))
+                elif arg.kind == "template":
+                    self.template((*args_path, arg.name), value, Scope(level))
+
+
+def _machine(compiler: _Compiler, machine: MachineSpec, level: Level) -> None:
+    base: Path = ("spec", level)
+    scope = Scope(level)
+    for index, transition in enumerate(machine.transitions):
+        path = (*base, "transitions", index)
+        if transition.when is not None:
+            compiler.expression((*path, "when"), transition.when, scope, _GUARD_TYPES)
+        if transition.message is not None:
+            compiler.template((*path, "message"), transition.message, scope)
+        compiler.actions((*path, "actions"), transition.actions, level)
+    for name, state in machine.states.items():
+        path = (*base, "states", name)
+        compiler.actions((*path, "onEnter"), state.on_enter, level)
+        if state.condition is not None and state.condition.message is not None:
+            message_path = (*path, "condition", "message")
+            compiler.template(message_path, state.condition.message, scope)
+        delay = state.requeue_after
+        if isinstance(delay, str) and is_delay_expression(delay):
+            compiler.expression((*path, "requeueAfter"), delay, scope, _DELAY_TYPES)
+
+
+def is_delay_expression(value: str) -> bool:
+    """A `requeueAfter` string that is CEL rather than a duration."""
+    return parse_duration(value) is None and not looks_like_duration(value)
+
+
+def pod_value_paths(loaded: LoadedDefinition) -> Iterator[tuple[Path, str]]:
+    pod = loaded.definition.spec.pod
+    for section, values in (("env", pod.env), ("labels", pod.labels),
+                            ("annotations", pod.annotations)):
+        for key, source in values.items():
+            yield ("spec", "pod", section, key), source
+
+
+def compile_expressions(loaded: LoadedDefinition) -> ExpressionTable:
+    """Compile every expression of `loaded`; problems are in the table's diagnostics."""
+    compiler = _Compiler(loaded)
+    spec = loaded.definition.spec
+    _machine(compiler, spec.job, "job")
+    _machine(compiler, spec.replica, "replica")
+    pod_scope = Scope("replica", template=True)
+    for path, source in pod_value_paths(loaded):
+        compiler.expression(path, source, pod_scope)
+    return compiler.table

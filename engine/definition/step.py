@@ -1,0 +1,187 @@
+"""The one pure function the controller calls: step an instance to its fixed point.
+
+Given a compiled level, the current state and the facts (observations that
+hold, CEL variables), `step` returns the new state, the transitions fired and
+the actions to run, without side effects; the controller records the result
+in status first and only then acts. Also the pure helpers the controller needs
+around a step: pod decorations and when to look at an instance again.
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from engine.definition.cel import Activation, CelEvaluationError
+from engine.definition.compiled import (
+    CompiledAction,
+    CompiledDefinition,
+    CompiledMachine,
+    CompiledTransition,
+    StepContext,
+    StepError,
+)
+from engine.definition.templates import TextTemplate, render_value
+
+
+@dataclass(frozen=True)
+class Facts:
+    """What holds for one instance now: observations of its level and CEL variables."""
+
+    observations: frozenset[str] = frozenset()
+    variables: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class FiredTransition:
+    """One transition that fired; `source` is None for the creation of an instance."""
+
+    source: str | None
+    target: str
+    reason: str
+    message: str
+    event_type: str
+    self_loop: bool = False
+    index: int | None = None  # the transition's 0-based position in the file; None on creation
+
+
+@dataclass(frozen=True)
+class PlannedAction:
+    """An action to run, with rendered arguments and what asked for it."""
+
+    name: str
+    args: Mapping[str, Any]
+    transition: int | None = None  # the transition whose `actions` listed it
+    state: str | None = None  # or the state whose `onEnter` listed it
+
+
+@dataclass(frozen=True)
+class StepResult:
+    state: str
+    fired: tuple[FiredTransition, ...] = ()
+    actions: tuple[PlannedAction, ...] = ()
+    errors: tuple[str, ...] = ()
+
+    @property
+    def changed(self) -> bool:
+        """Whether the state changed (self-loops do not count)."""
+        return any(not f.self_loop for f in self.fired)
+
+
+class _Recorder:
+    def __init__(self, facts: Facts) -> None:
+        self.variables = Activation(facts.variables)
+        self.fired: list[FiredTransition] = []
+        self.actions: list[PlannedAction] = []
+        self.errors: list[str] = []
+
+    def render(self, template: TextTemplate | None, default: str) -> str:
+        if template is None:
+            return default
+        text, errors = template.render(self.variables)
+        self.errors += errors
+        return text
+
+    def plan(self, actions: tuple[CompiledAction, ...], **origin: Any) -> None:
+        for action in actions:
+            args: dict[str, Any] = dict(action.literals)
+            for name, expression in action.expressions.items():
+                try:
+                    args[name] = expression.evaluate(self.variables)
+                except CelEvaluationError as exc:
+                    self.errors.append(f"action {action.name} argument {name}: {exc}")
+            for name, template in action.templates.items():
+                args[name] = self.render(template, template.source)
+            self.actions.append(PlannedAction(action.name, args, **origin))
+
+    def transition(self, machine: CompiledMachine, fired: CompiledTransition, source: str) -> None:
+        loop = fired.target == source
+        message = self.render(fired.message, f"{source} -> {fired.target}")
+        self.fired.append(FiredTransition(
+            source, fired.target, fired.reason, message, fired.event_type, loop, fired.index
+        ))
+        self.plan(fired.actions, transition=fired.index)
+        if not loop:
+            self.plan(machine.states[fired.target].on_enter, state=fired.target)
+
+
+def step(machine: CompiledMachine, state: str | None, facts: Facts) -> StepResult:
+    """Fire transitions from `state` until none fires (or a self-loop fires)."""
+    recorder = _Recorder(facts)
+    if state is None:
+        state = machine.initial
+        recorder.fired.append(FiredTransition(
+            None, state, state, f"Created in {state}", "Normal"
+        ))
+        recorder.plan(machine.states[state].on_enter, state=state)
+    elif state not in machine.states:
+        raise StepError(f"unknown {machine.level} state {state!r}")
+    observations = facts.observations & machine.observations
+    context = StepContext(state, observations, recorder.variables)
+    path = [state]
+    while (fired := machine.fire(context)) is not None:
+        recorder.transition(machine, fired, path[-1])
+        if fired.target == path[-1]:
+            break
+        path.append(fired.target)
+        if len(path) - 1 > len(machine.states) + 1:
+            raise StepError(f"{machine.level} machine loops: {_loop(path)}")
+    recorder.errors += context.errors
+    return StepResult(
+        path[-1], tuple(recorder.fired), tuple(recorder.actions), tuple(recorder.errors)
+    )
+
+
+def _loop(path: list[str]) -> str:
+    """The repeating part of a state path, as `A -> B -> A`."""
+    last = path[-1]
+    start = path.index(last)
+    return " -> ".join(path[start:])
+
+
+@dataclass(frozen=True)
+class PodDecorations:
+    env: Mapping[str, str]
+    labels: Mapping[str, str]
+    annotations: Mapping[str, str]
+
+
+def render_pod_decorations(
+    compiled: CompiledDefinition, variables: Mapping[str, Any]
+) -> PodDecorations:
+    """The env, labels and annotations the definition adds to one replica's pod.
+
+    Raises `CelEvaluationError` when a value cannot be computed: a pod must not be
+    created with a value missing.
+    """
+
+    activation = Activation(variables)
+
+    def render(values: Mapping[str, Any]) -> dict[str, str]:
+        return {key: render_value(expr.evaluate(activation)) for key, expr in values.items()}
+
+    return PodDecorations(
+        render(compiled.pod_env), render(compiled.pod_labels), render(compiled.pod_annotations)
+    )
+
+
+def requeue_after(
+    machine: CompiledMachine, state: str, variables: Mapping[str, Any]
+) -> float | None:
+    """Seconds after which the instance in `state` should be looked at again, if ever.
+
+    Raises `CelEvaluationError` for an expression that fails or gives no delay.
+    """
+    compiled = machine.states[state]
+    if compiled.requeue_expression is None:
+        return compiled.requeue_seconds
+    value = compiled.requeue_expression.evaluate(variables)
+    if isinstance(value, datetime.timedelta):
+        return max(value.total_seconds(), 0.0)
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return max(float(value), 0.0)
+    raise CelEvaluationError(
+        f"requeueAfter of {state!r} gave {value!r}, not a number of seconds or a duration"
+    )

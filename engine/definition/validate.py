@@ -1,0 +1,80 @@
+"""Files and folders of definitions -> every diagnostic, or compiled definitions.
+
+`validate_paths` is `jobmachine validate`; `load_definitions` is how the
+controller loads its machines: the same checks, and nothing runs unless all pass.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+from engine.definition.checks import check_graph, check_names, check_together
+from engine.definition.compiled import CompiledDefinition, compile_definition
+from engine.definition.errors import (
+    DefinitionError,
+    Diagnostic,
+    Position,
+    error,
+    sorted_diagnostics,
+)
+from engine.definition.expressions import compile_expressions
+from engine.definition.loader import LoadedDefinition, parse_file, parse_text
+
+SUFFIXES = (".yaml", ".yml")
+
+
+def definition_files(paths: Iterable[str | Path]) -> Iterator[Path | Diagnostic]:
+    """Each file named, and every *.yaml / *.yml below each folder named (sorted)."""
+    for path in map(Path, paths):
+        if path.is_dir():
+            yield from sorted(p for p in path.rglob("*") if p.suffix in SUFFIXES and p.is_file())
+        elif path.exists():
+            yield path
+        else:
+            yield error(Position(str(path), 1, 1), "no such file or folder")
+
+
+def _load(paths: Iterable[str | Path]) -> tuple[list[LoadedDefinition], list[Diagnostic]]:
+    definitions: list[LoadedDefinition] = []
+    diagnostics: list[Diagnostic] = []
+    for item in definition_files(paths):
+        if isinstance(item, Diagnostic):
+            diagnostics.append(item)
+            continue
+        loaded, problems = parse_file(item)
+        definitions += loaded
+        diagnostics += problems
+    return definitions, diagnostics
+
+
+def _check(definitions: list[LoadedDefinition]) -> list[Diagnostic]:
+    found = check_together(definitions)
+    for loaded in definitions:
+        names = check_names(loaded)
+        # The graph of a definition with undefined names is not the one meant: its
+        # reachability and loops would only echo the naming errors.
+        graph = [] if any(d.is_error for d in names) else check_graph(loaded)
+        found += names + graph + compile_expressions(loaded).diagnostics
+    return found
+
+
+def validate_paths(paths: Iterable[str | Path]) -> list[Diagnostic]:
+    """Every error and warning in the definitions under `paths`, sorted by position."""
+    definitions, diagnostics = _load(paths)
+    return sorted_diagnostics(diagnostics + _check(definitions))
+
+
+def validate_text(text: str, filename: str = "<text>") -> list[Diagnostic]:
+    """Like `validate_paths` for one document text (tests, StateMachine objects)."""
+    definitions, diagnostics = parse_text(text, filename)
+    return sorted_diagnostics(diagnostics + _check(definitions))
+
+
+def load_definitions(paths: Iterable[str | Path]) -> list[CompiledDefinition]:
+    """Compiled definitions; raises `DefinitionError` if any file has any error."""
+    definitions, diagnostics = _load(paths)
+    diagnostics += _check(definitions)
+    if any(d.is_error for d in diagnostics):
+        raise DefinitionError(diagnostics)
+    return [compile_definition(loaded) for loaded in definitions]

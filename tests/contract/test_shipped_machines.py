@@ -1,0 +1,56 @@
+"""Every machine shipped in `machines/` validates cleanly and its CEL runs on both engines.
+
+The checker (`cel_expr_python`) and the evaluator (`cel`) must both accept every
+expression, or a definition that validated could fail at run time.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import cel
+import pytest
+from cel_expr_python import cel as celcpp
+from cel_expr_python.ext import ext_encoders, ext_math, ext_strings
+
+from engine.definition.cel import Scope, cel_type
+from engine.definition.expressions import compile_expressions
+from engine.definition.loader import load_file
+from engine.definition.validate import validate_paths
+from engine.definition.vocabulary import variables_for
+
+MACHINES = Path(__file__).resolve().parents[2] / "machines"
+FILES = sorted(p for p in MACHINES.glob("*") if p.suffix in (".yaml", ".yml"))
+
+
+@pytest.mark.parametrize("path", FILES, ids=[p.name for p in FILES])
+def test_validates_without_errors_or_warnings(path: Path) -> None:
+    assert [str(d) for d in validate_paths([path])] == []
+
+
+def _checker(scope: Scope) -> celcpp.Env:
+    variables = {v.name: cel_type(v.cel_type)
+                 for v in variables_for(scope.level, template=scope.template)}
+    extensions = [ext_strings.ExtStrings(), ext_math.ExtMath(), ext_encoders.ExtEncoders()]
+    return celcpp.NewEnv(variables=variables, extensions=extensions)
+
+
+def _scope(path: tuple[object, ...]) -> Scope:
+    if path[:2] == ("spec", "pod"):
+        return Scope("replica", template=True)
+    return Scope("replica" if path[1] == "replica" else "job")
+
+
+@pytest.mark.parametrize("path", FILES, ids=[p.name for p in FILES])
+def test_every_expression_compiles_with_both_implementations(path: Path) -> None:
+    sources: list[tuple[tuple[object, ...], str]] = []
+    for loaded in load_file(path):
+        table = compile_expressions(loaded)
+        assert table.diagnostics == []
+        sources += [(p, e.source) for p, e in table.expressions.items()]
+        sources += [(p, part.expression.source) for p, t in table.templates.items()
+                    for part in t.parts if part.expression is not None]
+    assert sources, "a machine without any CEL is unlikely: is the walk broken?"
+    for where, source in sources:
+        _checker(_scope(where)).compile(source)
+        cel.compile(source)

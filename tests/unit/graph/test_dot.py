@@ -1,0 +1,141 @@
+"""DOT output: Graphviz reads it back, styles tell state kinds apart, labels say what fires."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from engine.definition.loader import load_file
+from engine.graph.dot import quote, to_dot
+from engine.graph.images import svg_from_dot
+from engine.graph.parts import shorten
+from tests.unit.graph.conftest import REPO, SAMPLE, definition_from, parse_dot
+
+
+def test_graphviz_reads_every_state_and_transition(sample):
+    graph = parse_dot(to_dot(sample, level="all"))
+    states = {name for name in graph.nodes if "/s/" in name}
+    assert states == {
+        "job/s/Created",
+        "job/s/Running",
+        "job/s/Done",
+        "job/s/Broken",
+        "replica/s/Pending",
+        "replica/s/Running",
+        "replica/s/Restarting",
+        "replica/s/Succeeded",
+        "replica/s/Failed",
+    }
+    assert graph.clusters == ["cluster_job", "cluster_replica"]
+    ends = {(tail, head) for tail, head, _ in graph.edges}
+    assert ("job/start", "job/s/Created") in ends
+    assert ("job/any", "job/s/Broken") in ends
+    assert ("replica/s/Pending", "replica/s/Pending") in ends  # the self-loop
+
+
+@pytest.mark.parametrize("level", ["job", "replica"])
+def test_one_level_draws_only_that_machine(sample, level):
+    graph = parse_dot(to_dot(sample, level=level))
+    assert graph.clusters == []
+    assert all(name.startswith(f"{level}/") for name in graph.nodes)
+
+
+def test_initial_success_and_failure_states_look_different(sample):
+    nodes = parse_dot(to_dot(sample, level="job")).nodes
+
+    def look(name: str) -> tuple[str, str, str]:
+        node = nodes[f"job/s/{name}"]
+        return node.get("fillcolor", ""), node.get("color", ""), node.get("peripheries", "1")
+
+    looks = {look("Created"), look("Running"), look("Done"), look("Broken")}
+    assert len(looks) == 4
+    assert nodes["job/s/Done"]["peripheries"] == "2"
+    assert nodes["job/s/Broken"]["peripheries"] == "2"
+    assert nodes["job/start"]["shape"] == "point"
+
+
+def test_edge_labels_carry_observation_shortened_guard_and_actions(sample):
+    graph = parse_dot(to_dot(sample, level="replica"))
+    labels = [attrs["label"] for _, _, attrs in graph.edges]
+    assert "podMissing\\n/ createService, createPod" in labels
+    retry = next(label for label in labels if label.startswith("podFailed\\n[policy"))
+    # the template argument (message) and free text (reason) stay off the picture
+    assert retry.split("\\n") == [
+        "podFailed",
+        "[policy == 'OnFailure']",
+        "/ countRestart, setCondition(type=Restarting)",
+    ]
+    job_labels = [a["label"] for _, _, a in parse_dot(to_dot(sample, level="job")).edges]
+    long_guard = next(label for label in job_labels if "running ==" in label)
+    assert long_guard.endswith("…]") and len(long_guard) <= 46
+
+
+def test_state_labels_say_what_the_state_does(sample):
+    nodes = parse_dot(to_dot(sample, level="job")).nodes
+    assert nodes["job/s/Running"]["label"] == "Running\\ncondition: Running\\nrequeue: 30s"
+    assert nodes["job/s/Broken"]["label"] == "Broken\\nenter / cleanupPods(policy=All)"
+
+
+def test_a_transition_from_several_states_has_one_label_at_a_junction(sample):
+    graph = parse_dot(to_dot(sample, level="replica"))
+    into = [(t, a) for t, h, a in graph.edges if h == "replica/junction/3"]
+    assert sorted(t for t, _ in into) == ["replica/s/Pending", "replica/s/Running"]
+    assert all(a["arrowhead"] == "none" and a["label"] == "" for _, a in into)
+    (out,) = [(h, a) for t, h, a in graph.edges if t == "replica/junction/3"]
+    assert out[0] == "replica/s/Restarting"
+    assert out[1]["label"].startswith("podFailed")
+
+
+def test_output_is_the_same_bytes_every_time(sample):
+    assert to_dot(sample) == to_dot(definition_from(SAMPLE))
+
+
+def test_output_does_not_depend_on_the_order_of_yaml_mappings(sample):
+    created = "      Created: {condition: Created}\n"
+    running = "      Running: {condition: Running, requeueAfter: 30s}\n"
+    reordered = SAMPLE.replace(
+        created + running,
+        running.replace(
+            "condition: Running, requeueAfter: 30s", "requeueAfter: 30s, condition: Running"
+        )
+        + created,
+    ).replace("      Pending: {}\n      Running: {}\n", "      Running: {}\n      Pending: {}\n")
+    assert reordered != SAMPLE
+    assert to_dot(definition_from(reordered)) == to_dot(sample)
+
+
+def test_guards_with_quotes_and_backslashes_are_shown_literally(sample):
+    text = SAMPLE.replace(
+        "when: \"policy == 'OnFailure'\"", 'when: \'reason.matches("a\\\\d") && policy != ""\''
+    )
+    definition = definition_from(text)
+    assert '"a\\\\d"' in definition.spec.replica.transitions[3].when
+    svg = svg_from_dot(to_dot(definition, level="replica")).decode()
+    assert "[reason.matches(&quot;a\\\\d&quot;) &amp;&amp; policy != &quot;&quot;]" in svg
+    assert quote('a"b\\c\nd') == '"a\\"b\\\\c\\nd"'
+
+
+def test_undefined_states_are_drawn_not_crashed_on(sample):
+    broken = sample.model_copy(
+        update={
+            "spec": sample.spec.model_copy(
+                update={"job": sample.spec.job.model_copy(update={"initial": "Nowhere"})}
+            )
+        }
+    )
+    graph = parse_dot(to_dot(broken, level="job"))
+    assert graph.nodes["job/s/Nowhere"]["label"] == "Nowhere\\n(not defined)"
+
+
+def test_shorten_collapses_whitespace_and_marks_the_cut():
+    assert shorten("a  b\n c", 10) == "a b c"
+    assert shorten("abcdefghijkl", 6) == "abcde…"
+
+
+@pytest.mark.parametrize("machine", sorted((REPO / "machines").glob("*.yaml")), ids=Path.name.fget)
+@pytest.mark.parametrize("level", ["job", "replica", "all"])
+def test_every_shipped_machine_draws(machine, level):
+    for loaded in load_file(machine):
+        graph = parse_dot(to_dot(loaded.definition, level=level))
+        assert graph.nodes
