@@ -109,5 +109,34 @@ def apiserver(
     serve_forever(host=host, port=port, data_dir=data_dir, kubeconfig=kubeconfig, tls=tls)
 
 
+manifests_app = typer.Typer(
+    help="Write the manifests jobmachine is deployed with.", no_args_is_help=True
+)
+app.add_typer(manifests_app, name="manifests")
+
+
+@manifests_app.command("crds")
+def manifests_crds(
+    output: Annotated[
+        Path, typer.Option("-o", "--output", help="Directory to write the CRDs into.")
+    ] = Path("crds"),
+    check: Annotated[
+        bool, typer.Option("--check", help="Write nothing; exit 1 if the directory is stale.")
+    ] = False,
+) -> None:
+    """Write one CustomResourceDefinition per kind, generated from engine/api's models."""
+    from engine.api.manifests import stale_crds, write_crds
+
+    if check:
+        stale = stale_crds(output)
+        for name in stale:
+            typer.echo(f"stale: {output / name}", err=True)
+        if stale:
+            raise typer.Exit(code=1)
+        return
+    for path in write_crds(output):
+        typer.echo(str(path))
+
+
 if __name__ == "__main__":
     app()

@@ -1,0 +1,95 @@
+"""`jobmachine.dev/v1alpha1` MachineJob: a job of any shape, driven by a named StateMachine.
+
+Where PyTorchJob and TFJob fix their replica types and rules, a MachineJob names
+its machine and carries the general forms: replica types of any name, a success
+policy over some of them, and ordered failure rules.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal, Self
+
+from pydantic import ConfigDict, Field, StringConstraints, model_validator
+
+from engine.api.base import SpecModel
+from engine.api.objects import API_VERSION_DOC, KIND_DOC, JobObject
+from engine.api.policies import FailureRule, SuccessPolicy
+from engine.api.replicas import ReplicaSpec, check_containers
+from engine.api.runpolicy import RunPolicy
+
+ReplicaTypeName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z][A-Za-z0-9]{0,30}$")]
+
+_KNOWN_TYPES = "replicaTypes must name replica types of spec.replicaSpecs"
+
+
+class MachineJobSpec(SpecModel):
+    """The desired state of a MachineJob."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "x-kubernetes-validations": [
+                {
+                    "rule": "!has(self.successPolicy) || !has(self.successPolicy.replicaTypes) || "
+                    "self.successPolicy.replicaTypes.all(t, t in self.replicaSpecs)",
+                    "message": f"successPolicy.{_KNOWN_TYPES}",
+                    "fieldPath": ".successPolicy.replicaTypes",
+                },
+                {
+                    "rule": "!has(self.failureRules) || self.failureRules.all(r, "
+                    "!has(r.replicaTypes) || r.replicaTypes.all(t, t in self.replicaSpecs))",
+                    "message": f"failureRules[*].{_KNOWN_TYPES}",
+                    "fieldPath": ".failureRules",
+                },
+            ]
+        }
+    )
+
+    machine: str = Field(
+        default="job",
+        min_length=1,
+        max_length=253,
+        description="The name of the StateMachine that drives this job.",
+    )
+    replica_specs: dict[ReplicaTypeName, ReplicaSpec] = Field(
+        min_length=1,
+        description=(
+            "Replica type (letters and digits, e.g. Launcher, Worker) -> its pods. Each "
+            "template needs at least one container, and every container an image."
+        ),
+    )
+    run_policy: RunPolicy = Field(
+        default_factory=RunPolicy,
+        description="Clean-up, time limits, retries, scheduling and suspension.",
+    )
+    success_policy: SuccessPolicy | None = Field(
+        default=None,
+        description="When the job succeeds; unset: as the machine's own transitions say.",
+    )
+    failure_rules: list[FailureRule] = Field(
+        default_factory=list,
+        description=(
+            "What a failed pod means, checked in order; the first rule that matches applies. "
+            "A failure no rule matches is handled by the replica's restartPolicy."
+        ),
+    )
+
+    @model_validator(mode="after")
+    def _valid_replicas(self) -> Self:
+        for replica_type, spec in self.replica_specs.items():
+            check_containers(replica_type, spec, None)
+        named = list(self.success_policy.replica_types if self.success_policy else [])
+        named += [t for rule in self.failure_rules for t in rule.replica_types]
+        unknown = sorted(set(named) - set(self.replica_specs))
+        if unknown:
+            raise ValueError(f"{_KNOWN_TYPES}; unknown: {', '.join(unknown)}")
+        return self
+
+
+class MachineJob(JobObject):
+    """A job whose lifecycle is the StateMachine it names (spec.machine)."""
+
+    api_version: Literal["jobmachine.dev/v1alpha1"] = Field(
+        default="jobmachine.dev/v1alpha1", description=API_VERSION_DOC
+    )
+    kind: Literal["MachineJob"] = Field(default="MachineJob", description=KIND_DOC)
+    spec: MachineJobSpec = Field(description="The desired state of the MachineJob.")
