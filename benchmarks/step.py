@@ -63,14 +63,14 @@ spec:
       Succeeded: {terminal: success}
       Failed: {terminal: failure}
     transitions:
-      - {from: Pending, to: Pending, on: podMissing, actions: [createService, createPod]}
-      - {from: Pending, to: Running, on: podRunning}
-      - {from: [Pending, Running], to: Succeeded, on: podSucceeded}
-      - {from: [Pending, Running], to: Restarting, on: podFailed, actions: [countRestart],
+      - {from: Pending, to: Pending, "on": podMissing, actions: [createService, createPod]}
+      - {from: Pending, to: Running, "on": podRunning}
+      - {from: [Pending, Running], to: Succeeded, "on": podSucceeded}
+      - {from: [Pending, Running], to: Restarting, "on": podFailed, actions: [countRestart],
          when: "policy == 'OnFailure' || (policy == 'ExitCode' && exitCode >= 128)",
          message: "${replica.type}-${replica.index} failed (exit code ${exitCode})"}
-      - {from: [Pending, Running], to: Failed, on: podFailed}
-      - {from: [Running, Restarting], to: Pending, on: podMissing}
+      - {from: [Pending, Running], to: Failed, "on": podFailed}
+      - {from: [Running, Restarting], to: Pending, "on": podMissing}
 """
 
 

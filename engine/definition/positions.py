@@ -14,7 +14,7 @@ from typing import Any
 from ruamel.yaml.constructor import SafeConstructor
 from ruamel.yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-from engine.definition.errors import Diagnostic, Position, error
+from engine.definition.errors import Diagnostic, Position, error, warning
 
 PathItem = str | int
 Path = tuple[PathItem, ...]
@@ -143,8 +143,21 @@ class _Converter:
             if key in result:
                 self.diagnostics.append(error(key_position, _duplicate_message(path, key)))
                 continue
+            if key_node.style is None and str(key).lower() in _YAML_1_1_BOOLEANS:
+                self.diagnostics.append(warning(key_position, _boolean_key_message(str(key))))
             result[key] = self.convert(value_node, (*path, key), key_position)
         return result
+
+
+_YAML_1_1_BOOLEANS = frozenset({"y", "yes", "n", "no", "on", "off"})
+"""Plain words YAML 1.1 parsers (kubectl's among them) read as booleans."""
+
+
+def _boolean_key_message(key: str) -> str:
+    return (
+        f"unquoted key '{key}': YAML 1.1 parsers, kubectl's among them, read it as a boolean, "
+        f"so `kubectl apply` of this file would fail; write \"{key}\": instead"
+    )
 
 
 def _duplicate_message(path: Path, key: Any) -> str:

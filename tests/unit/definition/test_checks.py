@@ -49,7 +49,7 @@ def test_unreachable_state() -> None:
 def test_non_terminal_state_without_a_way_out() -> None:
     text = JOB.replace("      Done: {terminal: success}\n",
                        "      Done: {terminal: success}\n      Stuck: {}\n")
-    text += "      - {from: Running, to: Stuck, on: suspended}\n"
+    text += "      - {from: Running, to: Stuck, \"on\": suspended}\n"
     assert lines(document(job=text)) == [
         "demo.yaml:11:7: error: state 'Stuck' is not terminal but has no transition to another "
         "state: mark it terminal (success or failure) or add one"
@@ -59,8 +59,8 @@ def test_non_terminal_state_without_a_way_out() -> None:
 def test_a_self_loop_is_not_a_way_out() -> None:
     text = JOB.replace("      Done: {terminal: success}\n",
                        "      Done: {terminal: success}\n      Stuck: {}\n")
-    text += "      - {from: Running, to: Stuck, on: suspended}\n"
-    text += "      - {from: Stuck, to: Stuck, on: resumed}\n"
+    text += "      - {from: Running, to: Stuck, \"on\": suspended}\n"
+    text += "      - {from: Stuck, to: Stuck, \"on\": resumed}\n"
     assert lines(document(job=text))[0].startswith(
         "demo.yaml:11:7: error: state 'Stuck' is not terminal but has no transition"
     )
@@ -84,15 +84,15 @@ def test_wildcard_must_stand_alone() -> None:
 
 
 def test_unknown_observation_lists_the_level_s_observations() -> None:
-    assert job('when: "restarts == 0"', "on: finished") == [
-        f"demo.yaml:12:39: error: unknown observation 'finished'; job observations are: "
+    assert job('when: "restarts == 0"', "\"on\": finished") == [
+        f"demo.yaml:12:41: error: unknown observation 'finished'; job observations are: "
         f"{JOB_OBSERVATIONS}"
     ]
 
 
 def test_observation_of_the_other_level() -> None:
-    assert job('when: "restarts == 0"', "on: podRunning") == [
-        f"demo.yaml:12:39: error: 'podRunning' is a replica observation; job observations are: "
+    assert job('when: "restarts == 0"', "\"on\": podRunning") == [
+        f"demo.yaml:12:41: error: 'podRunning' is a replica observation; job observations are: "
         f"{JOB_OBSERVATIONS}"
     ]
 
@@ -194,7 +194,7 @@ def test_guard_only_cycle_names_its_states_in_order() -> None:
 
 def test_cycle_through_observations_that_hold_together() -> None:
     text = REPLICA + (
-        "      - {from: Running, to: Pending, on: timedOut}\n"
+        "      - {from: Running, to: Pending, \"on\": timedOut}\n"
     )
     assert lines(document(replica=text)) == [
         "demo.yaml:22:9: error: transitions can loop without the world changing: "
@@ -205,7 +205,7 @@ def test_cycle_through_observations_that_hold_together() -> None:
 
 
 def test_exclusive_observations_do_not_make_a_cycle() -> None:
-    text = REPLICA + "      - {from: Running, to: Pending, on: podMissing}\n"
+    text = REPLICA + "      - {from: Running, to: Pending, \"on\": podMissing}\n"
     assert lines(document(replica=text)) == []
 
 

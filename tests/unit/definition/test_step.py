@@ -29,20 +29,20 @@ REPLICA = """\
       Succeeded: {terminal: success}
       Failed: {terminal: failure, requeueAfter: "restarts * 10"}
     transitions:
-      - {from: Pending, to: Pending, on: podMissing, actions: [createPod]}
-      - {from: Pending, to: Running, on: podRunning, reason: Started}
-      - {from: [Pending, Running], to: Succeeded, on: podSucceeded}
+      - {from: Pending, to: Pending, "on": podMissing, actions: [createPod]}
+      - {from: Pending, to: Running, "on": podRunning, reason: Started}
+      - {from: [Pending, Running], to: Succeeded, "on": podSucceeded}
       - from: [Pending, Running]
         to: Restarting
-        on: podFailed
+        "on": podFailed
         when: "policy == 'OnFailure' && pod.exitCode != 1"
         actions:
           - countRestart
           - event: {reason: Restart, message: "${replica.type}-${replica.index} restarts"}
         message: "exit code ${pod.exitCode}"
-      - {from: [Pending, Running], to: Failed, on: podFailed}
-      - {from: Restarting, to: Pending, on: podMissing}
-      - {from: Running, to: Failed, on: timedOut, type: Normal}
+      - {from: [Pending, Running], to: Failed, "on": podFailed}
+      - {from: Restarting, to: Pending, "on": podMissing}
+      - {from: Running, to: Failed, "on": timedOut, type: Normal}
 """
 
 VARIABLES = {"policy": "OnFailure", "pod": {"exitCode": 137},

@@ -42,7 +42,7 @@ class Machine:
             parts = [f"from: {'[' + ', '.join(t.sources) + ']' if t.sources else repr('*')}",
                      f"to: {t.target}"]
             if t.on is not None:
-                parts.append(f"on: {t.on}")
+                parts.append(f"\"on\": {t.on}")
             if t.guard is not None:
                 parts.append(f'when: "restarts {t.guard[0]} {t.guard[1]}"')
             lines.append("      - {" + ", ".join(parts) + "}")

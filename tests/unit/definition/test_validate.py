@@ -97,3 +97,16 @@ def test_cli_exit_codes_and_lines(tmp_path: Path) -> None:
     assert result.output == (
         f"{bad}:12:29: error: undefined state 'Dnoe' in 'to'; states: Running, Done\n"
     )
+
+
+def test_a_plain_on_key_warns_that_kubectl_reads_it_as_a_boolean(tmp_path: Path) -> None:
+    text = document(job=JOB + "      - {from: Running, to: Done, on: deleting}\n")
+    path = write(tmp_path, "m.yaml", text)
+    line = text.splitlines().index("      - {from: Running, to: Done, on: deleting}") + 1
+    assert [str(d) for d in validate_paths([path])] == [
+        f"{path}:{line}:35: warning: unquoted key 'on': YAML 1.1 parsers, kubectl's among "
+        'them, read it as a boolean, so `kubectl apply` of this file would fail; write "on": '
+        "instead",
+    ]
+    quoted = write(tmp_path, "q.yaml", text.replace(" on: deleting", ' "on": deleting'))
+    assert validate_paths([quoted]) == []

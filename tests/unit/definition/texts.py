@@ -32,10 +32,10 @@ REPLICA = """\
       Succeeded: {terminal: success}
       Failed: {terminal: failure}
     transitions:
-      - {from: Pending, to: Pending, on: podMissing, actions: [createPod]}
-      - {from: Pending, to: Running, on: podRunning}
-      - {from: [Pending, Running], to: Succeeded, on: podSucceeded}
-      - {from: [Pending, Running], to: Failed, on: podFailed}
+      - {from: Pending, to: Pending, "on": podMissing, actions: [createPod]}
+      - {from: Pending, to: Running, "on": podRunning}
+      - {from: [Pending, Running], to: Succeeded, "on": podSucceeded}
+      - {from: [Pending, Running], to: Failed, "on": podFailed}
 """
 
 

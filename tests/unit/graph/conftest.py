@@ -29,7 +29,7 @@ spec:
       Done: {terminal: success, onEnter: [cleanupPods]}
       Broken: {terminal: failure, onEnter: [{cleanupPods: {policy: All}}]}
     transitions:
-      - {from: "*", to: Broken, on: deadlineExceeded, reason: DeadlineExceeded}
+      - {from: "*", to: Broken, "on": deadlineExceeded, reason: DeadlineExceeded}
       - from: Created
         to: Running
         when: "replicas.all(t, replicas[t].running == replicas[t].desired) && restarts < 100"
@@ -43,19 +43,19 @@ spec:
       Succeeded: {terminal: success}
       Failed: {terminal: failure}
     transitions:
-      - {from: Pending, to: Pending, on: podMissing, actions: [createService, createPod]}
-      - {from: Pending, to: Running, on: podRunning}
-      - {from: [Pending, Running], to: Succeeded, on: podSucceeded}
+      - {from: Pending, to: Pending, "on": podMissing, actions: [createService, createPod]}
+      - {from: Pending, to: Running, "on": podRunning}
+      - {from: [Pending, Running], to: Succeeded, "on": podSucceeded}
       - from: [Pending, Running]
         to: Restarting
-        on: podFailed
+        "on": podFailed
         when: "policy == 'OnFailure'"
         reason: Retry
         actions:
           - countRestart
           - setCondition: {type: Restarting, reason: Retrying, message: "again ${replica.index}"}
-      - {from: [Pending, Running], to: Failed, on: podFailed}
-      - {from: Restarting, to: Pending, on: podMissing}
+      - {from: [Pending, Running], to: Failed, "on": podFailed}
+      - {from: Restarting, to: Pending, "on": podMissing}
 """
 
 
