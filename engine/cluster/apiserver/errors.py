@@ -61,7 +61,9 @@ def _details(kind: str, name: str, group: str) -> dict[str, Any]:
 
 def not_found(group: str, plural: str, name: str) -> ApiError:
     resource = f"{plural}.{group}" if group else plural
-    return ApiError(404, "NotFound", f'{resource} "{name}" not found', _details(plural, name, group))
+    return ApiError(
+        404, "NotFound", f'{resource} "{name}" not found', _details(plural, name, group)
+    )
 
 
 def already_exists(group: str, plural: str, name: str) -> ApiError:

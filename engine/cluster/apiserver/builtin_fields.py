@@ -1,0 +1,118 @@
+"""The known fields of the built-in kinds, for unknown-field detection and pruning.
+
+The real server decodes built-in objects into typed structs, so a field it does
+not know is dropped, and reported under `fieldValidation=Warn|Strict`. These
+tables list the fields of the top level, ObjectMeta and the specs that people
+write by hand (pod, container, service), so a typo there is caught exactly as
+a real cluster catches it; nested structures not listed here (probes, volumes,
+affinity, status...) are accepted as they come.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+# A shape is a set of field names mapped to the shape of each value: None
+# accepts anything, a dict is an object, a one-element list a list of that shape.
+Shape = dict[str, Any]
+
+OBJECT_META: Shape = dict.fromkeys(
+    (
+        "name", "generateName", "namespace", "selfLink", "uid", "resourceVersion",
+        "generation", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds",
+        "labels", "annotations", "ownerReferences", "finalizers", "managedFields",
+    )
+)
+_TYPED: Shape = {"apiVersion": None, "kind": None, "metadata": OBJECT_META}
+
+CONTAINER: Shape = dict.fromkeys(
+    (
+        "args", "command", "env", "envFrom", "image", "imagePullPolicy", "lifecycle",
+        "livenessProbe", "name", "ports", "readinessProbe", "resizePolicy", "resources",
+        "restartPolicy", "securityContext", "startupProbe", "stdin", "stdinOnce",
+        "terminationMessagePath", "terminationMessagePolicy", "tty", "volumeDevices",
+        "volumeMounts", "workingDir",
+    )
+)
+POD_SPEC: Shape = {
+    **dict.fromkeys(
+        (
+            "activeDeadlineSeconds", "affinity", "automountServiceAccountToken", "dnsConfig",
+            "dnsPolicy", "enableServiceLinks", "ephemeralContainers", "hostAliases", "hostIPC",
+            "hostNetwork", "hostPID", "hostUsers", "hostname", "imagePullSecrets", "nodeName",
+            "nodeSelector", "os", "overhead", "preemptionPolicy", "priority",
+            "priorityClassName", "readinessGates", "resourceClaims", "resources",
+            "restartPolicy", "runtimeClassName", "schedulerName", "schedulingGates",
+            "securityContext", "serviceAccount", "serviceAccountName", "setHostnameAsFQDN",
+            "shareProcessNamespace", "subdomain", "terminationGracePeriodSeconds",
+            "tolerations", "topologySpreadConstraints", "volumes",
+        )
+    ),
+    "containers": [CONTAINER],
+    "initContainers": [CONTAINER],
+}
+SERVICE_SPEC: Shape = dict.fromkeys(
+    (
+        "allocateLoadBalancerNodePorts", "clusterIP", "clusterIPs", "externalIPs",
+        "externalName", "externalTrafficPolicy", "healthCheckNodePort",
+        "internalTrafficPolicy", "ipFamilies", "ipFamilyPolicy", "loadBalancerClass",
+        "loadBalancerIP", "loadBalancerSourceRanges", "ports", "publishNotReadyAddresses",
+        "selector", "sessionAffinity", "sessionAffinityConfig", "trafficDistribution", "type",
+    )
+)
+
+SHAPES: dict[str, Shape] = {
+    "Pod": {**_TYPED, "spec": POD_SPEC, "status": None},
+    "Service": {**_TYPED, "spec": SERVICE_SPEC, "status": None},
+    "Namespace": {**_TYPED, "spec": {"finalizers": None}, "status": None},
+    "ConfigMap": {**_TYPED, "data": None, "binaryData": None, "immutable": None},
+    "Node": {**_TYPED, "spec": None, "status": None},
+    "Lease": {**_TYPED, "spec": None},
+    "CustomResourceDefinition": {**_TYPED, "spec": None, "status": None},
+    "Event": {
+        **_TYPED,
+        **dict.fromkeys(
+            (
+                "action", "count", "eventTime", "firstTimestamp", "involvedObject",
+                "lastTimestamp", "message", "reason", "related", "reportingComponent",
+                "reportingInstance", "series", "source", "type",
+            )
+        ),
+    },
+}
+
+
+def prune_unknown(kind: str, obj: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """`obj` without the fields its kind does not have, and their paths (a copy is made
+    only where something is dropped)."""
+    shape = SHAPES.get(kind)
+    if shape is None:
+        return obj, []
+    unknown: list[str] = []
+    pruned = _prune(obj, shape, "", unknown)
+    return pruned, unknown
+
+
+def _prune(value: Any, shape: Any, path: str, unknown: list[str]) -> Any:
+    if shape is None:
+        return value
+    if isinstance(shape, list):
+        if not isinstance(value, list):
+            return value
+        items = [_prune(item, shape[0], f"{path}[{i}]", unknown) for i, item in enumerate(value)]
+        return items if any(a is not b for a, b in zip(items, value, strict=True)) else value
+    if not isinstance(value, dict):
+        return value
+    result: dict[str, Any] | None = None
+    for key, item in value.items():
+        child = f"{path}.{key}" if path else key
+        if key not in shape:
+            unknown.append(child)
+            result = result if result is not None else dict(value)
+            del result[key]
+            continue
+        pruned = _prune(item, shape[key], child, unknown)
+        if pruned is not item:
+            result = result if result is not None else dict(value)
+            result[key] = pruned
+    return value if result is None else result

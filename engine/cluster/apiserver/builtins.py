@@ -1,0 +1,135 @@
+"""The built-in resource types the embedded server serves, and their write strategies.
+
+These are the records discovery, routing, storage and printing read for the
+kinds a job engine needs (namespaces, pods, services, events, configmaps,
+nodes, leases, CRDs). The strategy says what the real API server's registry
+does differently per kind (create on update, unconditional update, status on
+create); custom resources use the default strategy.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from engine.cluster.apiserver.objects import TypeKey
+from engine.cluster.apiserver.resources import ResourceType
+
+NAMESPACES = ResourceType(
+    group="",
+    version="v1",
+    kind="Namespace",
+    plural="namespaces",
+    singular="namespace",
+    namespaced=False,
+    short_names=("ns",),
+    subresources=frozenset({"status", "finalize"}),
+)
+PODS = ResourceType(
+    group="",
+    version="v1",
+    kind="Pod",
+    plural="pods",
+    singular="pod",
+    namespaced=True,
+    short_names=("po",),
+    categories=("all",),
+    subresources=frozenset({"status", "log", "binding"}),
+)
+SERVICES = ResourceType(
+    group="",
+    version="v1",
+    kind="Service",
+    plural="services",
+    singular="service",
+    namespaced=True,
+    short_names=("svc",),
+    categories=("all",),
+    subresources=frozenset({"status"}),
+)
+EVENTS = ResourceType(
+    group="",
+    version="v1",
+    kind="Event",
+    plural="events",
+    singular="event",
+    namespaced=True,
+    short_names=("ev",),
+)
+CONFIGMAPS = ResourceType(
+    group="",
+    version="v1",
+    kind="ConfigMap",
+    plural="configmaps",
+    singular="configmap",
+    namespaced=True,
+    short_names=("cm",),
+)
+NODES = ResourceType(
+    group="",
+    version="v1",
+    kind="Node",
+    plural="nodes",
+    singular="node",
+    namespaced=False,
+    short_names=("no",),
+    subresources=frozenset({"status"}),
+)
+LEASES = ResourceType(
+    group="coordination.k8s.io",
+    version="v1",
+    kind="Lease",
+    plural="leases",
+    singular="lease",
+    namespaced=True,
+)
+CRDS = ResourceType(
+    group="apiextensions.k8s.io",
+    version="v1",
+    kind="CustomResourceDefinition",
+    plural="customresourcedefinitions",
+    singular="customresourcedefinition",
+    namespaced=False,
+    short_names=("crd", "crds"),
+    categories=("api-extensions",),
+    subresources=frozenset({"status"}),
+)
+
+BUILTIN_TYPES: tuple[ResourceType, ...] = (
+    NAMESPACES,
+    PODS,
+    SERVICES,
+    EVENTS,
+    CONFIGMAPS,
+    NODES,
+    LEASES,
+    CRDS,
+)
+
+# Namespaces that exist from the start and can never be deleted.
+INITIAL_NAMESPACES: tuple[str, ...] = ("default", "kube-system", "kube-public", "kube-node-lease")
+
+
+@dataclass(frozen=True)
+class Strategy:
+    """Per-kind differences of the real registry's create/update rules."""
+
+    # PUT of a missing object creates it (events and leases do; most kinds answer 404).
+    create_on_update: bool = False
+    # PUT without metadata.resourceVersion is accepted as an unconditional update.
+    unconditional_update: bool = True
+    # Status given on create is kept (the kubelet registers nodes with their status).
+    keep_status_on_create: bool = False
+
+
+DEFAULT_STRATEGY = Strategy()
+
+_STRATEGIES: dict[TypeKey, Strategy] = {
+    EVENTS.key: Strategy(create_on_update=True),
+    LEASES.key: Strategy(create_on_update=True),
+    NODES.key: Strategy(keep_status_on_create=True),
+    CRDS.key: Strategy(unconditional_update=False),
+}
+
+
+def strategy_for(key: TypeKey) -> Strategy:
+    return _STRATEGIES.get(key, DEFAULT_STRATEGY)

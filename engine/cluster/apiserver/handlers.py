@@ -1,0 +1,173 @@
+"""The resource endpoints: one aiohttp handler that dispatches method and path to a verb.
+
+get, list, watch, create, update, patch, delete and deletecollection on every
+served type, plus the status, finalize, binding and log subresources. Each
+write is acknowledged only once the journal has it on disk.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from aiohttp import web
+
+from engine.cluster.apiserver import deletion, logs, params
+from engine.cluster.apiserver.core import Core
+from engine.cluster.apiserver.errors import method_not_allowed
+from engine.cluster.apiserver.listing import list_page
+from engine.cluster.apiserver.responses import (
+    json_response,
+    list_bytes,
+    object_bytes,
+    read_body,
+    success_status,
+    table_bytes,
+)
+from engine.cluster.apiserver.routes import Target
+from engine.cluster.apiserver.store import Written
+from engine.cluster.apiserver.tables import wants_table
+from engine.cluster.apiserver.watch_stream import WatchSettings, stream_watch
+
+
+class ResourceHandlers:
+    """The verbs over `core`, answering as a real API server does."""
+
+    def __init__(self, core: Core, *, logs_dir: Path, watch: WatchSettings) -> None:
+        self._core = core
+        self._store = core.store
+        self._logs_dir = logs_dir
+        self._watch = watch
+
+    async def handle(self, request: web.Request, target: Target) -> web.StreamResponse:
+        method = request.method
+        if method == "GET":
+            if target.watch or params.flag(request.query, "watch"):
+                return await self._watch_request(request, target)
+            if target.name is None:
+                return self._list(request, target)
+            if target.subresource == "log":
+                pod = self._store.get(target.rt, target.namespace or "", target.name)
+                return await logs.serve_log(request, self._store, pod, self._logs_dir)
+            return self._get(request, target)
+        if target.watch:
+            raise method_not_allowed(f"{method} is not allowed on watch paths")
+        if method == "POST":
+            return await self._post(request, target)
+        if method == "PUT" and target.name is not None:
+            return await self._update(request, target)
+        if method == "PATCH" and target.name is not None:
+            return await self._patch(request, target)
+        if method == "DELETE":
+            return await self._delete(request, target)
+        raise method_not_allowed("the server does not allow this method on the requested resource")
+
+    def _get(self, request: web.Request, target: Target) -> web.Response:
+        assert target.name is not None
+        entry = self._store.get(target.rt, target.namespace or "", target.name)
+        if wants_table(request.headers.get("Accept", "")):
+            metadata = {"resourceVersion": entry.obj["metadata"]["resourceVersion"]}
+            return json_response(table_bytes(target.rt, [entry], metadata, request))
+        return json_response(object_bytes(target.rt, entry))
+
+    def _list(self, request: web.Request, target: Target) -> web.Response:
+        query = params.list_query(target.rt, target.namespace, request.query)
+        page = list_page(self._store, target.rt, query)
+        metadata: dict[str, object] = {"resourceVersion": str(page.rv)}
+        if page.continue_token:
+            metadata["continue"] = page.continue_token
+        if page.remaining is not None:
+            metadata["remainingItemCount"] = page.remaining
+        if wants_table(request.headers.get("Accept", "")):
+            return json_response(table_bytes(target.rt, page.entries, metadata, request))
+        return json_response(list_bytes(target.rt, page.entries, metadata))
+
+    async def _watch_request(self, request: web.Request, target: Target) -> web.StreamResponse:
+        query = params.list_query(target.rt, target.namespace, request.query)
+        return await stream_watch(request, self._store, target, query, self._watch)
+
+    async def _post(self, request: web.Request, target: Target) -> web.Response:
+        body = await read_body(request)
+        query = request.query
+        ns = target.namespace or ""
+        if target.subresource == "binding" and target.name is not None:
+            self._store.bind(target.rt, ns, target.name, body, dry_run=params.dry_run(query))
+            await self._core.flushed()
+            return json_response(success_status(201), status=201)
+        if target.name is not None:
+            raise method_not_allowed("POST is only allowed on collections and pods/binding")
+        written = self._store.create(
+            target.rt,
+            ns,
+            body,
+            dry_run=params.dry_run(query),
+            field_validation=params.field_validation(query),
+        )
+        return await self._written(target, written, status=201)
+
+    async def _update(self, request: web.Request, target: Target) -> web.Response:
+        assert target.name is not None
+        self._check_writable(target)
+        body = await read_body(request)
+        written = self._store.update(
+            target.rt,
+            target.namespace or "",
+            target.name,
+            body,
+            subresource=target.subresource,
+            dry_run=params.dry_run(request.query),
+            field_validation=params.field_validation(request.query),
+        )
+        return await self._written(target, written, status=201 if written.created else 200)
+
+    async def _patch(self, request: web.Request, target: Target) -> web.Response:
+        assert target.name is not None
+        self._check_writable(target)
+        written = self._store.patch(
+            target.rt,
+            target.namespace or "",
+            target.name,
+            request.headers.get("Content-Type", ""),
+            await request.read(),
+            subresource=target.subresource,
+            dry_run=params.dry_run(request.query),
+            field_validation=params.field_validation(request.query),
+        )
+        return await self._written(target, written, status=200)
+
+    async def _delete(self, request: web.Request, target: Target) -> web.Response:
+        if target.subresource is not None:
+            raise method_not_allowed(f"DELETE is not allowed on {target.subresource}")
+        options = params.delete_options(request.query, await read_body(request))
+        ns = target.namespace or ""
+        if target.name is not None:
+            entry = deletion.delete(self._store, target.rt, ns, target.name, options)
+            await self._core.flushed()
+            return json_response(object_bytes(target.rt, entry))
+        query = params.list_query(target.rt, target.namespace, request.query)
+        page = list_page(self._store, target.rt, query)
+        deleted = []
+        for entry in page.entries:
+            metadata = entry.obj["metadata"]
+            if self._store.table.get(target.rt.key, ns or metadata.get("namespace") or "",
+                                     metadata["name"]) is None:
+                continue
+            deleted.append(
+                deletion.delete(
+                    self._store, target.rt, metadata.get("namespace") or "", metadata["name"],
+                    options,
+                )
+            )
+        await self._core.flushed()
+        metadata_out = {"resourceVersion": str(self._store.table.rv)}
+        return json_response(list_bytes(target.rt, deleted, metadata_out))
+
+    async def _written(self, target: Target, written: Written, *, status: int) -> web.Response:
+        await self._core.flushed()
+        return json_response(
+            object_bytes(target.rt, written.entry), status=status, warnings=written.warnings
+        )
+
+    @staticmethod
+    def _check_writable(target: Target) -> None:
+        if target.subresource not in (None, "status", "finalize"):
+            raise method_not_allowed(f"{target.subresource} does not support this method")

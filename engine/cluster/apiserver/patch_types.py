@@ -1,0 +1,69 @@
+"""Which PATCH content types the server accepts, per kind, and what each does.
+
+Merge patch and JSON patch work for every kind; strategic merge patch only for
+built-in kinds (custom resources answer 415, as on a real cluster); server-side
+apply is not implemented and says so with a 415, so kubectl's client-side apply
+(a strategic or merge patch) is the way to apply manifests.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from engine.cluster.apiserver.errors import ApiError, bad_request, unsupported_media_type
+from engine.cluster.apiserver.objects import Obj
+from engine.cluster.apiserver.patch import (
+    PatchError,
+    json_patch,
+    merge_patch,
+    strategic_merge_patch,
+)
+from engine.cluster.apiserver.resources import ResourceType
+
+MERGE = "application/merge-patch+json"
+JSON_PATCH = "application/json-patch+json"
+STRATEGIC = "application/strategic-merge-patch+json"
+APPLY = "application/apply-patch+yaml"
+
+_REASONS = {400: "BadRequest", 409: "Conflict", 422: "Invalid", 500: "InternalError"}
+
+
+def accepted_types(rt: ResourceType) -> list[str]:
+    return [JSON_PATCH, MERGE, STRATEGIC] if rt.strategic_merge else [JSON_PATCH, MERGE]
+
+
+def patched(rt: ResourceType, content_type: str, target: Obj, body: bytes) -> Obj:
+    """`target` with the patch in `body` applied; never mutates `target`."""
+    media_type = content_type.split(";", 1)[0].strip().lower()
+    if media_type == APPLY:
+        raise unsupported_media_type(
+            "server-side apply (application/apply-patch+yaml) is not supported by the jobmachine "
+            "embedded API server; use client-side apply (kubectl apply without --server-side)"
+        )
+    if media_type not in accepted_types(rt):
+        raise unsupported_media_type(
+            "the body of the request was in an unknown format - accepted media types include: "
+            + ", ".join(accepted_types(rt))
+        )
+    document = _decode(body)
+    try:
+        if media_type == JSON_PATCH:
+            result = json_patch(target, document)
+        elif media_type == MERGE:
+            result = merge_patch(target, document)
+        else:
+            result = strategic_merge_patch(target, document, rt.kind)
+    except PatchError as exc:
+        raise ApiError(exc.code, _REASONS.get(exc.code, "BadRequest"), str(exc)) from exc
+    if not isinstance(result, dict):
+        raise bad_request("the patched object is not a JSON object")
+    return result
+
+
+def _decode(body: bytes) -> Any:
+    try:
+        return orjson.loads(body)
+    except orjson.JSONDecodeError as exc:
+        raise bad_request(f"error decoding patch: {exc}") from exc

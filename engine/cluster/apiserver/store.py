@@ -1,0 +1,293 @@
+"""The API verbs over the object table: get, create, update, patch (delete is in deletion.py).
+
+Each write runs the same pipeline as a real API server's registry: identity
+and precondition checks, server-owned metadata, defaulting, admission
+(validation, schema, pruning), generation, the no-op rule, then one commit to
+the table, which tells the watch hub, the journal and the background duties.
+`dry_run` runs everything but the commit.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from engine.cluster.apiserver import crds, deletion
+from engine.cluster.apiserver.admission import DEFAULT_FIELD_VALIDATION, admit
+from engine.cluster.apiserver.builtins import CRDS, NAMESPACES, SERVICES, strategy_for
+from engine.cluster.apiserver.defaults import apply_defaults
+from engine.cluster.apiserver.errors import (
+    ApiError,
+    Cause,
+    already_exists,
+    bad_request,
+    conflict,
+    invalid,
+    not_found,
+)
+from engine.cluster.apiserver.objects import Entry, Obj, ObjectTable
+from engine.cluster.apiserver.patch_types import patched
+from engine.cluster.apiserver.reactor import Reactor
+from engine.cluster.apiserver.registry import Registry
+from engine.cluster.apiserver.resources import ResourceType
+from engine.cluster.apiserver.watch import DEFAULT_HISTORY, WatchHub
+from engine.cluster.apiserver.writes import (
+    bump_generation,
+    check_identity,
+    check_resource_version,
+    check_type,
+    check_uid,
+    generated_name,
+    new_finalizer_causes,
+    prepare_create,
+    prepare_update,
+    spec_changed,
+    timestamp,
+    unchanged,
+)
+
+_GENERATE_NAME_ATTEMPTS = 8
+
+
+@dataclass
+class Written:
+    """The outcome of a write: the object as stored (or as it would be, on dry run)."""
+
+    entry: Entry
+    warnings: list[str] = field(default_factory=list)
+    created: bool = False
+
+
+class Store:
+    """The object table behind the API verbs, its watch hub and its clock."""
+
+    def __init__(
+        self,
+        registry: Registry,
+        reactor: Reactor,
+        *,
+        table: ObjectTable | None = None,
+        history: int = DEFAULT_HISTORY,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.registry = registry
+        self.reactor = reactor
+        self.table = table if table is not None else ObjectTable()
+        self.hub = WatchHub(self.table, capacity=history)
+        self.clock = clock
+
+    def now(self) -> str:
+        return timestamp(self.clock())
+
+    def get(self, rt: ResourceType, ns: str, name: str) -> Entry:
+        entry = self.table.get(rt.key, ns, name)
+        if entry is None:
+            raise not_found(rt.group, rt.plural, name)
+        return entry
+
+    def create(
+        self,
+        rt: ResourceType,
+        ns: str,
+        body: Obj,
+        *,
+        dry_run: bool = False,
+        field_validation: str = DEFAULT_FIELD_VALIDATION,
+    ) -> Written:
+        obj = prepare_create(rt, _object(body), ns, now=self.now(), strategy=strategy_for(rt.key))
+        metadata = obj["metadata"]
+        self._check_namespace(rt, ns, metadata.get("name") or "")
+        self._check_type_accepts_creates(rt)
+        if not metadata.get("name"):
+            metadata["name"] = self._generate_name(rt, ns, metadata.get("generateName"))
+        obj = apply_defaults(rt.key, obj, None, self._service_ips)
+        obj, warnings = admit(self.registry, rt, obj, None, field_validation=field_validation)
+        if rt.key == CRDS.key:
+            obj = crds.prepare_crd(obj, None, self.registry, now=self.now())
+        if self.table.get(rt.key, ns, metadata["name"]) is not None:
+            raise already_exists(rt.group, rt.plural, metadata["name"])
+        entry = Entry(obj) if dry_run else self.table.put(rt.key, obj)
+        return Written(entry, warnings, created=True)
+
+    def update(
+        self,
+        rt: ResourceType,
+        ns: str,
+        name: str,
+        body: Obj,
+        *,
+        subresource: str | None = None,
+        dry_run: bool = False,
+        field_validation: str = DEFAULT_FIELD_VALIDATION,
+    ) -> Written:
+        body = _object(body)
+        check_type(rt, body)
+        check_identity(rt, body, ns, name)
+        entry = self.table.get(rt.key, ns, name)
+        if entry is None:
+            if subresource is None and strategy_for(rt.key).create_on_update:
+                body = {**body, "metadata": {**body.get("metadata", {}), "name": name}}
+                return self.create(
+                    rt, ns, body, dry_run=dry_run, field_validation=field_validation
+                )
+            raise not_found(rt.group, rt.plural, name)
+        old = entry.obj
+        check_uid(rt, body, old, name)
+        check_resource_version(rt, body, old, strategy=strategy_for(rt.key), name=name)
+        new = prepare_update(rt, body, old, subresource)
+        return self._write(
+            rt,
+            entry=entry,
+            new=new,
+            subresource=subresource,
+            dry_run=dry_run,
+            field_validation=field_validation,
+        )
+
+    def patch(
+        self,
+        rt: ResourceType,
+        ns: str,
+        name: str,
+        content_type: str,
+        body: bytes,
+        *,
+        subresource: str | None = None,
+        dry_run: bool = False,
+        field_validation: str = DEFAULT_FIELD_VALIDATION,
+    ) -> Written:
+        entry = self.get(rt, ns, name)
+        old = entry.obj
+        result = patched(rt, content_type, old, body)
+        check_type(rt, result)
+        check_identity(rt, result, ns, name)
+        check_uid(rt, result, old, name)
+        check_resource_version(rt, result, old, strategy=strategy_for(rt.key), name=name)
+        new = prepare_update(rt, result, old, subresource)
+        return self._write(
+            rt,
+            entry=entry,
+            new=new,
+            subresource=subresource,
+            dry_run=dry_run,
+            field_validation=field_validation,
+        )
+
+    def _write(
+        self,
+        rt: ResourceType,
+        *,
+        entry: Entry,
+        new: Obj,
+        subresource: str | None,
+        dry_run: bool,
+        field_validation: str,
+    ) -> Written:
+        old = entry.obj
+        if subresource is None:
+            new = apply_defaults(rt.key, new, old, self._service_ips)
+        new, warnings = admit(self.registry, rt, new, old, field_validation=field_validation)
+        if rt.key == CRDS.key:
+            new = crds.prepare_crd(new, old, self.registry, now=self.now())
+        causes = new_finalizer_causes(new, old)
+        if causes:
+            raise invalid(rt.group, rt.kind, old["metadata"]["name"], causes)
+        if spec_changed(rt, new, old):
+            bump_generation(new, old)
+        if unchanged(new, old):
+            return Written(entry, warnings)
+        if dry_run:
+            return Written(Entry(new), warnings)
+        stored = self.table.put(rt.key, new)
+        if deletion.ready_to_remove(rt.key, stored.obj):
+            ns, name = stored.obj["metadata"].get("namespace") or "", old["metadata"]["name"]
+            stored = self.table.remove(rt.key, ns, name)
+        return Written(stored, warnings)
+
+    def bind(self, rt: ResourceType, ns: str, name: str, body: Obj, *, dry_run: bool) -> Entry:
+        """The pod `binding` subresource: assign an unbound pod to a node."""
+        entry = self.get(rt, ns, name)
+        target = _object(body).get("target") or {}
+        node = target.get("name") if isinstance(target, dict) else None
+        if not node:
+            cause = Cause("target.name", "Required value", "FieldValueRequired")
+            raise invalid("", "Binding", name, [cause])
+        pod = entry.obj
+        current = (pod.get("spec") or {}).get("nodeName")
+        if current:
+            raise conflict(
+                "", "pods/binding", name, f'pod {name} is already assigned to node "{current}"'
+            )
+        if pod["metadata"].get("deletionTimestamp"):
+            why = f"pod {name} is being deleted, cannot be assigned to a host"
+            raise conflict("", "pods/binding", name, why)
+        status = dict(pod.get("status") or {})
+        scheduled = {"type": "PodScheduled", "status": "True", "lastProbeTime": None,
+                     "lastTransitionTime": self.now()}
+        status["conditions"] = [
+            *(c for c in status.get("conditions") or () if c.get("type") != "PodScheduled"),
+            scheduled,
+        ]
+        new = {**pod, "spec": {**pod["spec"], "nodeName": node}, "status": status,
+               "metadata": dict(pod["metadata"])}
+        return Entry(new) if dry_run else self.table.put(rt.key, new)
+
+    def _check_namespace(self, rt: ResourceType, ns: str, name: str) -> None:
+        if not rt.namespaced:
+            return
+        namespace = self.table.get(NAMESPACES.key, "", ns)
+        if namespace is None:
+            raise not_found("", "namespaces", ns)
+        if namespace.obj["metadata"].get("deletionTimestamp"):
+            resource = f"{rt.plural}.{rt.group}" if rt.group else rt.plural
+            raise ApiError(
+                403,
+                "Forbidden",
+                f'{resource} "{name}" is forbidden: unable to create new content in namespace '
+                f"{ns} because it is being terminated",
+                {"name": name, "group": rt.group, "kind": rt.plural},
+                (
+                    Cause(
+                        "metadata.namespace",
+                        f"namespace {ns} is being terminated",
+                        "NamespaceTerminating",
+                    ),
+                ),
+            )
+
+    def _check_type_accepts_creates(self, rt: ResourceType) -> None:
+        if self.registry.is_builtin(rt.key):
+            return
+        crd = self.table.get(CRDS.key, "", f"{rt.plural}.{rt.group}")
+        if crd is not None and crd.obj["metadata"].get("deletionTimestamp"):
+            raise ApiError(
+                405,
+                "MethodNotAllowed",
+                "create not allowed while custom resource definition is terminating",
+            )
+
+    def _generate_name(self, rt: ResourceType, ns: str, base: object) -> str:
+        if not isinstance(base, str) or not base:
+            cause = Cause(
+                "metadata.name", "Required value: name or generateName is required",
+                "FieldValueRequired",
+            )
+            raise invalid(rt.group, rt.kind, "", [cause])
+        for _ in range(_GENERATE_NAME_ATTEMPTS):
+            name = generated_name(base)
+            if self.table.get(rt.key, ns, name) is None:
+                return name
+        raise already_exists(rt.group, rt.plural, base)
+
+    def _service_ips(self) -> list[str]:
+        return [
+            str(entry.obj.get("spec", {}).get("clusterIP"))
+            for entry in self.table.bucket(SERVICES.key).entries.values()
+        ]
+
+
+def _object(body: object) -> Obj:
+    if not isinstance(body, dict):
+        raise bad_request("the request body must be a JSON object")
+    return body
