@@ -1,7 +1,7 @@
 """Benchmark: step 10,000 replica instances once each through a realistic machine.
 
-Uses the shipped `machines/pytorchjob.yaml` when present (else an equivalent
-inline definition) and a realistic mix of replica situations. Prints the median
+Uses the shipped `machines/pytorchjob.yaml` and a realistic mix of replica
+situations. Prints the median
 of several rounds, per step and for the 10,000, then what `transitions`
 costs: the same fixed-point search through the shared machine and by a plain
 loop, both with the CEL variables already converted.
@@ -24,61 +24,20 @@ from engine.definition import (  # noqa: E402
     CompiledDefinition,
     Facts,
     load_definitions,
-    load_text,
     step,
 )
 from engine.definition.cel import Activation  # noqa: E402
 from engine.definition.compiled import (  # noqa: E402
     CompiledMachine,
     StepContext,
-    compile_definition,
 )
 
 INSTANCES = 10_000
 ROUNDS = 7
 
-INLINE = """
-apiVersion: jobmachine.dev/v1alpha1
-kind: StateMachine
-metadata: {name: pytorchjob}
-spec:
-  governs: {apiVersion: kubeflow.org/v1, kind: PyTorchJob, replicaSpecs: spec.pytorchReplicaSpecs}
-  job:
-    initial: Created
-    states:
-      Created: {condition: Created}
-      Running: {condition: Running}
-      Succeeded: {condition: Succeeded, terminal: success, onEnter: [cleanupPods]}
-      Failed: {condition: Failed, terminal: failure, onEnter: [cleanupPods]}
-    transitions:
-      - {from: "*", to: Failed, when: "restarts > runPolicy.backoffLimit"}
-      - {from: "*", to: Succeeded, when: "replicas.Master.succeeded == 1"}
-      - {from: Created, to: Running, when: "replicas.Master.running == 1"}
-  replica:
-    initial: Pending
-    states:
-      Pending: {}
-      Running: {}
-      Restarting: {onEnter: [deletePod]}
-      Succeeded: {terminal: success}
-      Failed: {terminal: failure}
-    transitions:
-      - {from: Pending, to: Pending, "on": podMissing, actions: [createService, createPod]}
-      - {from: Pending, to: Running, "on": podRunning}
-      - {from: [Pending, Running], to: Succeeded, "on": podSucceeded}
-      - {from: [Pending, Running], to: Restarting, "on": podFailed, actions: [countRestart],
-         when: "policy == 'OnFailure' || (policy == 'ExitCode' && exitCode >= 128)",
-         message: "${replica.type}-${replica.index} failed (exit code ${exitCode})"}
-      - {from: [Pending, Running], to: Failed, "on": podFailed}
-      - {from: [Running, Restarting], to: Pending, "on": podMissing}
-"""
-
-
 def definition() -> tuple[CompiledDefinition, str]:
     shipped = ROOT / "machines" / "pytorchjob.yaml"
-    if shipped.exists():
-        return load_definitions([shipped])[0], str(shipped.relative_to(ROOT))
-    return compile_definition(load_text(INLINE, "inline")[0]), "inline definition"
+    return load_definitions([shipped])[0], str(shipped.relative_to(ROOT))
 
 
 def job_object(workers: int) -> dict[str, Any]:

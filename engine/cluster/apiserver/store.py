@@ -132,17 +132,8 @@ class Store:
                     rt, ns, body, dry_run=dry_run, field_validation=field_validation
                 )
             raise not_found(rt.group, rt.plural, name)
-        old = entry.obj
-        check_uid(rt, body, old, name)
-        check_resource_version(rt, body, old, strategy=strategy_for(rt.key), name=name)
-        new = prepare_update(rt, body, old, subresource)
-        return self._write(
-            rt,
-            entry=entry,
-            new=new,
-            subresource=subresource,
-            dry_run=dry_run,
-            field_validation=field_validation,
+        return self._replace(
+            rt, entry, body, name, subresource, dry_run=dry_run, field_validation=field_validation
         )
 
     def patch(
@@ -158,13 +149,29 @@ class Store:
         field_validation: str = DEFAULT_FIELD_VALIDATION,
     ) -> Written:
         entry = self.get(rt, ns, name)
-        old = entry.obj
-        result = patched(rt, content_type, old, body)
+        result = patched(rt, content_type, entry.obj, body)
         check_type(rt, result)
         check_identity(rt, result, ns, name)
-        check_uid(rt, result, old, name)
-        check_resource_version(rt, result, old, strategy=strategy_for(rt.key), name=name)
-        new = prepare_update(rt, result, old, subresource)
+        return self._replace(
+            rt, entry, result, name, subresource, dry_run=dry_run, field_validation=field_validation
+        )
+
+    def _replace(
+        self,
+        rt: ResourceType,
+        entry: Entry,
+        body: Obj,
+        name: str,
+        subresource: str | None,
+        *,
+        dry_run: bool,
+        field_validation: str,
+    ) -> Written:
+        """The write both update and patch end in, once the new body is known."""
+        old = entry.obj
+        check_uid(rt, body, old, name)
+        check_resource_version(rt, body, old, strategy=strategy_for(rt.key), name=name)
+        new = prepare_update(rt, body, old, subresource)
         return self._write(
             rt,
             entry=entry,
