@@ -49,7 +49,7 @@ class Journal:
 
     def load(self, table: ObjectTable) -> None:
         """Fill `table` from the snapshot and the journal."""
-        self._directory.mkdir(parents=True, exist_ok=True)
+        self._directory.mkdir(mode=0o700, parents=True, exist_ok=True)
         snapshot_rv = self._load_snapshot(table)
         table.rv = max(table.rv, snapshot_rv)
         self._replay(table, snapshot_rv)
@@ -57,7 +57,7 @@ class Journal:
     def compact(self, table: ObjectTable) -> None:
         """Write every object into a new snapshot, then empty the journal."""
         temporary = self._snapshot_path.with_name(SNAPSHOT + ".tmp")
-        with open(temporary, "wb") as stream:
+        with open(temporary, "wb", opener=_private) as stream:
             stream.write(orjson.dumps({"format": _FORMAT, "rv": table.rv}) + b"\n")
             for key in table.type_keys():
                 for entry in table.bucket(key).entries.values():
@@ -67,7 +67,7 @@ class Journal:
             os.fsync(stream.fileno())
         os.replace(temporary, self._snapshot_path)
         self._sync_directory()
-        with open(self._journal_path, "wb") as stream:
+        with open(self._journal_path, "wb", opener=_private) as stream:
             os.fsync(stream.fileno())
 
     def attach(self, table: ObjectTable) -> None:
@@ -197,3 +197,8 @@ class Journal:
             os.fsync(fd)
         finally:
             os.close(fd)
+
+
+def _private(path: str, flags: int) -> int:
+    """Open for `open(..., opener=)` so that stored objects are readable by the owner only."""
+    return os.open(path, flags, 0o600)

@@ -93,7 +93,7 @@ async def _start(
 ) -> _Server:
     """Start serving; `files_dir` holds the kubeconfig, logs and TLS files (the data dir
     when persisting)."""
-    files_dir.mkdir(parents=True, exist_ok=True)
+    files_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
     token = load_or_create_token(data_dir)
     core = open_core(LoopReactor(asyncio.get_running_loop()), data_dir=data_dir,
                      history=options.history)
@@ -149,6 +149,8 @@ async def _serve_forever(
         await stop.wait()
     finally:
         await server.stop()
+        if data_dir is None:
+            shutil.rmtree(files_dir, ignore_errors=True)
 
 
 @contextmanager

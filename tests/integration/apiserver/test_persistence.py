@@ -111,3 +111,13 @@ def test_a_torn_last_record_is_ignored(tmp_path: Path) -> None:
         journal.write(b'{"rv":99,"op":"put","g":"","r":"configmaps","o":{"metad')
     with apiserver_process(tmp_path) as core:
         assert [c.metadata.name for c in core.list_namespaced_config_map("default").items] == ["c"]
+
+
+def test_stored_objects_are_readable_by_the_owner_only(tmp_path: Path) -> None:
+    data_dir = tmp_path / "cluster"
+    with apiserver_process(data_dir) as core:
+        core.create_namespaced_config_map("default", {"metadata": {"name": "secretish"}})
+    assert data_dir.stat().st_mode & 0o777 == 0o700
+    stored = [p for p in data_dir.iterdir() if p.suffix == ".jsonl"]
+    assert stored, "the server wrote no journal or snapshot"
+    assert {p.name: p.stat().st_mode & 0o777 for p in stored} == {p.name: 0o600 for p in stored}
