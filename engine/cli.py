@@ -101,7 +101,14 @@ def apiserver(
         Path | None,
         typer.Option(help="Where to write the kubeconfig (default DATA_DIR/kubeconfig)."),
     ] = None,
-    tls: Annotated[bool, typer.Option(help="Serve HTTPS with a generated CA.")] = False,
+    tls: Annotated[
+        bool,
+        typer.Option(
+            help="Serve HTTPS with a generated CA (the default). Over plain HTTP every request "
+            "still needs the token, and kubectl does not send one there: use --no-tls only "
+            "with clients that do, such as the Python client."
+        ),
+    ] = True,
 ) -> None:
     """Serve the embedded Kubernetes-compatible API server until interrupted."""
     from engine.cluster.apiserver.serve import serve_forever
