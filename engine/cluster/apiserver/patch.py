@@ -20,6 +20,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from engine.cluster.apiserver.json_documents import json_copy
 from engine.cluster.apiserver.merge_keys import merge_keys_for
 
 
@@ -35,13 +36,24 @@ def merge_patch(target: Any, patch: Any) -> Any:
     """RFC 7386: objects merge recursively, `null` deletes, anything else replaces."""
     if not isinstance(patch, dict):
         return copy.deepcopy(patch)
-    result = copy.deepcopy(target) if isinstance(target, dict) else {}
+    result = json_copy(target) if isinstance(target, dict) else {}
+    _merge_into(result, patch)
+    return result
+
+
+def _merge_into(result: dict[str, Any], patch: dict[str, Any]) -> None:
+    """Merge `patch` into `result`, a private copy, so nothing is copied twice."""
     for key, value in patch.items():
         if value is None:
             result.pop(key, None)
+        elif isinstance(value, dict):
+            current = result.get(key)
+            if not isinstance(current, dict):
+                current = {}
+                result[key] = current
+            _merge_into(current, value)
         else:
-            result[key] = merge_patch(result.get(key), value)
-    return result
+            result[key] = copy.deepcopy(value)
 
 
 def json_equal(a: Any, b: Any) -> bool:
@@ -180,7 +192,7 @@ def json_patch(target: Any, operations: Any) -> Any:
     """RFC 6902: apply the operations in order to a copy of `target`."""
     if not isinstance(operations, list):
         raise PatchError("json: cannot unmarshal object into Go value of type jsonpatch.Patch", 400)
-    doc = copy.deepcopy(target)
+    doc = json_copy(target)
     for operation in operations:
         doc = _apply_one(doc, operation)
     return doc
@@ -195,4 +207,4 @@ def strategic_merge_patch(
     from engine.cluster.apiserver.strategic_merge import StrategicMerge
 
     merger = StrategicMerge(merge_keys_for(kind))
-    return merger.merge_map(copy.deepcopy(target), copy.deepcopy(patch), "")
+    return merger.merge_map(json_copy(target), json_copy(patch), "")

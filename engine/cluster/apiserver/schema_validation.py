@@ -17,6 +17,7 @@ from typing import Any
 
 from engine.cluster.apiserver.cel_rules import Rule, compile_rule, evaluate
 from engine.cluster.apiserver.errors import Cause
+from engine.cluster.apiserver.json_documents import json_copy
 from engine.cluster.apiserver.schema_values import check_keywords, check_type, render
 from engine.cluster.apiserver.structural import structural_causes, walk_schema
 
@@ -103,7 +104,7 @@ class CompiledSchema:
         self.root = _Node.build(schema)
 
     def apply(self, obj: dict[str, Any], old: dict[str, Any] | None = None) -> SchemaResult:
-        new = copy.deepcopy(obj)
+        new = json_copy(obj)
         pruned: list[str] = []
         _prune(new, self.root, "", pruned, root=True)
         _default(new, self.root)
