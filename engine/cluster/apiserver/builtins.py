@@ -23,6 +23,7 @@ NAMESPACES = ResourceType(
     namespaced=False,
     short_names=("ns",),
     subresources=frozenset({"status", "finalize"}),
+    verbs=("create", "delete", "get", "list", "patch", "update", "watch"),  # as upstream
 )
 PODS = ResourceType(
     group="",

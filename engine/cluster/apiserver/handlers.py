@@ -40,6 +40,11 @@ class ResourceHandlers:
 
     async def handle(self, request: web.Request, target: Target) -> web.StreamResponse:
         method = request.method
+        verb = _verb(request, target)
+        if target.subresource is None and verb is not None and verb not in target.rt.verbs:
+            raise method_not_allowed(
+                "the server does not allow this method on the requested resource"
+            )
         if method == "GET":
             if target.watch or params.flag(request.query, "watch"):
                 return await self._watch_request(request, target)
@@ -171,3 +176,15 @@ class ResourceHandlers:
     def _check_writable(target: Target) -> None:
         if target.subresource not in (None, "status", "finalize"):
             raise method_not_allowed(f"{target.subresource} does not support this method")
+
+
+def _verb(request: web.Request, target: Target) -> str | None:
+    """The Kubernetes verb a request asks for, as resource records declare them."""
+    method, named = request.method, target.name is not None
+    if method == "GET":
+        if target.watch or params.flag(request.query, "watch"):
+            return "watch"
+        return "get" if named else "list"
+    if method == "DELETE":
+        return "delete" if named else "deletecollection"
+    return {"POST": "create", "PUT": "update", "PATCH": "patch"}.get(method)

@@ -7,7 +7,8 @@ import json
 import pytest
 from kubernetes import client
 
-from tests.integration.apiserver.conftest import pod, status_of
+from engine.cluster.apiserver.serve import RunningApiServer
+from tests.integration.apiserver.conftest import pod, raw, status_of
 
 
 def test_initial_namespaces_exist(core: client.CoreV1Api) -> None:
@@ -241,3 +242,10 @@ def test_events_and_nodes_and_leases(api: client.ApiClient, core: client.CoreV1A
     lease = {"metadata": {"name": "leader"}, "spec": {"holderIdentity": "me"}}
     leases.create_namespaced_lease("default", lease)
     assert leases.read_namespaced_lease("leader", "default").spec.holder_identity == "me"
+
+
+def test_a_verb_the_resource_does_not_declare_is_405(server: RunningApiServer) -> None:
+    response = raw(server, "DELETE", "/api/v1/namespaces")  # namespaces: no deletecollection
+    assert response.status == 405
+    assert response.json()["reason"] == "MethodNotAllowed"
+    assert raw(server, "GET", "/api/v1/namespaces/default").status == 200

@@ -5,24 +5,8 @@ from __future__ import annotations
 import pytest
 
 from engine.cluster.apiserver import discovery
+from engine.cluster.apiserver.builtins import CONFIGMAPS, CRDS, LEASES, PODS
 from engine.cluster.apiserver.resources import ResourceType
-
-PODS = ResourceType(
-    "", "v1", "Pod", "pods", "pod", True, ("po",), ("all",), frozenset({"status", "log", "binding"})
-)
-CONFIGMAPS = ResourceType("", "v1", "ConfigMap", "configmaps", "configmap", True, ("cm",))
-LEASES = ResourceType("coordination.k8s.io", "v1", "Lease", "leases", "lease", True)
-CRDS = ResourceType(
-    "apiextensions.k8s.io",
-    "v1",
-    "CustomResourceDefinition",
-    "customresourcedefinitions",
-    "customresourcedefinition",
-    False,
-    ("crd", "crds"),
-    ("api-extensions",),
-    frozenset({"status"}),
-)
 
 
 def _job(version: str) -> ResourceType:

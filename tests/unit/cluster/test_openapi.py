@@ -8,24 +8,11 @@ from typing import Any
 
 import pytest
 
+from engine.cluster.apiserver.builtins import CONFIGMAPS, NAMESPACES, PODS
 from engine.cluster.apiserver.openapi import openapi_v2, openapi_v3_document, openapi_v3_paths
 from engine.cluster.apiserver.openapi_schemas import builtin_fields
 from engine.cluster.apiserver.resources import ResourceType
 
-PODS = ResourceType(
-    "", "v1", "Pod", "pods", "pod", True, ("po",), ("all",), frozenset({"status", "log", "binding"})
-)
-NAMESPACES = ResourceType(
-    "",
-    "v1",
-    "Namespace",
-    "namespaces",
-    "namespace",
-    False,
-    subresources=frozenset({"status", "finalize"}),
-    verbs=("create", "delete", "get", "list", "patch", "update", "watch"),
-)
-CONFIGMAPS = ResourceType("", "v1", "ConfigMap", "configmaps", "configmap", True, ("cm",))
 JOB_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {

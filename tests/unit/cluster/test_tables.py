@@ -7,6 +7,16 @@ from typing import Any
 
 import pytest
 
+from engine.cluster.apiserver.builtins import (
+    CONFIGMAPS,
+    CRDS,
+    EVENTS,
+    LEASES,
+    NAMESPACES,
+    NODES,
+    PODS,
+    SERVICES,
+)
 from engine.cluster.apiserver.resources import ResourceType
 from engine.cluster.apiserver.tables import human_duration, table_api_version, to_table, wants_table
 
@@ -19,23 +29,6 @@ def ago(**delta: float) -> str:
 
 def rt(group: str, kind: str, plural: str, **extra: Any) -> ResourceType:
     return ResourceType(group, "v1", kind, plural, kind.lower(), True, **extra)
-
-
-PODS = rt("", "Pod", "pods")
-SERVICES = rt("", "Service", "services")
-EVENTS = rt("", "Event", "events")
-CONFIGMAPS = rt("", "ConfigMap", "configmaps")
-LEASES = rt("coordination.k8s.io", "Lease", "leases")
-NAMESPACES = ResourceType("", "v1", "Namespace", "namespaces", "namespace", False)
-NODES = ResourceType("", "v1", "Node", "nodes", "node", False)
-CRDS = ResourceType(
-    "apiextensions.k8s.io",
-    "v1",
-    "CustomResourceDefinition",
-    "customresourcedefinitions",
-    "customresourcedefinition",
-    False,
-)
 
 
 def table(resource: ResourceType, *objects: dict[str, Any], **options: Any) -> dict[str, Any]:
