@@ -1,0 +1,278 @@
+"""reconcile(job key) -> outcome: the steps of the architecture page, and nothing but calls.
+
+Read the job from the cache; finish a deletion; make sure of our finalizer;
+claim children; observe; decide; write status first; act; post one event per
+state change; say when to look again. Every module called here owns its step.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from loguru import logger
+
+from engine.controller.actions import ActionRun, execute, release_tracking, remove_finalizer
+from engine.controller.cache import Cache
+from engine.controller.children import CLEANUP_FINALIZER, JobKey, ReplicaId
+from engine.controller.claims import AdoptionGuard, Claimed, claim
+from engine.controller.client import Conflict, Invalid, KubeClient, NotFound
+from engine.controller.decide import Decision, decide
+from engine.controller.events import EventRecorder
+from engine.controller.expectations import Expectations
+from engine.controller.jobspec import JobSpecView, read_job_spec
+from engine.controller.manifests import main_container_name
+from engine.controller.notices import notices_for
+from engine.controller.observe import PodFacts, deadline_of, job_observations, observe_pod
+from engine.controller.record import read_record
+from engine.controller.resources import JOB_RESOURCES, PODS, SERVICES
+from engine.controller.scheduler import WakeScheduler, utc_now
+from engine.controller.status import build_status, write_status
+from engine.controller.timestamps import format_time, parse_time
+from engine.controller.workers import Done, Outcome, RequeueAfter, Retry
+from engine.definition import CompiledDefinition, requeue_after
+from engine.settings import EngineSettings
+
+Obj = Mapping[str, Any]
+_DELETION_ACTIONS = frozenset({"deletePod", "deleteService", "cleanupPods", "event"})
+
+
+@dataclass(frozen=True)
+class Caches:
+    """The watch caches a reconcile reads: jobs per kind, pods, services and nodes."""
+
+    jobs: Mapping[str, Cache]
+    pods: Cache
+    services: Cache
+    nodes: Cache
+
+
+@dataclass(frozen=True)
+class _Observed:
+    spec: JobSpecView
+    pods: Claimed
+    services: Claimed
+    facts: Mapping[ReplicaId, PodFacts]
+
+
+class Reconciler:
+    """Reconciles one job per call; safe to call from several workers (never for one key)."""
+
+    def __init__(
+        self,
+        *,
+        client: KubeClient,
+        caches: Caches,
+        definitions: Mapping[str, CompiledDefinition],
+        expectations: Expectations,
+        recorder: EventRecorder,
+        scheduler: WakeScheduler[JobKey],
+        settings: EngineSettings,
+        clock: Callable[[], datetime] = utc_now,
+    ) -> None:
+        self._client = client
+        self._caches = caches
+        self._definitions = definitions
+        self._expectations = expectations
+        self._recorder = recorder
+        self._scheduler = scheduler
+        self._settings = settings
+        self._clock = clock
+
+    def __call__(self, key: JobKey) -> Outcome:
+        """The work-queue handler: conflicts and stale reads retry with back-off."""
+        try:
+            return self.reconcile(key)
+        except (Conflict, Invalid) as exc:
+            return Retry(exc)
+
+    def reconcile(self, key: JobKey) -> Outcome:
+        """One pass over one job; see the module docstring."""
+        job: Obj | None = self._caches.jobs[key.kind].get(key.namespace, key.name)
+        if job is None:
+            self._expectations.forget(key.id)
+            self._scheduler.cancel_all(key)
+            return Done()
+        definition = self._definitions[key.kind]
+        if job["metadata"].get("deletionTimestamp"):
+            return self._finish_deletion(key, job, definition)
+        job = self._ensure_finalizer(key, job)
+        now = self._clock()
+        observed = self._observe(key, job, definition)
+        decision = self._decide(job, definition, observed, now)
+        job = self._write_status(key, job, definition, spec=observed.spec, decision=decision,
+                                 now=now)
+        run = self._act(key, job, definition, observed=observed, decision=decision, now=now)
+        for notice in notices_for(decision.fired, observed.facts):
+            self._recorder.record(job, type=notice.type, reason=notice.reason,
+                                  message=notice.message)
+        return self._next_look(key, job, definition, spec=observed.spec, decision=decision,
+                               run=run, now=now)
+
+    def _observe(self, key: JobKey, job: Obj, definition: CompiledDefinition) -> _Observed:
+        spec = read_job_spec(job, definition)
+        guard = AdoptionGuard(self._client, JOB_RESOURCES[key.kind], job)
+        types = [t.name for t in spec.replica_types]
+        pods = claim(self._client, PODS, self._caches.pods, job, replica_types=types, guard=guard)
+        services = claim(self._client, SERVICES, self._caches.services, job,
+                         replica_types=types, guard=guard)
+        facts = {}
+        for replica, pod in pods.by_replica.items():
+            replica_type = spec.replica_type(replica.type)
+            template = replica_type.template if replica_type else {}
+            facts[replica] = observe_pod(
+                pod, main_container=main_container_name(definition, template),
+                node_ready=self._node_ready,
+            )
+        return _Observed(spec, pods, services, facts)
+
+    def _decide(
+        self, job: Obj, definition: CompiledDefinition, observed: _Observed, now: datetime
+    ) -> Decision:
+        status = job.get("status") or {}
+        record = read_record(status)
+        observations = job_observations(
+            job, observed.spec, start_time=status.get("startTime"), now=now,
+            terminating_pods=sum(
+                1 for p in observed.pods.by_replica.values()
+                if p["metadata"].get("deletionTimestamp")
+            ),
+        )
+        if _state_timed_out(definition, record.state, record.state_since, now):
+            observations |= {"timedOut"}
+        decision = decide(
+            definition, job, observed.spec, record, observed.facts,
+            job_observations=observations, now=format_time(now),
+            history_limit=self._settings.status_history_limit,
+        )
+        log = logger.bind(job=f"{job['metadata']['namespace']}/{job['metadata']['name']}")
+        for error in decision.errors:
+            log.warning(f"machine evaluation error: {error}")
+        return decision
+
+    def _write_status(
+        self, key: JobKey, job: Obj, definition: CompiledDefinition, *, spec: JobSpecView,
+        decision: Decision, now: datetime,
+    ) -> Obj:
+        status = build_status(job, definition, spec, decision, now=format_time(now))
+        if status == (job.get("status") or {}):
+            return job
+        return write_status(self._client, JOB_RESOURCES[key.kind], job, status)
+
+    def _act(
+        self, key: JobKey, job: Obj, definition: CompiledDefinition, *, observed: _Observed,
+        decision: Decision, now: datetime,
+    ) -> ActionRun:
+        run = ActionRun(
+            client=self._client, expectations=self._expectations, recorder=self._recorder,
+            settings=self._settings, key=key, job=job, definition=definition,
+            spec=observed.spec, decision=decision, pods=observed.pods,
+            services=observed.services, facts=observed.facts, now=now,
+        )
+        execute(run)
+        release_tracking(run)
+        return run
+
+    def _next_look(
+        self, key: JobKey, job: Obj, definition: CompiledDefinition, *, spec: JobSpecView,
+        decision: Decision, run: ActionRun, now: datetime,
+    ) -> Outcome:
+        state = decision.record.state
+        compiled = definition.job.states[state] if state else None
+        status = job.get("status") or {}
+        if compiled is not None and compiled.terminal:
+            return self._after_finish(key, job, spec, status, now)
+        deadline = deadline_of(spec, status.get("startTime"))
+        if deadline is not None:
+            self._scheduler.wake_at(key, deadline, "deadline")
+        timeout_at = _state_timeout_at(definition, state, decision.record.state_since)
+        if timeout_at is not None:
+            self._scheduler.wake_at(key, timeout_at, "timeout")
+        delays = list(run.wait_s)
+        if state is not None:
+            delay = requeue_after(definition.job, state, decision.variables)
+            if delay is not None:
+                delays.append(delay)
+        return RequeueAfter(min(delays)) if delays else Done()
+
+    def _after_finish(
+        self, key: JobKey, job: Obj, spec: JobSpecView, status: Obj, now: datetime
+    ) -> Outcome:
+        """A finished job waits for watch events, or for its TTL to delete it."""
+        self._scheduler.cancel(key, "deadline")
+        ttl = spec.run_policy.get("ttlSecondsAfterFinished")
+        finished = status.get("completionTime")
+        if ttl is None or finished is None:
+            return Done()
+        expires = parse_time(finished) + timedelta(seconds=int(ttl))
+        if now < expires:
+            self._scheduler.wake_at(key, expires, "ttl")
+            return Done()
+        logger.bind(job=str(key)).info(f"deleting: ttlSecondsAfterFinished ({ttl}s) has passed")
+        with contextlib.suppress(NotFound):
+            self._client.delete(
+                JOB_RESOURCES[key.kind], key.name, key.namespace,
+                uid=job["metadata"]["uid"], propagation_policy="Background",
+            )
+        return Done()
+
+    def _ensure_finalizer(self, key: JobKey, job: Obj) -> Obj:
+        finalizers = list(job["metadata"].get("finalizers") or [])
+        if CLEANUP_FINALIZER in finalizers:
+            return job
+        patch = [
+            {"op": "test", "path": "/metadata/resourceVersion",
+             "value": job["metadata"]["resourceVersion"]},
+            {"op": "add", "path": "/metadata/finalizers", "value": [*finalizers,
+                                                                     CLEANUP_FINALIZER]},
+        ]
+        return self._client.patch(
+            JOB_RESOURCES[key.kind], key.name, patch, namespace=key.namespace, patch_type="json"
+        )
+
+    def _finish_deletion(self, key: JobKey, job: Obj, definition: CompiledDefinition) -> Outcome:
+        """Run the machine's clean-up, release every pod, then let the job go."""
+        now = self._clock()
+        observed = self._observe(key, job, definition)
+        decision = self._decide(job, definition, observed, now)
+        cleanup = tuple(a for a in decision.actions if a.action.name in _DELETION_ACTIONS)
+        decision = Decision(decision.record, decision.fired, decision.conditions, cleanup,
+                            decision.errors, decision.variables, holds_replicas=True)
+        if CLEANUP_FINALIZER not in (job["metadata"].get("finalizers") or []):
+            return Done()
+        job = self._write_status(key, job, definition, spec=observed.spec, decision=decision,
+                                 now=now)
+        self._act(key, job, definition, observed=observed, decision=decision, now=now)
+        remove_finalizer(self._client, job, CLEANUP_FINALIZER, resource=JOB_RESOURCES[key.kind])
+        self._expectations.forget(key.id)
+        self._scheduler.cancel_all(key)
+        logger.bind(job=str(key)).info("deletion clean-up done; finalizer removed")
+        return Done()
+
+    def _node_ready(self, name: str) -> bool:
+        if len(self._caches.nodes) == 0:
+            return True
+        node = self._caches.nodes.get(None, name)
+        if node is None:
+            return False
+        conditions = (node.get("status") or {}).get("conditions") or []
+        return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+
+
+def _state_timeout_at(
+    definition: CompiledDefinition, state: str | None, since: str | None
+) -> datetime | None:
+    if state is None or since is None:
+        return None
+    seconds = definition.job.states[state].timeout_seconds
+    return None if seconds is None else parse_time(since) + timedelta(seconds=seconds)
+
+
+def _state_timed_out(
+    definition: CompiledDefinition, state: str | None, since: str | None, now: datetime
+) -> bool:
+    timeout_at = _state_timeout_at(definition, state, since)
+    return timeout_at is not None and now >= timeout_at

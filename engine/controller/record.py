@@ -1,0 +1,130 @@
+"""The engine's record in a job's status: every machine's state, as status stores it.
+
+Status is the write-ahead log of the machines (architecture page), so this is
+what survives a restart: the job state, each replica index's state (stored
+compactly as index ranges per state, `0-3,7`), restart counts, a bounded
+history of transitions and exact counts per transition for the pictures.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from engine.controller.children import ReplicaId
+
+
+def format_ranges(indexes: Iterable[int]) -> str:
+    """`[0, 1, 2, 3, 7]` -> `"0-3,7"`."""
+    ordered = sorted(set(indexes))
+    parts: list[str] = []
+    start = previous = None
+    for index in ordered:
+        if previous is not None and index == previous + 1:
+            previous = index
+            continue
+        if start is not None:
+            parts.append(_range(start, previous))
+        start = previous = index
+    if start is not None:
+        parts.append(_range(start, previous))
+    return ",".join(parts)
+
+
+def _range(start: int, end: int | None) -> str:
+    return str(start) if end in (None, start) else f"{start}-{end}"
+
+
+def parse_ranges(text: str) -> list[int]:
+    """`"0-3,7"` -> `[0, 1, 2, 3, 7]`; raises ValueError on anything else."""
+    found: list[int] = []
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        low, _, high = part.partition("-")
+        first, last = int(low), int(high or low)
+        if last < first:
+            raise ValueError(f"range {part!r} runs backwards")
+        found.extend(range(first, last + 1))
+    return found
+
+
+@dataclass(frozen=True)
+class RestartRecord:
+    """Restarts counted for one replica index, and when the last one was."""
+
+    count: int
+    last: str
+
+
+@dataclass(frozen=True)
+class MachineRecord:
+    """The engine's part of a job's status, as plain values."""
+
+    state: str | None = None
+    state_since: str | None = None
+    replica_states: Mapping[ReplicaId, str] = field(default_factory=dict)
+    restarts: int = 0
+    replica_restarts: Mapping[ReplicaId, RestartRecord] = field(default_factory=dict)
+    history: tuple[Mapping[str, Any], ...] = ()
+    transition_counts: Mapping[tuple[str, str, str, str], int] = field(default_factory=dict)
+
+    def with_changes(self, **changes: Any) -> MachineRecord:
+        """A copy with some fields replaced."""
+        return replace(self, **changes)
+
+
+def read_record(status: Mapping[str, Any]) -> MachineRecord:
+    """The record from a job's status; a new job's empty status gives an empty record."""
+    replica_states = {
+        ReplicaId(replica_type, index): state
+        for replica_type, states in (status.get("replicaStates") or {}).items()
+        for state, ranges in (states or {}).items()
+        for index in parse_ranges(str(ranges))
+    }
+    replica_restarts = {
+        ReplicaId(replica_type, int(index)): RestartRecord(int(entry["count"]), str(entry["last"]))
+        for replica_type, entries in (status.get("replicaRestarts") or {}).items()
+        for index, entry in (entries or {}).items()
+    }
+    counts = {
+        (str(c["level"]), str(c.get("from") or ""), str(c["to"]), str(c["reason"])): int(
+            c["count"]
+        )
+        for c in status.get("transitionCounts") or ()
+    }
+    return MachineRecord(
+        state=status.get("state"),
+        state_since=status.get("stateSince"),
+        replica_states=replica_states,
+        restarts=int(status.get("restarts") or 0),
+        replica_restarts=replica_restarts,
+        history=tuple(status.get("history") or ()),
+        transition_counts=counts,
+    )
+
+
+def record_fields(record: MachineRecord) -> dict[str, Any]:
+    """The status fields that hold `record` (merged into the status by status.py)."""
+    states: dict[str, dict[str, list[int]]] = defaultdict(lambda: defaultdict(list))
+    for replica, state in record.replica_states.items():
+        states[replica.type][state].append(replica.index)
+    restarts: dict[str, dict[str, dict[str, Any]]] = defaultdict(dict)
+    for replica, entry in sorted(record.replica_restarts.items()):
+        restarts[replica.type][str(replica.index)] = {"count": entry.count, "last": entry.last}
+    return {
+        "state": record.state,
+        "stateSince": record.state_since,
+        "restarts": record.restarts,
+        "replicaStates": {
+            replica_type: {state: format_ranges(indexes) for state, indexes in sorted(by.items())}
+            for replica_type, by in sorted(states.items())
+        },
+        "replicaRestarts": dict(restarts),
+        "history": list(record.history),
+        "transitionCounts": [
+            {"level": level, "from": source or None, "to": target, "reason": reason,
+             "count": count}
+            for (level, source, target, reason), count in sorted(record.transition_counts.items())
+        ],
+    }

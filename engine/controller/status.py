@@ -1,0 +1,88 @@
+"""The one status write per reconcile: the record, phase, conditions and counters, written first.
+
+The write carries the job's resourceVersion, so a reconcile working from a
+stale job loses (409) instead of overwriting newer facts; nothing is done and
+no event is posted until this write has succeeded (the write-ahead rule).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from engine.api.conditions import set_condition
+from engine.controller.children import JOB_NAME_LABEL, REPLICA_TYPE_LABEL
+from engine.controller.client import KubeClient
+from engine.controller.decide import Decision
+from engine.controller.jobspec import JobSpecView
+from engine.controller.record import record_fields
+from engine.controller.resources import Resource
+from engine.definition import CompiledDefinition
+
+
+def build_status(
+    job: Mapping[str, Any],
+    definition: CompiledDefinition,
+    spec: JobSpecView,
+    decision: Decision,
+    *,
+    now: str,
+) -> dict[str, Any]:
+    """The job's next status: the old one with the decision applied (the input is not changed)."""
+    status = dict(job.get("status") or {})
+    status.update(record_fields(decision.record))
+    state = decision.record.state
+    compiled = definition.job.states[state] if state else None
+    status["phase"] = compiled.phase if compiled else None
+    conditions = list(status.get("conditions") or [])
+    for update in decision.conditions:
+        conditions = set_condition(
+            conditions, type=update.type, status=update.status, reason=update.reason,
+            message=update.message, now=now,
+        )
+    status["conditions"] = conditions
+    status["replicaStatuses"] = _replica_statuses(job, spec, decision)
+    status.setdefault("startTime", now)
+    if compiled is not None and compiled.terminal and not status.get("completionTime"):
+        status["completionTime"] = now
+    if job["metadata"].get("generation") is not None:
+        status["observedGeneration"] = job["metadata"]["generation"]
+    return {key: value for key, value in status.items() if value is not None}
+
+
+def _replica_statuses(
+    job: Mapping[str, Any], spec: JobSpecView, decision: Decision
+) -> dict[str, dict[str, Any]]:
+    summary = decision.variables.get("replicas") or {}
+    name = job["metadata"]["name"]
+    return {
+        t.name: {
+            "active": summary.get(t.name, {}).get("active", 0),
+            "succeeded": summary.get(t.name, {}).get("succeeded", 0),
+            "failed": summary.get(t.name, {}).get("failed", 0),
+            "selector": f"{JOB_NAME_LABEL}={name},{REPLICA_TYPE_LABEL}={t.name}",
+        }
+        for t in spec.replica_types
+    }
+
+
+def write_status(
+    client: KubeClient, resource: Resource, job: Mapping[str, Any], status: Mapping[str, Any]
+) -> dict[str, Any]:
+    """Replace the job's status, conditional on the resourceVersion it was computed from."""
+    metadata = job["metadata"]
+    body = {
+        "apiVersion": job["apiVersion"],
+        "kind": job["kind"],
+        "metadata": {
+            "name": metadata["name"],
+            "namespace": metadata["namespace"],
+            "resourceVersion": metadata["resourceVersion"],
+            "uid": metadata["uid"],
+        },
+        "spec": job.get("spec") or {},
+        "status": dict(status),
+    }
+    return client.replace(
+        resource, metadata["name"], body, namespace=metadata["namespace"], subresource="status"
+    )

@@ -1,0 +1,98 @@
+"""The CEL variables a step sees: the job, its run policy, and the per-type replica summary.
+
+Built once per round of a reconcile from the record and the observations, so
+every guard of every replica reads the same numbers (the language reference
+lists each variable; engine.definition.vocabulary declares them).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from engine.controller.children import ReplicaId
+from engine.controller.jobspec import JobSpecView
+from engine.controller.observe import PodFacts
+from engine.controller.record import MachineRecord
+from engine.definition import CompiledMachine
+
+
+def lower_camel(word: str) -> str:
+    """`Running` -> `running`, `SucceededAsChief` -> `succeededAsChief`."""
+    return word[:1].lower() + word[1:]
+
+
+def replica_summary(
+    spec: JobSpecView,
+    record: MachineRecord,
+    pods: Mapping[ReplicaId, PodFacts],
+    machine: CompiledMachine,
+) -> dict[str, dict[str, Any]]:
+    """Per replica type: desired, active, succeeded, failed, restarts, per-phase counts, states."""
+    summary: dict[str, dict[str, Any]] = {}
+    phase_words = {lower_camel(s.phase) for s in machine.states.values()}
+    for replica_type in spec.replica_types:
+        entry: dict[str, Any] = {word: 0 for word in phase_words}
+        entry.update(desired=replica_type.replicas, active=0, succeeded=0, failed=0, restarts=0)
+        states: dict[str, int] = {}
+        for index in range(replica_type.replicas):
+            replica = ReplicaId(replica_type.name, index)
+            state = record.replica_states.get(replica)
+            restarts = record.replica_restarts.get(replica)
+            entry["restarts"] += restarts.count if restarts else 0
+            if pods.get(replica, PodFacts("podMissing")).observation == "podRunning":
+                entry["active"] += 1
+            if state is None:
+                continue
+            compiled = machine.states[state]
+            states[state] = states.get(state, 0) + 1
+            entry[lower_camel(compiled.phase)] += 1
+            if compiled.terminal in ("success", "failure"):
+                terminal_key = "succeeded" if compiled.terminal == "success" else "failed"
+                if lower_camel(compiled.phase) != terminal_key:
+                    entry[terminal_key] += 1
+        entry["states"] = states
+        summary[replica_type.name] = entry
+    return summary
+
+
+def common_variables(
+    job: Mapping[str, Any],
+    spec: JobSpecView,
+    record: MachineRecord,
+    summary: Mapping[str, Any],
+) -> dict[str, Any]:
+    """The variables every guard sees, at either level."""
+    return {
+        "job": job,
+        "runPolicy": spec.run_policy,
+        "replicas": summary,
+        "restarts": record.restarts,
+        "error": spec.error,
+    }
+
+
+def replica_variables(
+    common: Mapping[str, Any],
+    replica: ReplicaId,
+    *,
+    desired: int,
+    policy: str,
+    record: MachineRecord,
+    facts: PodFacts,
+) -> dict[str, Any]:
+    """The variables one replica's guards see: the common ones plus this replica and its pod."""
+    restarts = record.replica_restarts.get(replica)
+    return {
+        **common,
+        "replica": {
+            "type": replica.type,
+            "index": replica.index,
+            "restarts": restarts.count if restarts else 0,
+            "desired": desired,
+        },
+        "policy": policy,
+        "pod": facts.pod,
+        "exitCode": facts.exit_code,
+        "reason": facts.reason,
+    }
