@@ -1,0 +1,414 @@
+"""The engine's only door to the API server: raw JSON over the official client's HTTP layer.
+
+Requests go through `kubernetes`' ApiClient (kubeconfig and in-cluster auth, TLS, token
+refresh) but bodies stay plain dicts parsed with orjson: the typed models cost far more
+than the engine can afford per pod. Failures become the typed errors below, and a token
+bucket shared by all threads keeps the engine within its QPS budget.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, Literal, Self
+
+import orjson
+import urllib3
+from kubernetes import config as kube_config
+from kubernetes.client import ApiClient, Configuration
+from kubernetes.client.exceptions import ApiException
+
+from engine.controller.resources import Resource
+
+_CONNECT_TIMEOUT_S = 10.0
+_READ_TIMEOUT_S = 60.0
+_WATCH_READ_SLACK_S = 30.0
+"""A watch's read timeout is its server-side timeout plus this, so a dead peer is noticed."""
+_POOL_SIZE = 32
+_READ_SIZE = 65536
+
+_PATCH_TYPES = {
+    "merge": "application/merge-patch+json",
+    "json": "application/json-patch+json",
+    "strategic": "application/strategic-merge-patch+json",
+}
+
+Query = list[tuple[str, Any]]
+
+
+class ApiError(Exception):
+    """A request the server refused; `str()` is the server's Status message."""
+
+    def __init__(self, status: int, reason: str, message: str, body: dict[str, Any]) -> None:
+        super().__init__(message)
+        self.status = status
+        self.reason = reason
+        self.message = message
+        self.body = body
+
+
+class NotFound(ApiError):  # noqa: N818 (Kubernetes' names)
+    """404: the object (or its namespace) does not exist."""
+
+
+class AlreadyExists(ApiError):  # noqa: N818 (Kubernetes' names)
+    """409 with reason AlreadyExists: a create hit an existing name."""
+
+
+class Conflict(ApiError):  # noqa: N818 (Kubernetes' names)
+    """409 otherwise: a stale resourceVersion or a failed uid precondition."""
+
+
+class Gone(ApiError):  # noqa: N818 (Kubernetes' names)
+    """410: the resourceVersion asked for is older than the server's history; relist."""
+
+
+class Invalid(ApiError):  # noqa: N818 (Kubernetes' names)
+    """422: the object failed validation."""
+
+
+class Unavailable(ApiError):  # noqa: N818 (Kubernetes' names)
+    """Transient: connection refused or reset, 5xx, 429; worth retrying later."""
+
+
+def _error_class(status: int, reason: str) -> type[ApiError]:
+    if status == 404:
+        return NotFound
+    if status == 409:
+        return AlreadyExists if reason == "AlreadyExists" else Conflict
+    if status == 410:
+        return Gone
+    if status == 422:
+        return Invalid
+    if status == 429 or status >= 500:
+        return Unavailable
+    return ApiError
+
+
+def error_from_status(status: int, body: dict[str, Any]) -> ApiError:
+    """The typed error for an HTTP status and the server's Status object (maybe empty)."""
+    reason = str(body.get("reason") or "")
+    message = str(body.get("message") or f"the server answered HTTP {status}")
+    return _error_class(status, reason)(status, reason, message, body)
+
+
+def _parse_error_body(data: bytes) -> dict[str, Any]:
+    try:
+        body = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return {"message": data.decode(errors="replace").strip()} if data else {}
+    return body if isinstance(body, dict) else {}
+
+
+def _unavailable(exc: BaseException) -> Unavailable:
+    return Unavailable(0, "ConnectionError", f"{type(exc).__name__}: {exc}", {})
+
+
+class TokenBucket:
+    """client-go's token bucket: `burst` requests at once, then `qps` per second; waits.
+
+    Each caller reserves its token under the lock and sleeps outside it, so concurrent
+    callers queue up one 1/qps apart instead of all waking at once.
+    """
+
+    def __init__(
+        self, qps: float, burst: int, *, clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        if qps <= 0 or burst < 1:
+            raise ValueError(f"qps must be positive and burst at least 1, not {qps} and {burst}")
+        self._qps = qps
+        self._burst = float(burst)
+        self._tokens = float(burst)
+        self._clock = clock
+        self._sleep = sleep
+        self._last = clock()
+        self._lock = threading.Lock()
+
+    def take(self) -> None:
+        """Take one token, waiting until it is due."""
+        with self._lock:
+            now = self._clock()
+            self._tokens = min(self._burst, self._tokens + (now - self._last) * self._qps)
+            self._last = now
+            self._tokens -= 1
+            wait = -self._tokens / self._qps
+        if wait > 0:
+            self._sleep(wait)
+
+
+class WatchStream(Iterator[dict[str, Any]]):
+    """The events of one watch request; `close()` may be called from any thread to end it.
+
+    A close from another thread shuts the socket down to wake a blocked read; the reading
+    thread then closes the response. Either way the connection goes back to the pool.
+    """
+
+    def __init__(self, response: urllib3.BaseHTTPResponse) -> None:
+        self._response = response
+        self._buffer = b""
+        self._pending: deque[bytes] = deque()
+        self._lock = threading.Lock()
+        self._closed = False
+        self._reading = False
+        self._finished = False
+
+    def __iter__(self) -> WatchStream:
+        return self
+
+    def __next__(self) -> dict[str, Any]:
+        while not self._pending:
+            self._fill()
+        line = self._pending.popleft()
+        try:
+            event: dict[str, Any] = orjson.loads(line)
+        except orjson.JSONDecodeError as exc:
+            self.close()
+            raise ApiError(0, "InvalidWatchEvent", f"{exc}: {line[:200]!r}", {}) from exc
+        if event.get("type") == "ERROR":
+            self.close()
+            status = event.get("object") or {}
+            raise error_from_status(int(status.get("code") or 500), status)
+        return event
+
+    def _fill(self) -> None:
+        with self._lock:
+            if self._closed:
+                self._finish(reusable=False)
+                raise StopIteration
+            self._reading = True
+        try:
+            chunk = self._response.read1(_READ_SIZE)
+        except (urllib3.exceptions.HTTPError, OSError) as exc:
+            with self._lock:
+                self._reading = False
+                if not self._closed:
+                    self._closed = True
+                    self._finish(reusable=False)
+                    raise _unavailable(exc) from exc
+            chunk = b""
+        with self._lock:
+            self._reading = False
+            if self._closed or not chunk:
+                # Only a body read to its end leaves the connection fit for reuse.
+                self._finish(reusable=not self._closed)
+                closed_early, self._closed = self._closed, True
+                if closed_early or not self._buffer.strip():
+                    raise StopIteration
+                chunk = b"\n"  # the last line came without its newline
+        *lines, self._buffer = (self._buffer + chunk).split(b"\n")
+        self._pending.extend(line for line in lines if line.strip())
+
+    def close(self) -> None:
+        """End the stream and give its connection back; safe from any thread, and twice."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            if not self._reading:
+                self._finish(reusable=False)
+                return
+        with contextlib.suppress(ValueError, RuntimeError, OSError):
+            self._response.shutdown()
+
+    def _finish(self, *, reusable: bool) -> None:
+        if self._finished:
+            return
+        self._finished = True
+        if not reusable:
+            self._response.close()
+        self._response.release_conn()
+
+
+class KubeClient:
+    """Thread-safe JSON access to one API server, rate limited like client-go."""
+
+    def __init__(self, configuration: Configuration, *, qps: float = 50, burst: int = 100) -> None:
+        configuration.connection_pool_maxsize = _POOL_SIZE
+        self._api = ApiClient(configuration)
+        self._api.user_agent = "jobmachine"
+        self._bucket = TokenBucket(qps, burst)
+        self._count = 0
+        self._count_lock = threading.Lock()
+
+    @classmethod
+    def from_kubeconfig(
+        cls, path: Path | None = None, *, context: str | None = None,
+        qps: float = 50, burst: int = 100,
+    ) -> Self:
+        """A client for a kubeconfig file (default: $KUBECONFIG or ~/.kube/config)."""
+        configuration = Configuration()
+        kube_config.load_kube_config(  # type: ignore[no-untyped-call]
+            config_file=str(path) if path is not None else None, context=context,
+            client_configuration=configuration, persist_config=False,
+        )
+        return cls(configuration, qps=qps, burst=burst)
+
+    @classmethod
+    def in_cluster(cls, *, qps: float = 50, burst: int = 100) -> Self:
+        """A client using the pod's service account (token refreshed as it rotates)."""
+        configuration = Configuration()
+        kube_config.load_incluster_config(  # type: ignore[no-untyped-call]
+            client_configuration=configuration
+        )
+        return cls(configuration, qps=qps, burst=burst)
+
+    @property
+    def request_count(self) -> int:
+        """Requests sent so far (benchmarks count API calls with it)."""
+        return self._count
+
+    def close(self) -> None:
+        """Close every pooled connection."""
+        self._api.close()  # type: ignore[no-untyped-call]
+
+    def get(self, res: Resource, name: str, namespace: str | None = None) -> dict[str, Any]:
+        """One object; NotFound if it does not exist."""
+        return self._json("GET", res.path(namespace, name))
+
+    def list(
+        self, res: Resource, namespace: str | None = None, *, label_selector: str | None = None,
+        field_selector: str | None = None, resource_version: str | None = None,
+        page_size: int = 500,
+    ) -> tuple[list[dict[str, Any]], str]:
+        """Every matching object (following `continue`) and the list's resourceVersion.
+
+        Items carry `apiVersion` and `kind` (the server leaves them out of list items), so
+        objects read by a list and by a watch look the same.
+        """
+        selectors: Query = [("limit", page_size)]
+        for key, value in (("labelSelector", label_selector), ("fieldSelector", field_selector)):
+            if value is not None:
+                selectors.append((key, value))
+        query = selectors if resource_version is None else [
+            *selectors, ("resourceVersion", resource_version)]
+        items: list[dict[str, Any]] = []
+        while True:
+            page = self._json("GET", res.path(namespace), query=query)
+            for item in page.get("items") or []:
+                item.setdefault("apiVersion", res.api_version)
+                item.setdefault("kind", res.kind)
+                items.append(item)
+            metadata = page.get("metadata") or {}
+            token = metadata.get("continue")
+            if not token:
+                return items, str(metadata.get("resourceVersion") or "")
+            query = [*selectors, ("continue", token)]
+
+    def create(
+        self, res: Resource, body: dict[str, Any], namespace: str | None = None
+    ) -> dict[str, Any]:
+        """Create an object; AlreadyExists if the name is taken."""
+        return self._json("POST", res.path(namespace), body=body)
+
+    def patch(
+        self, res: Resource, name: str, body: Any, *, namespace: str | None = None,
+        patch_type: Literal["merge", "json", "strategic"] = "merge",
+        subresource: str | None = None,
+    ) -> dict[str, Any]:
+        """Patch an object (or its subresource); a JSON patch body is a list of operations."""
+        if patch_type == "json" and not isinstance(body, list):
+            raise TypeError("a JSON patch is a list of operations")
+        return self._json(
+            "PATCH", res.path(namespace, name, subresource), body=body,
+            content_type=_PATCH_TYPES[patch_type],
+        )
+
+    def replace(
+        self, res: Resource, name: str, body: dict[str, Any], *, namespace: str | None = None,
+        subresource: str | None = None,
+    ) -> dict[str, Any]:
+        """Replace an object (PUT); Conflict if its resourceVersion is stale."""
+        return self._json("PUT", res.path(namespace, name, subresource), body=body)
+
+    def delete(
+        self, res: Resource, name: str, namespace: str | None = None, *, uid: str | None = None,
+        resource_version: str | None = None, grace_period_seconds: int | None = None,
+        propagation_policy: str | None = None,
+    ) -> None:
+        """Delete an object, with optional uid/resourceVersion preconditions; NotFound if gone."""
+        options: dict[str, Any] = {"kind": "DeleteOptions", "apiVersion": "v1"}
+        preconditions = {k: v for k, v in (("uid", uid), ("resourceVersion", resource_version))
+                         if v is not None}
+        if preconditions:
+            options["preconditions"] = preconditions
+        if grace_period_seconds is not None:
+            options["gracePeriodSeconds"] = grace_period_seconds
+        if propagation_policy is not None:
+            options["propagationPolicy"] = propagation_policy
+        self._json("DELETE", res.path(namespace, name), body=options)
+
+    def watch(
+        self, res: Resource, namespace: str | None = None, *, resource_version: str,
+        timeout_seconds: int = 300, label_selector: str | None = None,
+        allow_bookmarks: bool = True,
+    ) -> WatchStream:
+        """Raw watch events from `resource_version` until the server ends the stream.
+
+        An expired resourceVersion raises Gone (as an HTTP 410 or an ERROR event); other
+        ERROR events raise their typed error.
+        """
+        query: Query = [("watch", True), ("resourceVersion", resource_version),
+                        ("timeoutSeconds", timeout_seconds),
+                        ("allowWatchBookmarks", allow_bookmarks)]
+        if label_selector is not None:
+            query.append(("labelSelector", label_selector))
+        response = self._send(
+            "GET", res.path(namespace), query=query,
+            timeout=(_CONNECT_TIMEOUT_S, timeout_seconds + _WATCH_READ_SLACK_S),
+        )
+        return WatchStream(response)
+
+    def _json(
+        self, method: str, path: str, *, query: Query | None = None, body: Any = None,
+        content_type: str = "application/json",
+    ) -> dict[str, Any]:
+        response = self._send(method, path, query=query, body=body, content_type=content_type)
+        try:
+            data = response.read()
+        except (urllib3.exceptions.HTTPError, OSError) as exc:
+            raise _unavailable(exc) from exc
+        finally:
+            response.release_conn()
+        try:
+            parsed = orjson.loads(data)
+        except orjson.JSONDecodeError as exc:
+            raise ApiError(response.status, "InvalidResponse", str(exc), {}) from exc
+        if not isinstance(parsed, dict):
+            raise ApiError(response.status, "InvalidResponse", "the answer is not an object", {})
+        return parsed
+
+    def _send(
+        self, method: str, path: str, *, query: Query | None = None, body: Any = None,
+        content_type: str = "application/json",
+        timeout: tuple[float, float] = (_CONNECT_TIMEOUT_S, _READ_TIMEOUT_S),
+    ) -> urllib3.BaseHTTPResponse:
+        """Send one request; a 2xx answer's response is returned unread, anything else raises."""
+        self._bucket.take()
+        with self._count_lock:
+            self._count += 1
+        headers = {"Accept": "application/json"}
+        if body is not None:
+            headers["Content-Type"] = content_type
+        method, url, headers, _, _ = self._api.param_serialize(
+            method, path, query_params=query, header_params=headers, auth_settings=["BearerToken"]
+        )
+        try:
+            response: urllib3.BaseHTTPResponse = self._api.call_api(
+                method, url, header_params=headers, body=body, _request_timeout=timeout
+            ).response
+        except (ApiException, urllib3.exceptions.HTTPError, OSError) as exc:
+            raise _unavailable(exc) from exc  # the TLS handshake fails as an ApiException
+        if 200 <= response.status < 300:
+            return response
+        try:
+            data = response.read()
+        except (urllib3.exceptions.HTTPError, OSError):
+            data = b""
+        finally:
+            response.release_conn()
+        raise error_from_status(response.status, _parse_error_body(data))
