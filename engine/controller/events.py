@@ -1,0 +1,376 @@
+"""Events on jobs, posted by a background thread and aggregated the way Kubernetes does.
+
+Reconcile must never wait for, or fail because of, an Event: `record` only enqueues. Repeats
+are folded like client-go's EventCorrelator (an identical event bumps the count of the one
+already posted; a burst of distinct messages for one reason collapses into a combined event),
+so a flapping job cannot flood the API server or the output of `kubectl describe`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import queue
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Generic, Literal, Protocol, TypeVar
+
+from loguru import logger
+
+from engine.controller.client import AlreadyExists, ApiError, NotFound, Unavailable
+from engine.controller.resources import EVENTS, Resource
+from engine.controller.timestamps import format_time
+
+MAX_DISTINCT_MESSAGES = 10
+"""Distinct messages of one (object, type, reason) that get their own Event within the window."""
+
+COMBINED_PREFIX = "(combined from similar events): "
+
+_CACHE_SIZE = 4096
+"""Event series remembered at most (client-go's LRU size); the least recently used go first."""
+
+_TRIES = 3
+_RETRY_DELAY_S = 0.25
+"""First wait before retrying a post the server could not take (doubles per try)."""
+
+_DROP_LOG_EVERY = 1000
+"""A full queue logs its first drop and then every this many, not every single one."""
+
+EventType = Literal["Normal", "Warning"]
+
+K = TypeVar("K")
+V = TypeVar("V")
+
+
+class EventClient(Protocol):
+    """The part of `KubeClient` the recorder uses."""
+
+    def create(
+        self, res: Resource, body: dict[str, Any], namespace: str | None = None
+    ) -> dict[str, Any]: ...
+
+    def patch(
+        self, res: Resource, name: str, body: Any, *, namespace: str | None = None,
+        patch_type: Literal["merge", "json", "strategic"] = "merge",
+        subresource: str | None = None,
+    ) -> dict[str, Any]: ...
+
+
+@dataclass(frozen=True)
+class EventStats:
+    """The recorder's counters, for the metrics module to export."""
+
+    recorded: int
+    """Events accepted into the queue."""
+    created: int
+    """Event objects created on the server."""
+    aggregated: int
+    """Events folded into an existing Event object (a count/lastTimestamp patch)."""
+    dropped: int
+    """Events dropped unposted: queue full, recorder stopped, or not a valid event."""
+    failed: int
+    """Events the server refused or that still failed after every retry."""
+
+
+@dataclass(frozen=True)
+class _Involved:
+    api_version: str
+    kind: str
+    name: str
+    namespace: str
+    uid: str
+
+
+@dataclass(frozen=True)
+class _Pending:
+    involved: _Involved
+    type: EventType
+    reason: str
+    message: str
+    at: float
+
+
+@dataclass
+class _Series:
+    """One Event object on the server and how often it has been counted."""
+
+    namespace: str
+    name: str
+    count: int
+    first_timestamp: str
+
+
+@dataclass
+class _Group:
+    """Distinct messages seen recently for one (object, type, reason)."""
+
+    messages: set[str] = field(default_factory=set)
+
+
+class _RecentCache(Generic[K, V]):
+    """Entries used within the last `ttl` seconds, at most `maxsize` (least recent go first)."""
+
+    def __init__(self, ttl: float, maxsize: int) -> None:
+        self._ttl = ttl
+        self._maxsize = maxsize
+        self._entries: OrderedDict[K, tuple[float, V]] = OrderedDict()
+
+    def get(self, key: K, now: float) -> V | None:
+        entry = self._entries.get(key)
+        if entry is None:
+            return None
+        if now - entry[0] > self._ttl:
+            del self._entries[key]
+            return None
+        return entry[1]
+
+    def put(self, key: K, value: V, now: float) -> None:
+        self._entries[key] = (now, value)
+        self._entries.move_to_end(key)
+        while len(self._entries) > self._maxsize:
+            self._entries.popitem(last=False)
+
+
+SeriesKey = tuple[str, str, str, str | None]
+"""(object uid, type, reason, message); message None is the combined series."""
+
+
+class EventRecorder:
+    """Posts Events for objects from a background thread; `record` never blocks or raises."""
+
+    def __init__(
+        self,
+        client: EventClient,
+        *,
+        component: str = "jobmachine",
+        host: str | None = None,
+        aggregation_window_s: float = 600,
+        queue_size: int = 10000,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        if aggregation_window_s <= 0 or queue_size < 1:
+            raise ValueError("aggregation_window_s must be positive and queue_size at least 1")
+        self._client = client
+        self._component = component
+        self._host = host
+        self._clock = clock
+        self._queue: queue.Queue[_Pending | None] = queue.Queue(maxsize=queue_size)
+        self._groups: _RecentCache[tuple[str, str, str], _Group] = _RecentCache(
+            aggregation_window_s, _CACHE_SIZE
+        )
+        self._series: _RecentCache[SeriesKey, _Series] = _RecentCache(
+            aggregation_window_s, _CACHE_SIZE
+        )
+        self._last_name_ns = 0
+        self._progress = threading.Condition()
+        self._enqueued = 0
+        self._handled = 0
+        self._counts = dict.fromkeys(("created", "aggregated", "dropped", "failed"), 0)
+        self._closed = False
+        self._abandon = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._log = logger.bind(component=component)
+
+    def record(
+        self, involved: Mapping[str, Any], *, type: EventType, reason: str, message: str
+    ) -> None:
+        """Queue an Event about `involved` (a whole object); dropped with a log when full."""
+        try:
+            pending = _Pending(_involved(involved), type, reason, message, self._clock())
+            if type not in ("Normal", "Warning"):
+                raise ValueError(f"event type must be Normal or Warning, not {type!r}")
+            if not reason:
+                raise ValueError("an event needs a reason")
+        except Exception as exc:
+            self._log.error("dropping an event that cannot be posted: {}", exc)
+            self._count("dropped")
+            return
+        with self._progress:
+            if self._closed:
+                self._count_locked("dropped")
+                return
+            try:
+                self._queue.put_nowait(pending)
+            except queue.Full:
+                self._count_locked("dropped")
+                if self._counts["dropped"] % _DROP_LOG_EVERY == 1:
+                    self._log.bind(namespace=pending.involved.namespace).warning(
+                        "event queue full: dropped {} {} on {} ({} dropped so far)",
+                        type, reason, pending.involved.name, self._counts["dropped"],
+                    )
+                return
+            self._enqueued += 1
+
+    def start(self) -> None:
+        """Start the thread that posts queued events."""
+        if self._thread is not None:
+            raise RuntimeError("the event recorder was already started")
+        self._thread = threading.Thread(target=self._run, name="event-recorder", daemon=True)
+        self._thread.start()
+
+    def stop(self, *, flush_timeout_s: float = 5) -> None:
+        """Post what is queued (for up to `flush_timeout_s`), then stop; later events drop."""
+        with self._progress:
+            self._closed = True
+        thread = self._thread
+        if thread is None:
+            return
+        deadline = time.monotonic() + flush_timeout_s
+        with contextlib.suppress(queue.Full):
+            self._queue.put(None, timeout=flush_timeout_s)
+        thread.join(max(0.0, deadline - time.monotonic()))
+        if thread.is_alive():
+            self._abandon.set()
+            self._log.warning("event recorder stopping: abandoning events not yet posted")
+            with contextlib.suppress(queue.Full):
+                self._queue.put(None, timeout=flush_timeout_s)
+            thread.join(flush_timeout_s)
+
+    def flush(self, timeout_s: float) -> bool:
+        """Wait until every event recorded so far was handled (posted or given up)."""
+        with self._progress:
+            target = self._enqueued
+            return self._progress.wait_for(lambda: self._handled >= target, timeout_s)
+
+    def stats(self) -> EventStats:
+        """A snapshot of the counters."""
+        with self._progress:
+            return EventStats(recorded=self._enqueued, **self._counts)
+
+    def _run(self) -> None:
+        while True:
+            pending = self._queue.get()
+            if pending is None:
+                return
+            try:
+                if self._abandon.is_set():
+                    self._count("dropped")
+                else:
+                    self._post(pending)
+            except Exception:
+                self._log.exception("posting an event failed unexpectedly")
+                self._count("failed")
+            finally:
+                with self._progress:
+                    self._handled += 1
+                    self._progress.notify_all()
+
+    def _post(self, pending: _Pending) -> None:
+        key, message = self._correlate(pending)
+        series = self._series.get(key, pending.at)
+        timestamp = format_time(datetime.fromtimestamp(pending.at, UTC))
+        try:
+            if series is not None and self._patch(series, message, timestamp):
+                series.count += 1
+                self._series.put(key, series, pending.at)
+                self._count("aggregated")
+                return
+            count = 1 if series is None else series.count + 1
+            first = timestamp if series is None else series.first_timestamp
+            created = self._create(pending, message, count, first, timestamp)
+        except ApiError as exc:
+            self._log.bind(
+                namespace=pending.involved.namespace, name=pending.involved.name
+            ).warning("could not post event {} ({}): {}", pending.reason, message, exc)
+            self._count("failed")
+            return
+        self._series.put(key, created, pending.at)
+        self._count("created")
+
+    def _correlate(self, pending: _Pending) -> tuple[SeriesKey, str]:
+        """Which series the event belongs to, and the message it is posted with."""
+        involved = pending.involved
+        group_key = (involved.uid, pending.type, pending.reason)
+        group = self._groups.get(group_key, pending.at) or _Group()
+        self._groups.put(group_key, group, pending.at)
+        if pending.message in group.messages or len(group.messages) < MAX_DISTINCT_MESSAGES:
+            group.messages.add(pending.message)
+            return (*group_key, pending.message), pending.message
+        return (*group_key, None), COMBINED_PREFIX + pending.message
+
+    def _patch(self, series: _Series, message: str, timestamp: str) -> bool:
+        """Count one more occurrence on the existing Event; False if it is gone (expired)."""
+        body = {"count": series.count + 1, "lastTimestamp": timestamp, "message": message}
+        try:
+            self._with_retries(
+                lambda: self._client.patch(
+                    EVENTS, series.name, body, namespace=series.namespace
+                )
+            )
+        except NotFound:
+            return False
+        return True
+
+    def _create(
+        self, pending: _Pending, message: str, count: int, first: str, last: str
+    ) -> _Series:
+        involved = pending.involved
+        namespace = involved.namespace or "default"
+        reference = {
+            "apiVersion": involved.api_version, "kind": involved.kind, "name": involved.name,
+            "uid": involved.uid,
+        }
+        if involved.namespace:
+            reference["namespace"] = involved.namespace
+        source = {"component": self._component}
+        if self._host:
+            source["host"] = self._host
+        body: dict[str, Any] = {
+            "apiVersion": "v1", "kind": "Event",
+            "metadata": {"namespace": namespace},
+            "involvedObject": reference, "reason": pending.reason, "message": message,
+            "type": pending.type, "source": source, "count": count,
+            "firstTimestamp": first, "lastTimestamp": last,
+            "reportingComponent": self._component, "reportingInstance": self._host or "",
+        }
+
+        def attempt() -> dict[str, Any]:
+            body["metadata"]["name"] = self._new_name(involved.name, pending.at)
+            return self._client.create(EVENTS, body, namespace)
+
+        self._with_retries(attempt)
+        return _Series(namespace, body["metadata"]["name"], count, first)
+
+    def _with_retries(self, call: Callable[[], dict[str, Any]]) -> None:
+        """Run `call`; again after a pause on transient errors, at once on a name clash."""
+        delay = _RETRY_DELAY_S
+        for attempt in range(1, _TRIES + 1):
+            try:
+                call()
+                return
+            except AlreadyExists:
+                if attempt == _TRIES:
+                    raise
+            except Unavailable:
+                if attempt == _TRIES or self._abandon.wait(delay):
+                    raise
+                delay *= 2
+
+    def _new_name(self, object_name: str, at: float) -> str:
+        """`<object>.<hex nanoseconds>`, as client-go names events; unique per recorder."""
+        self._last_name_ns = max(self._last_name_ns + 1, int(at * 1e9))
+        return f"{object_name}.{self._last_name_ns:x}"
+
+    def _count(self, what: str) -> None:
+        with self._progress:
+            self._count_locked(what)
+
+    def _count_locked(self, what: str) -> None:
+        self._counts[what] += 1
+
+
+def _involved(obj: Mapping[str, Any]) -> _Involved:
+    metadata = obj["metadata"]
+    name = metadata["name"]
+    if not name:
+        raise ValueError("the involved object has no name")
+    return _Involved(
+        api_version=str(obj.get("apiVersion") or ""),
+        kind=str(obj.get("kind") or ""),
+        name=str(name),
+        namespace=str(metadata.get("namespace") or ""),
+        uid=str(metadata.get("uid") or ""),
+    )

@@ -1,0 +1,385 @@
+"""The event recorder: what it posts, how repeats aggregate, and that it never blocks or raises."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from engine.controller.client import AlreadyExists, ApiError, Invalid, NotFound, Unavailable
+from engine.controller.events import COMBINED_PREFIX, EventRecorder
+from engine.controller.resources import EVENTS, Resource
+
+from .conftest import FakeClock
+
+WAIT = 10.0  # generous bound for the recorder thread; never asserted as a duration
+T0 = 1_800_000_000.0  # 2027-01-15T08:00:00Z
+T0_TEXT = "2027-01-15T08:00:00Z"
+
+JOB: dict[str, Any] = {
+    "apiVersion": "kubeflow.org/v1",
+    "kind": "PyTorchJob",
+    "metadata": {"name": "train", "namespace": "team", "uid": "uid-1", "resourceVersion": "7"},
+    "spec": {"pytorchReplicaSpecs": {}},
+}
+OTHER_JOB: dict[str, Any] = {**JOB, "metadata": {**JOB["metadata"], "name": "b", "uid": "uid-2"}}
+
+
+class FakeEventClient:
+    """Stores events like a server would; `failures` are raised by the next calls, in order."""
+
+    def __init__(self) -> None:
+        self.events: dict[tuple[str, str], dict[str, Any]] = {}
+        self.calls: list[tuple[str, str, dict[str, Any]]] = []
+        self.failures: list[ApiError] = []
+        self.lock = threading.Lock()
+
+    def create(
+        self, res: Resource, body: dict[str, Any], namespace: str | None = None
+    ) -> dict[str, Any]:
+        assert res == EVENTS
+        with self.lock:
+            self.calls.append(("create", body["metadata"]["name"], _copy(body)))
+            self._maybe_fail()
+            key = (namespace or "", body["metadata"]["name"])
+            if key in self.events:
+                raise AlreadyExists(409, "AlreadyExists", "exists", {})
+            self.events[key] = _copy(body)
+            return self.events[key]
+
+    def patch(
+        self, res: Resource, name: str, body: Any, *, namespace: str | None = None,
+        patch_type: str = "merge", subresource: str | None = None,
+    ) -> dict[str, Any]:
+        assert res == EVENTS and patch_type == "merge" and subresource is None
+        with self.lock:
+            self.calls.append(("patch", name, _copy(body)))
+            self._maybe_fail()
+            key = (namespace or "", name)
+            if key not in self.events:
+                raise NotFound(404, "NotFound", "not found", {})
+            self.events[key].update(body)
+            return self.events[key]
+
+    def _maybe_fail(self) -> None:
+        if self.failures:
+            raise self.failures.pop(0)
+
+    def messages(self) -> list[str]:
+        return [event["message"] for event in self.events.values()]
+
+    def kinds(self) -> list[str]:
+        return [kind for kind, _, _ in self.calls]
+
+
+def _copy(body: dict[str, Any]) -> dict[str, Any]:
+    return {k: dict(v) if isinstance(v, dict) else v for k, v in body.items()}
+
+
+@pytest.fixture
+def api() -> FakeEventClient:
+    return FakeEventClient()
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    clock = FakeClock()
+    clock.now = T0
+    return clock
+
+
+@pytest.fixture
+def recorder(api: FakeEventClient, clock: FakeClock) -> Iterator[EventRecorder]:
+    recorder = EventRecorder(api, host="node-1", aggregation_window_s=600, clock=clock)
+    recorder.start()
+    yield recorder
+    recorder.stop(flush_timeout_s=WAIT)
+
+
+def record(recorder: EventRecorder, message: str, *, reason: str = "Restarting",
+           type: str = "Normal", job: dict[str, Any] = JOB) -> None:
+    recorder.record(job, type=type, reason=reason, message=message)  # type: ignore[arg-type]
+
+
+def settle(recorder: EventRecorder) -> None:
+    assert recorder.flush(WAIT)
+
+
+class TestPosting:
+    def test_first_event_is_created_on_the_job_with_the_kubernetes_fields(
+        self, recorder: EventRecorder, api: FakeEventClient
+    ) -> None:
+        record(recorder, "Worker 0 exited with code 137")
+        settle(recorder)
+        [(kind, name, body)] = api.calls
+        assert kind == "create"
+        assert name.startswith("train.")
+        assert int(name.removeprefix("train."), 16) > 0
+        assert body == {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {"namespace": "team", "name": name},
+            "involvedObject": {
+                "apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "name": "train",
+                "namespace": "team", "uid": "uid-1",
+            },
+            "reason": "Restarting",
+            "message": "Worker 0 exited with code 137",
+            "type": "Normal",
+            "source": {"component": "jobmachine", "host": "node-1"},
+            "count": 1,
+            "firstTimestamp": T0_TEXT,
+            "lastTimestamp": T0_TEXT,
+            "reportingComponent": "jobmachine",
+            "reportingInstance": "node-1",
+        }
+        assert recorder.stats().created == 1
+
+    def test_every_event_gets_its_own_name(
+        self, recorder: EventRecorder, api: FakeEventClient
+    ) -> None:
+        for index in range(3):
+            record(recorder, f"message {index}")
+        settle(recorder)
+        assert len({name for _, name, _ in api.calls}) == 3
+
+    def test_a_cluster_scoped_object_gets_its_events_in_default(
+        self, recorder: EventRecorder, api: FakeEventClient
+    ) -> None:
+        node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1", "uid": "u"}}
+        recorder.record(node, type="Warning", reason="NotReady", message="gone")
+        settle(recorder)
+        [(_, _, body)] = api.calls
+        assert body["metadata"]["namespace"] == "default"
+        assert "namespace" not in body["involvedObject"]
+
+
+class TestIdenticalEvents:
+    def test_a_repeat_within_the_window_patches_count_and_last_timestamp(
+        self, recorder: EventRecorder, api: FakeEventClient, clock: FakeClock
+    ) -> None:
+        record(recorder, "Worker 0 exited with code 137")
+        clock.advance(30)
+        record(recorder, "Worker 0 exited with code 137")
+        clock.advance(30)
+        record(recorder, "Worker 0 exited with code 137")
+        settle(recorder)
+        assert api.kinds() == ["create", "patch", "patch"]
+        [event] = api.events.values()
+        assert event["count"] == 3
+        assert event["firstTimestamp"] == T0_TEXT
+        assert event["lastTimestamp"] == "2027-01-15T08:01:00Z"
+        assert api.calls[1][2] == {
+            "count": 2, "lastTimestamp": "2027-01-15T08:00:30Z",
+            "message": "Worker 0 exited with code 137",
+        }
+        assert recorder.stats().aggregated == 2
+
+    def test_a_repeat_after_the_window_is_a_new_event(
+        self, recorder: EventRecorder, api: FakeEventClient, clock: FakeClock
+    ) -> None:
+        record(recorder, "same")
+        clock.advance(601)
+        record(recorder, "same")
+        settle(recorder)
+        assert api.kinds() == ["create", "create"]
+        assert [event["count"] for event in api.events.values()] == [1, 1]
+
+    def test_the_window_slides_with_each_repeat(
+        self, recorder: EventRecorder, api: FakeEventClient, clock: FakeClock
+    ) -> None:
+        for _ in range(4):
+            record(recorder, "same")
+            clock.advance(500)
+        settle(recorder)
+        assert api.kinds() == ["create", "patch", "patch", "patch"]
+
+    @pytest.mark.parametrize(
+        "change",
+        [
+            {"message": "other"},
+            {"reason": "Failed"},
+            {"type": "Warning"},
+            {"job": OTHER_JOB},
+        ],
+    )
+    def test_any_difference_makes_a_separate_event(
+        self, recorder: EventRecorder, api: FakeEventClient, change: dict[str, Any]
+    ) -> None:
+        record(recorder, "same")
+        record(recorder, **{"message": "same", **change})
+        settle(recorder)
+        assert api.kinds() == ["create", "create"]
+
+    def test_an_event_deleted_on_the_server_is_created_again_keeping_its_count(
+        self, recorder: EventRecorder, api: FakeEventClient, clock: FakeClock
+    ) -> None:
+        record(recorder, "same")
+        settle(recorder)
+        api.events.clear()  # events expire on real servers (an hour by default)
+        clock.advance(60)
+        record(recorder, "same")
+        settle(recorder)
+        assert api.kinds() == ["create", "patch", "create"]
+        [event] = api.events.values()
+        assert event["count"] == 2
+        assert event["firstTimestamp"] == T0_TEXT
+        record(recorder, "same")
+        settle(recorder)
+        assert api.kinds()[-1] == "patch"
+        assert next(iter(api.events.values()))["count"] == 3
+
+
+class TestSimilarEvents:
+    def test_the_eleventh_distinct_message_becomes_a_combined_event(
+        self, recorder: EventRecorder, api: FakeEventClient
+    ) -> None:
+        for index in range(11):
+            record(recorder, f"Worker {index} restarting")
+        settle(recorder)
+        assert api.kinds() == ["create"] * 11
+        assert api.calls[-1][2]["message"] == COMBINED_PREFIX + "Worker 10 restarting"
+        assert api.messages()[:10] == [f"Worker {i} restarting" for i in range(10)]
+
+    def test_the_combined_event_is_patched_with_the_latest_message(
+        self, recorder: EventRecorder, api: FakeEventClient
+    ) -> None:
+        for index in range(14):
+            record(recorder, f"Worker {index} restarting")
+        settle(recorder)
+        assert api.kinds() == ["create"] * 11 + ["patch"] * 3
+        combined = [e for e in api.events.values() if e["message"].startswith(COMBINED_PREFIX)]
+        assert len(combined) == 1
+        assert combined[0]["count"] == 4
+        assert combined[0]["message"] == COMBINED_PREFIX + "Worker 13 restarting"
+
+    def test_a_repeat_of_an_early_message_still_counts_on_its_own_event(
+        self, recorder: EventRecorder, api: FakeEventClient
+    ) -> None:
+        for index in range(12):
+            record(recorder, f"Worker {index} restarting")
+        record(recorder, "Worker 0 restarting")
+        settle(recorder)
+        first = next(iter(api.events.values()))
+        assert first["message"] == "Worker 0 restarting"
+        assert first["count"] == 2
+
+    def test_other_reasons_and_objects_are_not_combined(
+        self, recorder: EventRecorder, api: FakeEventClient
+    ) -> None:
+        for index in range(12):
+            record(recorder, f"Worker {index} restarting")
+        record(recorder, "Worker 99 failed", reason="Failed")
+        record(recorder, "Worker 99 restarting", job=OTHER_JOB)
+        settle(recorder)
+        assert api.messages()[-2:] == ["Worker 99 failed", "Worker 99 restarting"]
+
+    def test_after_a_quiet_window_messages_get_their_own_events_again(
+        self, recorder: EventRecorder, api: FakeEventClient, clock: FakeClock
+    ) -> None:
+        for index in range(11):
+            record(recorder, f"Worker {index} restarting")
+        clock.advance(601)
+        record(recorder, "Worker 50 restarting")
+        settle(recorder)
+        assert api.messages()[-1] == "Worker 50 restarting"
+
+
+class TestFailures:
+    def test_a_transient_failure_is_retried(
+        self, recorder: EventRecorder, api: FakeEventClient
+    ) -> None:
+        api.failures.append(Unavailable(503, "ServiceUnavailable", "busy", {}))
+        record(recorder, "hello")
+        settle(recorder)
+        assert api.kinds() == ["create", "create"]
+        assert api.messages() == ["hello"]
+        assert recorder.stats().failed == 0
+
+    def test_a_name_clash_is_retried_with_a_new_name(
+        self, recorder: EventRecorder, api: FakeEventClient
+    ) -> None:
+        api.failures.append(AlreadyExists(409, "AlreadyExists", "taken", {}))
+        record(recorder, "hello")
+        settle(recorder)
+        first, second = (name for _, name, _ in api.calls)
+        assert first != second
+        assert list(api.events) == [("team", second)]
+
+    def test_a_refused_event_is_counted_and_the_next_one_still_goes_out(
+        self, recorder: EventRecorder, api: FakeEventClient
+    ) -> None:
+        api.failures.append(Invalid(422, "Invalid", "bad event", {}))
+        record(recorder, "refused")
+        record(recorder, "accepted")
+        settle(recorder)
+        assert api.messages() == ["accepted"]
+        assert recorder.stats().failed == 1
+
+
+class TestNeverBlocksNorRaises:
+    def test_a_full_queue_drops_and_counts(self, api: FakeEventClient, clock: FakeClock) -> None:
+        recorder = EventRecorder(api, queue_size=2, clock=clock)
+        for index in range(3):
+            record(recorder, f"m{index}")
+        assert recorder.stats().dropped == 1
+        assert recorder.stats().recorded == 2
+        recorder.start()
+        try:
+            settle(recorder)
+        finally:
+            recorder.stop()
+        assert api.messages() == ["m0", "m1"]
+
+    @pytest.mark.parametrize(
+        "involved",
+        [{}, {"metadata": {}}, {"metadata": {"name": ""}}, {"metadata": None}],
+    )
+    def test_an_object_without_a_name_is_dropped(
+        self, recorder: EventRecorder, api: FakeEventClient, involved: dict[str, Any]
+    ) -> None:
+        recorder.record(involved, type="Normal", reason="Created", message="x")
+        settle(recorder)
+        assert api.calls == []
+        assert recorder.stats().dropped == 1
+
+    def test_an_unknown_type_or_empty_reason_is_dropped(
+        self, recorder: EventRecorder, api: FakeEventClient
+    ) -> None:
+        record(recorder, "x", type="Error")
+        record(recorder, "x", reason="")
+        settle(recorder)
+        assert api.calls == []
+        assert recorder.stats().dropped == 2
+
+    def test_flush_without_a_running_recorder_gives_up(
+        self, api: FakeEventClient, clock: FakeClock
+    ) -> None:
+        recorder = EventRecorder(api, clock=clock)
+        record(recorder, "waiting")
+        assert not recorder.flush(0.01)
+
+    def test_stop_posts_what_is_queued_and_later_events_are_dropped(
+        self, api: FakeEventClient, clock: FakeClock
+    ) -> None:
+        recorder = EventRecorder(api, clock=clock)
+        for index in range(5):
+            record(recorder, f"m{index}")
+        recorder.start()
+        recorder.stop(flush_timeout_s=WAIT)
+        assert api.messages() == [f"m{i}" for i in range(5)]
+        record(recorder, "late")
+        assert recorder.stats().dropped == 1
+        assert api.messages() == [f"m{i}" for i in range(5)]
+
+    def test_starting_twice_is_an_error(self, recorder: EventRecorder) -> None:
+        with pytest.raises(RuntimeError):
+            recorder.start()
+
+    def test_invalid_settings_are_refused(self, api: FakeEventClient) -> None:
+        with pytest.raises(ValueError):
+            EventRecorder(api, queue_size=0)
+        with pytest.raises(ValueError):
+            EventRecorder(api, aggregation_window_s=0)
