@@ -22,6 +22,7 @@ from engine.cluster.apiserver.auth import bearer_auth_middleware
 from engine.cluster.apiserver.core import Core
 from engine.cluster.apiserver.errors import ApiError, internal
 from engine.cluster.apiserver.handlers import ResourceHandlers
+from engine.cluster.apiserver.request_metrics import RequestCounter
 from engine.cluster.apiserver.responses import error_response, json_response
 from engine.cluster.apiserver.routes import not_found_path, parse_target
 from engine.cluster.apiserver.watch_stream import WatchSettings
@@ -123,13 +124,15 @@ def build_app(
     watch: WatchSettings | None = None,
 ) -> web.Application:
     """The whole API server as an aiohttp application."""
+    requests = RequestCounter()
     app = web.Application(
-        middlewares=[bearer_auth_middleware(token), status_errors],
+        middlewares=[bearer_auth_middleware(token), requests.middleware(), status_errors],
         client_max_size=_MAX_BODY,
     )
     api = ApiApp(core, logs_dir=logs_dir, watch=watch or WatchSettings())
     router = app.router
     router.add_get("/version", api.version)
+    router.add_get("/metrics", requests.serve)
     for probe in ("/healthz", "/livez", "/readyz"):
         router.add_get(probe, api.health)
     router.add_get("/openapi/v2", api.openapi_v2)

@@ -1,0 +1,70 @@
+"""Requests served, counted by client, verb and response code, exported at `/metrics`.
+
+The real kube-apiserver exports `apiserver_request_total`; ours adds the client
+(the first word of its User-Agent, e.g. `jobmachine` or `kubectl`), so the
+benchmarks can count what the engine asks of the server per job lifecycle.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Awaitable, Callable
+
+from aiohttp import web
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+_VERBS = {"GET": "get", "POST": "create", "PUT": "update", "PATCH": "patch",
+          "DELETE": "delete"}
+
+
+class RequestCounter:
+    """Counts per (client, verb, code); a watch counts once, when it starts."""
+
+    def __init__(self) -> None:
+        self.counts: Counter[tuple[str, str, int]] = Counter()
+
+    def middleware(self) -> Callable[[web.Request, Handler], Awaitable[web.StreamResponse]]:
+        """The aiohttp middleware that counts every request it passes on."""
+
+        @web.middleware
+        async def count(request: web.Request, handler: Handler) -> web.StreamResponse:
+            code = 500
+            try:
+                response = await handler(request)
+                code = response.status
+                return response
+            except web.HTTPException as exc:
+                code = exc.status
+                raise
+            finally:
+                self.counts[(_client(request), _verb(request), code)] += 1
+
+        return count
+
+    def exposition(self) -> str:
+        """The counts in Prometheus' text format."""
+        lines = [
+            "# HELP apiserver_request_total Requests served, by client, verb and code.",
+            "# TYPE apiserver_request_total counter",
+        ]
+        for (client, verb, code), value in sorted(self.counts.items()):
+            lines.append(
+                f'apiserver_request_total{{client="{client}",verb="{verb}",code="{code}"}} {value}'
+            )
+        return "\n".join(lines) + "\n"
+
+    async def serve(self, _request: web.Request) -> web.Response:
+        """GET /metrics."""
+        return web.Response(text=self.exposition(), content_type="text/plain")
+
+
+def _client(request: web.Request) -> str:
+    agent = request.headers.get("User-Agent", "")
+    word = agent.split("/", 1)[0].split(" ", 1)[0]
+    return "".join(c for c in word if c.isalnum() or c in "-_.") or "unknown"
+
+
+def _verb(request: web.Request) -> str:
+    if request.method == "GET":
+        return "watch" if request.query.get("watch") in ("1", "true") else "get"
+    return _VERBS.get(request.method, request.method.lower())
