@@ -224,13 +224,20 @@ class WatchStream(Iterator[dict[str, Any]]):
         self._response.release_conn()
 
 
+USER_AGENT = "jobmachine"
+"""How the engine names itself to the API server (its audit log and request metrics)."""
+
+
 class KubeClient:
     """Thread-safe JSON access to one API server, rate limited like client-go."""
 
-    def __init__(self, configuration: Configuration, *, qps: float = 50, burst: int = 100) -> None:
+    def __init__(
+        self, configuration: Configuration, *, qps: float = 50, burst: int = 100,
+        user_agent: str = USER_AGENT,
+    ) -> None:
         configuration.connection_pool_maxsize = _POOL_SIZE
         self._api = ApiClient(configuration)
-        self._api.user_agent = "jobmachine"
+        self._api.user_agent = user_agent
         self._bucket = TokenBucket(qps, burst)
         self._count = 0
         self._count_lock = threading.Lock()
@@ -238,7 +245,7 @@ class KubeClient:
     @classmethod
     def from_kubeconfig(
         cls, path: Path | None = None, *, context: str | None = None,
-        qps: float = 50, burst: int = 100,
+        qps: float = 50, burst: int = 100, user_agent: str = USER_AGENT,
     ) -> Self:
         """A client for a kubeconfig file (default: $KUBECONFIG or ~/.kube/config)."""
         configuration = Configuration()
@@ -246,7 +253,7 @@ class KubeClient:
             config_file=str(path) if path is not None else None, context=context,
             client_configuration=configuration, persist_config=False,
         )
-        return cls(configuration, qps=qps, burst=burst)
+        return cls(configuration, qps=qps, burst=burst, user_agent=user_agent)
 
     @classmethod
     def in_cluster(cls, *, qps: float = 50, burst: int = 100) -> Self:
