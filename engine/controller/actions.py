@@ -28,9 +28,12 @@ from engine.controller.resources import PODS, SERVICES, Resource
 from engine.controller.timestamps import parse_time
 from engine.controller.variables import replica_variables
 from engine.definition import CompiledDefinition, render_pod_decorations
+from engine.definition.cel import CelEvaluationError
 from engine.settings import EngineSettings
 
 Obj = Mapping[str, Any]
+_TEMPLATE_RETRY_S = 30.0
+"""How soon a pod whose machine values failed is tried again (the job may be edited)."""
 _CLEANED_BY_POLICY = {"All": None, "Running": ("podPending", "podRunning"), "None": ()}
 
 
@@ -116,7 +119,16 @@ def _create_pod(run: ActionRun, replica: ReplicaId) -> None:
         facts=run.facts.get(replica, MISSING),
     )
     variables["clusterSpec"] = cluster_spec(run.job, run.definition, run.spec.replica_types)
-    decorations = render_pod_decorations(run.definition, variables)
+    try:
+        decorations = render_pod_decorations(run.definition, variables)
+    except CelEvaluationError as exc:
+        run.recorder.record(
+            run.job, type="Warning", reason="PodTemplateError",
+            message=f"{replica}: the machine's pod values cannot be computed: {exc}",
+        )
+        _log(run, replica).warning(f"pod values cannot be computed: {exc}")
+        run.wait_s.append(_TEMPLATE_RETRY_S)
+        return
     pod = build_pod(run.job, run.definition, replica_type, replica, decorations)
     _warn_restart_policy(run, replica, replica_type.template_restart_policy,
                          pod["spec"]["restartPolicy"])

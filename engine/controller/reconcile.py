@@ -17,7 +17,13 @@ from loguru import logger
 
 from engine.controller.actions import ActionRun, execute, release_tracking, remove_finalizer
 from engine.controller.cache import Cache
-from engine.controller.children import CLEANUP_FINALIZER, JobKey, ReplicaId
+from engine.controller.children import (
+    CLEANUP_FINALIZER,
+    JOB_NAME_LABEL,
+    TRACKING_FINALIZER,
+    JobKey,
+    ReplicaId,
+)
 from engine.controller.claims import AdoptionGuard, Claimed, claim
 from engine.controller.client import Conflict, Invalid, KubeClient, NotFound
 from engine.controller.decide import Decision, decide
@@ -95,6 +101,7 @@ class Reconciler:
         if job is None:
             self._expectations.forget(key.id)
             self._scheduler.cancel_all(key)
+            self._release_orphaned_pods(key)
             return Done()
         definition = self._definitions[key.kind]
         if job["metadata"].get("deletionTimestamp"):
@@ -242,6 +249,7 @@ class Reconciler:
         decision = Decision(decision.record, decision.fired, decision.conditions, cleanup,
                             decision.errors, decision.variables, holds_replicas=True)
         if CLEANUP_FINALIZER not in (job["metadata"].get("finalizers") or []):
+            self._release_orphaned_pods(key)
             return Done()
         job = self._write_status(key, job, definition, spec=observed.spec, decision=decision,
                                  now=now)
@@ -251,6 +259,14 @@ class Reconciler:
         self._scheduler.cancel_all(key)
         logger.bind(job=str(key)).info("deletion clean-up done; finalizer removed")
         return Done()
+
+    def _release_orphaned_pods(self, key: JobKey) -> None:
+        """Pods of a job that went away without our clean-up must not keep our finalizer."""
+        for pod in self._caches.pods.by_label(key.namespace, JOB_NAME_LABEL, key.name):
+            references = pod["metadata"].get("ownerReferences") or []
+            ours = any(r.get("controller") and r.get("kind") == key.kind for r in references)
+            if ours and TRACKING_FINALIZER in (pod["metadata"].get("finalizers") or []):
+                remove_finalizer(self._client, pod, TRACKING_FINALIZER)
 
     def _node_ready(self, name: str) -> bool:
         if len(self._caches.nodes) == 0:
