@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, NoReturn
 
 import typer
 
@@ -52,7 +52,19 @@ def validate(
 
 @app.command()
 def graph(
-    file: Annotated[Path, typer.Argument(help="A machine definition file.")],
+    file: Annotated[
+        Path | None, typer.Argument(help="A machine definition file (or use --job).")
+    ] = None,
+    job: Annotated[
+        str | None,
+        typer.Option(help="NAMESPACE/NAME: draw this job's machine with the path it took."),
+    ] = None,
+    kubeconfig: Annotated[
+        Path | None, typer.Option(help="With --job: the cluster (default: $KUBECONFIG).")
+    ] = None,
+    machines: Annotated[
+        Path | None, typer.Option(help="With --job: machine definitions (default: shipped).")
+    ] = None,
     level: Annotated[Level, typer.Option(help="Which machine to draw.")] = Level.all,
     output_format: Annotated[
         GraphFormat | None,
@@ -66,19 +78,50 @@ def graph(
         typer.Option(help="metadata.name of the definition, when the file holds several."),
     ] = None,
 ) -> None:
-    """Draw a machine definition as Graphviz DOT, Mermaid, SVG or PNG."""
+    """Draw a machine definition, or one job's path through it, as DOT, Mermaid, SVG or PNG."""
     from engine.graph.render import RenderError, render_file
 
     fmt = (output_format.value if output_format else None) or _format_from_suffix(output)
+    if (file is None) == (job is None):
+        _fail("give either a machine FILE or --job NAMESPACE/NAME")
     try:
-        data = render_file(file, level=level.value, fmt=fmt, machine=machine)
+        if job is not None:
+            data = _job_picture(job, kubeconfig, machines, level=level.value, fmt=fmt)
+        else:
+            assert file is not None
+            data = render_file(file, level=level.value, fmt=fmt, machine=machine)
     except RenderError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(code=1) from exc
+        _fail(str(exc))
     if output is None:
         typer.echo(data.decode(), nl=False)
     else:
         output.write_bytes(data)
+
+
+def _fail(message: str) -> NoReturn:
+    typer.echo(f"error: {message}", err=True)
+    raise typer.Exit(code=1)
+
+
+def _job_picture(
+    job: str, kubeconfig: Path | None, machines: Path | None, *, level: str, fmt: str
+) -> bytes:
+    from engine.app.job_graph import JobNotFoundError, job_picture
+    from engine.app.shipped import shipped_dir
+    from engine.controller.client import ApiError, KubeClient
+    from engine.definition import load_definitions
+
+    namespace, _, name = job.rpartition("/")
+    if not namespace or not name:
+        _fail(f"--job takes NAMESPACE/NAME, not {job!r}")
+    client = KubeClient.from_kubeconfig(kubeconfig)
+    try:
+        definitions = load_definitions([machines or shipped_dir("machines")])
+        return job_picture(client, namespace, name, definitions, level=level, fmt=fmt)
+    except (JobNotFoundError, ApiError) as exc:
+        _fail(str(exc))
+    finally:
+        client.close()
 
 
 def _format_from_suffix(output: Path | None) -> str:
@@ -143,6 +186,111 @@ def manifests_crds(
         return
     for path in write_crds(output):
         typer.echo(str(path))
+
+
+class NodeMode(StrEnum):
+    process = "process"
+    simulate = "simulate"
+
+
+class LogFormat(StrEnum):
+    text = "text"
+    json = "json"
+
+
+@app.command()
+def run(
+    kubeconfig: Annotated[
+        Path | None, typer.Option(help="Cluster to run against (default: $KUBECONFIG).")
+    ] = None,
+    in_cluster: Annotated[
+        bool, typer.Option("--in-cluster", help="Use the pod's service account.")
+    ] = False,
+    machines: Annotated[
+        Path | None, typer.Option(help="Folder of machine definitions (default: shipped).")
+    ] = None,
+    namespace: Annotated[
+        str | None, typer.Option(help="Only run jobs in this namespace (default: all).")
+    ] = None,
+    workers: Annotated[int, typer.Option(min=1, help="Reconciles at once.")] = 4,
+    leader_elect: Annotated[
+        bool, typer.Option("--leader-elect", help="Act only while holding the leader Lease.")
+    ] = False,
+    lease_namespace: Annotated[
+        str, typer.Option(help="Namespace of the leader Lease.")
+    ] = "default",
+    metrics_port: Annotated[
+        int | None, typer.Option(help="Serve /metrics, /healthz and /readyz on this port.")
+    ] = None,
+    log_format: Annotated[LogFormat, typer.Option(help="text, or json for clusters.")] = (
+        LogFormat.text
+    ),
+) -> None:
+    """Run the engine against a cluster until SIGINT or SIGTERM."""
+    from engine.app.run import RunOptions, run_engine
+    from engine.logs import configure_logging
+    from engine.settings import EngineSettings
+
+    if in_cluster and kubeconfig is not None:
+        _fail("give either --kubeconfig or --in-cluster, not both")
+    configure_logging(log_format=log_format.value)
+    settings = EngineSettings.from_env(workers=workers, log_format=log_format.value)
+    code = run_engine(RunOptions(
+        kubeconfig=kubeconfig, in_cluster=in_cluster, machines=machines, namespace=namespace,
+        leader_elect=leader_elect, lease_namespace=lease_namespace,
+        metrics_port=metrics_port, settings=settings,
+    ))
+    raise typer.Exit(code=code)
+
+
+@app.command()
+def up(
+    data_dir: Annotated[Path, typer.Option(help="Where objects, logs and the kubeconfig live.")] = (
+        Path(".jobmachine")
+    ),
+    port: Annotated[int, typer.Option(help="API server port; 0 picks a free one.")] = 6443,
+    node_mode: Annotated[
+        NodeMode, typer.Option(help="process: run containers' commands; simulate: no processes.")
+    ] = NodeMode.process,
+    machines: Annotated[
+        Path | None, typer.Option(help="Folder of machine definitions (default: shipped).")
+    ] = None,
+    workers: Annotated[int, typer.Option(min=1, help="Reconciles at once.")] = 4,
+) -> None:
+    """Run the API server (with the CRDs), a local node and the engine until Ctrl-C."""
+    from engine.app.up import UpOptions, serve_until_interrupted
+    from engine.logs import configure_logging
+    from engine.settings import EngineSettings
+
+    configure_logging()
+    serve_until_interrupted(UpOptions(
+        data_dir=data_dir.resolve(), port=port, node_mode=node_mode.value, machines=machines,
+        settings=EngineSettings.from_env(workers=workers),
+    ))
+
+
+@app.command()
+def demo(
+    output: Annotated[
+        Path, typer.Option("-o", "--output", help="Where the pictures are written.")
+    ] = Path("demo-output"),
+    node_mode: Annotated[
+        NodeMode, typer.Option(help="process: run the examples' commands; simulate: no processes.")
+    ] = NodeMode.process,
+    examples: Annotated[
+        Path | None, typer.Option(help="Folder of job manifests (default: shipped examples/).")
+    ] = None,
+) -> None:
+    """Run the examples on a throw-away local cluster; exit 0 if every job ended as expected."""
+    from engine.app.demo import DemoError, DemoOptions, run_demo
+    from engine.logs import configure_logging
+
+    configure_logging(level="WARNING")
+    try:
+        ok = run_demo(DemoOptions(output=output, node_mode=node_mode.value, examples=examples))
+    except DemoError as exc:
+        _fail(str(exc))
+    raise typer.Exit(code=0 if ok else 1)
 
 
 if __name__ == "__main__":

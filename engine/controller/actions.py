@@ -17,7 +17,7 @@ from loguru import logger
 
 from engine.controller.children import TRACKING_FINALIZER, JobKey, ReplicaId, controller_uid
 from engine.controller.claims import Claimed
-from engine.controller.client import AlreadyExists, KubeClient, NotFound
+from engine.controller.client import AlreadyExists, Invalid, KubeClient, NotFound
 from engine.controller.decide import Decision, Planned
 from engine.controller.events import EventRecorder
 from engine.controller.expectations import ExpectationKey, Expectations
@@ -270,5 +270,6 @@ def remove_finalizer(
     try:
         client.patch(resource, obj["metadata"]["name"], patch,
                      namespace=obj["metadata"].get("namespace"), patch_type="json")
-    except NotFound:
+    except (NotFound, Invalid):
+        # Gone, or the list changed since our read: its watch event queues the job again.
         return

@@ -9,7 +9,7 @@ first and act after (the write-ahead rule of the architecture page).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from engine.controller.children import ReplicaId
@@ -179,6 +179,13 @@ def _record_job_transition(
 ) -> None:
     if transition.self_loop:
         return
+    entered = definition.job.states[transition.target]
+    condition_message = transition.message
+    if entered.condition_message is not None:
+        condition_message, errors = entered.condition_message.render(variables)
+        progress.errors += errors
+    if transition.source is None:
+        transition = replace(transition, message=condition_message)
     _count(progress, "job", transition, None)
     progress.record = progress.record.with_changes(state_since=progress.now)
     if transition.source is not None:
@@ -187,17 +194,12 @@ def _record_job_transition(
             progress.conditions.append(
                 ConditionUpdate(left.type, "False", transition.reason, transition.message)
             )
-    entered = definition.job.states[transition.target]
     if entered.condition is not None:
-        message = transition.message
-        if entered.condition_message is not None:
-            message, errors = entered.condition_message.render(variables)
-            progress.errors += errors
         progress.conditions.append(ConditionUpdate(
             entered.condition.type,
             entered.condition.status,
             entered.condition.reason or transition.reason,
-            message,
+            condition_message,
         ))
 
 

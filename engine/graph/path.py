@@ -58,3 +58,20 @@ def _entry(number: int, entry: Mapping[str, Any]) -> EdgeKey:
         raise ValueError(f"history entry {number}: `from` must name a state, not {source!r}")
     reason = entry.get("reason") or target
     return cast(Level, level), source, target, str(reason)
+
+
+def highlight_from_counts(counts: Iterable[Mapping[str, Any]]) -> Highlight:
+    """Count a status's `transitionCounts`: entries with level, from, to, reason and count.
+
+    Exact even when the bounded history has dropped old entries.
+    """
+    visited: Counter[StateKey] = Counter()
+    fired: Counter[EdgeKey] = Counter()
+    for number, entry in enumerate(counts):
+        level, source, target, reason = _entry(number, entry)
+        count = entry.get("count", 1)
+        if not isinstance(count, int) or count < 1:
+            raise ValueError(f"transition count {number}: count must be a positive integer")
+        visited[(level, target)] += count
+        fired[(level, source, target, reason)] += count
+    return Highlight(MappingProxyType(dict(visited)), MappingProxyType(dict(fired)))

@@ -8,11 +8,10 @@ benchmarks can count what the engine asks of the server per job lifecycle.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Awaitable, Callable
 
 from aiohttp import web
+from aiohttp.typedefs import Handler, Middleware
 
-Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 _VERBS = {"GET": "get", "POST": "create", "PUT": "update", "PATCH": "patch",
           "DELETE": "delete"}
 
@@ -23,7 +22,7 @@ class RequestCounter:
     def __init__(self) -> None:
         self.counts: Counter[tuple[str, str, int]] = Counter()
 
-    def middleware(self) -> Callable[[web.Request, Handler], Awaitable[web.StreamResponse]]:
+    def middleware(self) -> Middleware:
         """The aiohttp middleware that counts every request it passes on."""
 
         @web.middleware

@@ -1,0 +1,217 @@
+"""`jobmachine demo`: a throw-away local cluster runs the examples while the user watches.
+
+The shortest way from a checkout to seeing the engine work: `up` in a temporary
+folder, every example submitted, each recorded state change printed as it
+happens, then the phases, the events and each job's path as a picture. It
+returns whether every job ended as its `demo.jobmachine.dev/expect` annotation
+says, so the same run doubles as a smoke test of the whole engine.
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TextIO
+
+from ruamel.yaml import YAML
+from ruamel.yaml.error import YAMLError
+
+from engine.app.demo_report import JobRow, events_block, summary_table, timeline_line, verdict
+from engine.app.job_graph import job_picture
+from engine.app.shipped import shipped_dir
+from engine.app.up import LocalCluster, NodeMode, UpOptions, running_local_cluster
+from engine.controller.client import KubeClient
+from engine.controller.resources import EVENTS, JOB_RESOURCES, Resource
+from engine.definition import load_definitions
+from engine.settings import EngineSettings
+
+EXPECT_ANNOTATION = "demo.jobmachine.dev/expect"
+EXPECTATIONS = ("Succeeded", "Failed")
+POLL_INTERVAL_S = 0.2
+# Short enough that a restart shows within seconds, long enough to be seen in the timeline.
+DEMO_REPLICA_BACKOFF_S = 2.0
+EVENT_FLUSH_TIMEOUT_S = 5.0
+
+
+class DemoError(ValueError):
+    """An example the demo cannot run; the message names the file and what is wrong."""
+
+
+@dataclass(frozen=True)
+class DemoOptions:
+    """Where the pictures go, how the node runs pods, which examples, how long to wait."""
+
+    output: Path = Path("demo-output")
+    node_mode: NodeMode = "process"
+    examples: Path | None = None
+    timeout_s: float = 120.0
+
+
+@dataclass(frozen=True)
+class Example:
+    """One job manifest of the examples folder and the phase it is expected to end in."""
+
+    path: Path
+    manifest: Mapping[str, Any]
+    resource: Resource
+    expect: str
+
+    @property
+    def name(self) -> str:
+        return str(self.manifest["metadata"]["name"])
+
+    @property
+    def namespace(self) -> str:
+        return str(self.manifest["metadata"].get("namespace") or "default")
+
+
+def load_examples(folder: Path) -> list[Example]:
+    """Every job manifest in `folder`'s YAML files, in file order; DemoError if one is unusable."""
+    files = sorted([*folder.glob("*.yaml"), *folder.glob("*.yml")])
+    if not files:
+        raise DemoError(f"{folder}: no example manifests (*.yaml) here")
+    examples: list[Example] = []
+    for path in files:
+        try:
+            documents = list(YAML(typ="safe", pure=True).load_all(path.read_text()))
+        except YAMLError as exc:
+            raise DemoError(f"{path}: not valid YAML: {exc}") from exc
+        examples += [_example(path, document) for document in documents if document is not None]
+    return examples
+
+
+def _example(path: Path, document: Any) -> Example:
+    kinds = ", ".join(sorted(JOB_RESOURCES))
+    kind = document.get("kind") if isinstance(document, dict) else None
+    if kind not in JOB_RESOURCES:
+        raise DemoError(f"{path}: a demo example is a job of kind {kinds}, not {kind!r}")
+    metadata = document.get("metadata") or {}
+    expect = (metadata.get("annotations") or {}).get(EXPECT_ANNOTATION)
+    if not metadata.get("name") or expect not in EXPECTATIONS:
+        raise DemoError(
+            f"{path}: needs metadata.name and the annotation {EXPECT_ANNOTATION}: "
+            f"{' or '.join(EXPECTATIONS)} (the phase the demo checks it ends in)"
+        )
+    return Example(path, document, JOB_RESOURCES[kind], expect)
+
+
+@dataclass
+class _Tracked:
+    """What the demo knows of one submitted job: its last read, what it printed, when it ended."""
+
+    example: Example
+    job: Mapping[str, Any]
+    submitted_at: float
+    printed: int = 0
+    finished_at: float | None = None
+
+    @property
+    def status(self) -> Mapping[str, Any]:
+        return self.job.get("status") or {}
+
+    def row(self) -> JobRow:
+        ended = self.finished_at
+        return JobRow(
+            name=self.example.name,
+            expected=self.example.expect,
+            phase=str(self.status.get("phase") or "-"),
+            restarts=int(self.status.get("restarts") or 0),
+            duration_s=None if ended is None else ended - self.submitted_at,
+        )
+
+
+def run_demo(options: DemoOptions, *, out: TextIO = sys.stdout) -> bool:
+    """Run every example on a fresh local cluster; True if each ended as it expects."""
+    examples = load_examples(options.examples or shipped_dir("examples"))
+    settings = EngineSettings(replica_backoff_base_s=DEMO_REPLICA_BACKOFF_S)
+    _say(out, f"jobmachine demo: {len(examples)} jobs, node mode {options.node_mode}, replica "
+              f"back-off {DEMO_REPLICA_BACKOFF_S:g}s (doubling per restart); starting a local "
+              f"cluster...")
+    with tempfile.TemporaryDirectory(prefix="jobmachine-demo-") as data_dir:
+        up = UpOptions(data_dir=Path(data_dir), port=0, node_mode=options.node_mode,
+                       settings=settings)
+        with running_local_cluster(up) as cluster:
+            _say(out, f"cluster up at {cluster.server.url}; submitting "
+                      f"{', '.join(e.name for e in examples)}\n")
+            tracked = _run_examples(cluster.client, examples, options.timeout_s, out)
+            rows = [one.row() for one in tracked]
+            _report(cluster, tracked, options.output, out)
+    _say(out, "\n" + verdict(rows).rstrip())
+    return all(row.as_expected for row in rows)
+
+
+def _run_examples(
+    client: KubeClient, examples: Sequence[Example], timeout_s: float, out: TextIO
+) -> list[_Tracked]:
+    """Submit every example, print each state change as it is recorded, until all are done."""
+    started = time.monotonic()
+    tracked = [
+        _Tracked(example, client.create(example.resource, dict(example.manifest),
+                                        example.namespace), time.monotonic())
+        for example in examples
+    ]
+    width = max(len(example.name) for example in examples)
+    deadline = started + timeout_s
+    while True:
+        for one in tracked:
+            if one.finished_at is None:
+                _follow(client, one, started=started, width=width, out=out)
+        if all(one.finished_at is not None for one in tracked):
+            return tracked
+        if time.monotonic() >= deadline:
+            waiting = ", ".join(one.example.name for one in tracked if one.finished_at is None)
+            _say(out, f"timed out after {timeout_s:g}s waiting for {waiting}")
+            return tracked
+        time.sleep(POLL_INTERVAL_S)
+
+
+def _follow(client: KubeClient, one: _Tracked, *, started: float, width: int, out: TextIO) -> None:
+    """Read the job again and print the state changes recorded since the last read.
+
+    The history is bounded, so what is new is counted from the exact transition
+    counts rather than from the history's length.
+    """
+    example = one.example
+    one.job = client.get(example.resource, example.name, example.namespace)
+    now = time.monotonic()
+    total = sum(int(c.get("count", 0)) for c in one.status.get("transitionCounts") or ())
+    new = total - one.printed
+    if new > 0:
+        for entry in (one.status.get("history") or [])[-new:]:
+            _say(out, timeline_line(now - started, example.name, entry, width=width))
+        one.printed = total
+    if one.status.get("phase") in EXPECTATIONS:
+        one.finished_at = now
+
+
+def _report(cluster: LocalCluster, tracked: Sequence[_Tracked], output: Path, out: TextIO) -> None:
+    """The final table, each job's events, and each job's picture written into `output`."""
+    _say(out, "\n" + summary_table([one.row() for one in tracked]))
+    cluster.engine.recorder.flush(EVENT_FLUSH_TIMEOUT_S)
+    for one in tracked:
+        events, _ = cluster.client.list(
+            EVENTS, one.example.namespace,
+            field_selector=f"involvedObject.name={one.example.name}",
+        )
+        uid = one.job["metadata"]["uid"]
+        mine = [event for event in events if event["involvedObject"].get("uid") == uid]
+        _say(out, "\n" + events_block(one.example.name, mine))
+    definitions = load_definitions([shipped_dir("machines")])
+    output.mkdir(parents=True, exist_ok=True)
+    written = []
+    for one in tracked:
+        path = output / f"{one.example.name}.svg"
+        path.write_bytes(job_picture(cluster.client, one.example.namespace, one.example.name,
+                                     definitions, fmt="svg"))
+        written.append(str(path))
+    _say(out, "each job's path through its machine (states visited and transitions fired, "
+              "highlighted): " + ", ".join(written))
+
+
+def _say(out: TextIO, text: str) -> None:
+    out.write(text.rstrip("\n") + "\n")
+    out.flush()

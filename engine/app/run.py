@@ -1,0 +1,91 @@
+"""`jobmachine run`: the engine against any cluster, with optional leader election and metrics.
+
+Exits 0 on SIGINT/SIGTERM after stopping cleanly, and 1 when leadership was
+lost (field notes, story 9: a process that lost its lease must not keep acting;
+its supervisor restarts it as a fresh candidate).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import threading
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from loguru import logger
+
+from engine.app.shipped import shipped_dir
+from engine.controller.client import KubeClient
+from engine.controller.health import serve_metrics_and_health
+from engine.controller.leader import LeaderElector
+from engine.controller.manager import Engine
+from engine.definition import load_definitions
+from engine.settings import EngineSettings
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """The flags of `jobmachine run`."""
+
+    kubeconfig: Path | None = None
+    in_cluster: bool = False
+    machines: Path | None = None
+    namespace: str | None = None
+    leader_elect: bool = False
+    lease_namespace: str = "default"
+    metrics_port: int | None = None
+    settings: EngineSettings = field(default_factory=EngineSettings)
+
+
+def run_engine(options: RunOptions, *, stop: threading.Event | None = None) -> int:
+    """Run until `stop` (default: SIGINT/SIGTERM); the process exit code."""
+    stop = stop or _stop_on_signals()
+    settings = options.settings
+    client = (
+        KubeClient.in_cluster(qps=settings.client_qps, burst=settings.client_burst)
+        if options.in_cluster
+        else KubeClient.from_kubeconfig(
+            options.kubeconfig, qps=settings.client_qps, burst=settings.client_burst
+        )
+    )
+    definitions = load_definitions([options.machines or shipped_dir("machines")])
+    engine = Engine(client, definitions, settings, namespace=options.namespace)
+    elector = _elector(client, options) if options.leader_elect else None
+    health = (
+        serve_metrics_and_health(
+            options.metrics_port, engine.metrics, lambda: engine.synced,
+            is_leader=(lambda: elector.is_leader) if elector else None,
+        )
+        if options.metrics_port is not None
+        else None
+    )
+    try:
+        engine.run(stop, leader_election=elector)
+    finally:
+        if health is not None:
+            health.stop()
+        client.close()
+    if elector is not None and not stop.is_set():
+        logger.error("leadership lost: exiting so that a supervisor restarts a fresh candidate")
+        return 1
+    return 0
+
+
+def _elector(client: KubeClient, options: RunOptions) -> LeaderElector:
+    settings = options.settings
+    identity = f"{socket.gethostname()}_{os.getpid()}_{uuid.uuid4().hex[:8]}"
+    return LeaderElector(
+        client, namespace=options.lease_namespace, name=settings.lease_name, identity=identity,
+        lease_duration_s=settings.lease_duration_s, renew_deadline_s=settings.renew_deadline_s,
+        retry_period_s=settings.retry_period_s,
+    )
+
+
+def _stop_on_signals() -> threading.Event:
+    stop = threading.Event()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda *_: stop.set())
+    return stop

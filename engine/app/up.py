@@ -1,0 +1,89 @@
+"""`jobmachine up`: the API server with the CRDs, the local node and the engine, in one process.
+
+With a data dir everything persists (objects, the node's state, the token and
+CA), so stopping and starting again resumes every job where it was: the engine
+reads each job's state back from its status, the write-ahead log.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from engine.app.shipped import shipped_dir
+from engine.cluster import running_apiserver
+from engine.cluster.apiserver.serve import RunningApiServer
+from engine.cluster.node import running_node
+from engine.controller.client import KubeClient
+from engine.controller.install import install_crds, wait_until_served
+from engine.controller.manager import Engine
+from engine.controller.resources import JOB_RESOURCES
+from engine.definition import load_definitions
+from engine.settings import EngineSettings
+
+NodeMode = Literal["process", "simulate"]
+
+
+@dataclass(frozen=True)
+class UpOptions:
+    """What `up` runs and where it keeps its files."""
+
+    data_dir: Path | None = None
+    port: int = 6443
+    node_mode: NodeMode = "process"
+    machines: Path | None = None
+    settings: EngineSettings = field(default_factory=EngineSettings)
+
+
+@dataclass(frozen=True)
+class LocalCluster:
+    """A running `up`: how to reach the server, and the engine (for tests and the demo)."""
+
+    server: RunningApiServer
+    client: KubeClient
+    engine: Engine
+
+
+@contextmanager
+def running_local_cluster(options: UpOptions) -> Iterator[LocalCluster]:
+    """Start the server, install the CRDs, start the node and the engine; stop all on exit."""
+    definitions = load_definitions([options.machines or shipped_dir("machines")])
+    node_dir = options.data_dir / "node" if options.data_dir else None
+    with running_apiserver(data_dir=options.data_dir, tls=True, port=options.port) as server:
+        client = KubeClient.from_kubeconfig(server.kubeconfig)
+        try:
+            install_crds(client)
+            wait_until_served(client, JOB_RESOURCES.values())
+            with running_node(server, mode=options.node_mode, state_dir=node_dir):
+                engine = Engine(client, definitions, options.settings)
+                stop = threading.Event()
+                runner = threading.Thread(target=engine.run, args=(stop,), name="jobmachine-engine",
+                                          daemon=True)
+                runner.start()
+                try:
+                    yield LocalCluster(server, client, engine)
+                finally:
+                    stop.set()
+                    runner.join(60)
+        finally:
+            client.close()
+
+
+def serve_until_interrupted(options: UpOptions) -> None:
+    """Run `up` in the foreground: print how to reach it, stop cleanly on Ctrl-C or SIGTERM."""
+    stop = threading.Event()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda *_: stop.set())
+    with running_local_cluster(options) as cluster:
+        print(f"jobmachine is up at {cluster.server.url} (node mode {options.node_mode})",
+              flush=True)
+        print(f"export KUBECONFIG={cluster.server.kubeconfig}", flush=True)
+        print("Ctrl-C stops everything; run `jobmachine up` again with the same --data-dir to "
+              "resume.", flush=True)
+        stop.wait()
+        print("stopping...", flush=True)

@@ -1,0 +1,74 @@
+"""Where log lines go: loguru for people (text) or collectors (one flat JSON object a line).
+
+The kubernetes client, urllib3 and apscheduler log through the standard
+`logging` module; an intercept handler routes them into loguru so a cluster's
+log pipeline sees one format. Context bound with `logger.bind` (job, replica)
+becomes top-level JSON fields, not a nested record.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from datetime import UTC
+from typing import Any, Literal
+
+import orjson
+from loguru import logger
+
+LogFormat = Literal["text", "json"]
+_TEXT = (
+    "<green>{time:HH:mm:ss.SSS}</green> <level>{level: <7}</level> "
+    "<cyan>{extra[context]}</cyan>{message}"
+)
+_QUIET_LIBRARIES = {"apscheduler": logging.WARNING, "urllib3": logging.WARNING,
+                    "kubernetes": logging.WARNING}
+
+
+def configure_logging(*, log_format: LogFormat = "text", level: str = "INFO") -> None:
+    """Send every log line (ours and the libraries') to stderr in `log_format`."""
+    logger.remove()
+    if log_format == "json":
+        logger.add(_json_sink, level=level)
+    else:
+        logger.add(sys.stderr, level=level, format=_TEXT, colorize=None,
+                   filter=_with_context)
+    logging.basicConfig(handlers=[_Intercept()], level=0, force=True)
+    for name, library_level in _QUIET_LIBRARIES.items():
+        logging.getLogger(name).setLevel(library_level)
+
+
+def _with_context(record: Any) -> bool:
+    extra = record["extra"]
+    parts = [str(extra[k]) for k in ("job", "replica", "pod") if k in extra]
+    extra["context"] = f"[{' '.join(parts)}] " if parts else ""
+    return True
+
+
+def _json_sink(message: Any) -> None:
+    record = message.record
+    line = {
+        "time": record["time"].astimezone(UTC).isoformat(),
+        "level": record["level"].name,
+        "message": record["message"],
+        "logger": record["name"],
+        **{k: v if isinstance(v, str | int | float | bool) else str(v)
+           for k, v in record["extra"].items() if k != "context"},
+    }
+    if record["exception"] is not None:
+        line["exception"] = "".join(record["exception"].format_exception()) \
+            if hasattr(record["exception"], "format_exception") else str(record["exception"])
+    sys.stderr.write(orjson.dumps(line).decode() + "\n")
+
+
+class _Intercept(logging.Handler):
+    """Hands standard-library log records to loguru, keeping their level and origin."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            level: str | int = logger.level(record.levelname).name
+        except ValueError:
+            level = record.levelno
+        logger.opt(exception=record.exc_info, depth=6).bind(library=record.name).log(
+            level, record.getMessage()
+        )
