@@ -1,0 +1,60 @@
+"""Where the node keeps its files: container logs (where the API server reads them) and its
+state directory (attempt counts, process records, per-pod working directories and hosts files).
+
+One place for the layout, so starting, restarting and cleaning up agree on it.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from engine.cluster.apiserver.logs import log_path
+
+
+@dataclass(frozen=True)
+class NodeFiles:
+    logs_dir: Path
+    state_dir: Path
+
+    @property
+    def attempts_file(self) -> Path:
+        return self.state_dir / "simulate-attempts.json"
+
+    @property
+    def processes_dir(self) -> Path:
+        return self.state_dir / "processes"
+
+    def pod_dir(self, uid: str) -> Path:
+        return self.state_dir / "pods" / uid
+
+    def work_dir(self, uid: str) -> Path:
+        return self.pod_dir(uid) / "work"
+
+    def hosts_file(self, uid: str) -> Path:
+        return self.pod_dir(uid) / "hosts"
+
+    def log(self, namespace: str, pod: str, container: str, *, previous: bool = False) -> Path:
+        return log_path(self.logs_dir, namespace, pod, container, previous=previous)
+
+    def begin_log(self, namespace: str, pod: str, container: str, *, first: bool) -> Path:
+        """The log file of a new attempt: the previous attempt's becomes `.previous.log`; a
+        first attempt starts clean (a pod recreated under the same name has new logs)."""
+        current = self.log(namespace, pod, container)
+        previous = self.log(namespace, pod, container, previous=True)
+        current.parent.mkdir(parents=True, exist_ok=True)
+        if first:
+            current.unlink(missing_ok=True)
+            previous.unlink(missing_ok=True)
+        elif current.exists():
+            os.replace(current, previous)
+        current.touch()
+        return current
+
+    def remove_pod(self, namespace: str, name: str, uid: str, *, logs: bool) -> None:
+        """Forget a deleted pod's files (its logs only when no newer pod took the name)."""
+        shutil.rmtree(self.pod_dir(uid), ignore_errors=True)
+        if logs:
+            shutil.rmtree(self.logs_dir / namespace / name, ignore_errors=True)

@@ -1,0 +1,211 @@
+"""The local node: registers a Node, heartbeats, binds every unscheduled pod to itself and runs
+the pods bound to it, as local processes or as simulations.
+
+It is the embedded cluster's kubelet and scheduler in one: it talks to the API
+server over HTTP like any client, so the engine cannot tell it from a real node.
+Its own failures are logged and retried (binding and dispatch again at every
+heartbeat); they never stop the node.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any, Literal
+
+from loguru import logger
+
+from engine.cluster.node import leftovers, phases
+from engine.cluster.node.api import ApiError, NodeApi, pod_path
+from engine.cluster.node.attempts import AttemptCounter
+from engine.cluster.node.events import EventPoster
+from engine.cluster.node.hosts import HostsIsolation
+from engine.cluster.node.layout import NodeFiles
+from engine.cluster.node.process import ProcessRuntime
+from engine.cluster.node.registration import conditions, node_object
+from engine.cluster.node.runtime import Runtime
+from engine.cluster.node.simulate import SimulatedRuntime
+from engine.cluster.node.times import now
+from engine.cluster.node.watcher import Watcher
+from engine.cluster.node.worker import STOP_GRACE_S, PodWorker, confirm_deletion
+
+Mode = Literal["process", "simulate"]
+
+
+def _meta(pod: dict[str, Any]) -> dict[str, Any]:
+    metadata: dict[str, Any] = pod.get("metadata") or {}
+    return metadata
+
+
+class LocalNode:
+    """One node of the embedded cluster, on this machine."""
+
+    def __init__(
+        self,
+        *,
+        url: str,
+        token: str,
+        ca_file: Path | None,
+        logs_dir: Path,
+        state_dir: Path,
+        mode: Mode = "process",
+        name: str = "jobmachine-local",
+        heartbeat_s: float = 10.0,
+    ) -> None:
+        if mode not in ("process", "simulate"):
+            raise ValueError(f"node mode must be 'process' or 'simulate', not {mode!r}")
+        self.name = name
+        self.mode = mode
+        self._heartbeat_s = heartbeat_s
+        self._api = NodeApi(url, token, ca_file)
+        self._files = NodeFiles(logs_dir=logs_dir, state_dir=state_dir)
+        self._events = EventPoster(self._api, name)
+        self._attempts = AttemptCounter(self._files.attempts_file)
+        self._runtime: Runtime = (
+            SimulatedRuntime(self._files, self._attempts) if mode == "simulate" else
+            ProcessRuntime(self._files, hosts=HostsIsolation(), services=self._service_names)
+        )
+        self._pods = Watcher(self._api, "/api/v1/pods", self._on_pod, name=f"{name} pods")
+        self._workers: dict[str, PodWorker] = {}
+        self._retired: list[PodWorker] = []
+        self._lock = threading.Lock()
+        self._stopping = threading.Event()
+        self._registered_at = now()
+        self._log = logger.bind(node=name)
+        self._heartbeat = threading.Thread(target=self._beat, name=f"{name} heartbeat",
+                                           daemon=True)
+
+    def start(self) -> None:
+        """Register the Node, then watch pods; returns at once."""
+        self._files.state_dir.mkdir(parents=True, exist_ok=True)
+        if self.mode == "process":
+            leftovers.kill_leftovers(self._files.processes_dir)
+        self._register()
+        self._pods.start()
+        self._heartbeat.start()
+        self._log.info(f"local node {self.name} is ready ({self.mode} mode)")
+
+    def stop(self) -> None:
+        """Stop watching, end every container (SIGTERM, then SIGKILL), join the threads."""
+        self._stopping.set()
+        self._pods.stop()
+        if self._heartbeat.is_alive():
+            self._heartbeat.join(10)
+        with self._lock:
+            workers = [*self._workers.values(), *self._retired]
+        for worker in workers:
+            worker.halt()
+        for worker in workers:
+            worker.join(STOP_GRACE_S + 10)
+        self._api.close()
+
+    # -- the Node object -----------------------------------------------------------------
+
+    def _register(self) -> None:
+        version = str(self._api.get("/version").get("gitVersion") or "v0.0.0")
+        node = node_object(self.name, mode=self.mode, version=version, now=self._registered_at)
+        try:
+            self._api.post("/api/v1/nodes", node)
+        except ApiError as exc:
+            if exc.status != 409:
+                raise
+            self._api.merge_patch(f"/api/v1/nodes/{self.name}",
+                                  {"metadata": {"labels": node["metadata"]["labels"]}})
+            self._api.merge_patch(f"/api/v1/nodes/{self.name}/status", {"status": node["status"]})
+
+    def _beat(self) -> None:
+        while not self._stopping.wait(self._heartbeat_s):
+            try:
+                self._heartbeat_once()
+            except ApiError as exc:
+                self._log.warning(f"heartbeat failed: {exc}")
+            except Exception:
+                self._log.exception("heartbeat failed")
+            self._resync()
+
+    def _heartbeat_once(self) -> None:
+        status = {"conditions": conditions(heartbeat=now(), since=self._registered_at)}
+        try:
+            self._api.merge_patch(f"/api/v1/nodes/{self.name}/status", {"status": status})
+        except ApiError as exc:
+            if exc.status != 404:
+                raise
+            self._log.warning("the Node object was deleted: registering again")
+            self._register()
+
+    def _resync(self) -> None:
+        """Bind and run what a failed call or a missed event left behind."""
+        for pod in self._pods.objects():
+            try:
+                self._on_pod("MODIFIED", pod)
+            except Exception:
+                self._log.bind(pod=f"{_meta(pod).get('namespace')}/{_meta(pod).get('name')}"
+                               ).exception("resync failed")
+
+    # -- pods ----------------------------------------------------------------------------
+
+    def _on_pod(self, kind: str, pod: dict[str, Any]) -> None:
+        if self._stopping.is_set():
+            return
+        if kind == "DELETED":
+            self._forget(pod)
+            return
+        node = (pod.get("spec") or {}).get("nodeName")
+        if not node and not _meta(pod).get("deletionTimestamp"):
+            self._bind(pod)
+        elif node == self.name:
+            self._run(pod)
+
+    def _bind(self, pod: dict[str, Any]) -> None:
+        metadata = _meta(pod)
+        body = {"apiVersion": "v1", "kind": "Binding",
+                "metadata": {"name": metadata["name"], "namespace": metadata["namespace"]},
+                "target": {"apiVersion": "v1", "kind": "Node", "name": self.name}}
+        try:
+            self._api.post(pod_path(metadata["namespace"], metadata["name"], "binding"), body)
+        except ApiError as exc:
+            if exc.status not in (404, 409):
+                self._log.bind(pod=f"{metadata['namespace']}/{metadata['name']}").warning(
+                    f"binding failed (retried at the next heartbeat): {exc}"
+                )
+
+    def _run(self, pod: dict[str, Any]) -> None:
+        metadata = _meta(pod)
+        terminal = (pod.get("status") or {}).get("phase") in phases.TERMINAL_PHASES
+        with self._lock:
+            worker = self._workers.get(str(metadata["uid"]))
+            if worker is None and not terminal and not self._stopping.is_set():
+                worker = PodWorker(pod, runtime=self._runtime, api=self._api,
+                                   events=self._events)
+                self._workers[str(metadata["uid"])] = worker
+                worker.start()
+                return
+        if worker is not None and not worker.done:
+            worker.update(pod)
+        elif metadata.get("deletionTimestamp") and metadata.get("deletionGracePeriodSeconds"):
+            # Finished before its deletion began: nothing to stop, only to confirm.
+            confirm_deletion(self._api, pod)
+
+    def _forget(self, pod: dict[str, Any]) -> None:
+        metadata = _meta(pod)
+        uid, namespace, name = str(metadata["uid"]), metadata["namespace"], metadata["name"]
+        with self._lock:
+            worker = self._workers.pop(uid, None)
+            if worker is not None:
+                worker.halt()
+                self._retired = [w for w in self._retired if not w.done] + [worker]
+        replaced = any(_meta(p).get("namespace") == namespace and _meta(p).get("name") == name
+                       for p in self._pods.objects())
+        self._files.remove_pod(namespace, name, uid, logs=not replaced)
+        self._attempts.forget_pod(namespace, name, uid)
+
+    def _service_names(self, namespace: str) -> list[str]:
+        """The Services of a namespace, read fresh (a Service created just before the pod
+        must resolve for its processes)."""
+        try:
+            listed = self._api.get(f"/api/v1/namespaces/{namespace}/services")
+        except ApiError as exc:
+            self._log.warning(f"listing the Services of {namespace} failed; their names will not "
+                              f"resolve for this process: {exc}")
+            return []
+        return [str(_meta(item).get("name")) for item in listed.get("items") or ()]

@@ -1,0 +1,86 @@
+"""What a simulated container does, read from the pod's annotations, pure.
+
+`sim.jobmachine.dev/exit-codes: "137,0"` gives the first container's exit code
+per attempt (the last one repeats), `sim.jobmachine.dev/exit-codes.NAME` the
+container NAME's (it wins over the first form), and
+`sim.jobmachine.dev/run-seconds` how long every attempt runs. This makes tests
+and demos deterministic without running anything.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+PREFIX = "sim.jobmachine.dev/"
+EXIT_CODES = PREFIX + "exit-codes"
+RUN_SECONDS = PREFIX + "run-seconds"
+DEFAULT_RUN_SECONDS = 0.2
+
+
+class SimulationError(Exception):
+    """An annotation that does not say what to simulate (the message names it)."""
+
+
+def _annotations(pod: Mapping[str, Any]) -> Mapping[str, Any]:
+    return (pod.get("metadata") or {}).get("annotations") or {}
+
+
+def _codes_annotation(pod: Mapping[str, Any], container: str) -> tuple[str, str] | None:
+    """(annotation key, value) that gives this container's exit codes, if any."""
+    annotations = _annotations(pod)
+    named = f"{EXIT_CODES}.{container}"
+    if named in annotations:
+        return named, str(annotations[named])
+    containers = (pod.get("spec") or {}).get("containers") or ()
+    first = containers[0].get("name") if containers else None
+    if container == first and EXIT_CODES in annotations:
+        return EXIT_CODES, str(annotations[EXIT_CODES])
+    return None
+
+
+def parse_exit_codes(key: str, text: str) -> list[int]:
+    """'137, 0' -> [137, 0]; every code an integer from 0 to 255."""
+    parts = [part.strip() for part in text.split(",")]
+    if not text.strip() or any(not part for part in parts):
+        raise SimulationError(
+            f'annotation {key}: "{text}" is not a comma-separated list of exit codes'
+        )
+    codes = []
+    for part in parts:
+        try:
+            code = int(part)
+        except ValueError:
+            raise SimulationError(f'annotation {key}: "{part}" is not an exit code') from None
+        if not 0 <= code <= 255:
+            raise SimulationError(f"annotation {key}: exit code {code} is not within 0-255")
+        codes.append(code)
+    return codes
+
+
+def exit_code(pod: Mapping[str, Any], container: str, attempt: int) -> int:
+    """The exit code of the container's `attempt` (1-based); 0 without annotation."""
+    found = _codes_annotation(pod, container)
+    if found is None:
+        return 0
+    codes = parse_exit_codes(*found)
+    return codes[min(max(attempt, 1), len(codes)) - 1]
+
+
+def run_seconds(pod: Mapping[str, Any]) -> float:
+    """How long each simulated attempt runs, in seconds."""
+    text = _annotations(pod).get(RUN_SECONDS)
+    if text is None:
+        return DEFAULT_RUN_SECONDS
+    try:
+        seconds = float(str(text).strip())
+    except ValueError:
+        raise SimulationError(
+            f'annotation {RUN_SECONDS}: "{text}" is not a number of seconds'
+        ) from None
+    if not math.isfinite(seconds) or seconds < 0:
+        raise SimulationError(
+            f'annotation {RUN_SECONDS}: "{text}" is not a finite, non-negative number of seconds'
+        )
+    return seconds

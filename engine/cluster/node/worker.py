@@ -1,0 +1,322 @@
+"""One pod's life on the node, in its own thread: init containers in order, then the containers,
+restarts in place per restartPolicy with back-off, status after every change, and graceful
+deletion (SIGTERM, the grace period, SIGKILL, final status, then the zero-grace DELETE that
+tells the API server the pod is gone from the node).
+
+The thread sleeps until something happens (a process exits, a simulated attempt
+or a back-off is due, the pod changes), so idle pods cost nothing.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+from loguru import logger
+
+from engine.cluster.node import phases
+from engine.cluster.node.api import ApiError, NodeApi, pod_path
+from engine.cluster.node.events import EventPoster
+from engine.cluster.node.runtime import START_ERROR_EXIT_CODE, ContainerStartError, Launch, Runtime
+from engine.cluster.node.slots import Slot, pod_slots
+from engine.cluster.node.status import pod_status
+from engine.cluster.node.times import now
+
+# How long processes get between SIGTERM and SIGKILL when the node itself stops.
+STOP_GRACE_S = 5.0
+DEFAULT_GRACE_S = 30
+# How long to wait for processes to be gone after SIGKILL.
+_KILL_WAIT_S = 5.0
+_RETRY_START_S = 1.0
+_RETRY_CAP_S = 30.0
+_UNKNOWN = ("ContainerStatusUnknown", "The container could not be located when the pod was "
+            "terminated")
+
+
+class _PodGoneError(Exception):
+    """The pod is gone from the API server (or replaced): stop without writing."""
+
+
+def _images_message(pod: dict[str, Any], mode: str) -> str:
+    spec = pod.get("spec") or {}
+    images = sorted({str(c.get("image")) for key in ("initContainers", "containers")
+                     for c in spec.get(key) or () if c.get("image")})
+    what = f"image {images[0]} is" if len(images) == 1 else (
+        f"images {', '.join(images)} are" if images else "the image is")
+    how = ("runs each container's command as a local process" if mode == "process" else
+           "simulates containers from the pod's sim.jobmachine.dev annotations")
+    return f"The {what} ignored: the jobmachine local node {how}."
+
+
+def confirm_deletion(api: NodeApi, pod: dict[str, Any]) -> None:
+    """Tell the API server the pod's containers are gone: a zero-grace DELETE of this uid."""
+    metadata = pod["metadata"]
+    body = {"gracePeriodSeconds": 0, "preconditions": {"uid": metadata["uid"]}}
+    try:
+        api.delete(pod_path(metadata["namespace"], metadata["name"]), body)
+    except ApiError as exc:
+        if exc.status not in (404, 409):
+            logger.bind(pod=f"{metadata['namespace']}/{metadata['name']}").warning(
+                f"confirming the pod's deletion failed: {exc}"
+            )
+
+
+class PodWorker:
+    """Runs one pod bound to this node until it is terminal, deleted, or the node stops."""
+
+    def __init__(self, pod: dict[str, Any], *, runtime: Runtime, api: NodeApi,
+                 events: EventPoster) -> None:
+        metadata = pod["metadata"]
+        self._pod = pod
+        self._uid = str(metadata["uid"])
+        self._path = pod_path(metadata["namespace"], metadata["name"], "status")
+        self._runtime = runtime
+        self._api = api
+        self._events = events
+        self._log = logger.bind(pod=f"{metadata['namespace']}/{metadata['name']}")
+        self._wake = threading.Event()
+        self._halted = threading.Event()
+        self._slots: list[Slot] = []
+        self._written: dict[str, Any] | None = None
+        self._retry_at: float | None = None
+        self._retry_delay = _RETRY_START_S
+        self._start_time = str((pod.get("status") or {}).get("startTime") or now())
+        self.done = False
+        self._thread = threading.Thread(
+            target=self._run, name=f"pod {metadata['namespace']}/{metadata['name']}", daemon=True
+        )
+
+    # -- called from other threads -------------------------------------------------------
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def update(self, pod: dict[str, Any]) -> None:
+        """A newer version of the pod (deletion may have started)."""
+        self._pod = pod
+        self._wake.set()
+
+    def halt(self) -> None:
+        """Stop without writing anything: the node stops, or the pod is gone."""
+        self._halted.set()
+        self._wake.set()
+
+    def join(self, timeout: float) -> None:
+        if self._thread.is_alive():
+            self._thread.join(timeout)
+
+    # -- the worker thread ---------------------------------------------------------------
+
+    @property
+    def _policy(self) -> str:
+        return str((self._pod.get("spec") or {}).get("restartPolicy") or "Always")
+
+    @property
+    def _deleting(self) -> bool:
+        return bool(self._pod["metadata"].get("deletionTimestamp"))
+
+    def _run(self) -> None:
+        try:
+            self._slots = pod_slots(self._pod)
+            self._events.post(self._pod, "ImageIgnored", _images_message(self._pod,
+                              self._runtime.mode), once=True)
+            self._resume()
+            self._lifecycle()
+        except _PodGoneError:
+            self._log.debug("pod is gone from the API server")
+        except Exception:
+            self._log.exception("the pod worker failed; the pod is left as it is")
+        finally:
+            self._end_attempts(STOP_GRACE_S)
+            self.done = True
+
+    def _resume(self) -> None:
+        """Containers a previous node left running: resumed, or lost (then restart rules apply)."""
+        for slot in self._slots:
+            if "running" not in slot.state:
+                continue
+            attempt = self._runtime.resume(self._launch_of(slot))
+            if attempt is None:
+                self._finish(slot, 137, reason="NodeRestarted",
+                             message="the local node restarted; the container's process was lost")
+            else:
+                slot.attempt = attempt
+                slot.started_mono = time.monotonic()
+
+    def _lifecycle(self) -> None:
+        while not self._halted.is_set():
+            self._collect()
+            if self._deleting:
+                self._shut_down()
+                return
+            self._start_due()
+            written = self._publish(terminal=False)
+            if written and self._written and self._written["phase"] in phases.TERMINAL_PHASES:
+                return
+            self._wake.wait(self._sleep_time())
+            self._wake.clear()
+
+    def _sleep_time(self) -> float | None:
+        moments = [s.attempt.deadline() for s in self._slots if s.attempt is not None]
+        moments += [s.due for s in self._startable()]
+        moments.append(self._retry_at)
+        known = [m for m in moments if m is not None]
+        return max(0.0, min(known) - time.monotonic()) if known else None
+
+    def _collect(self) -> None:
+        for slot in self._slots:
+            code = slot.attempt.exit_code() if slot.attempt is not None else None
+            if code is not None:
+                self._finish(slot, code)
+
+    def _finish(self, slot: Slot, code: int, *, reason: str | None = None,
+                message: str | None = None) -> None:
+        """The container's attempt ended: terminated, or waiting for its restart."""
+        ended = phases.terminated(code, started_at=slot.started_at or None, finished_at=now(),
+                                  reason=reason, message=message,
+                                  container_id=slot.container_id or None)
+        slot.attempt = None
+        if time.monotonic() - slot.started_mono >= phases.BACKOFF_RESET_S:
+            slot.backoff = 0
+        policy = "OnFailure" if slot.init and self._policy == "Always" else self._policy
+        if self._deleting or not phases.should_restart(policy, code):
+            slot.state = ended
+            return
+        delay = phases.restart_delay(slot.backoff)
+        slot.backoff += 1
+        slot.last_state = ended
+        slot.due = time.monotonic() + delay
+        metadata = self._pod["metadata"]
+        slot.state = phases.waiting(
+            "CrashLoopBackOff",
+            f"back-off {delay:g}s restarting failed container={slot.name} "
+            f"pod={metadata['name']}_{metadata['namespace']}({self._uid})",
+        )
+
+    def _startable(self) -> list[Slot]:
+        """Containers that start when due: the first unfinished init container, else every
+        waiting container."""
+        for slot in self._slots:
+            if slot.init and not slot.succeeded:
+                return [slot] if slot.waiting and slot.attempt is None else []
+        return [s for s in self._slots if not s.init and s.waiting and s.attempt is None]
+
+    def _start_due(self) -> None:
+        while True:
+            due = [s for s in self._startable() if s.due <= time.monotonic()]
+            if not due:
+                return
+            for slot in due:
+                self._launch(slot)
+            self._collect()
+
+    def _launch_of(self, slot: Slot) -> Launch:
+        return Launch(pod=self._pod, container=slot.spec, first=slot.attempts == 0,
+                      wake=self._wake.set)
+
+    def _launch(self, slot: Slot) -> None:
+        launch = self._launch_of(slot)
+        slot.attempts += 1
+        slot.started_at, slot.started_mono = now(), time.monotonic()
+        slot.container_id = ""
+        try:
+            attempt = self._runtime.start(launch)
+        except ContainerStartError as failure:
+            self._events.post(self._pod, failure.reason, f"container {slot.name}: "
+                              f"{failure.message}", kind="Warning")
+            self._finish(slot, failure.exit_code, reason=failure.reason, message=failure.message)
+            return
+        except Exception as exc:
+            self._log.exception(f"starting container {slot.name} failed")
+            self._finish(slot, START_ERROR_EXIT_CODE, reason="StartError", message=str(exc))
+            return
+        slot.attempt = attempt
+        slot.container_id = attempt.container_id
+        slot.state = phases.running(slot.started_at)
+
+    def _publish(self, *, terminal: bool) -> bool:
+        """Write the status if it changed; False when the write failed (retried later)."""
+        status = pod_status(self._pod, self._slots, start_time=self._start_time,
+                            terminal=terminal, written=self._written, now=now())
+        if status == self._written:
+            return True
+        try:
+            self._api.merge_patch(self._path, {"metadata": {"uid": self._uid}, "status": status})
+        except ApiError as exc:
+            if exc.status in (404, 409):
+                raise _PodGoneError() from exc
+            self._log.warning(f"writing the pod status failed, retrying in "
+                              f"{self._retry_delay:g}s: {exc}")
+            self._retry_at = time.monotonic() + self._retry_delay
+            self._retry_delay = min(_RETRY_CAP_S, self._retry_delay * 2)
+            return False
+        self._written, self._retry_at, self._retry_delay = status, None, _RETRY_START_S
+        return True
+
+    # -- deletion and stopping -----------------------------------------------------------
+
+    def _grace(self) -> float:
+        grace = self._pod["metadata"].get("deletionGracePeriodSeconds")
+        return float(DEFAULT_GRACE_S if grace is None else grace)
+
+    def _running(self) -> list[Slot]:
+        return [s for s in self._slots if s.attempt is not None]
+
+    def _wait_for_exits(self, deadline: float, *, shortened: bool) -> None:
+        """Wait until no attempt runs or the deadline (which a newer, shorter grace period
+        given to the pod can move closer)."""
+        noticed = time.monotonic()
+        while self._running() and not self._halted.is_set():
+            if shortened:
+                deadline = min(deadline, noticed + self._grace())
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return
+            ends = [d for d in (s.attempt.deadline() for s in self._running() if s.attempt) if d]
+            self._wake.wait(min([left, *(max(0.0, e - time.monotonic()) for e in ends)]))
+            self._wake.clear()
+            self._collect()
+
+    def _shut_down(self) -> None:
+        """Graceful deletion: stop every container, record how they ended, confirm."""
+        self._log.debug(f"pod is being deleted: stopping its containers "
+                        f"(grace period {self._grace():g}s)")
+        for slot in self._running():
+            if slot.attempt is not None:
+                slot.attempt.terminate()
+        self._collect()
+        self._wait_for_exits(time.monotonic() + self._grace(), shortened=True)
+        for slot in self._running():
+            if slot.attempt is not None:
+                slot.attempt.kill()
+        self._wait_for_exits(time.monotonic() + _KILL_WAIT_S, shortened=False)
+        if self._halted.is_set():
+            return
+        for slot in self._slots:
+            if slot.waiting:
+                last = slot.last_state.get("terminated")
+                slot.state = {"terminated": last} if last else phases.terminated(
+                    137, reason=_UNKNOWN[0], message=_UNKNOWN[1])
+        # Without the final status the pod stays until the server's own grace timer ends it.
+        if self._publish(terminal=True):
+            confirm_deletion(self._api, self._pod)
+
+    def _end_attempts(self, grace: float) -> None:
+        """SIGTERM whatever still runs, SIGKILL what outlives `grace`; no status is written."""
+        for slot in self._running():
+            if slot.attempt is not None:
+                slot.attempt.terminate()
+        deadline = time.monotonic() + grace
+        while True:
+            for slot in self._running():
+                if slot.attempt is not None and slot.attempt.exit_code() is not None:
+                    slot.attempt = None
+            left = deadline - time.monotonic()
+            if not self._running() or left <= 0:
+                break
+            self._wake.wait(left)
+            self._wake.clear()
+        for slot in self._running():
+            if slot.attempt is not None:
+                slot.attempt.kill()

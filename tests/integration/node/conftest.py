@@ -1,0 +1,145 @@
+"""Fixtures for the local node's integration tests: a TLS API server, the official client, a node.
+
+Every test gets a fresh in-memory server (TLS, as `jobmachine up` serves it),
+the official `kubernetes` client configured from its kubeconfig, and a node
+whose state lives in the test's temporary directory; all are stopped at the
+end of the test.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kubernetes import client, config
+
+from engine.cluster import running_apiserver
+from engine.cluster.apiserver.serve import RunningApiServer
+from engine.cluster.node import LocalNode, running_node
+from engine.cluster.node.node import Mode
+
+NS = "default"
+
+
+def eventually(check: Callable[[], Any], *, timeout: float = 20.0) -> Any:
+    """Poll `check` until it returns something truthy (the node works asynchronously)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        result = check()
+        if result:
+            return result
+        if time.monotonic() > deadline:
+            raise AssertionError(f"condition not met within {timeout}s: {check}")
+        time.sleep(0.05)
+
+
+def pod(name: str, *containers: dict[str, Any], annotations: dict[str, str] | None = None,
+        restart_policy: str = "Never", **spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "annotations": annotations or {}},
+        "spec": {
+            "restartPolicy": restart_policy,
+            "containers": list(containers) or [{"name": "main", "image": "busybox"}],
+            **spec,
+        },
+    }
+
+
+class Cluster:
+    """The server, the client and the node of one test, with the reads the tests share."""
+
+    def __init__(self, server: RunningApiServer, core: client.CoreV1Api, api: client.ApiClient,
+                 node: LocalNode, state_dir: Path) -> None:
+        self.server = server
+        self.core = core
+        self.api = api
+        self.node = node
+        self.state_dir = state_dir
+
+    def create(self, body: dict[str, Any]) -> dict[str, Any]:
+        created = self.core.create_namespaced_pod(NS, body)
+        result: dict[str, Any] = self.api.sanitize_for_serialization(created)
+        return result
+
+    def read(self, name: str) -> dict[str, Any] | None:
+        try:
+            found = self.core.read_namespaced_pod(name, NS)
+        except client.ApiException as exc:
+            if exc.status == 404:
+                return None
+            raise
+        result: dict[str, Any] = self.api.sanitize_for_serialization(found)
+        return result
+
+    def wait_phase(self, name: str, *phases: str, timeout: float = 20.0) -> dict[str, Any]:
+        def reached() -> dict[str, Any] | None:
+            found = self.read(name)
+            return found if found and found.get("status", {}).get("phase") in phases else None
+
+        result: dict[str, Any] = eventually(reached, timeout=timeout)
+        return result
+
+    def container(self, name: str, container: str = "main", *, init: bool = False
+                  ) -> dict[str, Any]:
+        found = self.read(name) or {}
+        key = "initContainerStatuses" if init else "containerStatuses"
+        statuses = found.get("status", {}).get(key) or []
+        return next((s for s in statuses if s["name"] == container), {})
+
+    def log(self, name: str, container: str = "main", *, previous: bool = False) -> str:
+        text: str = self.core.read_namespaced_pod_log(name, NS, container=container,
+                                                      previous=previous)
+        return text
+
+    def started_log(self, name: str, container: str = "main") -> str:
+        """The log, or "" while the container has not started yet."""
+        try:
+            return self.log(name, container)
+        except client.ApiException as exc:
+            if exc.status == 400:
+                return ""
+            raise
+
+    def events(self, name: str) -> list[Any]:
+        listed = self.core.list_namespaced_event(
+            NS, field_selector=f"involvedObject.name={name}")
+        return list(listed.items)
+
+
+@pytest.fixture
+def server() -> Iterator[RunningApiServer]:
+    with running_apiserver(tls=True) as running:
+        yield running
+
+
+@pytest.fixture
+def api(server: RunningApiServer) -> Iterator[client.ApiClient]:
+    api_client = config.new_client_from_config(config_file=str(server.kubeconfig))
+    try:
+        yield api_client
+    finally:
+        api_client.close()
+
+
+def _cluster(server: RunningApiServer, api: client.ApiClient, tmp_path: Path, mode: Mode
+             ) -> Iterator[Cluster]:
+    state_dir = tmp_path / "node"
+    with running_node(server, mode=mode, state_dir=state_dir) as node:
+        yield Cluster(server, client.CoreV1Api(api), api, node, state_dir)
+
+
+@pytest.fixture
+def simulated(server: RunningApiServer, api: client.ApiClient, tmp_path: Path
+              ) -> Iterator[Cluster]:
+    yield from _cluster(server, api, tmp_path, "simulate")
+
+
+@pytest.fixture
+def processes(server: RunningApiServer, api: client.ApiClient, tmp_path: Path
+              ) -> Iterator[Cluster]:
+    yield from _cluster(server, api, tmp_path, "process")

@@ -1,0 +1,65 @@
+"""Simulated exit codes and run time from pod annotations."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+
+from engine.cluster.node.sim_annotations import (
+    DEFAULT_RUN_SECONDS,
+    SimulationError,
+    exit_code,
+    parse_exit_codes,
+    run_seconds,
+)
+
+
+def pod(annotations: dict[str, str], containers: tuple[str, ...] = ("main", "sidecar")
+        ) -> dict[str, Any]:
+    return {"metadata": {"annotations": annotations},
+            "spec": {"containers": [{"name": n} for n in containers]}}
+
+
+def test_codes_per_attempt_with_the_last_one_repeating() -> None:
+    sim = pod({"sim.jobmachine.dev/exit-codes": "137, 0"})
+    assert [exit_code(sim, "main", n) for n in (1, 2, 3, 4)] == [137, 0, 0, 0]
+
+
+def test_the_plain_annotation_is_for_the_first_container_only() -> None:
+    sim = pod({"sim.jobmachine.dev/exit-codes": "1"})
+    assert exit_code(sim, "main", 1) == 1
+    assert exit_code(sim, "sidecar", 1) == 0
+
+
+def test_a_named_annotation_wins_for_its_container() -> None:
+    sim = pod({"sim.jobmachine.dev/exit-codes": "1",
+               "sim.jobmachine.dev/exit-codes.main": "2,3",
+               "sim.jobmachine.dev/exit-codes.sidecar": "4"})
+    assert [exit_code(sim, "main", n) for n in (1, 2)] == [2, 3]
+    assert exit_code(sim, "sidecar", 5) == 4
+
+
+def test_without_annotations_every_attempt_succeeds_after_the_default_time() -> None:
+    assert exit_code(pod({}), "main", 3) == 0
+    assert run_seconds(pod({})) == DEFAULT_RUN_SECONDS
+    assert run_seconds(pod({"sim.jobmachine.dev/run-seconds": " 0.5 "})) == 0.5
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [("", "not a comma-separated list"), ("1,,2", "not a comma-separated list"),
+     ("1,x", '"x" is not an exit code'), ("256", "not within 0-255"),
+     ("-1", "not within 0-255")],
+)
+def test_bad_exit_codes_name_the_annotation(text: str, words: str) -> None:
+    with pytest.raises(SimulationError, match=re.escape("sim.jobmachine.dev/exit-codes")) as caught:
+        parse_exit_codes("sim.jobmachine.dev/exit-codes", text)
+    assert words in str(caught.value)
+
+
+@pytest.mark.parametrize("text", ["soon", "-1", "nan", "inf"])
+def test_bad_run_seconds(text: str) -> None:
+    with pytest.raises(SimulationError, match=re.escape("sim.jobmachine.dev/run-seconds")):
+        run_seconds(pod({"sim.jobmachine.dev/run-seconds": text}))
