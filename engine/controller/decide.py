@@ -127,16 +127,22 @@ def _holds(definition: CompiledDefinition, state: str) -> bool:
 
 
 def _without_stale_replicas(record: MachineRecord, spec: JobSpecView) -> MachineRecord:
-    """Forget replicas the spec no longer has (a scaled-down type, a removed type)."""
+    """Forget replicas the spec no longer has (a scaled-down type, a removed type).
+
+    Their restarts stay counted for the job (backoffLimit), not for the index: a replica
+    created there later starts afresh.
+    """
     desired = {t.name: t.replicas for t in spec.replica_types}
-    kept = {
-        replica: state
-        for replica, state in record.replica_states.items()
-        if replica.index < desired.get(replica.type, 0)
+    states = {r: s for r, s in record.replica_states.items() if r.index < desired.get(r.type, 0)}
+    restarts = {
+        r: entry for r, entry in record.replica_restarts.items()
+        if r.index < desired.get(r.type, 0)
     }
-    if len(kept) == len(record.replica_states):
+    if len(states) == len(record.replica_states) and len(restarts) == len(
+        record.replica_restarts
+    ):
         return record
-    return record.with_changes(replica_states=kept)
+    return record.with_changes(replica_states=states, replica_restarts=restarts)
 
 
 def _step_replicas(

@@ -8,6 +8,7 @@ history of transitions and exact counts per transition for the pictures.
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
@@ -37,12 +38,18 @@ def _range(start: int, end: int | None) -> str:
     return str(start) if end in (None, start) else f"{start}-{end}"
 
 
+_RANGE = re.compile(r"(?P<first>[0-9]+)(?:-(?P<last>[0-9]+))?", re.ASCII)
+
+
 def parse_ranges(text: str) -> list[int]:
     """`"0-3,7"` -> `[0, 1, 2, 3, 7]`; raises ValueError on anything else."""
     found: list[int] = []
     for part in filter(None, (p.strip() for p in text.split(","))):
-        low, _, high = part.partition("-")
-        first, last = int(low), int(high or low)
+        match = _RANGE.fullmatch(part)
+        if match is None:
+            raise ValueError(f"{part!r} is not an index or a range like 0-3")
+        first = int(match["first"])
+        last = int(match["last"] or first)
         if last < first:
             raise ValueError(f"range {part!r} runs backwards")
         found.extend(range(first, last + 1))

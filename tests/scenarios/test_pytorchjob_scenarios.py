@@ -1,0 +1,310 @@
+"""PyTorchJob lifecycles as step tables: what happens to the pods, and what the engine decides.
+
+Each table reads like the field notes: "worker-1 exits 137, its pod goes, it runs
+again, the master finishes -> Running, Running, Running, Running, Succeeded;
+Worker-1 created twice; one restart". Every step is one reconcile through the
+real machine (machines/pytorchjob.yaml), with status written back in between.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.scenarios.world import (
+    MASTER,
+    Step,
+    World,
+    deleted,
+    exited,
+    exited_while_phase_running,
+    lost,
+    pending,
+    play,
+    pytorch_job,
+    running,
+    worker,
+)
+
+ALL = ("Master-0", "Worker-0", "Worker-1")
+ALL_RUN = {MASTER: running(), worker(0): running(), worker(1): running()}
+STARTED = [
+    Step("the job is submitted", phase="Created", created=ALL,
+         conditions={"Created": "True"}, events=["Created"]),
+    Step("every pod runs", ALL_RUN, phase="Running",
+         conditions={"Created": "False", "Running": "True"},
+         events=["Running", "Running", "Running", "PyTorchJobRunning"]),
+]
+
+
+def test_a_job_whose_master_finishes_succeeds() -> None:
+    world = World(pytorch_job())
+    play(world, [
+        *STARTED,
+        Step("the workers finish", {worker(0): exited(0), worker(1): exited(0)},
+             phase="Running", states={"Worker-0": "Succeeded", "Worker-1": "Succeeded"}),
+        Step("the master finishes", {MASTER: exited(0)}, phase="Succeeded",
+             job_actions=["cleanupPods"],
+             conditions={"Running": "False", "Succeeded": "True"},
+             events=["Succeeded", "PyTorchJobSucceeded"]),
+        Step("nothing changes afterwards", phase="Succeeded", events=[]),
+    ])
+    status = world.job["status"]
+    assert status["completionTime"] == status["startTime"]
+    assert status["replicaStatuses"]["Master"]["succeeded"] == 1
+    assert status["replicaStatuses"]["Worker"]["succeeded"] == 2
+
+
+def test_the_master_running_is_enough_for_running() -> None:
+    play(World(pytorch_job()), [
+        STARTED[0],
+        Step("only the master runs", {MASTER: running(), worker(0): pending()},
+             phase="Running", created=["Worker-1"]),
+    ])
+
+
+def test_a_worker_killed_with_137_is_restarted_and_the_job_still_succeeds() -> None:
+    world = World(pytorch_job(policy="ExitCode"))
+    results = play(world, [
+        *STARTED,
+        Step("worker-1 is OOM-killed (137)", {worker(1): exited(137, "OOMKilled")},
+             phase="Running", deleted=["Worker-1"], restarts=1,
+             conditions={"Restarting": "True", "Running": "True"},
+             states={"Worker-1": "Restarting"}, events=["PodFailed"]),
+        Step("its pod is gone", {worker(1): None}, phase="Running", created=["Worker-1"],
+             restarts=1, states={"Worker-1": "Pending"}, events=["PodMissing"]),
+        Step("it runs again", {worker(1): running()}, phase="Running", restarts=1,
+             conditions={"Restarting": "False"}, states={"Worker-1": "Running"},
+             events=["Restarted"]),
+        Step("the master finishes", {MASTER: exited(0)}, phase="Succeeded",
+             job_actions=["cleanupPods"], restarts=1,
+             conditions={"Succeeded": "True", "Running": "False"}),
+    ])
+    assert [r.phase for r in results] == [
+        "Created", "Running", "Running", "Running", "Running", "Succeeded"
+    ]
+    created = [name for r in results for name in r.planned("createPod")]
+    assert created == [*ALL, "Worker-1"]
+    assert world.job["status"]["replicaRestarts"] == {
+        "Worker": {"1": {"count": 1, "last": "2027-01-15T08:00:00Z"}}
+    }
+    restart = results[2].notices[0]
+    assert (restart.type, restart.reason) == ("Warning", "PodFailed")
+    assert "Worker-1" in restart.message and "137" in restart.message
+
+
+def test_a_worker_exiting_1_fails_the_job() -> None:
+    world = World(pytorch_job(policy="ExitCode"))
+    results = play(world, [
+        *STARTED,
+        Step("worker-1 exits 1", {worker(1): exited(1, "Error")}, phase="Failed",
+             job_actions=["cleanupPods"], restarts=0, states={"Worker-1": "Failed"},
+             conditions={"Running": "False", "Failed": "True"},
+             events=["PodFailed", "PyTorchJobFailed"]),
+        Step("the master keeps running; nothing more happens", phase="Failed", events=[]),
+    ])
+    failed = results[2].condition("Failed")
+    assert failed is not None
+    assert failed["reason"] == "PyTorchJobFailed"
+    assert "Worker" in failed["message"]
+    assert "exit code 1" in results[2].notices[0].message
+
+
+@pytest.mark.parametrize(
+    ("policy", "code", "outcome"),
+    [
+        ("OnFailure", 1, "restart"),
+        ("OnFailure", 137, "restart"),
+        ("OnFailure", 0, "success"),
+        ("Always", 0, "restart"),
+        ("Always", 1, "restart"),
+        ("Never", 1, "failure"),
+        ("Never", 137, "failure"),
+        ("Never", 0, "success"),
+        ("ExitCode", 1, "failure"),
+        ("ExitCode", 127, "failure"),
+        ("ExitCode", 128, "restart"),
+        ("ExitCode", 137, "restart"),
+        ("ExitCode", 143, "restart"),
+        ("ExitCode", 0, "success"),
+    ],
+)
+def test_restart_policies_decide_what_an_exit_code_means(
+    policy: str, code: int, outcome: str
+) -> None:
+    world = World(pytorch_job(workers=1, policy=policy))
+    expected = {
+        "restart": Step("worker-0 ends", {worker(0): exited(code)}, phase="Running",
+                        deleted=["Worker-0"], restarts=1, states={"Worker-0": "Restarting"},
+                        conditions={"Restarting": "True"}),
+        "success": Step("worker-0 ends", {worker(0): exited(code)}, phase="Running",
+                        restarts=0, states={"Worker-0": "Succeeded"}),
+        "failure": Step("worker-0 ends", {worker(0): exited(code)}, phase="Failed",
+                        job_actions=["cleanupPods"], restarts=0,
+                        states={"Worker-0": "Failed"}, conditions={"Failed": "True"}),
+    }[outcome]
+    play(world, [
+        Step("submitted", phase="Created", created=["Master-0", "Worker-0"]),
+        Step("both run", {MASTER: running(), worker(0): running()}, phase="Running"),
+        expected,
+    ])
+
+
+def test_a_pod_whose_container_exited_while_it_says_running_is_not_counted_running() -> None:
+    """Field notes, story 3: the exit code decides, and the replica is not active."""
+    world = World(pytorch_job(policy="OnFailure"))
+    results = play(world, [
+        *STARTED,
+        Step("worker-0's container exits 1, the pod still says Running",
+             {worker(0): exited_while_phase_running(1)}, phase="Running",
+             deleted=["Worker-0"], restarts=1, states={"Worker-0": "Restarting"}),
+    ])
+    assert results[-1].status["replicaStatuses"]["Worker"]["active"] == 1
+
+
+def test_restarts_beyond_the_backoff_limit_fail_the_job() -> None:
+    world = World(pytorch_job(workers=1, policy="OnFailure", run_policy={"backoffLimit": 1}))
+    fails = {worker(0): exited(1)}
+    results = play(world, [
+        Step("submitted", phase="Created", created=["Master-0", "Worker-0"]),
+        Step("both run", {MASTER: running(), worker(0): running()}, phase="Running"),
+        Step("worker-0 fails once", fails, phase="Running", deleted=["Worker-0"], restarts=1),
+        Step("its pod is gone", {worker(0): None}, phase="Running", created=["Worker-0"]),
+        Step("it runs again", {worker(0): running()}, phase="Running", restarts=1),
+        Step("it fails again: 2 restarts > backoffLimit 1", fails, phase="Failed",
+             deleted=["Worker-0"], job_actions=["cleanupPods"], restarts=2,
+             conditions={"Failed": "True", "Running": "False"},
+             events=["PodFailed", "BackoffLimitExceeded"]),
+        Step("a failed job stays failed", {worker(0): None}, phase="Failed", restarts=2),
+    ])
+    assert results[5].condition_reason("Failed") == "BackoffLimitExceeded"
+
+
+def test_without_a_backoff_limit_restarts_are_not_limited() -> None:
+    world = World(pytorch_job(workers=1, policy="OnFailure"))
+    play(world, [
+        Step("submitted", phase="Created", created=["Master-0", "Worker-0"]),
+        Step("both run", {MASTER: running(), worker(0): running()}, phase="Running"),
+    ])
+    for attempt in range(1, 6):
+        play(world, [
+            Step(f"failure {attempt}", {worker(0): exited(1)}, phase="Running",
+                 deleted=["Worker-0"], restarts=attempt),
+            Step("pod gone", {worker(0): None}, phase="Running", created=["Worker-0"]),
+            Step("runs again", {worker(0): running()}, phase="Running"),
+        ])
+
+
+def test_suspend_deletes_every_pod_and_resume_recreates_them_without_restarts() -> None:
+    world = World(pytorch_job())
+    results = play(world, [
+        *STARTED,
+        Step("the user suspends the job", run_policy={"suspend": True}, phase="Suspended",
+             job_actions=["cleanupPods"],
+             conditions={"Suspended": "True", "Running": "False"},
+             events=["Suspended", "Suspended", "Suspended", "PyTorchJobSuspended"]),
+        Step("its pods go away", {MASTER: None, worker(0): None, worker(1): None},
+             phase="Suspended", events=[]),
+        Step("still suspended: nothing is created", phase="Suspended"),
+        Step("the user resumes it", run_policy={"suspend": False}, phase="Created",
+             created=ALL, restarts=0,
+             conditions={"Suspended": "False", "Created": "True"}),
+        Step("every pod runs again", ALL_RUN, phase="Running", restarts=0,
+             conditions={"Running": "True"}),
+    ])
+    assert results[2].job_actions == [("cleanupPods", {"policy": "All"})]
+    assert results[2].decision.holds_replicas
+
+
+def test_a_job_submitted_suspended_creates_no_pod_until_resumed() -> None:
+    play(World(pytorch_job(run_policy={"suspend": True})), [
+        Step("submitted suspended", phase="Suspended", job_actions=["cleanupPods"],
+             conditions={"Suspended": "True", "Created": "False"}),
+        Step("looked at again", phase="Suspended"),
+        Step("resumed", run_policy={"suspend": False}, phase="Created", created=ALL),
+    ])
+
+
+def test_a_pod_deleted_by_someone_else_is_recreated_without_counting_a_restart() -> None:
+    play(World(pytorch_job()), [
+        *STARTED,
+        Step("someone deletes worker-0's pod", {worker(0): deleted()}, phase="Running",
+             deleted=["Worker-0"], restarts=0, states={"Worker-0": "Restarting"},
+             events=["PodDeleted"]),
+        Step("the pod is gone", {worker(0): None}, phase="Running", created=["Worker-0"],
+             restarts=0),
+        Step("it runs again", {worker(0): running()}, phase="Running", restarts=0,
+             states={"Worker-0": "Running"}),
+    ])
+
+
+NODE_LOST = {worker(1): lost()}
+
+
+@pytest.mark.parametrize(
+    ("policy", "then"),
+    [
+        ("OnFailure", Step("worker-1's node goes away", NODE_LOST, phase="Running",
+                           deleted=["Worker-1"], restarts=1, states={"Worker-1": "Restarting"},
+                           events=["PodLost"])),
+        ("Never", Step("worker-1's node goes away", NODE_LOST, phase="Failed",
+                       job_actions=["cleanupPods"], restarts=0, states={"Worker-1": "Failed"},
+                       events=["PodLost", "PyTorchJobFailed"])),
+    ],
+)
+def test_a_pod_lost_with_its_node_is_a_retryable_failure(policy: str, then: Step) -> None:
+    play(World(pytorch_job(policy=policy)), [*STARTED, then])
+
+
+def test_the_active_deadline_fails_a_running_job() -> None:
+    world = World(pytorch_job(run_policy={"activeDeadlineSeconds": 60}))
+    play(world, STARTED)
+    world.advance(59)
+    assert world.reconcile().phase == "Running"
+    world.advance(1)
+    result = world.reconcile()
+    assert result.phase == "Failed"
+    assert result.job_path == [("Running", "Failed", "DeadlineExceeded")]
+    assert result.condition_reason("Failed") == "DeadlineExceeded"
+
+
+@pytest.mark.parametrize(
+    ("replicas", "says"),
+    [
+        ({"Master": {"replicas": 2}}, "Master must have exactly 1 replica"),
+        (None, "pytorchReplicaSpecs"),
+        ({"Worker": {"template": {"spec": {"containers": [{"name": "x", "image": "i"}]}}}},
+         "pytorch"),
+    ],
+    ids=["two-masters", "no-replica-specs", "no-pytorch-container"],
+)
+def test_an_invalid_job_fails_at_once_and_creates_nothing(
+    replicas: dict[str, dict[str, object]] | None, says: str
+) -> None:
+    job = pytorch_job()
+    specs = job["spec"]["pytorchReplicaSpecs"]
+    if replicas is None:
+        del job["spec"]["pytorchReplicaSpecs"]
+    else:
+        for name, change in replicas.items():
+            specs[name].update(change)
+    results = play(World(job), [
+        Step("submitted", phase="Failed", job_actions=["cleanupPods"],
+             conditions={"Failed": "True"}, events=["Created", "PyTorchJobInvalid"]),
+        Step("looked at again", phase="Failed", events=[]),
+    ])
+    failed = results[0].condition("Failed")
+    assert failed is not None
+    assert failed["reason"] == "PyTorchJobInvalid"
+    assert says in failed["message"]
+    assert results[0].decision.record.replica_states == {}
+
+
+def test_without_a_master_the_workers_decide() -> None:
+    play(World(pytorch_job(masters=0, workers=2)), [
+        Step("submitted", phase="Created", created=["Worker-0", "Worker-1"]),
+        Step("one worker runs", {worker(0): running(), worker(1): pending()}, phase="Running"),
+        Step("worker-0 finishes", {worker(0): exited(0), worker(1): running()},
+             phase="Running"),
+        Step("worker-1 finishes", {worker(1): exited(0)}, phase="Succeeded",
+             job_actions=["cleanupPods"]),
+    ])

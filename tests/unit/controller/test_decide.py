@@ -1,0 +1,347 @@
+"""decide, the pure heart of a reconcile, and build_status, the status it becomes.
+
+The lifecycles themselves are step tables in tests/scenarios; here are the
+properties every lifecycle relies on: each child planned once, determinism,
+exact counts, a bounded history, forgetting scaled-down replicas, holding
+replicas in held states, and conditions whose transition times mean something.
+"""
+
+from __future__ import annotations
+
+import copy
+from datetime import timedelta
+from typing import Any
+
+import pytest
+
+from engine.controller.children import ReplicaId
+from engine.controller.decide import Decision, decide
+from engine.controller.jobspec import read_job_spec
+from engine.controller.observe import PodFacts, job_observations
+from engine.controller.record import RestartRecord, read_record
+from engine.controller.status import build_status
+from engine.controller.timestamps import format_time
+from tests.scenarios.world import (
+    MASTER,
+    T0,
+    Reconciled,
+    World,
+    exited,
+    pending,
+    pytorch_job,
+    running,
+    worker,
+)
+
+NOW = format_time(T0)
+
+
+def started(world: World) -> None:
+    """Submit the job, then let every replica run (two reconciles)."""
+    world.reconcile()
+    world.pods.update({
+        ReplicaId(t, i): running()
+        for t, spec in world.job["spec"]["pytorchReplicaSpecs"].items()
+        for i in range(spec["replicas"])
+    })
+    world.reconcile()
+
+
+def restart_worker(world: World, index: int) -> None:
+    """One full restart of a worker: it fails, its pod goes, it runs again."""
+    world.pods[worker(index)] = exited(1)
+    world.reconcile()
+    del world.pods[worker(index)]
+    world.reconcile()
+    world.pods[worker(index)] = running()
+    world.reconcile()
+
+
+# A new job -----------------------------------------------------------------------------------
+
+
+def test_a_new_job_plans_a_service_and_a_pod_for_every_replica_once() -> None:
+    result = World(pytorch_job(workers=3)).reconcile()
+    assert result.pod_actions == [
+        ("createService", "Master-0"), ("createPod", "Master-0"),
+        ("createService", "Worker-0"), ("createPod", "Worker-0"),
+        ("createService", "Worker-1"), ("createPod", "Worker-1"),
+        ("createService", "Worker-2"), ("createPod", "Worker-2"),
+    ]
+    assert result.job_actions == []
+    assert result.decision.errors == ()
+
+
+def test_a_new_job_records_the_creation_of_every_machine() -> None:
+    result = World(pytorch_job()).reconcile()
+    record = result.decision.record
+    assert record.state == "Created"
+    assert record.state_since == NOW
+    assert result.replica_states == {"Master-0": "Pending", "Worker-0": "Pending",
+                                     "Worker-1": "Pending"}
+    assert result.job_path == [(None, "Created", "Created")]
+    assert result.replica_path == [("Master-0", None, "Pending"), ("Worker-0", None, "Pending"),
+                                   ("Worker-1", None, "Pending")]
+    assert list(record.history) == [
+        {"time": NOW, "level": "replica", "replica": "Master-0", "from": None, "to": "Pending",
+         "reason": "Pending"},
+        {"time": NOW, "level": "replica", "replica": "Worker-0", "from": None, "to": "Pending",
+         "reason": "Pending"},
+        {"time": NOW, "level": "replica", "replica": "Worker-1", "from": None, "to": "Pending",
+         "reason": "Pending"},
+        {"time": NOW, "level": "job", "from": None, "to": "Created", "reason": "Created"},
+    ]
+    assert record.transition_counts == {
+        ("replica", "", "Pending", "Pending"): 3,
+        ("job", "", "Created", "Created"): 1,
+    }
+
+
+def test_pods_keep_being_asked_for_while_they_are_missing() -> None:
+    """Level-triggered: a create that did not happen is planned again next time."""
+    world = World(pytorch_job())
+    world.reconcile()
+    world.pods[MASTER] = pending()
+    again = world.reconcile()
+    assert again.planned("createPod") == ["Worker-0", "Worker-1"]
+    assert again.decision.fired == ()
+
+
+# Determinism and purity -----------------------------------------------------------------------
+
+
+def _decide_once(world: World, pods: dict[ReplicaId, PodFacts]) -> Decision:
+    job = world.job
+    spec = read_job_spec(job, world.definition)
+    status = job.get("status") or {}
+    return decide(
+        world.definition, job, spec, read_record(status), pods,
+        job_observations=job_observations(job, spec, start_time=status.get("startTime"),
+                                          now=T0, terminating_pods=0),
+        now=NOW,
+    )
+
+
+def test_decide_is_deterministic_and_ignores_the_order_of_the_pods() -> None:
+    world = World(pytorch_job(workers=4))
+    world.reconcile()
+    pods = {
+        MASTER: running(), worker(0): running(), worker(1): exited(137),
+        worker(2): exited(0), worker(3): pending(),
+    }
+    job_before = copy.deepcopy(world.job)
+    first = _decide_once(world, pods)
+    assert _decide_once(world, pods) == first
+    assert _decide_once(world, dict(reversed(pods.items()))) == first
+    assert world.job == job_before
+
+
+def test_two_runs_of_a_whole_lifecycle_write_identical_statuses() -> None:
+    def lifecycle() -> dict[str, Any]:
+        world = World(pytorch_job(policy="OnFailure"))
+        started(world)
+        restart_worker(world, 1)
+        world.pods[MASTER] = exited(0)
+        world.reconcile()
+        status: dict[str, Any] = world.job["status"]
+        return status
+
+    assert lifecycle() == lifecycle()
+
+
+def test_every_time_written_is_the_now_given() -> None:
+    world = World(pytorch_job(policy="OnFailure"))
+    started(world)
+    world.advance(3600)
+    restart_worker(world, 0)
+    later = format_time(T0 + timedelta(seconds=3600))
+    record = read_record(world.job["status"])
+    assert {entry["time"] for entry in record.history} == {NOW, later}
+    assert record.replica_restarts == {worker(0): RestartRecord(1, later)}
+
+
+# Counts and history -----------------------------------------------------------------------------
+
+
+def test_restarts_are_counted_per_replica_and_for_the_job() -> None:
+    world = World(pytorch_job(policy="OnFailure"))
+    started(world)
+    restart_worker(world, 1)
+    restart_worker(world, 1)
+    restart_worker(world, 0)
+    record = read_record(world.job["status"])
+    assert record.restarts == 3
+    assert record.replica_restarts == {
+        worker(0): RestartRecord(1, NOW), worker(1): RestartRecord(2, NOW)
+    }
+    assert record.transition_counts[("replica", "Running", "Restarting", "PodFailed")] == 3
+    assert record.transition_counts[("replica", "Restarting", "Pending", "PodMissing")] == 3
+    assert record.transition_counts[("replica", "Pending", "Running", "Restarted")] == 3
+
+
+@pytest.mark.parametrize("limit", [1, 3, 7])
+def test_history_is_bounded_and_keeps_the_newest_with_exact_counts(limit: int) -> None:
+    def lifecycle(history_limit: int) -> World:
+        world = World(pytorch_job(policy="OnFailure"), history_limit=history_limit)
+        started(world)
+        assert len(world.job["status"]["history"]) <= history_limit
+        restart_worker(world, 0)
+        restart_worker(world, 1)
+        assert len(world.job["status"]["history"]) <= history_limit
+        return world
+
+    bounded, unbounded = lifecycle(limit), lifecycle(1000)
+    full = unbounded.job["status"]["history"]
+    assert len(full) > 7
+    assert bounded.job["status"]["history"] == full[-limit:]
+    assert bounded.job["status"]["transitionCounts"] == unbounded.job["status"]["transitionCounts"]
+
+
+# Scaling ----------------------------------------------------------------------------------------
+
+
+def test_scaling_down_forgets_replicas_beyond_the_desired_count() -> None:
+    world = World(pytorch_job(workers=4))
+    started(world)
+    world.job["spec"]["pytorchReplicaSpecs"]["Worker"]["replicas"] = 2
+    result = world.reconcile()
+    assert result.replica_states == {"Master-0": "Running", "Worker-0": "Running",
+                                     "Worker-1": "Running"}
+    assert result.status["replicaStates"] == {"Master": {"Running": "0"},
+                                              "Worker": {"Running": "0-1"}}
+    assert result.decision.fired == ()
+    assert result.pod_actions == []
+    assert result.status["replicaStatuses"]["Worker"]["active"] == 2
+
+
+def test_scaling_up_again_creates_fresh_replicas() -> None:
+    world = World(pytorch_job(workers=3))
+    started(world)
+    world.job["spec"]["pytorchReplicaSpecs"]["Worker"]["replicas"] = 1
+    world.reconcile()
+    world.pods = {MASTER: running(), worker(0): running()}
+    world.job["spec"]["pytorchReplicaSpecs"]["Worker"]["replicas"] = 3
+    result = world.reconcile()
+    assert result.replica_path == [("Worker-1", None, "Pending"), ("Worker-2", None, "Pending")]
+    assert result.planned("createPod") == ["Worker-1", "Worker-2"]
+
+
+def test_scaling_down_forgets_the_restart_record_of_forgotten_replicas() -> None:
+    world = World(pytorch_job(workers=3, policy="OnFailure"))
+    started(world)
+    restart_worker(world, 2)
+    world.job["spec"]["pytorchReplicaSpecs"]["Worker"]["replicas"] = 2
+    result = world.reconcile()
+    assert result.decision.record.restarts == 1
+    assert worker(2) not in result.decision.record.replica_restarts
+
+
+# Held replicas ---------------------------------------------------------------------------------
+
+
+def test_replicas_of_a_finished_job_are_held() -> None:
+    world = World(pytorch_job(policy="OnFailure"))
+    started(world)
+    world.pods[MASTER] = exited(0)
+    finished = world.reconcile()
+    assert finished.decision.holds_replicas
+    world.pods[worker(0)] = exited(1)
+    after = world.reconcile()
+    assert after.decision.fired == ()
+    assert after.decision.actions == ()
+    assert after.replica_states["Worker-0"] == "Running"
+
+
+def test_a_running_job_does_not_hold_its_replicas() -> None:
+    world = World(pytorch_job())
+    started(world)
+    assert not world.reconcile().decision.holds_replicas
+
+
+def test_a_suspended_job_holds_its_replicas_and_plans_no_pod() -> None:
+    world = World(pytorch_job())
+    started(world)
+    world.run_policy["suspend"] = True
+    suspended = world.reconcile()
+    assert suspended.decision.holds_replicas
+    world.pods.clear()
+    later = world.reconcile()
+    assert later.decision.actions == ()
+    assert later.decision.fired == ()
+
+
+def test_an_invalid_job_has_no_replicas_and_no_pod_actions() -> None:
+    result = World(pytorch_job(masters=2)).reconcile()
+    assert result.decision.record.replica_states == {}
+    assert result.pod_actions == []
+    assert result.job_path == [(None, "Created", "Created"),
+                               ("Created", "Failed", "PyTorchJobInvalid")]
+    assert result.status["replicaStatuses"] == {}
+
+
+def transition_time(result: Reconciled, condition: str) -> str:
+    found = result.condition(condition)
+    assert found is not None, f"no {condition} condition"
+    return str(found["lastTransitionTime"])
+
+
+# build_status ----------------------------------------------------------------------------------
+
+
+def test_build_status_sets_phase_times_generation_and_replica_statuses() -> None:
+    world = World(pytorch_job())
+    world.job["metadata"]["generation"] = 4
+    status = world.reconcile().status
+    assert status["phase"] == "Created"
+    assert status["state"] == "Created"
+    assert status["startTime"] == NOW
+    assert "completionTime" not in status
+    assert status["observedGeneration"] == 4
+    assert status["replicaStatuses"]["Worker"] == {
+        "active": 0, "succeeded": 0, "failed": 0,
+        "selector": "jobmachine.dev/job-name=mnist,jobmachine.dev/replica-type=Worker",
+    }
+    assert None not in status.values()
+
+
+def test_start_and_completion_times_are_written_once() -> None:
+    world = World(pytorch_job())
+    started(world)
+    world.advance(60)
+    world.pods[MASTER] = exited(0)
+    done = world.reconcile().status
+    finished_at = format_time(T0 + timedelta(seconds=60))
+    assert (done["startTime"], done["completionTime"]) == (NOW, finished_at)
+    world.advance(60)
+    again = world.reconcile().status
+    assert (again["startTime"], again["completionTime"]) == (NOW, finished_at)
+
+
+def test_a_condition_keeps_its_transition_time_until_its_status_flips() -> None:
+    world = World(pytorch_job(policy="OnFailure"))
+    started(world)
+    running_since = world.job["status"]["conditions"][-1]
+    assert (running_since["type"], running_since["lastTransitionTime"]) == ("Running", NOW)
+    world.advance(60)
+    world.pods[worker(0)] = exited(1)
+    restarting = world.reconcile()
+    flipped = format_time(T0 + timedelta(seconds=60))
+    assert transition_time(restarting, "Running") == NOW
+    assert transition_time(restarting, "Restarting") == flipped
+    world.advance(60)
+    quiet = world.reconcile()
+    assert quiet.status["conditions"] == restarting.status["conditions"]
+
+
+def test_build_status_does_not_change_the_job() -> None:
+    world = World(pytorch_job())
+    started(world)
+    before = copy.deepcopy(world.job)
+    spec = read_job_spec(world.job, world.definition)
+    decision = decide(
+        world.definition, world.job, spec, read_record(world.job["status"]),
+        {MASTER: exited(0)}, job_observations=frozenset({"resumed", "settled"}), now=NOW,
+    )
+    status = build_status(world.job, world.definition, spec, decision, now=NOW)
+    assert status["phase"] == "Succeeded"
+    assert world.job == before

@@ -1,0 +1,180 @@
+"""The machines' record in status: compact index ranges, and a lossless status round trip."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from engine.controller.children import ReplicaId
+from engine.controller.record import (
+    MachineRecord,
+    RestartRecord,
+    format_ranges,
+    parse_ranges,
+    read_record,
+    record_fields,
+)
+
+CANONICAL_PART = re.compile(r"[0-9]+(-[0-9]+)?")
+
+
+@pytest.mark.parametrize(
+    ("indexes", "text"),
+    [
+        ([], ""),
+        ([5], "5"),
+        ([0, 1], "0-1"),
+        ([0, 1, 2, 3, 7], "0-3,7"),
+        ([7, 3, 0, 2, 1, 3], "0-3,7"),
+        ([1, 3, 5], "1,3,5"),
+        ([0, 1, 2, 10, 11, 20], "0-2,10-11,20"),
+    ],
+)
+def test_format_ranges_is_compact_and_sorted(indexes: list[int], text: str) -> None:
+    assert format_ranges(indexes) == text
+
+
+@pytest.mark.parametrize(
+    ("text", "indexes"),
+    [
+        ("", []),
+        ("7", [7]),
+        ("0-3,7", [0, 1, 2, 3, 7]),
+        (" 0-1 , 4 ", [0, 1, 4]),
+        ("2-2", [2]),
+    ],
+)
+def test_parse_ranges_reads_what_format_writes(text: str, indexes: list[int]) -> None:
+    assert parse_ranges(text) == indexes
+
+
+@given(st.sets(st.integers(min_value=0, max_value=100_000), max_size=60))
+def test_any_set_of_indexes_survives_format_then_parse(indexes: set[int]) -> None:
+    text = format_ranges(indexes)
+    assert parse_ranges(text) == sorted(indexes)
+    assert all(CANONICAL_PART.fullmatch(part) for part in filter(None, text.split(",")))
+
+
+@given(st.sets(st.integers(min_value=0, max_value=1_000), min_size=1, max_size=40))
+def test_formatted_ranges_never_touch(indexes: set[int]) -> None:
+    """Canonical form: no range ends right before the next one starts (`0-1,2` is `0-2`)."""
+    bounds = [
+        tuple(int(n) for n in part.split("-")) for part in format_ranges(indexes).split(",")
+    ]
+    ends = [b[-1] for b in bounds]
+    starts = [b[0] for b in bounds]
+    assert all(start > end + 1 for end, start in zip(ends, starts[1:], strict=False))
+
+
+@pytest.mark.parametrize(
+    "garbage", ["a", "1.5", "-1", "3-1", "1-2-3", "1-x", "x-1", "0x1", "1 2", "[1]"]
+)
+def test_parse_ranges_rejects_garbage(garbage: str) -> None:
+    with pytest.raises(ValueError):
+        parse_ranges(garbage)
+
+
+@given(st.text(max_size=20))
+def test_parse_ranges_raises_only_value_errors(text: str) -> None:
+    try:
+        found = parse_ranges(text)
+    except ValueError:
+        return
+    assert all(index >= 0 for index in found)
+
+
+@pytest.mark.parametrize("garbage", ["1-", "+1", "1_000", "\u0663"])
+def test_parse_ranges_rejects_malformed_numbers(garbage: str) -> None:
+    with pytest.raises(ValueError):
+        parse_ranges(garbage)
+
+
+def _sample_record() -> MachineRecord:
+    return MachineRecord(
+        state="Running",
+        state_since="2027-01-15T08:00:00Z",
+        replica_states={
+            ReplicaId("Master", 0): "Running",
+            ReplicaId("Worker", 0): "Running",
+            ReplicaId("Worker", 1): "Restarting",
+            ReplicaId("Worker", 2): "Running",
+            ReplicaId("Worker", 3): "Running",
+            ReplicaId("Worker", 7): "Running",
+        },
+        restarts=3,
+        replica_restarts={
+            ReplicaId("Worker", 1): RestartRecord(2, "2027-01-15T08:05:00Z"),
+            ReplicaId("Worker", 7): RestartRecord(1, "2027-01-15T08:01:00Z"),
+        },
+        history=(
+            {"time": "2027-01-15T08:00:00Z", "level": "job", "from": None, "to": "Created",
+             "reason": "Created"},
+            {"time": "2027-01-15T08:05:00Z", "level": "replica", "replica": "Worker-1",
+             "from": "Running", "to": "Restarting", "reason": "PodFailed"},
+        ),
+        transition_counts={
+            ("job", "", "Created", "Created"): 1,
+            ("replica", "Running", "Restarting", "PodFailed"): 3,
+        },
+    )
+
+
+def test_record_fields_store_replica_states_as_ranges_per_state() -> None:
+    fields = record_fields(_sample_record())
+    assert fields["replicaStates"] == {
+        "Master": {"Running": "0"},
+        "Worker": {"Restarting": "1", "Running": "0,2-3,7"},
+    }
+    assert fields["replicaRestarts"] == {
+        "Worker": {
+            "1": {"count": 2, "last": "2027-01-15T08:05:00Z"},
+            "7": {"count": 1, "last": "2027-01-15T08:01:00Z"},
+        }
+    }
+    assert fields["transitionCounts"][0] == {
+        "level": "job", "from": None, "to": "Created", "reason": "Created", "count": 1
+    }
+
+
+def test_record_survives_a_json_round_trip_through_status() -> None:
+    record = _sample_record()
+    stored = json.loads(json.dumps(record_fields(record)))
+    assert read_record(stored) == record
+
+
+def test_an_empty_status_is_an_empty_record() -> None:
+    assert read_record({}) == MachineRecord()
+    assert read_record({"replicaStates": None, "history": None}) == MachineRecord()
+
+
+def test_record_fields_of_an_empty_record_are_empty() -> None:
+    assert record_fields(MachineRecord()) == {
+        "state": None,
+        "stateSince": None,
+        "restarts": 0,
+        "replicaStates": {},
+        "replicaRestarts": {},
+        "history": [],
+        "transitionCounts": [],
+    }
+
+
+REPLICA_STATES = st.dictionaries(
+    st.builds(
+        ReplicaId,
+        st.sampled_from(["Master", "Worker", "PS", "Chief"]),
+        st.integers(min_value=0, max_value=500),
+    ),
+    st.sampled_from(["Pending", "Running", "Restarting", "Succeeded", "Failed"]),
+    max_size=40,
+)
+
+
+@given(REPLICA_STATES)
+def test_any_replica_states_survive_the_round_trip(states: dict[ReplicaId, str]) -> None:
+    record = MachineRecord(state="Running", replica_states=states)
+    assert read_record(json.loads(json.dumps(record_fields(record)))) == record

@@ -1,0 +1,85 @@
+"""The CEL variables the machines' guards read: the per-type replica summary above all."""
+
+from __future__ import annotations
+
+from engine.controller.children import ReplicaId
+from engine.controller.jobspec import read_job_spec
+from engine.controller.observe import MISSING
+from engine.controller.record import MachineRecord, RestartRecord
+from engine.controller.variables import (
+    common_variables,
+    lower_camel,
+    replica_summary,
+    replica_variables,
+)
+from tests.scenarios.world import (
+    DEFINITIONS,
+    MASTER,
+    exited,
+    pytorch_job,
+    running,
+    tf_job,
+    worker,
+)
+
+PYTORCH = DEFINITIONS["PyTorchJob"]
+TFJOB = DEFINITIONS["TFJob"]
+
+
+def test_lower_camel() -> None:
+    assert lower_camel("Running") == "running"
+    assert lower_camel("SucceededAsChief") == "succeededAsChief"
+    assert lower_camel("") == ""
+
+
+def test_the_summary_counts_states_phases_and_running_pods_per_type() -> None:
+    job = pytorch_job(workers=4)
+    spec = read_job_spec(job, PYTORCH)
+    record = MachineRecord(
+        replica_states={
+            MASTER: "Running", worker(0): "Succeeded", worker(1): "Failed",
+            worker(2): "Restarting",
+        },
+        replica_restarts={worker(2): RestartRecord(2, "t"), worker(9): RestartRecord(5, "t")},
+    )
+    pods = {MASTER: running(), worker(0): exited(0), worker(2): running()}
+    summary = replica_summary(spec, record, pods, PYTORCH.replica)
+    assert summary["Master"] == {
+        "desired": 1, "active": 1, "succeeded": 0, "failed": 0, "restarts": 0,
+        "pending": 0, "running": 1, "restarting": 0, "suspended": 0,
+        "states": {"Running": 1},
+    }
+    assert summary["Worker"] == {
+        "desired": 4, "active": 1, "succeeded": 1, "failed": 1, "restarts": 2,
+        "pending": 0, "running": 0, "restarting": 1, "suspended": 0,
+        "states": {"Succeeded": 1, "Failed": 1, "Restarting": 1},
+    }
+
+
+def test_a_terminal_state_with_another_name_counts_by_its_phase() -> None:
+    job = tf_job(replicas={"Worker": 2})
+    spec = read_job_spec(job, TFJOB)
+    record = MachineRecord(replica_states={worker(0): "SucceededAsChief",
+                                           worker(1): "Succeeded"})
+    entry = replica_summary(spec, record, {}, TFJOB.replica)["Worker"]
+    assert entry["succeeded"] == 2
+    assert entry["states"] == {"SucceededAsChief": 1, "Succeeded": 1}
+
+
+def test_replica_variables_add_the_replica_its_policy_and_its_pod() -> None:
+    job = pytorch_job()
+    spec = read_job_spec(job, PYTORCH)
+    record = MachineRecord(restarts=3, replica_restarts={worker(1): RestartRecord(3, "t")})
+    common = common_variables(job, spec, record, {})
+    assert common == {"job": job, "runPolicy": spec.run_policy, "replicas": {},
+                      "restarts": 3, "error": ""}
+    facts = exited(137, "OOMKilled")
+    found = replica_variables(common, worker(1), desired=2, policy="ExitCode", record=record,
+                              facts=facts)
+    assert found["replica"] == {"type": "Worker", "index": 1, "restarts": 3, "desired": 2}
+    assert (found["policy"], found["exitCode"], found["reason"]) == ("ExitCode", 137,
+                                                                     "OOMKilled")
+    assert found["pod"] == facts.pod
+    fresh = replica_variables(common, ReplicaId("Worker", 0), desired=2, policy="Never",
+                              record=record, facts=MISSING)
+    assert (fresh["replica"]["restarts"], fresh["exitCode"], fresh["pod"]) == (0, -1, {})

@@ -1,0 +1,165 @@
+"""The shipped in-cluster manifests agree with the engine: RBAC, the Deployment and the image.
+
+RBAC is checked against `engine.controller.resources`, so a new resource or verb
+in the engine fails here before it fails in a cluster with a 403. The
+Deployment's arguments are parsed by the real `jobmachine` command (nothing runs).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+import pytest
+import typer
+import yaml
+
+from engine.cli import app
+from engine.controller.resources import (
+    EVENTS,
+    JOB_RESOURCES,
+    LEASES,
+    NODES,
+    PODS,
+    SERVICES,
+    Resource,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+DEPLOY = ROOT / "deploy"
+
+# What the engine does with each resource, and where.
+WATCHED = {"get", "list", "watch"}  # watch.py: list + watch; claims.py: the fresh GET
+JOB_VERBS = WATCHED | {"patch", "delete"}  # reconcile.py: finalizer patch, TTL delete
+JOB_STATUS_VERBS = {"update"}  # status.py: replace of /status
+JOB_FINALIZERS_VERBS = {"update"}  # blockOwnerDeletion on children needs update of /finalizers
+CHILD_VERBS = WATCHED | {"create", "patch", "delete"}  # actions.py, claims.py
+EVENT_VERBS = {"create", "patch"}  # events.py: new events, aggregated repeats
+NODE_VERBS = WATCHED  # reconcile.py: a pod on a node that is not Ready is lost
+LEASE_VERBS = {"get", "create", "update"}  # leader.py
+
+
+def documents(name: str) -> list[dict[str, Any]]:
+    with (DEPLOY / name).open() as stream:
+        return [doc for doc in yaml.safe_load_all(stream) if doc]
+
+
+def one(docs: list[dict[str, Any]], kind: str) -> dict[str, Any]:
+    (found,) = [d for d in docs if d["kind"] == kind]
+    return found
+
+
+ALL_VERBS = {"get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"}
+
+
+def granted(rules: list[dict[str, Any]], group: str, resource: str) -> set[str]:
+    """Every verb the rules allow on `resource` of API group `group` (wildcards count)."""
+    verbs: set[str] = set()
+    for rule in rules:
+        groups, resources = rule.get("apiGroups", ()), rule.get("resources", ())
+        if (group in groups or "*" in groups) and (resource in resources or "*" in resources):
+            verbs |= set(rule.get("verbs", ()))
+    return ALL_VERBS if "*" in verbs else verbs
+
+
+RBAC = documents("rbac.yaml")
+CLUSTER_ROLE = one(RBAC, "ClusterRole")
+ROLE = one(RBAC, "Role")
+DEPLOYMENT = one(documents("deployment.yaml"), "Deployment")
+ENGINE = DEPLOYMENT["spec"]["template"]["spec"]["containers"][0]
+ARGS: list[str] = ENGINE["args"]
+
+
+def option(name: str) -> str:
+    """The value of `--name=value` among the Deployment's arguments."""
+    (value,) = [a.split("=", 1)[1] for a in ARGS if a.startswith(f"--{name}=")]
+    return value
+
+
+def _needed() -> list[tuple[Resource, str, set[str]]]:
+    needed: list[tuple[Resource, str, set[str]]] = []
+    for resource in JOB_RESOURCES.values():
+        needed += [
+            (resource, resource.plural, JOB_VERBS),
+            (resource, f"{resource.plural}/status", JOB_STATUS_VERBS),
+            (resource, f"{resource.plural}/finalizers", JOB_FINALIZERS_VERBS),
+        ]
+    needed += [
+        (PODS, PODS.plural, CHILD_VERBS),
+        (SERVICES, SERVICES.plural, CHILD_VERBS),
+        (EVENTS, EVENTS.plural, EVENT_VERBS),
+        (NODES, NODES.plural, NODE_VERBS),
+    ]
+    return needed
+
+
+@pytest.mark.parametrize(
+    ("resource", "name", "verbs"), _needed(), ids=[n for _, n, _ in _needed()]
+)
+def test_the_cluster_role_grants_what_the_engine_does(
+    resource: Resource, name: str, verbs: set[str]
+) -> None:
+    missing = verbs - granted(CLUSTER_ROLE["rules"], resource.group, name)
+    assert not missing, f"deploy/rbac.yaml lets the engine not {sorted(missing)} {name}"
+
+
+def test_every_job_kind_the_engine_runs_is_in_the_cluster_role() -> None:
+    assert {"PyTorchJob", "TFJob", "MachineJob"} <= set(JOB_RESOURCES)
+
+
+def test_the_leader_lease_is_granted_in_the_namespace_the_engine_uses() -> None:
+    missing = LEASE_VERBS - granted(ROLE["rules"], LEASES.group, LEASES.plural)
+    assert not missing
+    assert ROLE["metadata"]["namespace"] == option("lease-namespace")
+
+
+def test_the_roles_are_bound_to_the_deployments_service_account() -> None:
+    account = one(RBAC, "ServiceAccount")["metadata"]
+    assert DEPLOYMENT["spec"]["template"]["spec"]["serviceAccountName"] == account["name"]
+    assert DEPLOYMENT["metadata"]["namespace"] == account["namespace"]
+    for binding_kind, role in (("ClusterRoleBinding", CLUSTER_ROLE), ("RoleBinding", ROLE)):
+        binding = one(RBAC, binding_kind)
+        assert binding["roleRef"]["kind"] == role["kind"]
+        assert binding["roleRef"]["name"] == role["metadata"]["name"]
+        assert {"kind": "ServiceAccount", "name": account["name"],
+                "namespace": account["namespace"]} in binding["subjects"]
+
+
+def test_the_deployment_runs_the_engine_in_cluster_with_leader_election() -> None:
+    assert ARGS[0] == "run"
+    assert "--in-cluster" in ARGS
+    assert "--leader-elect" in ARGS
+    assert DEPLOYMENT["spec"]["replicas"] >= 1
+
+
+def test_the_deployments_arguments_are_real_options_of_jobmachine_run() -> None:
+    command = typer.main.get_command(app)
+    assert isinstance(command, typer.core.TyperGroup)
+    run = command.commands[ARGS[0]]
+    context = run.make_context("run", list(ARGS[1:]))  # an unknown option raises here
+    assert context.params["in_cluster"] is True
+    assert context.params["leader_elect"] is True
+    assert context.params["kubeconfig"] is None
+    assert str(context.params["machines"]) == option("machines")
+
+
+def test_probes_ask_healthz_and_readyz_on_the_metrics_port() -> None:
+    ports = {p["name"]: p["containerPort"] for p in ENGINE["ports"]}
+    metrics_port = int(option("metrics-port"))
+    for probe, path in (("livenessProbe", "/healthz"), ("readinessProbe", "/readyz")):
+        http = ENGINE[probe]["httpGet"]
+        assert http["path"] == path
+        port = http["port"]
+        assert (ports[port] if isinstance(port, str) else port) == metrics_port
+
+
+def test_the_image_ships_the_machines_the_deployment_points_at() -> None:
+    workdir, copies = "/", {}
+    for line in (ROOT / "Dockerfile").read_text().splitlines():
+        parts = line.split()
+        if parts[:1] == ["WORKDIR"]:
+            workdir = parts[1]
+        elif parts[:1] == ["COPY"] and len(parts) == 3:
+            copies[parts[1].rstrip("/")] = str(PurePosixPath(workdir, parts[2]))
+    assert "machines" in copies, "the Dockerfile does not copy machines/"
+    assert copies["machines"] == option("machines")
