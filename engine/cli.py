@@ -124,6 +124,15 @@ def _job_picture(
         client.close()
 
 
+def _given(**flags: object) -> dict[str, object]:
+    """The flags given on the command line: they win over JOBMACHINE_* variables."""
+    return {
+        name: value.value if isinstance(value, StrEnum) else value
+        for name, value in flags.items()
+        if value is not None
+    }
+
+
 def _format_from_suffix(output: Path | None) -> str:
     suffix = output.suffix.lstrip(".").lower() if output else ""
     return (
@@ -212,7 +221,9 @@ def run(
     namespace: Annotated[
         str | None, typer.Option(help="Only run jobs in this namespace (default: all).")
     ] = None,
-    workers: Annotated[int, typer.Option(min=1, help="Reconciles at once.")] = 4,
+    workers: Annotated[
+        int | None, typer.Option(min=1, help="Reconciles at once (default 4).")
+    ] = None,
     leader_elect: Annotated[
         bool, typer.Option("--leader-elect", help="Act only while holding the leader Lease.")
     ] = False,
@@ -222,9 +233,9 @@ def run(
     metrics_port: Annotated[
         int | None, typer.Option(help="Serve /metrics, /healthz and /readyz on this port.")
     ] = None,
-    log_format: Annotated[LogFormat, typer.Option(help="text, or json for clusters.")] = (
-        LogFormat.text
-    ),
+    log_format: Annotated[
+        LogFormat | None, typer.Option(help="text (default), or json for clusters.")
+    ] = None,
 ) -> None:
     """Run the engine against a cluster until SIGINT or SIGTERM."""
     from engine.app.run import RunOptions, run_engine
@@ -233,8 +244,8 @@ def run(
 
     if in_cluster and kubeconfig is not None:
         _fail("give either --kubeconfig or --in-cluster, not both")
-    configure_logging(log_format=log_format.value)
-    settings = EngineSettings.from_env(workers=workers, log_format=log_format.value)
+    settings = EngineSettings.from_env(None, **_given(workers=workers, log_format=log_format))
+    configure_logging(log_format=settings.log_format)
     code = run_engine(RunOptions(
         kubeconfig=kubeconfig, in_cluster=in_cluster, machines=machines, namespace=namespace,
         leader_elect=leader_elect, lease_namespace=lease_namespace,
@@ -255,17 +266,20 @@ def up(
     machines: Annotated[
         Path | None, typer.Option(help="Folder of machine definitions (default: shipped).")
     ] = None,
-    workers: Annotated[int, typer.Option(min=1, help="Reconciles at once.")] = 4,
+    workers: Annotated[
+        int | None, typer.Option(min=1, help="Reconciles at once (default 4).")
+    ] = None,
 ) -> None:
     """Run the API server (with the CRDs), a local node and the engine until Ctrl-C."""
     from engine.app.up import UpOptions, serve_until_interrupted
     from engine.logs import configure_logging
     from engine.settings import EngineSettings
 
-    configure_logging()
+    settings = EngineSettings.from_env(None, **_given(workers=workers))
+    configure_logging(log_format=settings.log_format)
     serve_until_interrupted(UpOptions(
         data_dir=data_dir.resolve(), port=port, node_mode=node_mode.value, machines=machines,
-        settings=EngineSettings.from_env(workers=workers),
+        settings=settings,
     ))
 
 

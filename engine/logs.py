@@ -22,7 +22,7 @@ _TEXT = (
     "<cyan>{extra[context]}</cyan>{message}"
 )
 _QUIET_LIBRARIES = {"apscheduler": logging.WARNING, "urllib3": logging.WARNING,
-                    "kubernetes": logging.WARNING}
+                    "kubernetes": logging.WARNING, "transitions": logging.WARNING}
 
 
 def configure_logging(*, log_format: LogFormat = "text", level: str = "INFO") -> None:

@@ -55,7 +55,10 @@ def running_local_cluster(options: UpOptions) -> Iterator[LocalCluster]:
     definitions = load_definitions([options.machines or shipped_dir("machines")])
     node_dir = options.data_dir / "node" if options.data_dir else None
     with running_apiserver(data_dir=options.data_dir, tls=True, port=options.port) as server:
-        client = KubeClient.from_kubeconfig(server.kubeconfig)
+        settings = options.settings
+        client = KubeClient.from_kubeconfig(
+            server.kubeconfig, qps=settings.client_qps, burst=settings.client_burst
+        )
         try:
             install_crds(client)
             wait_until_served(client, JOB_RESOURCES.values())

@@ -212,6 +212,9 @@ def _delete(run: ActionRun, replica: ReplicaId | None, obj: Obj | None, *, pod: 
     resource = PODS if pod else SERVICES
     key = run.expectation(replica.type) if (pod and replica is not None) else None
     if key is not None:
+        if not run.expectations.satisfied(key):
+            run.wait_s.append(1.0)
+            return
         run.expectations.expect_deletions(key, [metadata["name"]])
     try:
         run.client.delete(resource, metadata["name"], metadata["namespace"], uid=metadata["uid"])

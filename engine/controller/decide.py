@@ -17,7 +17,20 @@ from engine.controller.jobspec import JobSpecView
 from engine.controller.observe import MISSING, PodFacts
 from engine.controller.record import MachineRecord, RestartRecord
 from engine.controller.variables import common_variables, replica_summary, replica_variables
-from engine.definition import CompiledDefinition, Facts, FiredTransition, PlannedAction, step
+from engine.definition import (
+    CompiledDefinition,
+    CompiledMachine,
+    Facts,
+    FiredTransition,
+    PlannedAction,
+    entry_actions,
+    step,
+)
+
+REPLAYABLE_ACTIONS = frozenset(
+    {"createPod", "createService", "deletePod", "deleteService", "cleanupPods"}
+)
+"""Actions whose effect is a desired state of the world, so doing them twice is harmless."""
 
 
 @dataclass(frozen=True)
@@ -44,6 +57,8 @@ class Planned:
 
     action: PlannedAction
     replica: ReplicaId | None = None
+    replayed: bool = False
+    """Planned again for a state the instance stays in (see `_replay_entry`), not new."""
 
 
 @dataclass(frozen=True)
@@ -71,12 +86,14 @@ class _Progress:
     errors: list[str] = field(default_factory=list)
     seen_actions: set[tuple[Any, ...]] = field(default_factory=set)
 
-    def plan(self, action: PlannedAction, replica: ReplicaId | None) -> None:
+    def plan(
+        self, action: PlannedAction, replica: ReplicaId | None, *, replayed: bool = False
+    ) -> None:
         key = (replica, action.name, tuple(sorted((k, repr(v)) for k, v in action.args.items())))
         if key in self.seen_actions:
             return
         self.seen_actions.add(key)
-        self.actions.append(Planned(action, replica))
+        self.actions.append(Planned(action, replica, replayed))
 
 
 def decide(
@@ -106,6 +123,7 @@ def decide(
         for action in result.actions:
             _apply(action, None, progress)
         if not result.changed and state is not None:
+            _replay_entry(definition.job, state, None, Facts(job_observations, variables), progress)
             break
         state = result.state
         progress.record = progress.record.with_changes(state=state)
@@ -119,6 +137,25 @@ def decide(
         variables,
         state is not None and _holds(definition, state),
     )
+
+
+def _replay_entry(
+    machine: CompiledMachine,
+    state: str,
+    replica: ReplicaId | None,
+    facts: Facts,
+    progress: _Progress,
+) -> None:
+    """Plan again the idempotent onEnter actions of a state an instance stays in.
+
+    Entering a state plans its actions once; if carrying one out failed (the API
+    server was away), this makes the next pass do it: level-triggered, like the rest.
+    """
+    actions, errors = entry_actions(machine, state, facts)
+    progress.errors += errors
+    for action in actions:
+        if action.name in REPLAYABLE_ACTIONS:
+            progress.plan(action, replica, replayed=True)
 
 
 def _holds(definition: CompiledDefinition, state: str) -> bool:
@@ -163,15 +200,16 @@ def _step_replicas(
                 policy=replica_type.restart_policy, record=progress.record, facts=facts,
             )
             current = progress.record.replica_states.get(replica)
-            result = step(
-                definition.replica, current, Facts(frozenset({facts.observation}), variables)
-            )
+            replica_facts = Facts(frozenset({facts.observation}), variables)
+            result = step(definition.replica, current, replica_facts)
             progress.errors += [f"{replica}: {error}" for error in result.errors]
             for transition in result.fired:
                 if not transition.self_loop:
                     _count(progress, "replica", transition, replica)
             for action in result.actions:
                 _apply(action, replica, progress)
+            if result.state == current and current is not None:
+                _replay_entry(definition.replica, current, replica, replica_facts, progress)
             if result.state != current:
                 states = {**progress.record.replica_states, replica: result.state}
                 progress.record = progress.record.with_changes(replica_states=states)

@@ -1,4 +1,4 @@
-"""Installing jobmachine's CRDs through the API, for `jobmachine up` and `run --install-crds`.
+"""Installing jobmachine's CRDs through the API, for `jobmachine up` and the benchmarks.
 
 The CRDs are generated from the models in engine.api (the same text as crds/);
 an existing CRD is replaced, so an upgrade brings its schema along.

@@ -33,13 +33,13 @@ from engine.controller.jobspec import JobSpecView, read_job_spec
 from engine.controller.manifests import main_container_name
 from engine.controller.notices import notices_for
 from engine.controller.observe import PodFacts, deadline_of, job_observations, observe_pod
-from engine.controller.record import read_record
+from engine.controller.record import MachineRecord, read_record
 from engine.controller.resources import JOB_RESOURCES, PODS, SERVICES
 from engine.controller.scheduler import WakeScheduler, utc_now
 from engine.controller.status import build_status, write_status
 from engine.controller.timestamps import format_time, parse_time
-from engine.controller.workers import Done, Outcome, RequeueAfter, Retry
-from engine.definition import CompiledDefinition, requeue_after
+from engine.controller.workers import Done, Outcome, RequeueAfter, Retry, Terminal
+from engine.definition import CompiledDefinition, StepError, requeue_after
 from engine.settings import EngineSettings
 
 Obj = Mapping[str, Any]
@@ -94,6 +94,12 @@ class Reconciler:
             return self.reconcile(key)
         except (Conflict, Invalid) as exc:
             return Retry(exc)
+        except StepError as exc:
+            job = self._caches.jobs[key.kind].get(key.namespace, key.name)
+            if job is not None:
+                self._recorder.record(job, type="Warning", reason="MachineError",
+                                      message=str(exc))
+            return Terminal(exc)
 
     def reconcile(self, key: JobKey) -> Outcome:
         """One pass over one job; see the module docstring."""
@@ -141,6 +147,7 @@ class Reconciler:
     ) -> Decision:
         status = job.get("status") or {}
         record = read_record(status)
+        _check_states_exist(definition, record)
         observations = job_observations(
             job, observed.spec, start_time=status.get("startTime"), now=now,
             terminating_pods=sum(
@@ -276,6 +283,17 @@ class Reconciler:
             return False
         conditions = (node.get("status") or {}).get("conditions") or []
         return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+
+
+def _check_states_exist(definition: CompiledDefinition, record: MachineRecord) -> None:
+    """A recorded state the definition no longer has (it was edited) is a clear error."""
+    unknown = {record.state} - set(definition.job.states) - {None}
+    unknown |= set(record.replica_states.values()) - set(definition.replica.states)
+    if unknown:
+        raise StepError(
+            f"the job's status records states {sorted(map(str, unknown))} that machine "
+            f"{definition.name} does not have (was it changed while the job ran?)"
+        )
 
 
 def _state_timeout_at(

@@ -134,6 +134,19 @@ def step(machine: CompiledMachine, state: str | None, facts: Facts) -> StepResul
     )
 
 
+def entry_actions(
+    machine: CompiledMachine, state: str, facts: Facts
+) -> tuple[tuple[PlannedAction, ...], tuple[str, ...]]:
+    """The `onEnter` actions of `state`, rendered as on entry, and any rendering errors.
+
+    The controller replays the idempotent ones while an instance stays in the
+    state, so an action that failed once is carried out on a later pass.
+    """
+    recorder = _Recorder(facts)
+    recorder.plan(machine.states[state].on_enter, state=state)
+    return tuple(recorder.actions), tuple(recorder.errors)
+
+
 def _loop(path: list[str]) -> str:
     """The repeating part of a state path, as `A -> B -> A`."""
     last = path[-1]

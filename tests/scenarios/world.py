@@ -173,7 +173,8 @@ class Reconciled:
 
     def planned(self, action: str) -> list[str]:
         """The replicas (`Worker-1`) an action was planned for, in order."""
-        return [str(p.replica) for p in self.decision.actions if p.action.name == action]
+        return [str(p.replica) for p in self.decision.actions
+                if p.action.name == action and not p.replayed]
 
     @property
     def job_actions(self) -> list[tuple[str, dict[str, Any]]]:
@@ -181,7 +182,7 @@ class Reconciled:
         return [
             (p.action.name, dict(p.action.args))
             for p in self.decision.actions
-            if p.replica is None
+            if not p.replayed and p.replica is None
         ]
 
     @property
@@ -190,7 +191,7 @@ class Reconciled:
         return [
             (p.action.name, str(p.replica))
             for p in self.decision.actions
-            if p.replica is not None
+            if not p.replayed and p.replica is not None
         ]
 
     def condition(self, type: str) -> dict[str, Any] | None:

@@ -62,10 +62,10 @@ def granted(rules: list[dict[str, Any]], group: str, resource: str) -> set[str]:
     return ALL_VERBS if "*" in verbs else verbs
 
 
-RBAC = documents("rbac.yaml")
+RBAC = documents("10-rbac.yaml")
 CLUSTER_ROLE = one(RBAC, "ClusterRole")
 ROLE = one(RBAC, "Role")
-DEPLOYMENT = one(documents("deployment.yaml"), "Deployment")
+DEPLOYMENT = one(documents("20-deployment.yaml"), "Deployment")
 ENGINE = DEPLOYMENT["spec"]["template"]["spec"]["containers"][0]
 ARGS: list[str] = ENGINE["args"]
 
@@ -100,7 +100,7 @@ def test_the_cluster_role_grants_what_the_engine_does(
     resource: Resource, name: str, verbs: set[str]
 ) -> None:
     missing = verbs - granted(CLUSTER_ROLE["rules"], resource.group, name)
-    assert not missing, f"deploy/rbac.yaml lets the engine not {sorted(missing)} {name}"
+    assert not missing, f"deploy/10-rbac.yaml lets the engine not {sorted(missing)} {name}"
 
 
 def test_every_job_kind_the_engine_runs_is_in_the_cluster_role() -> None:

@@ -163,6 +163,23 @@ def test_every_time_written_is_the_now_given() -> None:
 # Counts and history -----------------------------------------------------------------------------
 
 
+def test_a_pod_delete_that_failed_is_planned_again_while_the_replica_restarts() -> None:
+    # Entering Restarting plans deletePod once; if the API server refused it, the pod is
+    # still there on the next pass and the replica is still Restarting: plan it again.
+    world = World(pytorch_job(policy="OnFailure"))
+    started(world)
+    world.pods[worker(0)] = exited(1)
+    entered = world.reconcile()
+    assert entered.planned("deletePod") == ["Worker-0"]
+
+    again = world.reconcile()
+
+    assert again.decision.fired == ()
+    replayed = [(p.action.name, str(p.replica)) for p in again.decision.actions if p.replayed]
+    assert replayed == [("deletePod", "Worker-0")]
+    assert read_record(world.job["status"]).restarts == 1
+
+
 def test_restarts_are_counted_per_replica_and_for_the_job() -> None:
     world = World(pytorch_job(policy="OnFailure"))
     started(world)
@@ -248,7 +265,10 @@ def test_replicas_of_a_finished_job_are_held() -> None:
     world.pods[worker(0)] = exited(1)
     after = world.reconcile()
     assert after.decision.fired == ()
-    assert after.decision.actions == ()
+    # Only the terminal state's own clean-up is planned again (it is idempotent).
+    assert [(p.action.name, p.replayed) for p in after.decision.actions] == [
+        ("cleanupPods", True)
+    ]
     assert after.replica_states["Worker-0"] == "Running"
 
 
@@ -266,7 +286,7 @@ def test_a_suspended_job_holds_its_replicas_and_plans_no_pod() -> None:
     assert suspended.decision.holds_replicas
     world.pods.clear()
     later = world.reconcile()
-    assert later.decision.actions == ()
+    assert [p for p in later.decision.actions if not p.replayed] == []
     assert later.decision.fired == ()
 
 
