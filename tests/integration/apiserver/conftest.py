@@ -8,10 +8,9 @@ kubeconfig the server wrote, exactly as a user would configure it.
 from __future__ import annotations
 
 import json
-import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -96,18 +95,6 @@ def pod(name: str, **spec: Any) -> dict[str, Any]:
         "metadata": {"name": name},
         "spec": {"containers": [{"name": "main", "image": "busybox"}], **spec},
     }
-
-
-def eventually(check: Callable[[], Any], *, timeout: float = 10.0) -> Any:
-    """Poll `check` until it returns something truthy (background duties are asynchronous)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        result = check()
-        if result:
-            return result
-        if time.monotonic() > deadline:
-            raise AssertionError(f"condition not met within {timeout}s: {check}")
-        time.sleep(0.02)
 
 
 @pytest.fixture

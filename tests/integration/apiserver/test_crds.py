@@ -8,13 +8,8 @@ import pytest
 from kubernetes import client
 
 from engine.cluster.apiserver.serve import RunningApiServer
-from tests.integration.apiserver.conftest import (
-    eventually,
-    raw,
-    status_of,
-    widget,
-    widget_crd,
-)
+from tests.integration.apiserver.conftest import raw, status_of, widget, widget_crd
+from tests.polling import eventually
 
 GROUP, VERSION, PLURAL = "example.com", "v1", "widgets"
 

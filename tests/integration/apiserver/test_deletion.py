@@ -7,7 +7,8 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from tests.integration.apiserver.conftest import eventually, pod, status_of
+from tests.integration.apiserver.conftest import pod, status_of
+from tests.polling import eventually
 
 
 def _owned_cm(core: client.CoreV1Api, name: str, owner: Any, *, block: bool = False) -> None:

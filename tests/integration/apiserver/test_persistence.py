@@ -13,7 +13,8 @@ from pathlib import Path
 
 from kubernetes import client, config
 
-from tests.integration.apiserver.conftest import eventually, pod
+from tests.integration.apiserver.conftest import pod
+from tests.polling import eventually
 
 _URL = re.compile(r"serving at (\S+)")
 

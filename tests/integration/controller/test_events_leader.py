@@ -20,6 +20,7 @@ from engine.controller.client import KubeClient
 from engine.controller.events import COMBINED_PREFIX, EventRecorder
 from engine.controller.leader import LeaderElector
 from engine.controller.resources import EVENTS, LEASES, NAMESPACES
+from tests.polling import eventually
 
 WAIT = 30.0  # generous bound for a condition to become true; never asserted as a duration
 
@@ -42,15 +43,6 @@ def ns(client: KubeClient) -> str:
     name = f"t-{uuid.uuid4().hex[:8]}"
     client.create(NAMESPACES, {"metadata": {"name": name}})
     return name
-
-
-def eventually(check: Callable[[], Any]) -> Any:
-    deadline = time.monotonic() + WAIT
-    while not (result := check()):
-        if time.monotonic() > deadline:
-            pytest.fail(f"condition not met in time: {check}")
-        time.sleep(0.02)
-    return result
 
 
 def job(ns: str, name: str = "train") -> dict[str, Any]:

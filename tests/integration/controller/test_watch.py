@@ -4,7 +4,6 @@ and the handler, relist after 410, recovery after the server went away, prompt s
 from __future__ import annotations
 
 import threading
-import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -19,6 +18,7 @@ from engine.controller.cache import Cache
 from engine.controller.client import KubeClient
 from engine.controller.resources import NAMESPACES, Resource
 from engine.controller.watch import Informer
+from tests.polling import eventually
 
 CONFIGMAPS = Resource("", "v1", "configmaps", "ConfigMap")
 HISTORY = 10
@@ -58,14 +58,6 @@ class CountingClient(KubeClient):
     def list(self, *args: Any, **kwargs: Any) -> tuple[list[Obj], str]:
         self.lists += 1
         return super().list(*args, **kwargs)
-
-
-def eventually(check: Callable[[], bool], *, timeout: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError("the condition did not hold in time")
-        time.sleep(0.02)
 
 
 @pytest.fixture(scope="module")

@@ -8,8 +8,7 @@ end of the test.
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,20 +19,9 @@ from engine.cluster import running_apiserver
 from engine.cluster.apiserver.serve import RunningApiServer
 from engine.cluster.node import LocalNode, running_node
 from engine.cluster.node.node import Mode
+from tests.polling import eventually
 
 NS = "default"
-
-
-def eventually(check: Callable[[], Any], *, timeout: float = 20.0) -> Any:
-    """Poll `check` until it returns something truthy (the node works asynchronously)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        result = check()
-        if result:
-            return result
-        if time.monotonic() > deadline:
-            raise AssertionError(f"condition not met within {timeout}s: {check}")
-        time.sleep(0.05)
 
 
 def pod(name: str, *containers: dict[str, Any], annotations: dict[str, str] | None = None,

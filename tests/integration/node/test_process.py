@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from engine.cluster.node import running_node
-from tests.integration.node.conftest import NS, Cluster, eventually, pod
+from tests.integration.node.conftest import NS, Cluster, pod
+from tests.polling import eventually
 
 PY = sys.executable
 

@@ -7,7 +7,8 @@ from typing import Any
 from kubernetes import client
 
 from engine.cluster.node import LocalNode, running_node
-from tests.integration.node.conftest import NS, Cluster, eventually, pod
+from tests.integration.node.conftest import NS, Cluster, pod
+from tests.polling import eventually
 
 FAST = {"sim.jobmachine.dev/run-seconds": "0.05"}
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import copy
 import threading
-import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -17,6 +16,7 @@ import pytest
 from engine.controller.client import AlreadyExists, ApiError, Conflict, NotFound, Unavailable
 from engine.controller.leader import LeaderElector, micro_time
 from engine.controller.resources import LEASES, Resource
+from tests.polling import eventually
 
 from .conftest import FakeClock
 
@@ -101,14 +101,6 @@ class FakeLeaseClient:
         self.lease = stored
         self.log.append(f"write holder={stored['spec'].get('holderIdentity')!r}")
         return copy.deepcopy(stored)
-
-
-def eventually(check: Callable[[], object]) -> None:
-    deadline = time.monotonic() + WAIT
-    while not check():
-        if time.monotonic() > deadline:
-            pytest.fail("condition not reached in time")
-        time.sleep(0.005)
 
 
 class Campaign:
