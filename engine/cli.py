@@ -108,7 +108,8 @@ def _job_picture(
 ) -> bytes:
     from engine.app.job_graph import JobNotFoundError, job_picture
     from engine.app.shipped import shipped_dir
-    from engine.controller.client import ApiError, KubeClient
+    from engine.controller.client import KubeClient
+    from engine.controller.errors import ApiError
     from engine.definition import load_definitions
 
     namespace, _, name = job.rpartition("/")

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from engine.controller.client import KubeClient, NotFound
+from engine.controller.client import KubeClient
+from engine.controller.errors import NotFound
 from engine.controller.resources import JOB_RESOURCES
 from engine.definition import CompiledDefinition
 from engine.graph.path import highlight_from_counts, highlight_from_history

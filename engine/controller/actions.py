@@ -17,8 +17,9 @@ from loguru import logger
 
 from engine.controller.children import TRACKING_FINALIZER, JobKey, ReplicaId, controller_uid
 from engine.controller.claims import Claimed
-from engine.controller.client import AlreadyExists, Invalid, KubeClient, NotFound
+from engine.controller.client import KubeClient
 from engine.controller.decide import Decision, Planned
+from engine.controller.errors import AlreadyExists, Invalid, NotFound
 from engine.controller.events import EventRecorder
 from engine.controller.expectations import ExpectationKey, Expectations
 from engine.controller.jobspec import JobSpecView

@@ -25,7 +25,8 @@ from engine.controller.children import (
     owner_reference,
     replica_of,
 )
-from engine.controller.client import Conflict, KubeClient, NotFound
+from engine.controller.client import KubeClient
+from engine.controller.errors import Conflict, NotFound
 from engine.controller.resources import Resource
 
 Obj = Mapping[str, Any]

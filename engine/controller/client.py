@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import contextlib
 import threading
-import time
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal, Self
 
@@ -22,6 +21,13 @@ from kubernetes import config as kube_config
 from kubernetes.client import ApiClient, Configuration
 from kubernetes.client.exceptions import ApiException
 
+from engine.controller.errors import (
+    ApiError,
+    error_from_status,
+    parse_error_body,
+    unavailable,
+)
+from engine.controller.ratelimit import TokenBucket
 from engine.controller.resources import Resource
 
 _CONNECT_TIMEOUT_S = 10.0
@@ -38,107 +44,6 @@ _PATCH_TYPES = {
 }
 
 Query = list[tuple[str, Any]]
-
-
-class ApiError(Exception):
-    """A request the server refused; `str()` is the server's Status message."""
-
-    def __init__(self, status: int, reason: str, message: str, body: dict[str, Any]) -> None:
-        super().__init__(message)
-        self.status = status
-        self.reason = reason
-        self.message = message
-        self.body = body
-
-
-class NotFound(ApiError):  # noqa: N818 (Kubernetes' names)
-    """404: the object (or its namespace) does not exist."""
-
-
-class AlreadyExists(ApiError):  # noqa: N818 (Kubernetes' names)
-    """409 with reason AlreadyExists: a create hit an existing name."""
-
-
-class Conflict(ApiError):  # noqa: N818 (Kubernetes' names)
-    """409 otherwise: a stale resourceVersion or a failed uid precondition."""
-
-
-class Gone(ApiError):  # noqa: N818 (Kubernetes' names)
-    """410: the resourceVersion asked for is older than the server's history; relist."""
-
-
-class Invalid(ApiError):  # noqa: N818 (Kubernetes' names)
-    """422: the object failed validation."""
-
-
-class Unavailable(ApiError):  # noqa: N818 (Kubernetes' names)
-    """Transient: connection refused or reset, 5xx, 429; worth retrying later."""
-
-
-def _error_class(status: int, reason: str) -> type[ApiError]:
-    if status == 404:
-        return NotFound
-    if status == 409:
-        return AlreadyExists if reason == "AlreadyExists" else Conflict
-    if status == 410:
-        return Gone
-    if status == 422:
-        return Invalid
-    if status == 429 or status >= 500:
-        return Unavailable
-    return ApiError
-
-
-def error_from_status(status: int, body: dict[str, Any]) -> ApiError:
-    """The typed error for an HTTP status and the server's Status object (maybe empty)."""
-    reason = str(body.get("reason") or "")
-    message = str(body.get("message") or f"the server answered HTTP {status}")
-    return _error_class(status, reason)(status, reason, message, body)
-
-
-def _parse_error_body(data: bytes) -> dict[str, Any]:
-    try:
-        body = orjson.loads(data)
-    except orjson.JSONDecodeError:
-        return {"message": data.decode(errors="replace").strip()} if data else {}
-    return body if isinstance(body, dict) else {}
-
-
-def _unavailable(exc: BaseException) -> Unavailable:
-    return Unavailable(0, "ConnectionError", f"{type(exc).__name__}: {exc}", {})
-
-
-class TokenBucket:
-    """client-go's token bucket: `burst` requests at once, then `qps` per second; waits.
-
-    Each caller reserves its token under the lock and sleeps outside it, so concurrent
-    callers queue up one 1/qps apart instead of all waking at once.
-    """
-
-    def __init__(
-        self, qps: float, burst: int, *, clock: Callable[[], float] = time.monotonic,
-        sleep: Callable[[float], None] = time.sleep,
-    ) -> None:
-        if qps <= 0 or burst < 1:
-            raise ValueError(f"qps must be positive and burst at least 1, not {qps} and {burst}")
-        self._qps = qps
-        self._burst = float(burst)
-        self._tokens = float(burst)
-        self._clock = clock
-        self._sleep = sleep
-        self._last = clock()
-        self._lock = threading.Lock()
-
-    def take(self) -> None:
-        """Take one token, waiting until it is due."""
-        with self._lock:
-            now = self._clock()
-            self._tokens = min(self._burst, self._tokens + (now - self._last) * self._qps)
-            self._last = now
-            self._tokens -= 1
-            wait = -self._tokens / self._qps
-        if wait > 0:
-            self._sleep(wait)
 
 
 class WatchStream(Iterator[dict[str, Any]]):
@@ -189,7 +94,7 @@ class WatchStream(Iterator[dict[str, Any]]):
                 if not self._closed:
                     self._closed = True
                     self._finish(reusable=False)
-                    raise _unavailable(exc) from exc
+                    raise unavailable(exc) from exc
             chunk = b""
         with self._lock:
             self._reading = False
@@ -378,7 +283,7 @@ class KubeClient:
         try:
             data = response.read()
         except (urllib3.exceptions.HTTPError, OSError) as exc:
-            raise _unavailable(exc) from exc
+            raise unavailable(exc) from exc
         finally:
             response.release_conn()
         try:
@@ -409,7 +314,7 @@ class KubeClient:
                 method, url, header_params=headers, body=body, _request_timeout=timeout
             ).response
         except (ApiException, urllib3.exceptions.HTTPError, OSError) as exc:
-            raise _unavailable(exc) from exc  # the TLS handshake fails as an ApiException
+            raise unavailable(exc) from exc  # the TLS handshake fails as an ApiException
         if 200 <= response.status < 300:
             return response
         try:
@@ -418,4 +323,4 @@ class KubeClient:
             data = b""
         finally:
             response.release_conn()
-        raise error_from_status(response.status, _parse_error_body(data))
+        raise error_from_status(response.status, parse_error_body(data))

@@ -20,7 +20,7 @@ from typing import Any, Generic, Literal, Protocol, TypeVar
 
 from loguru import logger
 
-from engine.controller.client import AlreadyExists, ApiError, NotFound, Unavailable
+from engine.controller.errors import AlreadyExists, ApiError, NotFound, Unavailable
 from engine.controller.resources import EVENTS, Resource
 from engine.controller.timestamps import format_time
 

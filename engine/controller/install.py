@@ -12,7 +12,8 @@ from collections.abc import Iterable
 import yaml
 
 from engine.api.manifests import crd_files
-from engine.controller.client import AlreadyExists, ApiError, KubeClient
+from engine.controller.client import KubeClient
+from engine.controller.errors import AlreadyExists, ApiError
 from engine.controller.resources import Resource
 
 CRDS = Resource(

@@ -18,7 +18,7 @@ from typing import Any, Protocol
 
 from loguru import logger
 
-from engine.controller.client import ApiError, NotFound
+from engine.controller.errors import ApiError, NotFound
 from engine.controller.resources import LEASES, Resource
 
 _JITTER = 1.2

@@ -25,8 +25,9 @@ from engine.controller.children import (
     ReplicaId,
 )
 from engine.controller.claims import AdoptionGuard, Claimed, claim
-from engine.controller.client import Conflict, Invalid, KubeClient, NotFound
+from engine.controller.client import KubeClient
 from engine.controller.decide import Decision, decide
+from engine.controller.errors import Conflict, Invalid, NotFound
 from engine.controller.events import EventRecorder
 from engine.controller.expectations import Expectations
 from engine.controller.jobspec import JobSpecView, read_job_spec

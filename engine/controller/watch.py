@@ -15,7 +15,8 @@ from typing import Any
 from loguru import logger
 
 from engine.controller.cache import Cache
-from engine.controller.client import ApiError, Gone, KubeClient, WatchStream
+from engine.controller.client import KubeClient, WatchStream
+from engine.controller.errors import ApiError, Gone
 from engine.controller.resources import Resource
 
 Obj = dict[str, Any]

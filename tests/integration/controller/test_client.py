@@ -13,13 +13,13 @@ import pytest
 from engine.cluster import running_apiserver
 from engine.cluster.apiserver.serve import RunningApiServer, ServerOptions
 from engine.cluster.apiserver.watch_stream import WatchSettings
-from engine.controller.client import (
+from engine.controller.client import KubeClient
+from engine.controller.errors import (
     AlreadyExists,
     ApiError,
     Conflict,
     Gone,
     Invalid,
-    KubeClient,
     NotFound,
     Unavailable,
 )

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from engine.controller.client import AlreadyExists, ApiError, Invalid, NotFound, Unavailable
+from engine.controller.errors import AlreadyExists, ApiError, Invalid, NotFound, Unavailable
 from engine.controller.events import COMBINED_PREFIX, EventRecorder
 from engine.controller.resources import EVENTS, Resource
 

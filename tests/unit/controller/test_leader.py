@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from engine.controller.client import AlreadyExists, ApiError, Conflict, NotFound, Unavailable
+from engine.controller.errors import AlreadyExists, ApiError, Conflict, NotFound, Unavailable
 from engine.controller.leader import LeaderElector, micro_time
 from engine.controller.resources import LEASES, Resource
 from tests.polling import eventually
