@@ -234,7 +234,11 @@ def _record_job_transition(
     progress.record = progress.record.with_changes(state_since=progress.now)
     if transition.source is not None:
         left = definition.job.states[transition.source].condition
-        if left is not None and left.type != _condition_type(definition, transition.target):
+        if (
+            left is not None
+            and not left.sticky
+            and left.type != _condition_type(definition, transition.target)
+        ):
             progress.conditions.append(
                 ConditionUpdate(left.type, "False", transition.reason, transition.message)
             )

@@ -20,6 +20,7 @@ from engine.controller.children import JOB_NAME_LABEL, REPLICA_TYPE_LABEL, JobKe
 from engine.controller.client import KubeClient
 from engine.controller.events import EventRecorder
 from engine.controller.expectations import ExpectationKey, Expectations
+from engine.controller.freshness import WrittenVersions
 from engine.controller.leader import LeaderElector
 from engine.controller.metrics import Metrics
 from engine.controller.queue import WorkQueue
@@ -68,10 +69,11 @@ class Engine:
             services=Cache(project_service),
             nodes=Cache(project_node),
         )
+        self.written = WrittenVersions()
         self.reconciler = Reconciler(
             client=client, caches=self.caches, definitions=self._definitions,
             expectations=self.expectations, recorder=self.recorder, scheduler=self.scheduler,
-            settings=settings,
+            settings=settings, written=self.written,
         )
         self._leading = threading.Event()
         self.metrics = Metrics(
@@ -104,7 +106,9 @@ class Engine:
             obj = new or old
             if obj is not None:
                 metadata = obj["metadata"]
-                self.queue.add(JobKey(kind, metadata["namespace"], metadata["name"]))
+                key = JobKey(kind, metadata["namespace"], metadata["name"])
+                self.written.seen(key.id, metadata["resourceVersion"])
+                self.queue.add(key)
 
         return handle
 

@@ -30,6 +30,7 @@ from engine.controller.decide import Decision, decide
 from engine.controller.errors import Conflict, Invalid, NotFound
 from engine.controller.events import EventRecorder
 from engine.controller.expectations import Expectations
+from engine.controller.freshness import WrittenVersions
 from engine.controller.jobspec import JobSpecView, read_job_spec
 from engine.controller.manifests import main_container_name
 from engine.controller.notices import notices_for
@@ -44,6 +45,8 @@ from engine.definition import CompiledDefinition, StepError, requeue_after
 from engine.settings import EngineSettings
 
 Obj = Mapping[str, Any]
+_CACHE_CATCH_UP_S = 1.0
+"""A backstop: the watch event of our own write queues the job again sooner."""
 _DELETION_ACTIONS = frozenset({"deletePod", "deleteService", "cleanupPods", "event"})
 
 
@@ -78,6 +81,7 @@ class Reconciler:
         recorder: EventRecorder,
         scheduler: WakeScheduler[JobKey],
         settings: EngineSettings,
+        written: WrittenVersions,
         clock: Callable[[], datetime] = utc_now,
     ) -> None:
         self._client = client
@@ -87,6 +91,7 @@ class Reconciler:
         self._recorder = recorder
         self._scheduler = scheduler
         self._settings = settings
+        self._written = written
         self._clock = clock
 
     def __call__(self, key: JobKey) -> Outcome:
@@ -106,10 +111,13 @@ class Reconciler:
         """One pass over one job; see the module docstring."""
         job: Obj | None = self._caches.jobs[key.kind].get(key.namespace, key.name)
         if job is None:
+            self._written.forget(key.id)
             self._expectations.forget(key.id)
             self._scheduler.cancel_all(key)
             self._release_orphaned_pods(key)
             return Done()
+        if not self._written.caught_up(key.id, job["metadata"]["resourceVersion"]):
+            return RequeueAfter(_CACHE_CATCH_UP_S)
         definition = self._definitions[key.kind]
         if job["metadata"].get("deletionTimestamp"):
             return self._finish_deletion(key, job, definition)
@@ -175,7 +183,9 @@ class Reconciler:
         status = build_status(job, definition, spec, decision, now=format_time(now))
         if status == (job.get("status") or {}):
             return job
-        return write_status(self._client, JOB_RESOURCES[key.kind], job, status)
+        written = write_status(self._client, JOB_RESOURCES[key.kind], job, status)
+        self._written.wrote(key.id, written["metadata"]["resourceVersion"])
+        return written
 
     def _act(
         self, key: JobKey, job: Obj, definition: CompiledDefinition, *, observed: _Observed,
@@ -244,9 +254,11 @@ class Reconciler:
             {"op": "add", "path": "/metadata/finalizers", "value": [*finalizers,
                                                                      CLEANUP_FINALIZER]},
         ]
-        return self._client.patch(
+        patched = self._client.patch(
             JOB_RESOURCES[key.kind], key.name, patch, namespace=key.namespace, patch_type="json"
         )
+        self._written.wrote(key.id, patched["metadata"]["resourceVersion"])
+        return patched
 
     def _finish_deletion(self, key: JobKey, job: Obj, definition: CompiledDefinition) -> Outcome:
         """Run the machine's clean-up, release every pod, then let the job go."""

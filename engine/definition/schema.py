@@ -57,6 +57,8 @@ class ConditionSpec(_Strict):
     status: Literal["True", "False", "Unknown"] = "True"
     reason: str | None = None
     message: str | None = None
+    # Keep the condition True when the job leaves the state (Kubeflow's Created).
+    sticky: bool = False
 
     @model_validator(mode="before")
     @classmethod

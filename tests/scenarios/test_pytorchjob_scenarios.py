@@ -31,7 +31,7 @@ STARTED = [
     Step("the job is submitted", phase="Created", created=ALL,
          conditions={"Created": "True"}, events=["Created"]),
     Step("every pod runs", ALL_RUN, phase="Running",
-         conditions={"Created": "False", "Running": "True"},
+         conditions={"Created": "True", "Running": "True"},
          events=["Running", "Running", "Running", "PyTorchJobRunning"]),
 ]
 
@@ -218,7 +218,7 @@ def test_suspend_deletes_every_pod_and_resume_recreates_them_without_restarts() 
 def test_a_job_submitted_suspended_creates_no_pod_until_resumed() -> None:
     play(World(pytorch_job(run_policy={"suspend": True})), [
         Step("submitted suspended", phase="Suspended", job_actions=["cleanupPods"],
-             conditions={"Suspended": "True", "Created": "False"}),
+             conditions={"Suspended": "True", "Created": "True"}),
         Step("looked at again", phase="Suspended"),
         Step("resumed", run_policy={"suspend": False}, phase="Created", created=ALL),
     ])

@@ -1,0 +1,63 @@
+"""Fixtures for the engine's integration tests: `jobmachine up` in simulate mode, per module.
+
+One local cluster (API server, simulated node, engine) serves a whole test module; each
+test gets its own namespace, so tests never see each other's jobs, pods or events.
+Restarts are fast (replica back-off 50 ms doubling to 0.5 s) so a test takes seconds.
+Modules that run engines themselves (restarts, leader election) use `engineless` instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from engine.app.up import LocalCluster, UpOptions, running_local_cluster
+from engine.cluster import running_apiserver
+from engine.cluster.apiserver.serve import RunningApiServer
+from engine.cluster.node import running_node
+from engine.controller.client import KubeClient
+from engine.controller.install import install_crds, wait_until_served
+from engine.controller.resources import JOB_RESOURCES
+from tests.integration.engine.helpers import FAST, PYTORCHJOBS, get_job, new_namespace
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[LocalCluster]:
+    with running_local_cluster(UpOptions(port=0, node_mode="simulate", settings=FAST)) as up:
+        yield up
+
+
+@pytest.fixture(scope="module")
+def engineless() -> Iterator[RunningApiServer]:
+    """The API server with the CRDs and a simulated node, but no engine: tests run their own."""
+    with running_apiserver(tls=True) as server:
+        admin = KubeClient.from_kubeconfig(server.kubeconfig)
+        try:
+            install_crds(admin)
+            wait_until_served(admin, JOB_RESOURCES.values())
+        finally:
+            admin.close()
+        with running_node(server, mode="simulate"):
+            yield server
+
+
+@pytest.fixture(scope="module")
+def client(cluster: LocalCluster) -> Iterator[KubeClient]:
+    """The tests' own client: `cluster.client.request_count` then counts the engine's alone."""
+    kube = KubeClient.from_kubeconfig(cluster.server.kubeconfig)
+    yield kube
+    kube.close()
+
+
+@pytest.fixture
+def ns(client: KubeClient) -> str:
+    return new_namespace(client)
+
+
+@pytest.fixture
+def held(client: KubeClient, ns: str) -> Iterator[str]:
+    """The name of a job the test gives the HOLD finalizer; released afterwards so it can go."""
+    yield "held"
+    if get_job(client, ns, "held") is not None:
+        client.patch(PYTORCHJOBS, "held", {"metadata": {"finalizers": None}}, namespace=ns)

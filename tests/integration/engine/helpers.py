@@ -1,0 +1,396 @@
+"""Small helpers for the engine's integration tests: a PyTorchJob builder, polling, reads,
+a pod watch for "at any time" checks, and engines started by hand.
+
+Jobs run on the local node in simulate mode, so what each replica does comes from
+annotations (`sim.jobmachine.dev/exit-codes`, `run-seconds`). Everything asynchronous is
+waited for by polling with a generous bound; durations are never asserted.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+import uuid
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from engine.app.shipped import shipped_dir
+from engine.app.up import LocalCluster
+from engine.controller.client import KubeClient
+from engine.controller.errors import ApiError, NotFound
+from engine.controller.leader import LeaderElector
+from engine.controller.manager import Engine
+from engine.controller.resources import EVENTS, JOB_RESOURCES, NAMESPACES, PODS
+from engine.definition import load_definitions
+from engine.settings import EngineSettings
+
+PYTORCHJOBS = JOB_RESOURCES["PyTorchJob"]
+JOB_NAME = "jobmachine.dev/job-name"
+REPLICA_TYPE = "jobmachine.dev/replica-type"
+REPLICA_INDEX = "jobmachine.dev/replica-index"
+TRACKING = "jobmachine.dev/tracking"
+CLEANUP = "jobmachine.dev/cleanup"
+EXIT_CODES = "sim.jobmachine.dev/exit-codes"
+RUN_SECONDS = "sim.jobmachine.dev/run-seconds"
+
+HOLD = "test.jobmachine.dev/hold"
+"""A foreign finalizer that keeps a deleted job in deletion for as long as a test needs."""
+
+FAST = EngineSettings(replica_backoff_base_s=0.05, replica_backoff_cap_s=0.5)
+"""The engine's settings in these tests: production defaults except the restart back-off."""
+
+WAIT_S = 15.0
+"""Generous bound for something asynchronous to happen; a bound, never a measurement."""
+
+T = TypeVar("T")
+Obj = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Replica:
+    """One replica type of a test job: how many, what each attempt exits with, the policy."""
+
+    count: int = 1
+    codes: str = "0"
+    policy: str | None = None
+    run_s: float = 0.4
+
+
+def pytorchjob(
+    name: str,
+    namespace: str,
+    *,
+    master: Replica | None = None,
+    workers: Replica | None = None,
+    backoff_limit: int | None = None,
+    clean_pod_policy: str | None = None,
+    finalizers: tuple[str, ...] = (),
+) -> Obj:
+    """A PyTorchJob whose pods simulate `codes` (one exit code per attempt, the last repeats)."""
+    specs = {
+        kind: _replica_spec(replica)
+        for kind, replica in (("Master", master), ("Worker", workers))
+        if replica is not None
+    }
+    run_policy: Obj = {}
+    if backoff_limit is not None:
+        run_policy["backoffLimit"] = backoff_limit
+    if clean_pod_policy is not None:
+        run_policy["cleanPodPolicy"] = clean_pod_policy
+    metadata: Obj = {"name": name, "namespace": namespace}
+    if finalizers:
+        metadata["finalizers"] = list(finalizers)
+    return {
+        "apiVersion": PYTORCHJOBS.api_version,
+        "kind": "PyTorchJob",
+        "metadata": metadata,
+        "spec": {"runPolicy": run_policy, "pytorchReplicaSpecs": specs},
+    }
+
+
+def _replica_spec(replica: Replica) -> Obj:
+    spec: Obj = {
+        "replicas": replica.count,
+        "template": {
+            "metadata": {
+                "annotations": {EXIT_CODES: replica.codes, RUN_SECONDS: str(replica.run_s)}
+            },
+            "spec": {"containers": [{"name": "pytorch", "image": "pytorch/pytorch:2.3"}]},
+        },
+    }
+    if replica.policy is not None:
+        spec["restartPolicy"] = replica.policy
+    return spec
+
+
+def new_namespace(client: KubeClient) -> str:
+    """A fresh namespace, so tests sharing a cluster never see each other's objects."""
+    name = f"t-{uuid.uuid4().hex[:10]}"
+    client.create(NAMESPACES, {"apiVersion": "v1", "kind": "Namespace",
+                               "metadata": {"name": name}})
+    return name
+
+
+def wait_for(read: Callable[[], T], accept: Callable[[T], bool], *, what: str,
+             timeout: float = WAIT_S) -> T:
+    """Call `read` until `accept` takes its result; that result. Fails naming `what`."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = read()
+        if accept(value):
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not within {timeout:.0f}s: {what} (last: {value!r})")
+        time.sleep(0.05)
+
+
+def wait_until(condition: Callable[[], object], *, what: str, timeout: float = WAIT_S) -> None:
+    """Poll `condition` until it is true; fail naming `what` otherwise."""
+    wait_for(condition, bool, what=what, timeout=timeout)
+
+
+def reconciles(cluster: LocalCluster) -> int:
+    """How many reconciles the cluster's engine has finished so far."""
+    return cluster.engine.queue.metrics().processed
+
+
+def reconciles_of(run: EngineRun) -> int:
+    """How many reconciles an engine started with `start_engine` has finished so far."""
+    return run.engine.queue.metrics().processed
+
+
+def settle(cluster: LocalCluster, since: int) -> None:
+    """Give the engine its chance to do the wrong thing: it reconciled since then, and a moment."""
+    wait_until(lambda: reconciles(cluster) > since, what="the engine reconciled again")
+    time.sleep(1.0)
+
+
+def get_job(client: KubeClient, namespace: str, name: str) -> Obj | None:
+    """The job as the server has it now, or None once it is gone."""
+    try:
+        return client.get(PYTORCHJOBS, name, namespace)
+    except NotFound:
+        return None
+
+
+def status(job: Obj | None) -> Obj:
+    """The job's status (empty when there is no job or no status yet)."""
+    return (job or {}).get("status") or {}
+
+
+def wait_for_phase(client: KubeClient, namespace: str, name: str, phase: str,
+                   *, timeout: float = WAIT_S) -> Obj:
+    """Wait until the job's phase is `phase`; the job then."""
+    try:
+        job = wait_for(lambda: get_job(client, namespace, name),
+                       lambda job: status(job).get("phase") == phase,
+                       what=f"{namespace}/{name} phase {phase}", timeout=timeout)
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}; the job is at {summary(get_job(client, namespace, name))}"
+                             ) from None
+    assert job is not None
+    return job
+
+
+def summary(job: Obj | None) -> dict[str, Any]:
+    """The status fields that tell where a job is (for failure messages)."""
+    return {k: status(job).get(k) for k in ("phase", "replicaStates", "restarts")}
+
+
+def condition(job: Obj, type_: str) -> Obj | None:
+    """The job's condition of this type."""
+    return next((c for c in status(job).get("conditions") or [] if c["type"] == type_), None)
+
+
+def job_path(job: Obj) -> list[str]:
+    """The job-level states the job went through, from its recorded history."""
+    return [h["to"] for h in status(job).get("history") or [] if h["level"] == "job"]
+
+
+def replica_path(job: Obj, replica: str) -> list[str]:
+    """The states one replica (e.g. `Worker-0`) went through, from the history."""
+    return [
+        h["to"] for h in status(job).get("history") or []
+        if h["level"] == "replica" and h.get("replica") == replica
+    ]
+
+
+def job_events(client: KubeClient, job: Obj) -> list[Obj]:
+    """The job's Events in the order they were recorded (their names carry the time)."""
+    items, _ = client.list(
+        EVENTS, job["metadata"]["namespace"],
+        field_selector=f"involvedObject.uid={job['metadata']['uid']}",
+    )
+    return sorted(items, key=lambda e: int(e["metadata"]["name"].rpartition(".")[2], 16))
+
+
+def count_events(events: list[Obj], reason: str) -> int:
+    """How many times events with this reason happened (aggregated repeats included)."""
+    return sum(int(e.get("count") or 1) for e in events if e["reason"] == reason)
+
+
+def pods_of(client: KubeClient, namespace: str, job_name: str) -> list[Obj]:
+    """The pods that carry the job's name label."""
+    items, _ = client.list(PODS, namespace, label_selector=f"{JOB_NAME}={job_name}")
+    return items
+
+
+def pod_names(client: KubeClient, namespace: str, job_name: str) -> list[str]:
+    """Names of the job's pods, sorted."""
+    return sorted(p["metadata"]["name"] for p in pods_of(client, namespace, job_name))
+
+
+def sim_pod(name: str, namespace: str, *, labels: dict[str, str], codes: str = "0",
+            run_s: float = 0.2) -> Obj:
+    """A bare pod (no owner) whose simulated container exits with `codes` after `run_s`.
+
+    Its restartPolicy is Never, as on the engine's own pods: the engine decides restarts.
+    """
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": namespace, "labels": labels,
+                     "annotations": {EXIT_CODES: codes, RUN_SECONDS: str(run_s)}},
+        "spec": {"restartPolicy": "Never",
+                 "containers": [{"name": "pytorch", "image": "pytorch/pytorch:2.3"}]},
+    }
+
+
+def controller_uid(obj: Obj) -> str | None:
+    """The uid named by the object's controller reference, if it has one."""
+    for reference in obj["metadata"].get("ownerReferences") or ():
+        if reference.get("controller"):
+            return str(reference["uid"])
+    return None
+
+
+def replica_state(job: Obj | None, replica_type: str, index: int) -> str | None:
+    """The state status records for one replica index (ranges like `0-3,7` expanded)."""
+    for state, ranges in (status(job).get("replicaStates") or {}).get(replica_type, {}).items():
+        for part in str(ranges).split(","):
+            low, _, high = part.partition("-")
+            if int(low) <= index <= int(high or low):
+                return str(state)
+    return None
+
+
+def wait_for_replica(client: KubeClient, namespace: str, name: str, replica: str,
+                     state: str) -> Obj:
+    """Wait until status records `replica` (e.g. `Worker-0`) in `state`; the job then."""
+    replica_type, _, index = replica.rpartition("-")
+    job = wait_for(lambda: get_job(client, namespace, name),
+                   lambda job: replica_state(job, replica_type, int(index)) == state,
+                   what=f"{namespace}/{name} {replica} {state}")
+    assert job is not None
+    return job
+
+
+def wait_for_finalizers(client: KubeClient, namespace: str, name: str,
+                        finalizers: list[str]) -> None:
+    """Wait until the job's finalizers are exactly these (e.g. once the engine removed its own)."""
+    wait_until(lambda: (get_job(client, namespace, name) or {}).get("metadata", {})
+               .get("finalizers") == finalizers, what=f"{name}'s finalizers are {finalizers}")
+
+
+def get_pod(client: KubeClient, namespace: str, name: str) -> Obj | None:
+    """The pod as the server has it now, or None once it is gone."""
+    try:
+        return client.get(PODS, name, namespace)
+    except NotFound:
+        return None
+
+
+def replica_key(pod: Obj) -> str:
+    """`Worker-0` from the pod's labels, else its name."""
+    labels = pod["metadata"].get("labels") or {}
+    if REPLICA_TYPE in labels and REPLICA_INDEX in labels:
+        return f"{labels[REPLICA_TYPE]}-{labels[REPLICA_INDEX]}"
+    return str(pod["metadata"]["name"])
+
+
+@dataclass
+class PodWatch:
+    """Every pod event in one namespace, watched from the start, for 'at any time' checks.
+
+    It remembers every pod object it saw (by uid), how many existed at once per replica,
+    and the uids created per replica.
+    """
+
+    client: KubeClient
+    namespace: str
+    created: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
+    seen: set[str] = field(default_factory=set)
+    most_at_once: Counter[str] = field(default_factory=Counter)
+    errors: list[str] = field(default_factory=list)
+    _alive: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
+    _stop: threading.Event = field(default_factory=threading.Event)
+    _thread: threading.Thread | None = None
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def start(self) -> PodWatch:
+        _, version = self.client.list(PODS, self.namespace)
+        self._thread = threading.Thread(target=self._run, args=(version,), daemon=True,
+                                        name=f"pod-watch-{self.namespace}")
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(10)
+
+    def creations(self) -> dict[str, int]:
+        """Pods created per replica so far."""
+        with self._lock:
+            return {replica: len(uids) for replica, uids in self.created.items()}
+
+    def _run(self, version: str) -> None:
+        while not self._stop.is_set():
+            try:
+                for event in self.client.watch(PODS, self.namespace, resource_version=version,
+                                               timeout_seconds=1):
+                    version = event["object"]["metadata"].get("resourceVersion") or version
+                    self._apply(event["type"], event["object"])
+            except ApiError as exc:
+                self.errors.append(f"pod watch failed: {exc}")
+                return
+
+    def _apply(self, kind: str, pod: Obj) -> None:
+        if kind not in ("ADDED", "MODIFIED", "DELETED"):
+            return
+        replica, uid = replica_key(pod), str(pod["metadata"]["uid"])
+        with self._lock:
+            self.seen.add(uid)
+            if kind == "DELETED":
+                self._alive[replica].discard(uid)
+                return
+            if uid not in self._alive[replica] and uid not in self.created[replica]:
+                self.created[replica].append(uid)
+            self._alive[replica].add(uid)
+            self.most_at_once[replica] = max(self.most_at_once[replica],
+                                             len(self._alive[replica]))
+
+
+@contextlib.contextmanager
+def watching_pods(client: KubeClient, namespace: str) -> Iterator[PodWatch]:
+    """A `PodWatch` for the length of the block."""
+    watch = PodWatch(client, namespace).start()
+    try:
+        yield watch
+    finally:
+        watch.stop()
+    assert not watch.errors, f"the pod watch missed events: {watch.errors}"
+
+
+@dataclass
+class EngineRun:
+    """An engine running on its own thread, as `jobmachine run` would run it."""
+
+    engine: Engine
+    client: KubeClient
+    thread: threading.Thread
+    stopping: threading.Event
+
+    def stop(self) -> None:
+        """Stop it (workers first, then watches) and wait until it has stopped; idempotent."""
+        if self.stopping.is_set():
+            return
+        self.stopping.set()
+        self.thread.join(30)
+        assert not self.thread.is_alive(), "the engine did not stop"
+        self.client.close()
+
+
+def start_engine(
+    client: KubeClient, settings: EngineSettings, *, elector: LeaderElector | None = None
+) -> EngineRun:
+    """Run an engine with the shipped machines on `client` (which it owns from now on)."""
+    engine = Engine(client, load_definitions([shipped_dir("machines")]), settings)
+    stopping = threading.Event()
+    thread = threading.Thread(target=engine.run, args=(stopping,),
+                              kwargs={"leader_election": elector}, daemon=True, name="engine")
+    thread.start()
+    return EngineRun(engine, client, thread, stopping)

@@ -1,0 +1,163 @@
+"""The engine stopped mid-run and started again: status is the write-ahead log.
+
+A new engine reads every job's state back from its status, so no transition is lost or
+repeated: never two pods for one replica index at any time, and restarts and successes
+are counted exactly once, whether the old engine stopped cleanly or died right after a
+status write (before it could act on it).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from engine.cluster.apiserver.serve import RunningApiServer
+from engine.controller.client import KubeClient
+from engine.controller.resources import Resource
+from tests.integration.engine.helpers import (
+    FAST,
+    PYTORCHJOBS,
+    PodWatch,
+    Replica,
+    get_job,
+    pytorchjob,
+    replica_path,
+    start_engine,
+    status,
+    wait_for_phase,
+    wait_until,
+    watching_pods,
+)
+
+Obj = dict[str, Any]
+
+
+class EngineDiedError(Exception):
+    """Raised for every write of an engine that has 'died': the server never sees them."""
+
+
+class DyingClient(KubeClient):
+    """A client whose engine dies right after the first status write `fatal` accepts.
+
+    Every write after that one fails before reaching the server, exactly as if the
+    process had been killed between writing status and acting on it.
+    """
+
+    fatal: Callable[[Obj], bool]
+    died: threading.Event
+
+    def _alive(self) -> None:
+        if self.died.is_set():
+            raise EngineDiedError("this engine is dead")
+
+    def create(self, res: Resource, body: Obj, namespace: str | None = None) -> Obj:
+        self._alive()
+        return super().create(res, body, namespace)
+
+    def patch(self, res: Resource, name: str, body: Any, **kwargs: Any) -> Obj:
+        self._alive()
+        return super().patch(res, name, body, **kwargs)
+
+    def delete(self, res: Resource, name: str, namespace: str | None = None,
+               **kwargs: Any) -> None:
+        self._alive()
+        super().delete(res, name, namespace, **kwargs)
+
+    def replace(self, res: Resource, name: str, body: Obj, **kwargs: Any) -> Obj:
+        self._alive()
+        written = super().replace(res, name, body, **kwargs)
+        if kwargs.get("subresource") == "status" and self.fatal(written):
+            self.died.set()
+        return written
+
+
+def dying_client(server: RunningApiServer, fatal: Callable[[Obj], bool]) -> DyingClient:
+    client = DyingClient.from_kubeconfig(server.kubeconfig)
+    client.fatal, client.died = fatal, threading.Event()
+    return client
+
+
+@pytest.fixture(scope="module")
+def client(engineless: RunningApiServer) -> Iterator[KubeClient]:
+    kube = KubeClient.from_kubeconfig(engineless.kubeconfig)
+    yield kube
+    kube.close()
+
+
+def killed_workers(ns: str) -> Obj:
+    """Three workers, each killed (137) once and then exiting 0; the job needs all three."""
+    return pytorchjob("train", ns, workers=Replica(3, codes="137,0", policy="ExitCode", run_s=0.5))
+
+
+def assert_exact_counts(job: Obj, pods: PodWatch) -> None:
+    """Every worker restarted once and succeeded once; two pods each, never two at once."""
+    done = status(job)
+    assert done["replicaStates"] == {"Worker": {"Succeeded": "0-2"}}
+    assert done["restarts"] == 3
+    assert {i: r["count"] for i, r in done["replicaRestarts"]["Worker"].items()} == {
+        "0": 1, "1": 1, "2": 1}
+    for worker in ("Worker-0", "Worker-1", "Worker-2"):
+        path = replica_path(job, worker)
+        story = [(h["from"], h["to"], h["reason"]) for h in done["history"]
+                 if h.get("replica") == worker]
+        assert (path[0], path.count("Restarting"), path[-1]) == ("Pending", 1, "Succeeded"), story
+    into: dict[tuple[str, str], int] = {}
+    for count in done["transitionCounts"]:
+        key = (count["level"], count["to"])
+        into[key] = into.get(key, 0) + count["count"]
+    assert into[("replica", "Restarting")] == 3
+    assert into[("replica", "Succeeded")] == 3
+    assert into[("job", "Succeeded")] == 1
+    assert pods.creations() == {"Worker-0": 2, "Worker-1": 2, "Worker-2": 2}
+    assert max(pods.most_at_once.values()) == 1
+
+
+def test_stopped_mid_run_and_started_again(
+    engineless: RunningApiServer, client: KubeClient, ns: str
+) -> None:
+    with watching_pods(client, ns) as pods:
+        first = start_engine(KubeClient.from_kubeconfig(engineless.kubeconfig), FAST)
+        try:
+            client.create(PYTORCHJOBS, killed_workers(ns), ns)
+            wait_until(lambda: status(get_job(client, ns, "train")).get("restarts"),
+                     what="a first restart recorded")
+        finally:
+            first.stop()
+        second = start_engine(KubeClient.from_kubeconfig(engineless.kubeconfig), FAST)
+        try:
+            job = wait_for_phase(client, ns, "train", "Succeeded")
+        finally:
+            second.stop()
+    assert_exact_counts(job, pods)
+
+
+@pytest.mark.parametrize(
+    "fatal",
+    [
+        pytest.param(lambda job: True, id="after-the-first-status-write"),
+        pytest.param(lambda job: job["status"].get("state") == "Running",
+                     id="after-writing-running"),
+        pytest.param(lambda job: job["status"].get("restarts", 0) >= 1,
+                     id="after-writing-a-restart"),
+    ],
+)
+def test_died_right_after_a_status_write(
+    engineless: RunningApiServer, client: KubeClient, ns: str, fatal: Callable[[Obj], bool]
+) -> None:
+    with watching_pods(client, ns) as pods:
+        dying = dying_client(engineless, fatal)
+        first = start_engine(dying, FAST)
+        try:
+            client.create(PYTORCHJOBS, killed_workers(ns), ns)
+            wait_until(dying.died.is_set, what="the engine died")
+        finally:
+            first.stop()
+        second = start_engine(KubeClient.from_kubeconfig(engineless.kubeconfig), FAST)
+        try:
+            job = wait_for_phase(client, ns, "train", "Succeeded")
+        finally:
+            second.stop()
+    assert_exact_counts(job, pods)

@@ -1,0 +1,78 @@
+"""Restart policy ExitCode: 128 and above (killed by a signal) are retried, 1-127 are permanent."""
+
+from __future__ import annotations
+
+from engine.controller.client import KubeClient
+from tests.integration.engine.helpers import (
+    PYTORCHJOBS,
+    Replica,
+    condition,
+    count_events,
+    job_events,
+    job_path,
+    pytorchjob,
+    replica_path,
+    status,
+    wait_for_phase,
+    wait_until,
+    watching_pods,
+)
+
+
+def test_worker_killed_once_is_restarted_then_succeeds(client: KubeClient, ns: str) -> None:
+    """worker-0 exits 137, then 0 -> one restart, 2 pods created, one Warning PodFailed."""
+    job = pytorchjob("train", ns, workers=Replica(codes="137,0", policy="ExitCode"))
+    with watching_pods(client, ns) as pods:
+        client.create(PYTORCHJOBS, job, ns)
+        job = wait_for_phase(client, ns, "train", "Succeeded")
+        wait_until(lambda: pods.creations() == {"Worker-0": 2}, what="two pods of Worker-0")
+    assert pods.most_at_once["Worker-0"] == 1
+
+    done = status(job)
+    assert done["restarts"] == 1
+    assert done["replicaRestarts"]["Worker"]["0"]["count"] == 1
+    assert job_path(job) == ["Created", "Running", "Succeeded"]
+    assert replica_path(job, "Worker-0") == [
+        "Pending", "Running", "Restarting", "Pending", "Running", "Succeeded"]
+    restarting = condition(job, "Restarting")
+    assert restarting is not None and restarting["status"] == "False"
+
+    events = job_events(client, job)
+    [failed] = [e for e in events if e["reason"] == "PodFailed"]
+    assert (failed["type"], failed["count"]) == ("Warning", 1)
+    assert "Worker-0" in failed["message"] and "137" in failed["message"]
+    assert count_events(events, "Restarted") == 1
+
+
+def test_exit_code_1_is_permanent(client: KubeClient, ns: str) -> None:
+    """worker-0 exits 1 -> Failed (PyTorchJobFailed), no restart, one pod."""
+    job = pytorchjob("train", ns, workers=Replica(codes="1,0", policy="ExitCode"))
+    with watching_pods(client, ns) as pods:
+        client.create(PYTORCHJOBS, job, ns)
+        job = wait_for_phase(client, ns, "train", "Failed")
+    assert pods.creations() == {"Worker-0": 1}
+
+    failed = condition(job, "Failed")
+    assert failed is not None
+    assert (failed["status"], failed["reason"]) == ("True", "PyTorchJobFailed")
+    assert "Worker" in failed["message"]
+    assert status(job)["restarts"] == 0
+    assert status(job)["replicaStates"] == {"Worker": {"Failed": "0"}}
+    assert replica_path(job, "Worker-0") == ["Pending", "Running", "Failed"]
+    assert status(job)["completionTime"]
+    events = job_events(client, job)
+    [permanent] = [e for e in events if e["reason"] == "PodFailed"]
+    assert "Worker-0" in permanent["message"] and "exit code 1" in permanent["message"]
+    assert events[-1]["reason"] == "PyTorchJobFailed"
+
+
+def test_master_killed_by_sigterm_is_retried(client: KubeClient, ns: str) -> None:
+    """The master exits 143 (preempted), then 0 -> one restart and the job succeeds."""
+    job = pytorchjob("train", ns, master=Replica(codes="143,0", policy="ExitCode"),
+                     workers=Replica(run_s=0.1))
+    client.create(PYTORCHJOBS, job, ns)
+
+    job = wait_for_phase(client, ns, "train", "Succeeded")
+    assert status(job)["restarts"] == 1
+    assert status(job)["replicaRestarts"] == {"Master": {"0": {
+        "count": 1, "last": status(job)["replicaRestarts"]["Master"]["0"]["last"]}}}

@@ -1,0 +1,80 @@
+"""OnFailure, Always and Never, each on a single worker, as the machine's comment says."""
+
+from __future__ import annotations
+
+from engine.controller.client import KubeClient
+from tests.integration.engine.helpers import (
+    PYTORCHJOBS,
+    Replica,
+    condition,
+    count_events,
+    job_events,
+    pytorchjob,
+    replica_path,
+    status,
+    wait_for_phase,
+    wait_until,
+    watching_pods,
+)
+
+
+def test_on_failure_restarts_on_exit_1(client: KubeClient, ns: str) -> None:
+    """worker-0 exits 1, then 0 -> one restart, 2 pods, Succeeded."""
+    job = pytorchjob("train", ns, workers=Replica(codes="1,0", policy="OnFailure"))
+    with watching_pods(client, ns) as pods:
+        client.create(PYTORCHJOBS, job, ns)
+        job = wait_for_phase(client, ns, "train", "Succeeded")
+        wait_until(lambda: pods.creations() == {"Worker-0": 2}, what="two pods of Worker-0")
+
+    assert status(job)["restarts"] == 1
+    [failed] = [e for e in job_events(client, job) if e["reason"] == "PodFailed"]
+    assert failed["type"] == "Warning"
+    assert "exit code 1" in failed["message"] and "OnFailure" in failed["message"]
+
+
+def test_on_failure_is_the_default(client: KubeClient, ns: str) -> None:
+    """No restartPolicy on the replica: the machine's default (OnFailure) restarts exit 2."""
+    job = pytorchjob("train", ns, workers=Replica(codes="2,0"))
+    client.create(PYTORCHJOBS, job, ns)
+
+    job = wait_for_phase(client, ns, "train", "Succeeded")
+    assert status(job)["restarts"] == 1
+
+
+def test_always_recreates_even_after_exit_0_until_the_backoff_limit(
+    client: KubeClient, ns: str
+) -> None:
+    """worker-0 always exits 0, policy Always, backoffLimit 2 -> 3 pods, 3 restarts, Failed."""
+    job = pytorchjob("train", ns, workers=Replica(codes="0", policy="Always"), backoff_limit=2)
+    with watching_pods(client, ns) as pods:
+        client.create(PYTORCHJOBS, job, ns)
+        job = wait_for_phase(client, ns, "train", "Failed")
+        wait_until(lambda: pods.creations() == {"Worker-0": 3}, what="three pods of Worker-0")
+
+    assert status(job)["restarts"] == 3
+    failed = condition(job, "Failed")
+    assert failed is not None and failed["reason"] == "BackoffLimitExceeded"
+    assert replica_path(job, "Worker-0").count("Restarting") == 3
+    assert count_events(job_events(client, job), "PodExited") == 3
+
+
+def test_never_fails_on_the_first_non_zero_exit(client: KubeClient, ns: str) -> None:
+    """worker-0 exits 137 (retryable under ExitCode), policy Never -> Failed, one pod."""
+    job = pytorchjob("train", ns, workers=Replica(codes="137,0", policy="Never"))
+    with watching_pods(client, ns) as pods:
+        client.create(PYTORCHJOBS, job, ns)
+        job = wait_for_phase(client, ns, "train", "Failed")
+    assert pods.creations() == {"Worker-0": 1}
+
+    assert status(job)["restarts"] == 0
+    failed = condition(job, "Failed")
+    assert failed is not None and failed["reason"] == "PyTorchJobFailed"
+    [event] = [e for e in job_events(client, job) if e["reason"] == "PodFailed"]
+    assert "Never" in event["message"] and "137" in event["message"]
+
+
+def test_never_with_exit_0_succeeds(client: KubeClient, ns: str) -> None:
+    client.create(PYTORCHJOBS, pytorchjob("train", ns, workers=Replica(policy="Never")), ns)
+
+    job = wait_for_phase(client, ns, "train", "Succeeded")
+    assert status(job)["restarts"] == 0

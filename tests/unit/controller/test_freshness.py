@@ -1,0 +1,52 @@
+"""The job cache is read only once it holds the engine's own last write (read-your-writes)."""
+
+from __future__ import annotations
+
+from engine.controller.freshness import WrittenVersions
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_a_job_is_not_caught_up_until_the_cache_holds_the_written_version() -> None:
+    versions = WrittenVersions(clock=Clock())
+    versions.wrote("PyTorchJob/ns/a", "12")
+
+    assert not versions.caught_up("PyTorchJob/ns/a", "11")
+    versions.seen("PyTorchJob/ns/a", "12")
+    assert versions.caught_up("PyTorchJob/ns/a", "11") is True  # the event cleared it
+
+
+def test_the_cached_copy_equal_to_the_write_is_caught_up() -> None:
+    versions = WrittenVersions(clock=Clock())
+    versions.wrote("k", "12")
+    assert versions.caught_up("k", "12")
+
+
+def test_a_watch_event_faster_than_the_write_reply_does_not_stall_the_job() -> None:
+    versions = WrittenVersions(clock=Clock())
+    versions.seen("k", "12")
+    versions.seen("k", "13")  # someone else wrote after us
+    versions.wrote("k", "12")
+    assert versions.caught_up("k", "13")
+
+
+def test_an_entry_expires_so_a_lost_event_cannot_stall_a_job() -> None:
+    clock = Clock()
+    versions = WrittenVersions(ttl_s=10.0, clock=clock)
+    versions.wrote("k", "12")
+    clock.now = 5.0
+    assert not versions.caught_up("k", "11")
+    clock.now = 10.5
+    assert versions.caught_up("k", "11")
+
+
+def test_other_jobs_are_not_held_back() -> None:
+    versions = WrittenVersions(clock=Clock())
+    versions.wrote("a", "12")
+    assert versions.caught_up("b", "3")
