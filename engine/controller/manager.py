@@ -243,16 +243,14 @@ class Engine:
             self.metrics.observe_reconcile(result, time.perf_counter() - started)
 
 
+_RESULT_NAMES: dict[type, str] = {
+    Done: "done", RequeueAfter: "requeue", Retry: "retry", Terminal: "terminal"
+}
+"""The `result` label of the reconcile metric, per outcome."""
+
+
 def _result_name(outcome: Outcome) -> str:
-    if isinstance(outcome, Done):
-        return "done"
-    if isinstance(outcome, RequeueAfter):
-        return "requeue"
-    if isinstance(outcome, Retry):
-        return "retry"
-    if isinstance(outcome, Terminal):
-        return "terminal"
-    return "unknown"
+    return _RESULT_NAMES.get(type(outcome), "unknown")
 
 
 def _started_deleting(old: Obj | None, new: Obj | None) -> bool:
