@@ -1,0 +1,103 @@
+"""The commands as a user runs them: `jobmachine up` in a subprocess (Ctrl-C stops it cleanly)
+and `run_engine` (what `jobmachine run` calls) with leader election against a cluster.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from engine.app.run import RunOptions, run_engine
+from engine.cluster import running_apiserver
+from engine.cluster.apiserver.serve import RunningApiServer
+from engine.cluster.node import running_node
+from engine.controller.client import KubeClient
+from engine.controller.install import install_crds, wait_until_served
+from engine.controller.resources import JOB_RESOURCES, LEASES
+from engine.settings import EngineSettings
+from tests.integration.app.support import PYTORCHJOBS, job_status, wait_until, workers_job
+
+FAST = {"sim.jobmachine.dev/run-seconds": "0.1"}
+
+
+def _read_line(process: subprocess.Popen[str], prefix: str) -> str:
+    assert process.stdout is not None
+    for line in process.stdout:
+        if line.startswith(prefix):
+            return line.strip()
+    raise AssertionError(f"`jobmachine up` ended without printing {prefix!r}")
+
+
+def test_up_serves_kubectl_ready_cluster_and_stops_cleanly_on_ctrl_c(tmp_path: Path) -> None:
+    data_dir = tmp_path / "data"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "engine.cli", "up", "--data-dir", str(data_dir), "--port", "0",
+         "--node-mode", "simulate"],
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+        env={**os.environ, "JOBMACHINE_REPLICA_BACKOFF_BASE_S": "0.1"},
+    )
+    try:
+        export = _read_line(process, "export KUBECONFIG=")
+        kubeconfig = Path(export.split("=", 1)[1])
+        assert kubeconfig == data_dir / "kubeconfig"
+        client = KubeClient.from_kubeconfig(kubeconfig)
+        try:
+            client.create(PYTORCHJOBS, workers_job("cli", workers=1, annotations=FAST),
+                          "default")
+            wait_until(lambda: job_status(client, "cli").get("phase"),
+                       lambda phase: phase == "Succeeded", what="the job to succeed")
+        finally:
+            client.close()
+        process.send_signal(signal.SIGINT)
+        assert process.wait(timeout=60) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+
+
+@pytest.fixture
+def cluster() -> Iterator[RunningApiServer]:
+    with running_apiserver(tls=True) as server:
+        client = KubeClient.from_kubeconfig(server.kubeconfig)
+        install_crds(client)
+        wait_until_served(client, JOB_RESOURCES.values())
+        client.close()
+        with running_node(server, mode="simulate"):
+            yield server
+
+
+def test_run_engine_leads_runs_a_job_and_releases_its_lease_on_stop(
+    cluster: RunningApiServer,
+) -> None:
+    stop = threading.Event()
+    options = RunOptions(
+        kubeconfig=cluster.kubeconfig, leader_elect=True, lease_namespace="default",
+        settings=EngineSettings(lease_duration_s=3, renew_deadline_s=2, retry_period_s=0.5),
+    )
+    codes: list[int] = []
+    runner = threading.Thread(target=lambda: codes.append(run_engine(options, stop=stop)))
+    runner.start()
+    client = KubeClient.from_kubeconfig(cluster.kubeconfig)
+    try:
+        client.create(PYTORCHJOBS, workers_job("led", workers=2, annotations=FAST), "default")
+        wait_until(lambda: job_status(client, "led").get("phase"),
+                   lambda phase: phase == "Succeeded", what="the job to succeed")
+        lease = client.get(LEASES, EngineSettings().lease_name, "default")
+        assert lease["spec"]["holderIdentity"]
+        stop.set()
+        runner.join(60)
+        assert codes == [0]
+        released = client.get(LEASES, EngineSettings().lease_name, "default")
+        assert not released["spec"].get("holderIdentity")
+    finally:
+        stop.set()
+        runner.join(60)
+        client.close()
