@@ -76,7 +76,7 @@ class MachineJobSpec(SpecModel):
     @model_validator(mode="after")
     def _valid_replicas(self) -> Self:
         for replica_type, spec in self.replica_specs.items():
-            check_containers(replica_type, spec, None)
+            check_containers("replicaSpecs", replica_type, spec, None)
         named = list(self.success_policy.replica_types if self.success_policy else [])
         named += [t for rule in self.failure_rules for t in rule.replica_types]
         unknown = sorted(set(named) - set(self.replica_specs))

@@ -112,7 +112,7 @@ class PyTorchJobSpec(SpecModel):
     @model_validator(mode="after")
     def _valid_replicas(self) -> Self:
         for replica_type, spec in self.pytorch_replica_specs.items():
-            check_containers(replica_type, spec, MAIN_CONTAINER)
+            check_containers("pytorchReplicaSpecs", replica_type, spec, MAIN_CONTAINER)
         master = self.pytorch_replica_specs.get("Master")
         if master is not None and master.replicas != 1:
             raise ValueError(_ONE_MASTER)

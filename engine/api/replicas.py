@@ -79,16 +79,21 @@ class ReplicaStatus(StatusModel):
     )
 
 
-def check_containers(replica_type: str, spec: ReplicaSpec, main_container: str | None) -> None:
+def check_containers(
+    specs_field: str, replica_type: str, spec: ReplicaSpec, main_container: str | None
+) -> None:
     """Reject a template without containers, with an image-less one, or without the main one.
 
     Kubeflow's training operator rejects these too; the API server cannot, because
-    the template is free-form in the CRD schema.
+    the template is free-form in the CRD schema. Messages start with the field's path
+    below `spec` (e.g. `pytorchReplicaSpecs.Worker.template.spec.containers[0].image`).
     """
+    path = f"{specs_field}.{replica_type}.template.spec.containers"
     containers = (spec.template.get("spec") or {}).get("containers") or []
     if not containers:
-        raise ValueError(f"{replica_type}: the template has no containers")
-    if any(not isinstance(c, dict) or not c.get("image") for c in containers):
-        raise ValueError(f"{replica_type}: every container needs an image")
+        raise ValueError(f"{path}: the template has no containers")
+    for index, container in enumerate(containers):
+        if not isinstance(container, dict) or not container.get("image"):
+            raise ValueError(f"{path}[{index}].image: every container needs an image")
     if main_container is not None and all(c.get("name") != main_container for c in containers):
-        raise ValueError(f"{replica_type}: no container is named {main_container!r}")
+        raise ValueError(f"{path}: no container is named {main_container!r}")

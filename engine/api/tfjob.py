@@ -58,7 +58,7 @@ class TFJobSpec(SpecModel):
     @model_validator(mode="after")
     def _valid_replicas(self) -> Self:
         for replica_type, spec in self.tf_replica_specs.items():
-            check_containers(replica_type, spec, MAIN_CONTAINER)
+            check_containers("tfReplicaSpecs", replica_type, spec, MAIN_CONTAINER)
         chiefs = [self.tf_replica_specs.get(name) for name in ("Chief", "Master")]
         if sum(spec.replicas for spec in chiefs if spec is not None) > 1:
             raise ValueError(_ONE_CHIEF)

@@ -15,6 +15,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from engine.api.kinds import KINDS
+from engine.api.runpolicy import MANAGED_BY_JOBMACHINE
 from engine.definition import CompiledDefinition
 
 _MODELS: dict[str, type[BaseModel]] = {kind.kind: kind.model for kind in KINDS}
@@ -43,6 +44,16 @@ class JobSpecView:
     def replica_type(self, name: str) -> ReplicaTypeSpec | None:
         """The spec of a replica type the job declares, if it does."""
         return self.types_by_name.get(name)
+
+
+def managed_by_us(job: Mapping[str, Any], definition: CompiledDefinition) -> bool:
+    """Whether runPolicy.managedBy leaves this job to jobmachine (unset, or jobmachine's value).
+
+    A job that names another controller (e.g. MultiKueue) is left alone entirely: no
+    finalizer, no status, no pods.
+    """
+    run_policy = read_path(job, definition.definition.spec.governs.run_policy) or {}
+    return run_policy.get("managedBy") in (None, "", MANAGED_BY_JOBMACHINE)
 
 
 def read_path(obj: Mapping[str, Any], dotted: str) -> Any:
@@ -105,6 +116,10 @@ def _validation_error(job: Mapping[str, Any]) -> str:
 
 
 def _describe(error: Mapping[str, Any]) -> str:
+    """`spec.pytorchReplicaSpecs.Worker.replicas: Input should be ...`: the field, then why."""
     location = ".".join(str(part) for part in error.get("loc", ()))
-    message = str(error.get("msg", "invalid"))
+    message = str(error.get("msg", "invalid")).removeprefix("Value error, ")
+    head, separator, rest = message.partition(": ")
+    if separator and location and " " not in head:
+        return f"{location}.{head}: {rest}"
     return f"{location}: {message}" if location else message

@@ -31,7 +31,7 @@ from engine.controller.errors import Conflict, Invalid, NotFound
 from engine.controller.events import EventRecorder
 from engine.controller.expectations import Expectations
 from engine.controller.freshness import WrittenVersions
-from engine.controller.jobspec import JobSpecView, read_job_spec
+from engine.controller.jobspec import JobSpecView, managed_by_us, read_job_spec
 from engine.controller.manifests import main_container_name
 from engine.controller.notices import notices_for
 from engine.controller.observe import PodFacts, deadline_of, job_observations, observe_pod
@@ -119,6 +119,8 @@ class Reconciler:
         if not self._written.caught_up(key.id, job["metadata"]["resourceVersion"]):
             return RequeueAfter(_CACHE_CATCH_UP_S)
         definition = self._definitions[key.kind]
+        if not managed_by_us(job, definition):
+            return Done()
         if job["metadata"].get("deletionTimestamp"):
             return self._finish_deletion(key, job, definition)
         job = self._ensure_finalizer(key, job)

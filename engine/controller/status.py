@@ -43,11 +43,28 @@ def build_status(
     status["conditions"] = conditions
     status["replicaStatuses"] = _replica_statuses(job, spec, decision)
     status.setdefault("startTime", now)
+    if _resumed(definition, decision):
+        status["startTime"] = now
     if compiled is not None and compiled.terminal and not status.get("completionTime"):
         status["completionTime"] = now
     if job["metadata"].get("generation") is not None:
         status["observedGeneration"] = job["metadata"]["generation"]
     return {key: value for key, value in status.items() if value is not None}
+
+
+def _resumed(definition: CompiledDefinition, decision: Decision) -> bool:
+    """Whether the job left a state that held its replicas (it was suspended) this time.
+
+    The start time restarts then, as the Job API does on resume, so time spent
+    suspended does not count against runPolicy.activeDeadlineSeconds.
+    """
+    return any(
+        fired.replica is None
+        and fired.transition.source is not None
+        and definition.job.states[fired.transition.source].hold_replicas
+        and definition.job.states[fired.transition.target].terminal is None
+        for fired in decision.fired
+    )
 
 
 def _replica_statuses(

@@ -289,12 +289,12 @@ def test_an_invalid_job_fails_at_once_and_creates_nothing(
             specs[name].update(change)
     results = play(World(job), [
         Step("submitted", phase="Failed", job_actions=["cleanupPods"],
-             conditions={"Failed": "True"}, events=["Created", "PyTorchJobInvalid"]),
+             conditions={"Failed": "True"}, events=["Created", "FailedValidation"]),
         Step("looked at again", phase="Failed", events=[]),
     ])
     failed = results[0].condition("Failed")
     assert failed is not None
-    assert failed["reason"] == "PyTorchJobInvalid"
+    assert failed["reason"] == "FailedValidation"
     assert says in failed["message"]
     assert results[0].decision.record.replica_states == {}
 

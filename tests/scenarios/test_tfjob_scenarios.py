@@ -101,6 +101,6 @@ def test_an_unknown_replica_type_is_invalid() -> None:
     job["spec"]["tfReplicaSpecs"]["Launcher"] = job["spec"]["tfReplicaSpecs"]["Worker"]
     results = play(World(job), [
         Step("submitted", phase="Failed", job_actions=["cleanupPods"],
-             conditions={"Failed": "True"}, events=["Created", "TFJobInvalid"]),
+             conditions={"Failed": "True"}, events=["Created", "FailedValidation"]),
     ])
-    assert results[0].condition_reason("Failed") == "TFJobInvalid"
+    assert results[0].condition_reason("Failed") == "FailedValidation"

@@ -295,7 +295,7 @@ def test_an_invalid_job_has_no_replicas_and_no_pod_actions() -> None:
     assert result.decision.record.replica_states == {}
     assert result.pod_actions == []
     assert result.job_path == [(None, "Created", "Created"),
-                               ("Created", "Failed", "PyTorchJobInvalid")]
+                               ("Created", "Failed", "FailedValidation")]
     assert result.status["replicaStatuses"] == {}
 
 
