@@ -13,7 +13,7 @@ from pydantic import ConfigDict, Field, StringConstraints, model_validator
 
 from engine.api.base import SpecModel
 from engine.api.objects import API_VERSION_DOC, KIND_DOC, JobObject
-from engine.api.policies import FailureRule, SuccessPolicy
+from engine.api.policies import FAILURE_RULES_DOC, FailureRule, SuccessPolicy
 from engine.api.replicas import ReplicaSpec, check_containers
 from engine.api.runpolicy import RunPolicy
 
@@ -65,13 +65,7 @@ class MachineJobSpec(SpecModel):
         default=None,
         description="When the job succeeds; unset: as the machine's own transitions say.",
     )
-    failure_rules: list[FailureRule] = Field(
-        default_factory=list,
-        description=(
-            "What a failed pod means, checked in order; the first rule that matches applies. "
-            "A failure no rule matches is handled by the replica's restartPolicy."
-        ),
-    )
+    failure_rules: list[FailureRule] = Field(default_factory=list, description=FAILURE_RULES_DOC)
 
     @model_validator(mode="after")
     def _valid_replicas(self) -> Self:

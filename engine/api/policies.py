@@ -92,6 +92,12 @@ class PodConditionMatch(SpecModel):
     status: ConditionStatus = Field(default="True", description="The status it must have.")
 
 
+FAILURE_RULES_DOC = (
+    "What a failed pod means, checked in order; the first rule that matches applies. "
+    "A failure no rule matches is handled by the replica's restartPolicy."
+)
+
+
 class FailureRule(SpecModel):
     """What a failed pod means, when it matches: the first matching rule (in order) applies."""
 

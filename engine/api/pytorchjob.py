@@ -13,6 +13,7 @@ from pydantic import ConfigDict, Field, model_validator
 
 from engine.api.base import SpecModel
 from engine.api.objects import API_VERSION_DOC, KIND_DOC, JobObject
+from engine.api.policies import FAILURE_RULES_DOC, FailureRule
 from engine.api.replicas import ReplicaSpec, check_containers
 from engine.api.runpolicy import RunPolicy
 
@@ -93,6 +94,7 @@ class PyTorchJobSpec(SpecModel):
     elastic_policy: ElasticPolicy | None = Field(
         default=None, description="Elastic training settings; unset for a fixed-size job."
     )
+    failure_rules: list[FailureRule] = Field(default_factory=list, description=FAILURE_RULES_DOC)
     pytorch_replica_specs: dict[PyTorchReplicaType, ReplicaSpec] = Field(
         description=(
             "Replica type (Master, Worker) -> its pods. The Master (at most one) has rank 0; "

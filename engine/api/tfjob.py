@@ -12,6 +12,7 @@ from pydantic import Field, model_validator
 
 from engine.api.base import SpecModel
 from engine.api.objects import API_VERSION_DOC, KIND_DOC, JobObject
+from engine.api.policies import FAILURE_RULES_DOC, FailureRule
 from engine.api.replicas import ReplicaSpec, check_containers
 from engine.api.runpolicy import RunPolicy
 
@@ -28,6 +29,7 @@ class TFJobSpec(SpecModel):
         default_factory=RunPolicy,
         description="Clean-up, time limits, retries, scheduling and suspension.",
     )
+    failure_rules: list[FailureRule] = Field(default_factory=list, description=FAILURE_RULES_DOC)
     success_policy: Literal["", "AllWorkers"] | None = Field(
         default=None,
         description=(

@@ -148,8 +148,8 @@ def _create_pod(run: ActionRun, replica: ReplicaId) -> None:
 
 
 def _backoff_remaining(run: ActionRun, replica: ReplicaId) -> float:
-    """Seconds until a restarted replica's pod may be created again (0: now)."""
-    restarts = run.decision.record.replica_restarts.get(replica)
+    """Seconds until a replica whose pod failed may get a new one (0: now)."""
+    restarts = run.decision.record.replica_backoff.get(replica)
     if restarts is None or restarts.count == 0:
         return 0.0
     settings = run.settings

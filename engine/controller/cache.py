@@ -26,7 +26,7 @@ _META_FIELDS = (
     "deletionTimestamp", "finalizers", "creationTimestamp",
 )
 _CONTAINER_STATUS_FIELDS = ("name", "state", "lastState", "restartCount", "ready")
-_POD_STATUS_FIELDS = ("phase", "reason", "message", "podIP", "startTime")
+_POD_STATUS_FIELDS = ("phase", "reason", "message", "podIP", "startTime", "conditions")
 
 
 def _pick(source: Mapping[str, Any], fields: Iterable[str]) -> Obj:

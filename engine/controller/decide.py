@@ -175,11 +175,17 @@ def _without_stale_replicas(record: MachineRecord, spec: JobSpecView) -> Machine
         r: entry for r, entry in record.replica_restarts.items()
         if r.index < desired.get(r.type, 0)
     }
-    if len(states) == len(record.replica_states) and len(restarts) == len(
-        record.replica_restarts
+    backoff = {
+        r: entry for r, entry in record.replica_backoff.items()
+        if r.index < desired.get(r.type, 0)
+    }
+    if (len(states), len(restarts), len(backoff)) == (
+        len(record.replica_states), len(record.replica_restarts), len(record.replica_backoff)
     ):
         return record
-    return record.with_changes(replica_states=states, replica_restarts=restarts)
+    return record.with_changes(
+        replica_states=states, replica_restarts=restarts, replica_backoff=backoff
+    )
 
 
 def _step_replicas(
@@ -213,6 +219,33 @@ def _step_replicas(
             if result.state != current:
                 states = {**progress.record.replica_states, replica: result.state}
                 progress.record = progress.record.with_changes(replica_states=states)
+                _track_backoff(definition, replica, facts, result.state, progress)
+
+
+def _track_backoff(
+    definition: CompiledDefinition,
+    replica: ReplicaId,
+    facts: PodFacts,
+    state: str,
+    progress: _Progress,
+) -> None:
+    """Count failed attempts in a row per index, counted restarts or not; a success resets.
+
+    The re-creation back-off is computed from this, so a failure that a rule ignores
+    (no restart counted) still cannot recreate a pod in a tight loop.
+    """
+    backoff = dict(progress.record.replica_backoff)
+    if facts.observation == "podSucceeded":
+        if backoff.pop(replica, None) is None:
+            return
+    elif facts.observation in ("podFailed", "podLost") and not (
+        definition.replica.states[state].terminal
+    ):
+        previous = backoff.get(replica)
+        backoff[replica] = RestartRecord((previous.count if previous else 0) + 1, progress.now)
+    else:
+        return
+    progress.record = progress.record.with_changes(replica_backoff=backoff)
 
 
 def _record_job_transition(

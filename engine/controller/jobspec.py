@@ -40,6 +40,7 @@ class JobSpecView:
     run_policy: Mapping[str, Any]
     error: str = ""
     types_by_name: Mapping[str, ReplicaTypeSpec] = field(default_factory=dict)
+    failure_rules: tuple[Mapping[str, Any], ...] = ()
 
     def replica_type(self, name: str) -> ReplicaTypeSpec | None:
         """The spec of a replica type the job declares, if it does."""
@@ -90,7 +91,14 @@ def read_job_spec(job: Mapping[str, Any], definition: CompiledDefinition) -> Job
         return JobSpecView(
             (), run_policy, f"unknown replica types {unknown}; this kind has {list(order)}"
         )
-    return JobSpecView(types, run_policy, "", {t.name: t for t in types})
+    rules = tuple(read_path(job, governs.failure_rules) or ())
+    for number, rule in enumerate(rules):
+        if rule.get("action") == "RestartJob":
+            return JobSpecView((), run_policy, (
+                f"{governs.failure_rules}[{number}].action: RestartJob is not implemented yet "
+                "(use RestartReplica, or FailJob and resubmit)"
+            ))
+    return JobSpecView(types, run_policy, "", {t.name: t for t in types}, rules)
 
 
 def _replica_type(name: str, spec: Mapping[str, Any], default_policy: str) -> ReplicaTypeSpec:

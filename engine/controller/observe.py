@@ -24,6 +24,8 @@ class PodFacts:
     pod: Mapping[str, Any] = field(default_factory=dict)
     exit_code: int = -1
     reason: str = ""
+    failure_action: str = ""
+    """For a failed pod: the action of the first failure rule it matches, else ''."""
 
     @property
     def terminal(self) -> bool:

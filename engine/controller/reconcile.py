@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -30,6 +30,7 @@ from engine.controller.decide import Decision, decide
 from engine.controller.errors import Conflict, Invalid, NotFound
 from engine.controller.events import EventRecorder
 from engine.controller.expectations import Expectations
+from engine.controller.failure_rules import failure_action
 from engine.controller.freshness import WrittenVersions
 from engine.controller.jobspec import JobSpecView, managed_by_us, read_job_spec
 from engine.controller.manifests import main_container_name
@@ -147,10 +148,14 @@ class Reconciler:
         for replica, pod in pods.by_replica.items():
             replica_type = spec.replica_type(replica.type)
             template = replica_type.template if replica_type else {}
-            facts[replica] = observe_pod(
+            observed = observe_pod(
                 pod, main_container=main_container_name(definition, template),
                 node_ready=self._node_ready,
             )
+            if observed.observation == "podFailed" and spec.failure_rules:
+                action = failure_action(spec.failure_rules, replica.type, pod)
+                observed = replace(observed, failure_action=action)
+            facts[replica] = observed
         return _Observed(spec, pods, services, facts)
 
     def _decide(

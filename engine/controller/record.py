@@ -73,6 +73,8 @@ class MachineRecord:
     replica_states: Mapping[ReplicaId, str] = field(default_factory=dict)
     restarts: int = 0
     replica_restarts: Mapping[ReplicaId, RestartRecord] = field(default_factory=dict)
+    replica_backoff: Mapping[ReplicaId, RestartRecord] = field(default_factory=dict)
+    """Failed attempts in a row per index, counted or not: the re-creation back-off."""
     history: tuple[Mapping[str, Any], ...] = ()
     transition_counts: Mapping[tuple[str, str, str, str], int] = field(default_factory=dict)
 
@@ -89,11 +91,8 @@ def read_record(status: Mapping[str, Any]) -> MachineRecord:
         for state, ranges in (states or {}).items()
         for index in parse_ranges(str(ranges))
     }
-    replica_restarts = {
-        ReplicaId(replica_type, int(index)): RestartRecord(int(entry["count"]), str(entry["last"]))
-        for replica_type, entries in (status.get("replicaRestarts") or {}).items()
-        for index, entry in (entries or {}).items()
-    }
+    replica_restarts = _per_index(status.get("replicaRestarts"))
+    replica_backoff = _per_index(status.get("replicaBackoff"))
     counts = {
         (str(c["level"]), str(c.get("from") or ""), str(c["to"]), str(c["reason"])): int(
             c["count"]
@@ -106,9 +105,25 @@ def read_record(status: Mapping[str, Any]) -> MachineRecord:
         replica_states=replica_states,
         restarts=int(status.get("restarts") or 0),
         replica_restarts=replica_restarts,
+        replica_backoff=replica_backoff,
         history=tuple(status.get("history") or ()),
         transition_counts=counts,
     )
+
+
+def _per_index(value: Any) -> dict[ReplicaId, RestartRecord]:
+    return {
+        ReplicaId(replica_type, int(index)): RestartRecord(int(entry["count"]), str(entry["last"]))
+        for replica_type, entries in (value or {}).items()
+        for index, entry in (entries or {}).items()
+    }
+
+
+def _per_index_fields(records: Mapping[ReplicaId, RestartRecord]) -> dict[str, Any]:
+    fields: dict[str, dict[str, dict[str, Any]]] = defaultdict(dict)
+    for replica, entry in sorted(records.items()):
+        fields[replica.type][str(replica.index)] = {"count": entry.count, "last": entry.last}
+    return dict(fields)
 
 
 def record_fields(record: MachineRecord) -> dict[str, Any]:
@@ -116,9 +131,6 @@ def record_fields(record: MachineRecord) -> dict[str, Any]:
     states: dict[str, dict[str, list[int]]] = defaultdict(lambda: defaultdict(list))
     for replica, state in record.replica_states.items():
         states[replica.type][state].append(replica.index)
-    restarts: dict[str, dict[str, dict[str, Any]]] = defaultdict(dict)
-    for replica, entry in sorted(record.replica_restarts.items()):
-        restarts[replica.type][str(replica.index)] = {"count": entry.count, "last": entry.last}
     return {
         "state": record.state,
         "stateSince": record.state_since,
@@ -127,7 +139,8 @@ def record_fields(record: MachineRecord) -> dict[str, Any]:
             replica_type: {state: format_ranges(indexes) for state, indexes in sorted(by.items())}
             for replica_type, by in sorted(states.items())
         },
-        "replicaRestarts": dict(restarts),
+        "replicaRestarts": _per_index_fields(record.replica_restarts),
+        "replicaBackoff": _per_index_fields(record.replica_backoff),
         "history": list(record.history),
         "transitionCounts": [
             {"level": level, "from": source or None, "to": target, "reason": reason,

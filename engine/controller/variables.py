@@ -95,4 +95,5 @@ def replica_variables(
         "pod": facts.pod,
         "exitCode": facts.exit_code,
         "reason": facts.reason,
+        "failureAction": facts.failure_action,
     }

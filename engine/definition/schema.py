@@ -163,6 +163,7 @@ class Governs(_Strict):
     kind: str
     replica_specs: str = Field(default="spec.replicaSpecs", alias="replicaSpecs")
     run_policy: str = Field(default="spec.runPolicy", alias="runPolicy")
+    failure_rules: str = Field(default="spec.failureRules", alias="failureRules")
     replica_types: list[str] | None = Field(default=None, alias="replicaTypes")
     default_restart_policy: Literal["Always", "OnFailure", "Never", "ExitCode"] = Field(
         default="Never", alias="defaultRestartPolicy"

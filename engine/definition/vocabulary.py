@@ -194,6 +194,12 @@ REPLICA_VARIABLES: tuple[Variable, ...] = (
         "string",
         "The main container's termination reason (OOMKilled, Error, Completed, ...), else ''.",
     ),
+    Variable(
+        "failureAction",
+        "string",
+        "For a failed pod: the action of the job's first failure rule that matches it "
+        "(FailJob, RestartReplica, Ignore, Count), else ''.",
+    ),
 )
 
 TEMPLATE_VARIABLES: tuple[Variable, ...] = (

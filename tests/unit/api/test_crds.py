@@ -214,6 +214,7 @@ def test_pytorch_and_tf_specs_have_kubeflows_fields(crds: dict[str, dict[str, An
         "runPolicy",
         "elasticPolicy",
         "nprocPerNode",
+        "failureRules",  # jobmachine's extension, beside Kubeflow's fields
     }
     assert set(pytorch["properties"]["elasticPolicy"]["properties"]) == {
         "minReplicas",
@@ -233,6 +234,7 @@ def test_pytorch_and_tf_specs_have_kubeflows_fields(crds: dict[str, dict[str, An
         "runPolicy",
         "successPolicy",
         "enableDynamicWorker",
+        "failureRules",  # jobmachine's extension
     }
     assert pytorch["required"] == ["pytorchReplicaSpecs"]
     assert tf["required"] == ["tfReplicaSpecs"]

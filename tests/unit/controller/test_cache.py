@@ -69,7 +69,7 @@ def test_pod_projection_keeps_only_what_the_engine_reads() -> None:
         "spec": {"nodeName": "local", "restartPolicy": "Never", "containers": [{"name": "main"}]},
         "status": {
             "phase": "Failed", "reason": "Error", "message": "m", "podIP": "10.0.0.1",
-            "startTime": "2024-01-01T00:00:01Z",
+            "startTime": "2024-01-01T00:00:01Z", "conditions": [{"type": "Ready"}],
             "containerStatuses": [{"name": "main", "state": {"terminated": {"exitCode": 137}},
                                    "lastState": {}, "restartCount": 2, "ready": False}],
             "initContainerStatuses": [{"name": "init", "state": {}, "restartCount": 0,

@@ -158,6 +158,7 @@ def test_record_fields_of_an_empty_record_are_empty() -> None:
         "restarts": 0,
         "replicaStates": {},
         "replicaRestarts": {},
+        "replicaBackoff": {},
         "history": [],
         "transitionCounts": [],
     }

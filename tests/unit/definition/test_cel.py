@@ -123,7 +123,8 @@ def test_pod_values_see_the_template_variables() -> None:
     extra = "  pod:\n    env:\n      HOSTS: \"hosts\"\n"
     assert [str(d) for d in validate_text(document(extra=extra), "demo.yaml")] == [
         "demo.yaml:27:15: error: unknown variable 'hosts'; visible here: job, runPolicy, "
-        "replicas, restarts, error, replica, policy, pod, exitCode, reason, clusterSpec"
+        "replicas, restarts, error, replica, policy, pod, exitCode, reason, failureAction, "
+        "clusterSpec"
     ]
 
 
