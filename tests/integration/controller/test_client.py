@@ -4,7 +4,6 @@ pagination, the three patch types, the status subresource, watches and their 410
 from __future__ import annotations
 
 import threading
-import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -34,20 +33,6 @@ def server() -> Iterator[RunningApiServer]:
     options = ServerOptions(history=HISTORY, watch=WatchSettings(bookmark_interval=0.2))
     with running_apiserver(tls=True, options=options) as running:
         yield running
-
-
-@pytest.fixture
-def client(server: RunningApiServer) -> Iterator[KubeClient]:
-    kube = KubeClient.from_kubeconfig(server.kubeconfig)
-    yield kube
-    kube.close()
-
-
-@pytest.fixture
-def ns(client: KubeClient) -> str:
-    name = f"t-{uuid.uuid4().hex[:8]}"
-    client.create(NAMESPACES, {"metadata": {"name": name}})
-    return name
 
 
 def configmap(name: str, **data: str) -> dict[str, Any]:

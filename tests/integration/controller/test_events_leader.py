@@ -19,7 +19,7 @@ from engine.cluster.apiserver.serve import RunningApiServer
 from engine.controller.client import KubeClient
 from engine.controller.events import COMBINED_PREFIX, EventRecorder
 from engine.controller.leader import LeaderElector
-from engine.controller.resources import EVENTS, LEASES, NAMESPACES
+from engine.controller.resources import EVENTS, LEASES
 from tests.polling import eventually
 
 WAIT = 30.0  # generous bound for a condition to become true; never asserted as a duration
@@ -29,20 +29,6 @@ WAIT = 30.0  # generous bound for a condition to become true; never asserted as 
 def server() -> Iterator[RunningApiServer]:
     with running_apiserver(tls=True) as running:
         yield running
-
-
-@pytest.fixture
-def client(server: RunningApiServer) -> Iterator[KubeClient]:
-    kube = KubeClient.from_kubeconfig(server.kubeconfig)
-    yield kube
-    kube.close()
-
-
-@pytest.fixture
-def ns(client: KubeClient) -> str:
-    name = f"t-{uuid.uuid4().hex[:8]}"
-    client.create(NAMESPACES, {"metadata": {"name": name}})
-    return name
 
 
 def job(ns: str, name: str = "train") -> dict[str, Any]:

@@ -4,7 +4,6 @@ and the handler, relist after 410, recovery after the server went away, prompt s
 from __future__ import annotations
 
 import threading
-import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -16,7 +15,7 @@ from engine.cluster import running_apiserver
 from engine.cluster.apiserver.serve import RunningApiServer, ServerOptions
 from engine.controller.cache import Cache
 from engine.controller.client import KubeClient
-from engine.controller.resources import NAMESPACES, Resource
+from engine.controller.resources import Resource
 from engine.controller.watch import Informer
 from tests.polling import eventually
 
@@ -71,13 +70,6 @@ def client(server: RunningApiServer) -> Iterator[CountingClient]:
     kube = CountingClient.from_kubeconfig(server.kubeconfig)
     yield kube
     kube.close()
-
-
-@pytest.fixture
-def ns(client: KubeClient) -> str:
-    name = f"t-{uuid.uuid4().hex[:8]}"
-    client.create(NAMESPACES, {"metadata": {"name": name}})
-    return name
 
 
 @pytest.fixture
