@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from engine.controller.client import KubeClient
+from engine.controller.resources import SERVICES
 from tests.integration.engine.helpers import (
     PYTORCHJOBS,
     TRACKING,
@@ -15,6 +16,11 @@ from tests.integration.engine.helpers import (
 )
 
 
+def service_names(client: KubeClient, namespace: str, job: str) -> list[str]:
+    services, _ = client.list(SERVICES, namespace, label_selector=f"jobmachine.dev/job-name={job}")
+    return sorted(s["metadata"]["name"] for s in services)
+
+
 def test_all_deletes_every_pod_when_the_job_succeeds(client: KubeClient, ns: str) -> None:
     job = pytorchjob("train", ns, master=Replica(), workers=Replica(2, run_s=30),
                      clean_pod_policy="All")
@@ -23,6 +29,8 @@ def test_all_deletes_every_pod_when_the_job_succeeds(client: KubeClient, ns: str
     wait_for_phase(client, ns, "train", "Succeeded")
     wait_for(lambda: pod_names(client, ns, "train"), lambda names: names == [],
              what="every pod deleted")
+    wait_for(lambda: service_names(client, ns, "train"), lambda names: names == [],
+             what="every service deleted with its pod (none leaks)")
 
 
 def test_running_deletes_only_the_pods_still_running(client: KubeClient, ns: str) -> None:
@@ -34,6 +42,8 @@ def test_running_deletes_only_the_pods_still_running(client: KubeClient, ns: str
     wait_for_phase(client, ns, "train", "Succeeded")
     wait_for(lambda: pod_names(client, ns, "train"), lambda names: names == ["train-master-0"],
              what="only the master's pod left")
+    wait_for(lambda: service_names(client, ns, "train"),
+             lambda names: names == ["train-master-0"], what="only the master's service left")
 
 
 def test_none_keeps_every_pod(client: KubeClient, ns: str) -> None:
