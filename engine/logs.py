@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import sys
+import traceback
 from datetime import UTC
 from typing import Any, Literal
 
@@ -55,9 +56,11 @@ def _json_sink(message: Any) -> None:
         **{k: v if isinstance(v, str | int | float | bool) else str(v)
            for k, v in record["extra"].items() if k != "context"},
     }
-    if record["exception"] is not None:
-        line["exception"] = "".join(record["exception"].format_exception()) \
-            if hasattr(record["exception"], "format_exception") else str(record["exception"])
+    failure = record["exception"]
+    if failure is not None:
+        line["exception"] = "".join(
+            traceback.format_exception(failure.type, failure.value, failure.traceback)
+        )
     sys.stderr.write(orjson.dumps(line).decode() + "\n")
 
 

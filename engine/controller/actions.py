@@ -57,6 +57,13 @@ class ActionRun:
     now: datetime
     wait_s: list[float] = field(default_factory=list)
     """Delays after which a blocked action can go ahead (back-off, unmet expectations)."""
+    _cluster_spec: dict[str, list[str]] | None = field(default=None, init=False, repr=False)
+
+    def cluster_spec(self) -> dict[str, list[str]]:
+        """The `clusterSpec` template variable, built once per run (it lists every replica)."""
+        if self._cluster_spec is None:
+            self._cluster_spec = cluster_spec(self.job, self.definition, self.spec.replica_types)
+        return self._cluster_spec
 
     def expectation(self, replica_type: str) -> ExpectationKey:
         """The expectations record of this job and replica type."""
@@ -119,7 +126,7 @@ def _create_pod(run: ActionRun, replica: ReplicaId) -> None:
         policy=replica_type.restart_policy, record=run.decision.record,
         facts=run.facts.get(replica, MISSING),
     )
-    variables["clusterSpec"] = cluster_spec(run.job, run.definition, run.spec.replica_types)
+    variables["clusterSpec"] = run.cluster_spec()
     try:
         decorations = render_pod_decorations(run.definition, variables)
     except CelEvaluationError as exc:
@@ -139,7 +146,7 @@ def _create_pod(run: ActionRun, replica: ReplicaId) -> None:
         run.client.create(PODS, pod, run.key.namespace)
     except AlreadyExists:
         run.expectations.creation_observed(key)
-        _explain_existing(run, PODS.kind, pod["metadata"]["name"], replica)
+        _explain_existing(run, PODS, pod["metadata"]["name"], replica)
     except Exception:
         run.expectations.creation_observed(key)
         raise
@@ -173,9 +180,10 @@ def _warn_restart_policy(
     )
 
 
-def _explain_existing(run: ActionRun, kind: str, name: str, replica: ReplicaId) -> None:
+def _explain_existing(
+    run: ActionRun, resource: Resource, name: str, replica: ReplicaId
+) -> None:
     """After AlreadyExists: ours or an orphan is claimed next pass; another owner's is reported."""
-    resource = PODS if kind == PODS.kind else SERVICES
     try:
         existing = run.client.get(resource, name, run.key.namespace)
     except NotFound:
@@ -185,9 +193,9 @@ def _explain_existing(run: ActionRun, kind: str, name: str, replica: ReplicaId) 
     if owner not in (None, run.job["metadata"]["uid"]):
         run.recorder.record(
             run.job, type="Warning", reason="NameConflict",
-            message=f"{replica}: {kind} {name} exists and belongs to another controller",
+            message=f"{replica}: {resource.kind} {name} exists and belongs to another controller",
         )
-        _log(run, replica).warning(f"{kind} {name} belongs to another controller")
+        _log(run, replica).warning(f"{resource.kind} {name} belongs to another controller")
     run.wait_s.append(0.5)
 
 
@@ -203,7 +211,7 @@ def _create_service(run: ActionRun, replica: ReplicaId) -> None:
     try:
         run.client.create(SERVICES, service, run.key.namespace)
     except AlreadyExists:
-        _explain_existing(run, SERVICES.kind, service["metadata"]["name"], replica)
+        _explain_existing(run, SERVICES, service["metadata"]["name"], replica)
 
 
 def _delete(run: ActionRun, replica: ReplicaId | None, obj: Obj | None, *, pod: bool) -> None:

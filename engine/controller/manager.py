@@ -23,6 +23,7 @@ from engine.controller.expectations import ExpectationKey, Expectations
 from engine.controller.freshness import WrittenVersions
 from engine.controller.leader import LeaderElector
 from engine.controller.metrics import Metrics
+from engine.controller.observe import node_is_ready
 from engine.controller.queue import WorkQueue
 from engine.controller.reconcile import Caches, Reconciler
 from engine.controller.resources import JOB_RESOURCES, NODES, PODS, SERVICES
@@ -135,7 +136,7 @@ class Engine:
                 self.queue.add(key)
 
     def _on_node(self, _event: str, old: Obj | None, new: Obj | None) -> None:
-        if _ready(old) != _ready(new):
+        if node_is_ready(old) != node_is_ready(new):
             self.enqueue_all()
 
     def _owners(self, obj: Obj) -> list[JobKey]:
@@ -259,10 +260,3 @@ def _started_deleting(old: Obj | None, new: Obj | None) -> bool:
         and new["metadata"].get("deletionTimestamp") is not None
         and (old is None or old["metadata"].get("deletionTimestamp") is None)
     )
-
-
-def _ready(node: Obj | None) -> bool:
-    if node is None:
-        return False
-    conditions = (node.get("status") or {}).get("conditions") or []
-    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)

@@ -97,6 +97,14 @@ def _pod_observation(
     return "podPending"
 
 
+def node_is_ready(node: Mapping[str, Any] | None) -> bool:
+    """Whether a node exists and its Ready condition is True."""
+    if node is None:
+        return False
+    conditions = (node.get("status") or {}).get("conditions") or []
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+
+
 def job_observations(
     job: Mapping[str, Any],
     spec: JobSpecView,

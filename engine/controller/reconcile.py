@@ -35,7 +35,13 @@ from engine.controller.freshness import WrittenVersions
 from engine.controller.jobspec import JobSpecView, managed_by_us, read_job_spec
 from engine.controller.manifests import main_container_name
 from engine.controller.notices import notices_for
-from engine.controller.observe import PodFacts, deadline_of, job_observations, observe_pod
+from engine.controller.observe import (
+    PodFacts,
+    deadline_of,
+    job_observations,
+    node_is_ready,
+    observe_pod,
+)
 from engine.controller.record import MachineRecord, read_record
 from engine.controller.resources import JOB_RESOURCES, PODS, SERVICES
 from engine.controller.scheduler import WakeScheduler, utc_now
@@ -273,8 +279,7 @@ class Reconciler:
         observed = self._observe(key, job, definition)
         decision = self._decide(job, definition, observed, now)
         cleanup = tuple(a for a in decision.actions if a.action.name in _DELETION_ACTIONS)
-        decision = Decision(decision.record, decision.fired, decision.conditions, cleanup,
-                            decision.errors, decision.variables, holds_replicas=True)
+        decision = replace(decision, actions=cleanup, holds_replicas=True)
         if CLEANUP_FINALIZER not in (job["metadata"].get("finalizers") or []):
             self._release_orphaned_pods(key)
             return Done()
@@ -298,11 +303,7 @@ class Reconciler:
     def _node_ready(self, name: str) -> bool:
         if len(self._caches.nodes) == 0:
             return True
-        node = self._caches.nodes.get(None, name)
-        if node is None:
-            return False
-        conditions = (node.get("status") or {}).get("conditions") or []
-        return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+        return node_is_ready(self._caches.nodes.get(None, name))
 
 
 def _check_states_exist(definition: CompiledDefinition, record: MachineRecord) -> None:

@@ -9,6 +9,7 @@ replicas in held states, and conditions whose transition times mean something.
 from __future__ import annotations
 
 import copy
+from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
@@ -178,6 +179,27 @@ def test_a_pod_delete_that_failed_is_planned_again_while_the_replica_restarts() 
     replayed = [(p.action.name, str(p.replica)) for p in again.decision.actions if p.replayed]
     assert replayed == [("deletePod", "Worker-0")]
     assert read_record(world.job["status"]).restarts == 1
+
+
+def test_ignored_failures_still_grow_the_back_off_and_a_success_resets_it() -> None:
+    # A rule that ignores a failure counts no restart, but the re-creation back-off must
+    # still grow with each failed attempt in a row, or a failing pod would loop.
+    world = World(pytorch_job(policy="Never"))
+    started(world)
+    for attempt in (1, 2):
+        world.pods[worker(0)] = replace(exited(143), failure_action="Ignore")
+        world.reconcile()
+        del world.pods[worker(0)]
+        world.reconcile()
+        record = read_record(world.job["status"])
+        assert record.restarts == 0
+        assert record.replica_backoff[worker(0)].count == attempt
+        world.pods[worker(0)] = running()
+        world.reconcile()
+
+    world.pods[worker(0)] = exited(0)
+    world.reconcile()
+    assert worker(0) not in read_record(world.job["status"]).replica_backoff
 
 
 def test_restarts_are_counted_per_replica_and_for_the_job() -> None:
