@@ -10,18 +10,15 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 
+from engine.definition.failure_rules import RuleModel
 
-class SpecModel(BaseModel):
-    """What a user writes: camelCase on the wire, snake_case in Python, unknown fields rejected."""
 
-    model_config = ConfigDict(
-        alias_generator=to_camel,
-        validate_by_name=True,
-        validate_by_alias=True,
-        serialize_by_alias=True,
-        extra="forbid",
-        frozen=True,
-    )
+class SpecModel(RuleModel):
+    """What a user writes: camelCase on the wire, snake_case in Python, unknown fields rejected.
+
+    The same configuration as the failure rules' models in the machine language, which
+    a job's spec embeds.
+    """
 
 
 class StatusModel(BaseModel):

@@ -21,6 +21,7 @@ from engine.definition.step import (
     entry_actions,
     render_pod_decorations,
     requeue_after,
+    state_timeout,
     step,
 )
 from engine.definition.validate import load_definitions, validate_paths
@@ -45,6 +46,7 @@ __all__ = [
     "load_text",
     "render_pod_decorations",
     "requeue_after",
+    "state_timeout",
     "step",
     "validate_paths",
 ]

@@ -1,15 +1,16 @@
 """CEL expressions of a definition: type-checked once, compiled once, evaluated cheaply.
 
 Google's checker (`cel_expr_python`) types every expression against the
-variables of vocabulary.py at load time; the `cel` evaluator runs them. An
-expression is accepted only if both implementations support everything it
-uses, so nothing that validated can fail for lack of a function at run time.
+variables and functions of vocabulary.py at load time; the `cel` evaluator
+runs them. An expression is accepted only if both implementations support
+everything it uses, so nothing that validated can fail for lack of a function
+at run time.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
@@ -20,7 +21,7 @@ from cel_expr_python import cel as celcpp
 from cel_expr_python.ext import ext_encoders, ext_math, ext_strings
 
 from engine.definition.errors import name_list
-from engine.definition.vocabulary import Level, variables_for
+from engine.definition.vocabulary import FUNCTIONS, CelFunction, Level, variables_for
 
 # Functions the `cel` evaluator has without registration (operators aside).
 _EVALUATOR_BUILTINS = frozenset(
@@ -43,6 +44,53 @@ def _extensions_by_short_name() -> dict[str, dict[str, Any]]:
 
 
 _EXTENSIONS = _extensions_by_short_name()
+
+_INT64 = range(-(2**63), 2**63)
+
+
+def _sum(values: list[Any]) -> int:
+    """`sum(list(int))`: ints only (a `dyn` element may be anything at run time, and
+    Python would count booleans and add doubles), and the total must fit an int64."""
+    total = 0
+    for value in values:
+        if type(value) is not int:
+            raise TypeError(f"sum takes ints, not {value!r}")
+        total += value
+    if total not in _INT64:
+        raise OverflowError(f"sum {total} does not fit in a CEL int")
+    return total
+
+
+# The evaluator's implementation of each function vocabulary.FUNCTIONS declares.
+_IMPLEMENTATIONS: dict[str, Callable[..., Any]] = {"sum": _sum}
+
+
+@dataclass(frozen=True)
+class EngineFunction:
+    """A function of the language: its declaration and the evaluator's implementation."""
+
+    spec: CelFunction
+    implementation: Callable[..., Any]
+
+    def checker_declaration(self) -> Any:
+        """The checker's `FunctionDecl`: one global overload with the declared types."""
+        parameters = [cel_type(p) for p in self.spec.parameters]
+        overload_id = "_".join(re.findall(r"\w+", f"{self.spec.name} {self.spec.parameters}"))
+        overload = celcpp.Overload(overload_id, cel_type(self.spec.result), parameters)
+        return celcpp.FunctionDecl(self.spec.name, [overload])
+
+
+def _engine_functions() -> dict[str, EngineFunction]:
+    declared = {f.name for f in FUNCTIONS}
+    if declared != _IMPLEMENTATIONS.keys():
+        raise RuntimeError(
+            f"CEL functions declared {sorted(declared)} but implemented "
+            f"{sorted(_IMPLEMENTATIONS)}: vocabulary.py and cel.py must agree"
+        )
+    return {f.name: EngineFunction(f, _IMPLEMENTATIONS[f.name]) for f in FUNCTIONS}
+
+
+ENGINE_FUNCTIONS = _engine_functions()
 
 _ERROR_LINE = re.compile(r"ERROR: <input>:(\d+):(\d+): (.*)")
 _UNDECLARED = re.compile(r"undeclared reference to '([^']+)'")
@@ -169,7 +217,8 @@ def _checker(scope: Scope) -> Any:
     variables = {v.name: cel_type(v.cel_type)
                  for v in variables_for(scope.level, template=scope.template)}
     extensions = [ext_strings.ExtStrings(), ext_math.ExtMath(), ext_encoders.ExtEncoders()]
-    return celcpp.NewEnv(variables=variables, extensions=extensions)
+    functions = [f.checker_declaration() for f in ENGINE_FUNCTIONS.values()]
+    return celcpp.NewEnv(variables=variables, extensions=extensions, functions=functions)
 
 
 def compile_expression(source: str, scope: Scope) -> CompiledExpression:
@@ -187,7 +236,9 @@ def compile_expression(source: str, scope: Scope) -> CompiledExpression:
         raise CelCompileError(_problems(str(exc), source, scope, unsupported)) from exc
     functions: dict[str, Any] = {}
     for name in program.functions():
-        if name in _EXTENSIONS:
+        if name in ENGINE_FUNCTIONS:
+            functions[name] = ENGINE_FUNCTIONS[name].implementation
+        elif name in _EXTENSIONS:
             functions.update(_EXTENSIONS[name])
         elif name not in _EVALUATOR_BUILTINS and name[:1] not in ("_", "@", "!", "-"):
             column = source.find(name) + 1 or 1
@@ -237,6 +288,9 @@ def _problem(
     if text[column - 1 : column] == "(":
         function = undeclared.group(1)
         start = text.rfind(function.split(".")[-1], 0, column) + 1 or column
+        if function in ENGINE_FUNCTIONS:
+            usage = ENGINE_FUNCTIONS[function].spec.signature
+            return CelProblem(line, start, f"function '{function}' is called as {usage}")
         return CelProblem(line, start, f"unknown function '{function}'")
     # The checker names a dotted path (`pod.phase`) at its last dot; point at its start.
     name = undeclared.group(1).split(".")[0]

@@ -99,6 +99,10 @@ class _MachineChecks:
         self.found.append(error(position, message))
 
     @property
+    def _condition_types(self) -> set[str]:
+        return {s.condition.type for s in self.machine.states.values() if s.condition is not None}
+
+    @property
     def _state_names(self) -> str:
         return name_list(self.machine.states)
 
@@ -120,14 +124,23 @@ class _MachineChecks:
         if state.condition is not None and state.condition.reason is not None:
             self._reason((*path, "condition", "reason"), state.condition.reason)
         self._actions((*path, "onEnter"), state.on_enter)
-        if state.timeout is not None and parse_duration(state.timeout) is None:
-            self._error((*path, "timeout"), _bad_duration("timeout", state.timeout))
-        delay = state.requeue_after
-        is_bad_text = isinstance(delay, str) and looks_like_duration(delay)
-        if delay is not None and (is_bad_text or isinstance(delay, int)) and (
-            parse_duration(delay) is None
+        for field, delay in (("timeout", state.timeout), ("requeueAfter", state.requeue_after)):
+            is_bad_text = isinstance(delay, str) and looks_like_duration(delay)
+            if delay is not None and (is_bad_text or isinstance(delay, int)) and (
+                parse_duration(delay) is None
+            ):
+                self._error((*path, field), _bad_duration(field, delay))
+        copied = state.condition.copy_from if state.condition is not None else None
+        if copied is not None and copied not in self._condition_types:
+            self._error((*path, "condition", "copyFrom"),
+                        f"copyFrom '{copied}' is not a condition any state of this machine sets; "
+                        f"conditions: {name_list(sorted(self._condition_types))}")
+        if copied is not None and state.condition is not None and (
+            state.condition.reason is not None or state.condition.message is not None
         ):
-            self._error((*path, "requeueAfter"), _bad_duration("requeueAfter", delay))
+            self._error((*path, "condition", "copyFrom"),
+                        "a condition with copyFrom takes its reason and message from "
+                        f"'{copied}': remove its own 'reason' and 'message'")
 
     def _reason(self, path: Path, reason: str) -> None:
         if not CAMEL_CASE.match(reason):

@@ -78,8 +78,14 @@ class CompiledState:
     on_enter: tuple[CompiledAction, ...]
     requeue_seconds: float | None  # a fixed delay, or None
     requeue_expression: CompiledExpression | None  # a delay computed per instance
-    timeout_seconds: float | None
+    timeout_seconds: float | None  # a fixed timeout, or None
+    timeout_expression: CompiledExpression | None  # a timeout computed per instance
     hold_replicas: bool
+
+    @property
+    def has_timeout(self) -> bool:
+        """Whether the state declares a timeout (an expression may still turn it off)."""
+        return self.timeout_seconds is not None or self.timeout_expression is not None
 
 
 class StepContext:
@@ -137,6 +143,8 @@ class CompiledDefinition:
     pod_labels: Mapping[str, CompiledExpression]
     pod_annotations: Mapping[str, CompiledExpression]
     services: tuple[ServiceSpec, ...]
+    default_failure_rules: tuple[Mapping[str, Any], ...] = ()
+    """The machine's failure rules as a job spec writes them (after the job's own)."""
 
     @property
     def name(self) -> str:
@@ -166,6 +174,10 @@ def compile_definition(loaded: LoadedDefinition) -> CompiledDefinition:
             k: table.expressions[(*pod_path, "annotations", k)] for k in spec.pod.annotations
         },
         services=tuple(spec.services),
+        default_failure_rules=tuple(
+            rule.model_dump(by_alias=True, exclude_none=True)
+            for rule in spec.defaults.failure_rules
+        ),
     )
 
 
@@ -210,6 +222,8 @@ class _Builder:
         path = (*self.base, "states", name)
         delay = state.requeue_after
         fixed = None if delay is None else parse_duration(delay)
+        timeout = state.timeout
+        fixed_timeout = None if timeout is None else parse_duration(timeout)
         return CompiledState(
             name=name,
             phase=state.phase or name,
@@ -219,7 +233,8 @@ class _Builder:
             on_enter=self._actions((*path, "onEnter"), state.on_enter),
             requeue_seconds=fixed,
             requeue_expression=self.table.expressions.get((*path, "requeueAfter")),
-            timeout_seconds=None if state.timeout is None else parse_duration(state.timeout),
+            timeout_seconds=fixed_timeout,
+            timeout_expression=self.table.expressions.get((*path, "timeout")),
             hold_replicas=state.hold_replicas
             or (self.level == "job" and state.terminal is not None),
         )

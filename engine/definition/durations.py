@@ -29,4 +29,4 @@ def parse_duration(value: str | int) -> float | None:
 
 def looks_like_duration(value: str) -> bool:
     """True for text meant as a duration (digits first), so a typo is not read as CEL."""
-    return bool(re.fullmatch(r"\s*\d[\dA-Za-z.]*\s*", value))
+    return bool(re.fullmatch(r"\s*\d[\dA-Za-z. ]*", value))

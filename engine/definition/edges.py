@@ -98,13 +98,20 @@ class Cycle:
     observations: frozenset[str]
 
 
+WORLD_CHANGING_ACTIONS = frozenset({"restartJob"})
+"""Actions after which no guard sees the world it saw: restartJob resets every replica."""
+
+
 def guard_only_cycles(machine: MachineSpec, level: Level) -> list[Cycle]:
     """One cycle per distinct loop the machine could take without the world changing."""
     found: dict[frozenset[str], Cycle] = {}
     for observations in observation_sets(level):
         graph: dict[str, list[tuple[str, int]]] = {}
         for source, target, index in edges(machine):
-            on = machine.transitions[index].on
+            transition = machine.transitions[index]
+            if any(a.name in WORLD_CHANGING_ACTIONS for a in transition.actions):
+                continue
+            on = transition.on
             if on is None or on in observations:
                 graph.setdefault(source, []).append((target, index))
         for cycle in _cycles(graph, list(machine.states), observations):

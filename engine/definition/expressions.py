@@ -107,13 +107,13 @@ def _machine(compiler: _Compiler, machine: MachineSpec, level: Level) -> None:
         if state.condition is not None and state.condition.message is not None:
             message_path = (*path, "condition", "message")
             compiler.template(message_path, state.condition.message, scope)
-        delay = state.requeue_after
-        if isinstance(delay, str) and is_delay_expression(delay):
-            compiler.expression((*path, "requeueAfter"), delay, scope, _DELAY_TYPES)
+        for key, delay in (("requeueAfter", state.requeue_after), ("timeout", state.timeout)):
+            if isinstance(delay, str) and is_delay_expression(delay):
+                compiler.expression((*path, key), delay, scope, _DELAY_TYPES)
 
 
 def is_delay_expression(value: str) -> bool:
-    """A `requeueAfter` string that is CEL rather than a duration."""
+    """A `requeueAfter` or `timeout` string that is CEL rather than a duration."""
     return parse_duration(value) is None and not looks_like_duration(value)
 
 

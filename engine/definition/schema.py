@@ -13,6 +13,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from engine.definition.failure_rules import FailureRule
+
 API_VERSION = "jobmachine.dev/v1alpha1"
 KIND = "StateMachine"
 
@@ -59,6 +61,9 @@ class ConditionSpec(_Strict):
     message: str | None = None
     # Keep the condition True when the job leaves the state (Kubeflow's Created).
     sticky: bool = False
+    # Take reason and message from the job's condition of this type (set by an earlier
+    # state), so Failed repeats why FailureTarget was set.
+    copy_from: str | None = Field(default=None, alias="copyFrom")
 
     @model_validator(mode="before")
     @classmethod
@@ -79,7 +84,9 @@ class StateSpec(_Strict):
     terminal: Terminal | None = None
     on_enter: list[ActionSpec] = Field(default_factory=list, alias="onEnter")
     requeue_after: Duration | None = Field(default=None, alias="requeueAfter")
-    timeout: Duration | None = None  # after this long in the state, `timedOut` holds
+    # After this long in the state, `timedOut` holds: a duration, or CEL giving seconds
+    # (null or <= 0: no timeout).
+    timeout: Duration | None = None
     hold_replicas: bool = Field(default=False, alias="holdReplicas")  # job level only
     description: str | None = None
 
@@ -168,12 +175,17 @@ class Governs(_Strict):
     default_restart_policy: Literal["Always", "OnFailure", "Never", "ExitCode"] = Field(
         default="Never", alias="defaultRestartPolicy"
     )
+    # Values of runPolicy.managedBy that also name this engine (beside unset and
+    # jobmachine.dev/job-controller), e.g. the controller a kind is a drop-in for.
+    managed_by: list[str] = Field(default_factory=list, alias="managedBy")
 
 
 class Defaults(_Strict):
     """Values used where a job leaves a field out."""
 
     run_policy: dict[str, Any] = Field(default_factory=dict, alias="runPolicy")
+    # Applied after the job's own spec.failureRules (the first match wins).
+    failure_rules: list[FailureRule] = Field(default_factory=list, alias="failureRules")
 
 
 class DefinitionSpec(_Strict):

@@ -108,7 +108,9 @@ class _Recorder:
 
 
 def step(machine: CompiledMachine, state: str | None, facts: Facts) -> StepResult:
-    """Fire transitions from `state` until none fires (or a self-loop fires)."""
+    """Fire transitions from `state` until none fires, a self-loop fires, or a state with
+    `onEnter` actions is entered: those take effect before the instance moves on, so a
+    transition out of that state is considered on the next step."""
     recorder = _Recorder(facts)
     if state is None:
         state = machine.initial
@@ -126,6 +128,8 @@ def step(machine: CompiledMachine, state: str | None, facts: Facts) -> StepResul
         if fired.target == path[-1]:
             break
         path.append(fired.target)
+        if machine.states[fired.target].on_enter:
+            break
         if len(path) - 1 > len(machine.states) + 1:
             raise StepError(f"{machine.level} machine loops: {_loop(path)}")
     recorder.errors += context.errors
@@ -173,7 +177,8 @@ def render_pod_decorations(
     activation = Activation(variables)
 
     def render(values: Mapping[str, Any]) -> dict[str, str]:
-        return {key: render_value(expr.evaluate(activation)) for key, expr in values.items()}
+        found = {key: expr.evaluate(activation) for key, expr in values.items()}
+        return {key: render_value(value) for key, value in found.items() if value is not None}
 
     return PodDecorations(
         render(compiled.pod_env), render(compiled.pod_labels), render(compiled.pod_annotations)
@@ -190,11 +195,32 @@ def requeue_after(
     compiled = machine.states[state]
     if compiled.requeue_expression is None:
         return compiled.requeue_seconds
-    value = compiled.requeue_expression.evaluate(variables)
+    return _seconds(compiled.requeue_expression.evaluate(variables), "requeueAfter", state)
+
+
+def state_timeout(
+    machine: CompiledMachine, state: str, variables: Mapping[str, Any]
+) -> float | None:
+    """Seconds an instance may stay in `state` before `timedOut` holds; None: no timeout.
+
+    An expression giving null, 0 or less turns the timeout off (e.g. a run-policy field
+    that is not set). Raises `CelEvaluationError` for an expression that fails.
+    """
+    compiled = machine.states[state]
+    if compiled.timeout_expression is None:
+        return compiled.timeout_seconds
+    value = compiled.timeout_expression.evaluate(variables)
+    if value is None:
+        return None
+    seconds = _seconds(value, "timeout", state)
+    return seconds if seconds > 0 else None
+
+
+def _seconds(value: Any, field: str, state: str) -> float:
     if isinstance(value, datetime.timedelta):
         return max(value.total_seconds(), 0.0)
     if isinstance(value, int | float) and not isinstance(value, bool):
         return max(float(value), 0.0)
     raise CelEvaluationError(
-        f"requeueAfter of {state!r} gave {value!r}, not a number of seconds or a duration"
+        f"{field} of {state!r} gave {value!r}, not a number of seconds or a duration"
     )

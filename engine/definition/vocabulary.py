@@ -93,7 +93,12 @@ OBSERVATIONS: tuple[Observation, ...] = (
     Observation(
         "invalid", "job", "The job failed validation against its kind (the reason is in `error`)."
     ),
-    Observation("settled", "job", "No pod of the job is terminating."),
+    Observation(
+        "settled",
+        "job",
+        "No pod of the job is terminating or left to delete: none has a deletionTimestamp, "
+        "none is of an older restart attempt, and none is to be deleted by this pass's actions.",
+    ),
     Observation(
         "timedOut", "job", "The job has been in its state longer than the state's timeout."
     ),
@@ -126,6 +131,13 @@ ACTIONS: tuple[Action, ...] = (
                 choices=_POLICY_CHOICES,
             ),
         ),
+    ),
+    Action(
+        "restartJob",
+        ("job",),
+        "Start a new attempt of the whole job: the restart attempt goes up by one (pods of "
+        "older attempts are deleted), one restart is counted (runPolicy.backoffLimit), and "
+        "every replica starts again from the initial state.",
     ),
     Action(
         "setCondition",
@@ -168,8 +180,9 @@ COMMON_VARIABLES: tuple[Variable, ...] = (
     Variable(
         "replicas",
         _SUMMARY,
-        "Per replica type: desired, active, succeeded, failed, restarts, one count per replica "
-        "phase word in lowerCamelCase (pending, running, ...), and states (count per state name).",
+        "Per replica type: desired, active, ready (pods whose Ready condition is True), "
+        "succeeded, failed, restarts, one count per replica phase word in lowerCamelCase "
+        "(pending, running, ...), and states (count per state name).",
     ),
     Variable("restarts", "int", "Restarts counted for the whole job (countRestart)."),
     Variable("error", "string", "Why the job is invalid, or an empty string."),
@@ -185,8 +198,8 @@ REPLICA_VARIABLES: tuple[Variable, ...] = (
     Variable(
         "pod",
         "map(string, dyn)",
-        "The observed pod: name, phase, reason, exitCode, terminationReason, restartCount; "
-        "empty when there is none.",
+        "The observed pod: name, phase, reason, exitCode, terminationReason, restartCount, "
+        "ready; empty when there is none.",
     ),
     Variable("exitCode", "int", "The main container's exit code; -1 while it has not terminated."),
     Variable(
@@ -227,3 +240,28 @@ def observations_for(level: Level) -> dict[str, Observation]:
 
 def actions_for(level: Level) -> dict[str, Action]:
     return {a.name: a for a in ACTIONS if level in a.levels}
+
+
+@dataclass(frozen=True)
+class CelFunction:
+    """A function the engine adds to CEL, called as `name(parameters...)`."""
+
+    name: str
+    # CEL type signatures, as in `Variable.cel_type`.
+    parameters: tuple[str, ...]
+    result: str
+    meaning: str
+
+    @property
+    def signature(self) -> str:
+        return f"{self.name}({', '.join(self.parameters)}) -> {self.result}"
+
+
+FUNCTIONS: tuple[CelFunction, ...] = (
+    CelFunction(
+        "sum",
+        ("list(int)",),
+        "int",
+        "The sum of a list of ints (0 for an empty list), e.g. counts across replica types.",
+    ),
+)

@@ -100,14 +100,14 @@ def test_observation_of_the_other_level() -> None:
 def test_unknown_action() -> None:
     assert job('when: "restarts == 0"', "actions: [launch]") == [
         "demo.yaml:12:45: error: unknown action 'launch'; job actions are: cleanupPods, "
-        "setCondition, event"
+        "restartJob, setCondition, event"
     ]
 
 
 def test_action_of_the_other_level() -> None:
     assert job('when: "restarts == 0"', "actions: [createPod]") == [
-        "demo.yaml:12:45: error: 'createPod' is not a job action; job actions are: cleanupPods, "
-        "setCondition, event"
+        "demo.yaml:12:45: error: 'createPod' is not a job action; job actions are: "
+        "cleanupPods, restartJob, setCondition, event"
     ]
 
 
