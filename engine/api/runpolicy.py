@@ -69,6 +69,15 @@ class RunPolicy(SpecModel):
         ge=0,
         description="Restarts allowed before the job fails with reason BackoffLimitExceeded.",
     )
+    pending_timeout_seconds: int | None = Field(
+        default=None,
+        ge=1,
+        description=(
+            "A jobmachine extension: seconds a replica may stay Pending (pod not created, not "
+            "scheduled or not started) before the job fails with reason PendingTimeout. The "
+            "timer restarts with each new pod and on resume; unset: no limit."
+        ),
+    )
     scheduling_policy: SchedulingPolicy | None = Field(
         default=None, description="Gang-scheduling hints passed to a batch scheduler."
     )
@@ -84,8 +93,9 @@ class RunPolicy(SpecModel):
         max_length=63,
         description=(
             "The controller that reconciles this job. jobmachine reconciles jobs that leave "
-            f"it unset or set it to {MANAGED_BY_JOBMACHINE!r} and leaves every other job to "
-            "the controller named (e.g. kueue.x-k8s.io/multikueue). Immutable."
+            f"it unset or set it to {MANAGED_BY_JOBMACHINE!r} (or, for PyTorchJob and TFJob, "
+            "kubeflow.org/training-operator, the controller they are a drop-in for) and leaves "
+            "every other job to the controller named (e.g. kueue.x-k8s.io/multikueue). Immutable."
         ),
         json_schema_extra={
             "x-kubernetes-validations": [

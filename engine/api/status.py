@@ -66,8 +66,14 @@ class JobStatus(StatusModel):
     restarts: int | None = Field(
         default=None, ge=0, description="Replica restarts counted against runPolicy.backoffLimit."
     )
-    attempt: int | None = Field(
-        default=None, ge=0, description="How many times the whole job has been started."
+    restart_attempt: int | None = Field(
+        default=None,
+        ge=0,
+        description=(
+            "The job's restart attempt: 0 at first, one more for each restart of the whole job "
+            "(a RestartJob failure rule). Pods carry it in the jobmachine.dev/restart-attempt "
+            "label; pods of older attempts are deleted."
+        ),
     )
     observed_generation: int | None = Field(
         default=None, ge=0, description="The metadata.generation this status was computed from."

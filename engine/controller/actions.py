@@ -17,25 +17,25 @@ from loguru import logger
 
 from engine.controller.children import TRACKING_FINALIZER, JobKey, ReplicaId, controller_uid
 from engine.controller.claims import Claimed
+from engine.controller.cleanup import cleanup_policy, pods_to_clean
 from engine.controller.client import KubeClient
 from engine.controller.decide import Decision, Planned
 from engine.controller.errors import AlreadyExists, Invalid, NotFound
 from engine.controller.events import EventRecorder
 from engine.controller.expectations import ExpectationKey, Expectations
-from engine.controller.jobspec import JobSpecView
-from engine.controller.manifests import build_pod, build_service, cluster_spec
+from engine.controller.jobspec import JobSpecView, ReplicaTypeSpec
+from engine.controller.manifests import build_pod, build_service, cluster_spec, service_spec_for
 from engine.controller.observe import MISSING, PodFacts
 from engine.controller.resources import PODS, SERVICES, Resource
 from engine.controller.timestamps import parse_time
 from engine.controller.variables import replica_variables
-from engine.definition import CompiledDefinition, render_pod_decorations
+from engine.definition import CompiledDefinition, PodDecorations, render_pod_decorations
 from engine.definition.cel import CelEvaluationError
 from engine.settings import EngineSettings
 
 Obj = Mapping[str, Any]
 _TEMPLATE_RETRY_S = 30.0
 """How soon a pod whose machine values failed is tried again (the job may be edited)."""
-_CLEANED_BY_POLICY = {"All": None, "Running": ("podPending", "podRunning"), "None": ()}
 
 
 @dataclass
@@ -55,6 +55,8 @@ class ActionRun:
     services: Claimed
     facts: Mapping[ReplicaId, PodFacts]
     now: datetime
+    old_attempt: frozenset[ReplicaId] = frozenset()
+    """Replicas whose pod is of an older restart attempt: it is deleted, whatever the state."""
     wait_s: list[float] = field(default_factory=list)
     """Delays after which a blocked action can go ahead (back-off, unmet expectations)."""
     _cluster_spec: dict[str, list[str]] | None = field(default=None, init=False, repr=False)
@@ -74,6 +76,8 @@ def execute(run: ActionRun) -> None:
     """Run the planned actions in order, then remove pods that no replica owns any more."""
     for planned in run.decision.actions:
         _execute_one(run, planned)
+    for replica in sorted(run.old_attempt):
+        _delete(run, replica, run.pods.by_replica.get(replica), pod=True)
     if not run.decision.holds_replicas:
         _delete_stale(run)
 
@@ -121,23 +125,11 @@ def _create_pod(run: ActionRun, replica: ReplicaId) -> None:
     replica_type = run.spec.replica_type(replica.type)
     if replica_type is None:
         return
-    variables = replica_variables(
-        run.decision.variables, replica, desired=replica_type.replicas,
-        policy=replica_type.restart_policy, record=run.decision.record,
-        facts=run.facts.get(replica, MISSING),
-    )
-    variables["clusterSpec"] = run.cluster_spec()
-    try:
-        decorations = render_pod_decorations(run.definition, variables)
-    except CelEvaluationError as exc:
-        run.recorder.record(
-            run.job, type="Warning", reason="PodTemplateError",
-            message=f"{replica}: the machine's pod values cannot be computed: {exc}",
-        )
-        _log(run, replica).warning(f"pod values cannot be computed: {exc}")
-        run.wait_s.append(_TEMPLATE_RETRY_S)
+    decorations = _decorations(run, replica, replica_type)
+    if decorations is None:
         return
-    pod = build_pod(run.job, run.definition, replica_type, replica, decorations)
+    pod = build_pod(run.job, run.definition, replica_type, replica, decorations,
+                    attempt=run.decision.record.restart_attempt)
     _warn_restart_policy(run, replica, replica_type.template_restart_policy,
                          pod["spec"]["restartPolicy"])
     key = run.expectation(replica.type)
@@ -152,6 +144,28 @@ def _create_pod(run: ActionRun, replica: ReplicaId) -> None:
         raise
     else:
         _log(run, replica).info(f"created pod {pod['metadata']['name']}")
+
+
+def _decorations(
+    run: ActionRun, replica: ReplicaId, replica_type: ReplicaTypeSpec
+) -> PodDecorations | None:
+    """The machine's env, labels and annotations for the replica; None (reported) if they fail."""
+    variables = replica_variables(
+        run.decision.variables, replica, desired=replica_type.replicas,
+        policy=replica_type.restart_policy, record=run.decision.record,
+        facts=run.facts.get(replica, MISSING),
+    )
+    variables["clusterSpec"] = run.cluster_spec()
+    try:
+        return render_pod_decorations(run.definition, variables)
+    except CelEvaluationError as exc:
+        run.recorder.record(
+            run.job, type="Warning", reason="PodTemplateError",
+            message=f"{replica}: the machine's pod values cannot be computed: {exc}",
+        )
+        _log(run, replica).warning(f"pod values cannot be computed: {exc}")
+        run.wait_s.append(_TEMPLATE_RETRY_S)
+        return None
 
 
 def _backoff_remaining(run: ActionRun, replica: ReplicaId) -> float:
@@ -203,9 +217,13 @@ def _create_service(run: ActionRun, replica: ReplicaId) -> None:
     if replica in run.services.by_replica:
         return
     replica_type = run.spec.replica_type(replica.type)
-    if replica_type is None:
+    if replica_type is None or service_spec_for(run.definition, replica.type) is None:
         return
-    service = build_service(run.job, run.definition, replica_type, replica)
+    decorations = _decorations(run, replica, replica_type)
+    if decorations is None:
+        return
+    service = build_service(run.job, run.definition, replica_type, replica,
+                            labels=decorations.labels)
     if service is None:
         return
     try:
@@ -235,13 +253,10 @@ def _delete(run: ActionRun, replica: ReplicaId | None, obj: Obj | None, *, pod: 
 
 
 def _cleanup_pods(run: ActionRun, policy: Any) -> None:
-    chosen = str(policy or run.spec.run_policy.get("cleanPodPolicy") or "None")
-    wanted = _CLEANED_BY_POLICY.get(chosen, ())
-    for replica, pod in run.pods.by_replica.items():
-        observation = run.facts.get(replica, MISSING).observation
-        if wanted is None or observation in wanted:
-            _delete(run, replica, pod, pod=True)
-            _delete(run, replica, run.services.by_replica.get(replica), pod=False)
+    chosen = cleanup_policy(policy, run.spec.run_policy)
+    for replica in pods_to_clean(chosen, run.facts):
+        _delete(run, replica, run.pods.by_replica.get(replica), pod=True)
+        _delete(run, replica, run.services.by_replica.get(replica), pod=False)
 
 
 def _delete_stale(run: ActionRun) -> None:
@@ -260,7 +275,7 @@ def release_tracking(run: ActionRun) -> None:
     done = run.decision.holds_replicas
     desired = {t.name: t.replicas for t in run.spec.replica_types}
     for replica, pod in run.pods.by_replica.items():
-        stale = replica.index >= desired.get(replica.type, 0)
+        stale = replica.index >= desired.get(replica.type, 0) or replica in run.old_attempt
         if done or stale or run.facts.get(replica, MISSING).terminal:
             remove_finalizer(run.client, pod, TRACKING_FINALIZER)
     for pod in run.pods.unplaced:

@@ -15,6 +15,7 @@ JOB_NAME_LABEL = "jobmachine.dev/job-name"
 JOB_UID_LABEL = "jobmachine.dev/job-uid"
 REPLICA_TYPE_LABEL = "jobmachine.dev/replica-type"
 REPLICA_INDEX_LABEL = "jobmachine.dev/replica-index"
+RESTART_ATTEMPT_LABEL = "jobmachine.dev/restart-attempt"
 TRACKING_FINALIZER = "jobmachine.dev/tracking"
 CLEANUP_FINALIZER = "jobmachine.dev/cleanup"
 
@@ -86,6 +87,12 @@ def controller_uid(obj: Mapping[str, Any]) -> str | None:
             uid = reference.get("uid")
             return str(uid) if uid else None
     return None
+
+
+def attempt_of(pod: Mapping[str, Any]) -> int:
+    """The restart attempt a pod belongs to; a pod without the label is of attempt 0."""
+    value = str((pod["metadata"].get("labels") or {}).get(RESTART_ATTEMPT_LABEL, "0"))
+    return int(value) if value.isdigit() else -1
 
 
 def replica_of(obj: Mapping[str, Any]) -> ReplicaId | None:

@@ -8,14 +8,17 @@ first and act after (the write-ahead rule of the architecture page).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
 from typing import Any
 
 from engine.controller.children import ReplicaId
+from engine.controller.cleanup import cleanup_policy, pods_to_clean
 from engine.controller.jobspec import JobSpecView
 from engine.controller.observe import MISSING, PodFacts
 from engine.controller.record import MachineRecord, RestartRecord
+from engine.controller.timestamps import parse_time
 from engine.controller.variables import common_variables, replica_summary, replica_variables
 from engine.definition import (
     CompiledDefinition,
@@ -24,8 +27,10 @@ from engine.definition import (
     FiredTransition,
     PlannedAction,
     entry_actions,
+    state_timeout,
     step,
 )
+from engine.definition.cel import CelEvaluationError
 
 REPLAYABLE_ACTIONS = frozenset(
     {"createPod", "createService", "deletePod", "deleteService", "cleanupPods"}
@@ -74,17 +79,30 @@ class Decision:
     """The job-level CEL variables of the last round (for requeueAfter and templates)."""
     holds_replicas: bool = False
     """Whether the final job state holds its replicas (terminal, or `holdReplicas`)."""
+    timer_due: datetime | None = None
+    """When the earliest replica state timeout that has not passed yet runs out."""
 
 
 @dataclass
 class _Progress:
     record: MachineRecord
     now: str
+    job: Mapping[str, Any]
     fired: list[Fired] = field(default_factory=list)
     conditions: list[ConditionUpdate] = field(default_factory=list)
     actions: list[Planned] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     seen_actions: set[tuple[Any, ...]] = field(default_factory=set)
+    timer_due: datetime | None = None
+
+    def actions_planned(self) -> Iterator[tuple[PlannedAction, ReplicaId | None]]:
+        """Every action planned so far, with its replica (None: the job)."""
+        return ((p.action, p.replica) for p in self.actions)
+
+    def timer_runs_out(self, due: datetime) -> None:
+        """Note a replica timer that has not run out yet (the engine wakes for the first)."""
+        if self.timer_due is None or due < self.timer_due:
+            self.timer_due = due
 
     def plan(
         self, action: PlannedAction, replica: ReplicaId | None, *, replayed: bool = False
@@ -108,35 +126,70 @@ def decide(
     history_limit: int = 100,
 ) -> Decision:
     """Step every machine of `job` until nothing fires; see the module docstring."""
-    progress = _Progress(_without_stale_replicas(record, spec), now)
+    progress = _Progress(_without_stale_replicas(record, spec), now, job)
     state = progress.record.state
     variables: dict[str, Any] = {}
-    for _ in range(len(definition.job.states) + 2):
+    observations = job_observations
+    for _ in range(len(definition.job.states) + len(definition.replica.states) + 2):
+        replicas_moved = False
         if state is None or not _holds(definition, state):
-            _step_replicas(definition, job, spec, pods, progress)
+            replicas_moved = _step_replicas(definition, job, spec, pods, progress)
         summary = replica_summary(spec, progress.record, pods, definition.replica)
         variables = common_variables(job, spec, progress.record, summary)
-        result = step(definition.job, state, Facts(job_observations, variables))
+        staying = () if state is None else entry_actions(
+            definition.job, state, Facts(observations, variables))[0]
+        planned = (*progress.actions_planned(), *((action, None) for action in staying))
+        if _deletions_pending(planned, pods, spec):
+            observations = observations - {"settled"}
+        result = step(definition.job, state, Facts(observations, variables))
         progress.errors += result.errors
         for transition in result.fired:
             _record_job_transition(definition, transition, progress, variables)
         for action in result.actions:
             _apply(action, None, progress)
         if not result.changed and state is not None:
-            _replay_entry(definition.job, state, None, Facts(job_observations, variables), progress)
+            _replay_entry(definition.job, state, None, Facts(observations, variables), progress)
+            if replicas_moved:
+                continue
             break
         state = result.state
         progress.record = progress.record.with_changes(state=state)
+    holds = state is not None and _holds(definition, state)
     history = progress.record.history[-history_limit:]
+    timers = {} if holds else progress.record.replica_timers
     return Decision(
-        progress.record.with_changes(history=history),
+        progress.record.with_changes(history=history, replica_timers=timers),
         tuple(progress.fired),
         tuple(progress.conditions),
         tuple(progress.actions),
         tuple(progress.errors),
         variables,
-        state is not None and _holds(definition, state),
+        holds,
+        None if holds else progress.timer_due,
     )
+
+
+def _deletions_pending(
+    planned_actions: Iterable[tuple[PlannedAction, ReplicaId | None]],
+    pods: Mapping[ReplicaId, PodFacts],
+    spec: JobSpecView,
+) -> bool:
+    """Whether a deletion planned in this pass, or replayed for the state the job is in,
+    will remove a pod that still exists.
+
+    Until it has, the job is not `settled`: Failed or Succeeded must wait for the
+    pods its clean-up deletes (the two-phase terminal conditions).
+    """
+    for action, replica in planned_actions:
+        name = action.name
+        if name == "deletePod" and replica is not None:
+            if pods.get(replica, MISSING).observation not in ("podMissing", "podGone"):
+                return True
+        elif name == "cleanupPods":
+            policy = cleanup_policy(action.args.get("policy"), spec.run_policy)
+            if any(pods[r].observation != "podGone" for r in pods_to_clean(policy, pods)):
+                return True
+    return False
 
 
 def _replay_entry(
@@ -179,12 +232,15 @@ def _without_stale_replicas(record: MachineRecord, spec: JobSpecView) -> Machine
         r: entry for r, entry in record.replica_backoff.items()
         if r.index < desired.get(r.type, 0)
     }
-    if (len(states), len(restarts), len(backoff)) == (
-        len(record.replica_states), len(record.replica_restarts), len(record.replica_backoff)
-    ):
+    timers = {r: since for r, since in record.replica_timers.items()
+              if r.index < desired.get(r.type, 0)}
+    kept = (len(states), len(restarts), len(backoff), len(timers))
+    if kept == (len(record.replica_states), len(record.replica_restarts),
+                len(record.replica_backoff), len(record.replica_timers)):
         return record
     return record.with_changes(
-        replica_states=states, replica_restarts=restarts, replica_backoff=backoff
+        replica_states=states, replica_restarts=restarts, replica_backoff=backoff,
+        replica_timers=timers,
     )
 
 
@@ -194,7 +250,9 @@ def _step_replicas(
     spec: JobSpecView,
     pods: Mapping[ReplicaId, PodFacts],
     progress: _Progress,
-) -> None:
+) -> bool:
+    """Step every replica once; whether any of them changed state."""
+    moved = False
     summary = replica_summary(spec, progress.record, pods, definition.replica)
     common = common_variables(job, spec, progress.record, summary)
     for replica_type in spec.replica_types:
@@ -206,7 +264,11 @@ def _step_replicas(
                 policy=replica_type.restart_policy, record=progress.record, facts=facts,
             )
             current = progress.record.replica_states.get(replica)
-            replica_facts = Facts(frozenset({facts.observation}), variables)
+            observations = {facts.observation}
+            if current is not None and _timed_out(definition, replica, current, variables,
+                                                  progress):
+                observations.add("timedOut")
+            replica_facts = Facts(frozenset(observations), variables)
             result = step(definition.replica, current, replica_facts)
             progress.errors += [f"{replica}: {error}" for error in result.errors]
             for transition in result.fired:
@@ -217,9 +279,67 @@ def _step_replicas(
             if result.state == current and current is not None:
                 _replay_entry(definition.replica, current, replica, replica_facts, progress)
             if result.state != current:
+                moved = True
                 states = {**progress.record.replica_states, replica: result.state}
                 progress.record = progress.record.with_changes(replica_states=states)
                 _track_backoff(definition, replica, facts, result.state, progress)
+                _restart_timer(definition, replica, result.state, variables, progress)
+    return moved
+
+
+def _timeout_of(
+    definition: CompiledDefinition, state: str, variables: Mapping[str, Any], progress: _Progress
+) -> float | None:
+    try:
+        return state_timeout(definition.replica, state, variables)
+    except CelEvaluationError as exc:
+        progress.errors.append(f"timeout of replica state {state}: {exc}")
+        return None
+
+
+def _timed_out(
+    definition: CompiledDefinition,
+    replica: ReplicaId,
+    state: str,
+    variables: Mapping[str, Any],
+    progress: _Progress,
+) -> bool:
+    """Whether the replica has been in `state` past its timeout (`timedOut` holds).
+
+    A replica in a state with a timeout but no timer (the job just resumed, or the
+    timeout was turned on) starts one now.
+    """
+    seconds = _timeout_of(definition, state, variables, progress)
+    if seconds is None:
+        return False
+    since = progress.record.replica_timers.get(replica)
+    if since is None:
+        _restart_timer(definition, replica, state, variables, progress)
+        return False
+    due = parse_time(since) + timedelta(seconds=seconds)
+    if parse_time(progress.now) >= due:
+        return True
+    progress.timer_runs_out(due)
+    return False
+
+
+def _restart_timer(
+    definition: CompiledDefinition,
+    replica: ReplicaId,
+    state: str,
+    variables: Mapping[str, Any],
+    progress: _Progress,
+) -> None:
+    """Entering a state starts its timeout afresh; a state without one has no timer."""
+    timers = dict(progress.record.replica_timers)
+    seconds = _timeout_of(definition, state, variables, progress)
+    if seconds is None:
+        if timers.pop(replica, None) is None:
+            return
+    else:
+        timers[replica] = progress.now
+        progress.timer_runs_out(parse_time(progress.now) + timedelta(seconds=seconds))
+    progress.record = progress.record.with_changes(replica_timers=timers)
 
 
 def _track_backoff(
@@ -258,9 +378,14 @@ def _record_job_transition(
         return
     entered = definition.job.states[transition.target]
     condition_message = transition.message
+    condition_reason = transition.reason
     if entered.condition_message is not None:
         condition_message, errors = entered.condition_message.render(variables)
         progress.errors += errors
+    if entered.condition is not None and entered.condition.copy_from is not None:
+        copied = _condition(progress, entered.condition.copy_from)
+        if copied is not None:
+            condition_reason, condition_message = copied
     if transition.source is None:
         transition = replace(transition, message=condition_message)
     _count(progress, "job", transition, None)
@@ -279,9 +404,20 @@ def _record_job_transition(
         progress.conditions.append(ConditionUpdate(
             entered.condition.type,
             entered.condition.status,
-            entered.condition.reason or transition.reason,
+            entered.condition.reason or condition_reason,
             condition_message,
         ))
+
+
+def _condition(progress: _Progress, condition_type: str) -> tuple[str, str] | None:
+    """Reason and message of the job's condition of this type: set in this pass, else before."""
+    for update in reversed(progress.conditions):
+        if update.type == condition_type:
+            return update.reason, update.message
+    for existing in (progress.job.get("status") or {}).get("conditions") or ():
+        if existing.get("type") == condition_type:
+            return str(existing.get("reason") or ""), str(existing.get("message") or "")
+    return None
 
 
 def _condition_type(definition: CompiledDefinition, state: str) -> str | None:
@@ -315,6 +451,15 @@ def _apply(action: PlannedAction, replica: ReplicaId | None, progress: _Progress
         }
         progress.record = progress.record.with_changes(
             restarts=progress.record.restarts + 1, replica_restarts=restarts
+        )
+    elif action.name == "restartJob":
+        record = progress.record
+        progress.record = record.with_changes(
+            restart_attempt=record.restart_attempt + 1,
+            restarts=record.restarts + 1,
+            replica_states={},
+            replica_backoff={},
+            replica_timers={},
         )
     elif action.name == "setCondition":
         args = action.args

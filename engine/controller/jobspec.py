@@ -41,6 +41,7 @@ class JobSpecView:
     error: str = ""
     types_by_name: Mapping[str, ReplicaTypeSpec] = field(default_factory=dict)
     failure_rules: tuple[Mapping[str, Any], ...] = ()
+    """The job's own failure rules, then the machine's defaults: the first match wins."""
 
     def replica_type(self, name: str) -> ReplicaTypeSpec | None:
         """The spec of a replica type the job declares, if it does."""
@@ -53,8 +54,9 @@ def managed_by_us(job: Mapping[str, Any], definition: CompiledDefinition) -> boo
     A job that names another controller (e.g. MultiKueue) is left alone entirely: no
     finalizer, no status, no pods.
     """
-    run_policy = read_path(job, definition.definition.spec.governs.run_policy) or {}
-    return run_policy.get("managedBy") in (None, "", MANAGED_BY_JOBMACHINE)
+    governs = definition.definition.spec.governs
+    run_policy = read_path(job, governs.run_policy) or {}
+    return run_policy.get("managedBy") in (None, "", MANAGED_BY_JOBMACHINE, *governs.managed_by)
 
 
 def read_path(obj: Mapping[str, Any], dotted: str) -> Any:
@@ -91,13 +93,7 @@ def read_job_spec(job: Mapping[str, Any], definition: CompiledDefinition) -> Job
         return JobSpecView(
             (), run_policy, f"unknown replica types {unknown}; this kind has {list(order)}"
         )
-    rules = tuple(read_path(job, governs.failure_rules) or ())
-    for number, rule in enumerate(rules):
-        if rule.get("action") == "RestartJob":
-            return JobSpecView((), run_policy, (
-                f"{governs.failure_rules}[{number}].action: RestartJob is not implemented yet "
-                "(use RestartReplica, or FailJob and resubmit)"
-            ))
+    rules = (*(read_path(job, governs.failure_rules) or ()), *definition.default_failure_rules)
     return JobSpecView(types, run_policy, "", {t.name: t for t in types}, rules)
 
 

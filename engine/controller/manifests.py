@@ -12,6 +12,7 @@ from typing import Any
 import orjson
 
 from engine.controller.children import (
+    RESTART_ATTEMPT_LABEL,
     TRACKING_FINALIZER,
     ReplicaId,
     child_labels,
@@ -39,8 +40,14 @@ def build_pod(
     replica_type: ReplicaTypeSpec,
     replica: ReplicaId,
     decorations: PodDecorations,
+    *,
+    attempt: int = 0,
 ) -> dict[str, Any]:
-    """The replica's pod: the template, the machine's decorations, our labels and finalizer."""
+    """The replica's pod: the template, the machine's decorations, our labels and finalizer.
+
+    `attempt` is the job's restart attempt, kept in a label so that pods of an older
+    attempt are told apart after a restart of the whole job.
+    """
     template: dict[str, Any] = orjson.loads(orjson.dumps(replica_type.template))
     metadata = template.get("metadata") or {}
     spec = template.get("spec") or {}
@@ -59,6 +66,7 @@ def build_pod(
                 **(metadata.get("labels") or {}),
                 **decorations.labels,
                 **child_labels(job, replica),
+                RESTART_ATTEMPT_LABEL: str(attempt),
             },
             "annotations": {**(metadata.get("annotations") or {}), **decorations.annotations},
             "ownerReferences": [owner_reference(job)],
@@ -87,8 +95,13 @@ def build_service(
     definition: CompiledDefinition,
     replica_type: ReplicaTypeSpec,
     replica: ReplicaId,
+    *,
+    labels: Mapping[str, str] | None = None,
 ) -> dict[str, Any] | None:
-    """The replica's headless service, or None when the definition gives its type none."""
+    """The replica's headless service, or None when the definition gives its type none.
+
+    It carries the machine's pod `labels` beside ours (Kubeflow's services carry its labels).
+    """
     service = service_spec_for(definition, replica.type)
     if service is None:
         return None
@@ -108,7 +121,7 @@ def build_service(
         "metadata": {
             "name": child_name(job["metadata"]["name"], replica),
             "namespace": job["metadata"]["namespace"],
-            "labels": child_labels(job, replica),
+            "labels": {**(labels or {}), **child_labels(job, replica)},
             "ownerReferences": [owner_reference(job)],
         },
         "spec": {

@@ -28,6 +28,11 @@ class PodFacts:
     """For a failed pod: the action of the first failure rule it matches, else ''."""
 
     @property
+    def ready(self) -> bool:
+        """Whether the pod runs and its Ready condition is True (readiness probes passed)."""
+        return self.observation == "podRunning" and bool(self.pod.get("ready"))
+
+    @property
     def terminal(self) -> bool:
         """Whether the pod will not run again (its outcome is final or it is going away)."""
         return self.observation in ("podSucceeded", "podFailed", "podGone", "podLost")
@@ -69,6 +74,10 @@ def observe_pod(
         "exitCode": exit_code,
         "terminationReason": reason,
         "restartCount": int(container.get("restartCount") or 0),
+        "ready": any(
+            c.get("type") == "Ready" and c.get("status") == "True"
+            for c in status.get("conditions") or ()
+        ),
     }
     return PodFacts(
         _pod_observation(pod, terminated, container, node_ready), facts, exit_code, reason
@@ -113,7 +122,11 @@ def job_observations(
     now: datetime,
     terminating_pods: int,
 ) -> frozenset[str]:
-    """The job-level observations that hold now."""
+    """The job-level observations that hold now.
+
+    `terminating_pods` counts pods being deleted and pods of an older restart attempt
+    (they are about to be); decide also withholds `settled` while its own deletions wait.
+    """
     found = {"suspended" if spec.run_policy.get("suspend") else "resumed"}
     if job["metadata"].get("deletionTimestamp"):
         found.add("deleting")

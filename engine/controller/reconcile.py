@@ -23,6 +23,7 @@ from engine.controller.children import (
     TRACKING_FINALIZER,
     JobKey,
     ReplicaId,
+    attempt_of,
 )
 from engine.controller.claims import AdoptionGuard, Claimed, claim
 from engine.controller.client import KubeClient
@@ -47,8 +48,10 @@ from engine.controller.resources import JOB_RESOURCES, PODS, SERVICES
 from engine.controller.scheduler import WakeScheduler, utc_now
 from engine.controller.status import build_status, write_status
 from engine.controller.timestamps import format_time, parse_time
+from engine.controller.variables import common_variables
 from engine.controller.workers import Done, Outcome, RequeueAfter, Retry, Terminal
-from engine.definition import CompiledDefinition, StepError, requeue_after
+from engine.definition import CompiledDefinition, StepError, requeue_after, state_timeout
+from engine.definition.cel import CelEvaluationError
 from engine.settings import EngineSettings
 
 Obj = Mapping[str, Any]
@@ -73,6 +76,8 @@ class _Observed:
     pods: Claimed
     services: Claimed
     facts: Mapping[ReplicaId, PodFacts]
+    old_attempt: frozenset[ReplicaId]
+    """Replicas whose pod is of an older restart attempt: not observed, only deleted."""
 
 
 class Reconciler:
@@ -150,8 +155,13 @@ class Reconciler:
         pods = claim(self._client, PODS, self._caches.pods, job, replica_types=types, guard=guard)
         services = claim(self._client, SERVICES, self._caches.services, job,
                          replica_types=types, guard=guard)
+        attempt = read_record(job.get("status") or {}).restart_attempt
         facts = {}
+        old_attempt = set()
         for replica, pod in pods.by_replica.items():
+            if attempt_of(pod) != attempt:
+                old_attempt.add(replica)
+                continue
             replica_type = spec.replica_type(replica.type)
             template = replica_type.template if replica_type else {}
             observed = observe_pod(
@@ -162,7 +172,7 @@ class Reconciler:
                 action = failure_action(spec.failure_rules, replica.type, pod)
                 observed = replace(observed, failure_action=action)
             facts[replica] = observed
-        return _Observed(spec, pods, services, facts)
+        return _Observed(spec, pods, services, facts, frozenset(old_attempt))
 
     def _decide(
         self, job: Obj, definition: CompiledDefinition, observed: _Observed, now: datetime
@@ -173,11 +183,11 @@ class Reconciler:
         observations = job_observations(
             job, observed.spec, start_time=status.get("startTime"), now=now,
             terminating_pods=sum(
-                1 for p in observed.pods.by_replica.values()
-                if p["metadata"].get("deletionTimestamp")
+                1 for replica, p in observed.pods.by_replica.items()
+                if p["metadata"].get("deletionTimestamp") or replica in observed.old_attempt
             ),
         )
-        if _state_timed_out(definition, record.state, record.state_since, now):
+        if _state_timed_out(definition, record, job, observed.spec, now):
             observations |= {"timedOut"}
         decision = decide(
             definition, job, observed.spec, record, observed.facts,
@@ -209,6 +219,7 @@ class Reconciler:
             settings=self._settings, key=key, job=job, definition=definition,
             spec=observed.spec, decision=decision, pods=observed.pods,
             services=observed.services, facts=observed.facts, now=now,
+            old_attempt=observed.old_attempt,
         )
         execute(run)
         release_tracking(run)
@@ -226,9 +237,13 @@ class Reconciler:
         deadline = deadline_of(spec, status.get("startTime"))
         if deadline is not None:
             self._scheduler.wake_at(key, deadline, "deadline")
-        timeout_at = _state_timeout_at(definition, state, decision.record.state_since)
+        timeout_at = _state_timeout_at(definition, decision.record, decision.variables)
         if timeout_at is not None:
             self._scheduler.wake_at(key, timeout_at, "timeout")
+        if decision.timer_due is not None:
+            self._scheduler.wake_at(key, decision.timer_due, "replica-timeout")
+        else:
+            self._scheduler.cancel(key, "replica-timeout")
         delays = list(run.wait_s)
         if state is not None:
             delay = requeue_after(definition.job, state, decision.variables)
@@ -318,16 +333,25 @@ def _check_states_exist(definition: CompiledDefinition, record: MachineRecord) -
 
 
 def _state_timeout_at(
-    definition: CompiledDefinition, state: str | None, since: str | None
+    definition: CompiledDefinition, record: MachineRecord, variables: Mapping[str, Any]
 ) -> datetime | None:
-    if state is None or since is None:
+    """When the job's stay in its state times out (from status.stateSince: survives restarts)."""
+    if record.state is None or record.state_since is None:
         return None
-    seconds = definition.job.states[state].timeout_seconds
-    return None if seconds is None else parse_time(since) + timedelta(seconds=seconds)
+    try:
+        seconds = state_timeout(definition.job, record.state, variables)
+    except CelEvaluationError as exc:
+        logger.warning(f"timeout of job state {record.state}: {exc}")
+        return None
+    return None if seconds is None else parse_time(record.state_since) + timedelta(seconds=seconds)
 
 
 def _state_timed_out(
-    definition: CompiledDefinition, state: str | None, since: str | None, now: datetime
+    definition: CompiledDefinition, record: MachineRecord, job: Obj, spec: JobSpecView,
+    now: datetime,
 ) -> bool:
-    timeout_at = _state_timeout_at(definition, state, since)
+    if record.state is None or not definition.job.states[record.state].has_timeout:
+        return False
+    variables = common_variables(job, spec, record, {})
+    timeout_at = _state_timeout_at(definition, record, variables)
     return timeout_at is not None and now >= timeout_at

@@ -77,6 +77,10 @@ class MachineRecord:
     """Failed attempts in a row per index, counted or not: the re-creation back-off."""
     history: tuple[Mapping[str, Any], ...] = ()
     transition_counts: Mapping[tuple[str, str, str, str], int] = field(default_factory=dict)
+    restart_attempt: int = 0
+    """The job's attempt (restartJob adds one); every pod is labelled with the one it is of."""
+    replica_timers: Mapping[ReplicaId, str] = field(default_factory=dict)
+    """When each replica in a state with a timeout entered it (or the job last resumed)."""
 
     def with_changes(self, **changes: Any) -> MachineRecord:
         """A copy with some fields replaced."""
@@ -108,6 +112,12 @@ def read_record(status: Mapping[str, Any]) -> MachineRecord:
         replica_backoff=replica_backoff,
         history=tuple(status.get("history") or ()),
         transition_counts=counts,
+        restart_attempt=int(status.get("restartAttempt") or 0),
+        replica_timers={
+            ReplicaId(replica_type, int(index)): str(since)
+            for replica_type, entries in (status.get("replicaTimers") or {}).items()
+            for index, since in (entries or {}).items()
+        },
     )
 
 
@@ -126,6 +136,13 @@ def _per_index_fields(records: Mapping[ReplicaId, RestartRecord]) -> dict[str, A
     return dict(fields)
 
 
+def _timer_fields(timers: Mapping[ReplicaId, str]) -> dict[str, Any]:
+    fields: dict[str, dict[str, str]] = defaultdict(dict)
+    for replica, since in sorted(timers.items()):
+        fields[replica.type][str(replica.index)] = since
+    return dict(fields)
+
+
 def record_fields(record: MachineRecord) -> dict[str, Any]:
     """The status fields that hold `record` (merged into the status by status.py)."""
     states: dict[str, dict[str, list[int]]] = defaultdict(lambda: defaultdict(list))
@@ -141,6 +158,8 @@ def record_fields(record: MachineRecord) -> dict[str, Any]:
         },
         "replicaRestarts": _per_index_fields(record.replica_restarts),
         "replicaBackoff": _per_index_fields(record.replica_backoff),
+        "restartAttempt": record.restart_attempt,
+        "replicaTimers": _timer_fields(record.replica_timers),
         "history": list(record.history),
         "transitionCounts": [
             {"level": level, "from": source or None, "to": target, "reason": reason,

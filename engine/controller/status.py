@@ -53,16 +53,19 @@ def build_status(
 
 
 def _resumed(definition: CompiledDefinition, decision: Decision) -> bool:
-    """Whether the job left a state that held its replicas (it was suspended) this time.
+    """Whether the job resumed this time: a transition on `resumed` out of a state that
+    held its replicas (a restart of the whole job is not a resume).
 
     The start time restarts then, as the Job API does on resume, so time spent
     suspended does not count against runPolicy.activeDeadlineSeconds.
     """
+    transitions = definition.job.transitions
     return any(
         fired.replica is None
         and fired.transition.source is not None
+        and fired.transition.index is not None
+        and transitions[fired.transition.index].on == "resumed"
         and definition.job.states[fired.transition.source].hold_replicas
-        and definition.job.states[fired.transition.target].terminal is None
         for fired in decision.fired
     )
 

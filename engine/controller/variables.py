@@ -12,7 +12,7 @@ from typing import Any
 
 from engine.controller.children import ReplicaId
 from engine.controller.jobspec import JobSpecView
-from engine.controller.observe import PodFacts
+from engine.controller.observe import MISSING, PodFacts
 from engine.controller.record import MachineRecord
 from engine.definition import CompiledMachine
 
@@ -33,15 +33,19 @@ def replica_summary(
     phase_words = {lower_camel(s.phase) for s in machine.states.values()}
     for replica_type in spec.replica_types:
         entry: dict[str, Any] = {word: 0 for word in phase_words}
-        entry.update(desired=replica_type.replicas, active=0, succeeded=0, failed=0, restarts=0)
+        entry.update(
+            desired=replica_type.replicas, active=0, ready=0, succeeded=0, failed=0, restarts=0
+        )
         states: dict[str, int] = {}
         for index in range(replica_type.replicas):
             replica = ReplicaId(replica_type.name, index)
             state = record.replica_states.get(replica)
             restarts = record.replica_restarts.get(replica)
             entry["restarts"] += restarts.count if restarts else 0
-            if pods.get(replica, PodFacts("podMissing")).observation == "podRunning":
+            facts = pods.get(replica, MISSING)
+            if facts.observation == "podRunning":
                 entry["active"] += 1
+                entry["ready"] += facts.ready
             if state is None:
                 continue
             compiled = machine.states[state]

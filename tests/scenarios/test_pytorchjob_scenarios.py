@@ -38,16 +38,24 @@ STARTED = [
 
 def test_a_job_whose_master_finishes_succeeds() -> None:
     world = World(pytorch_job())
-    play(world, [
+    results = play(world, [
         *STARTED,
         Step("the workers finish", {worker(0): exited(0), worker(1): exited(0)},
              phase="Running", states={"Worker-0": "Succeeded", "Worker-1": "Succeeded"}),
-        Step("the master finishes", {MASTER: exited(0)}, phase="Succeeded",
-             job_actions=["cleanupPods"],
-             conditions={"Running": "False", "Succeeded": "True"},
-             events=["Succeeded", "PyTorchJobSucceeded"]),
+        Step("the master finishes; cleanPodPolicy None deletes nothing, so it is settled",
+             {MASTER: exited(0)}, phase="Succeeded", job_actions=["cleanupPods"],
+             conditions={"Running": "False", "SuccessCriteriaMet": "True", "Succeeded": "True"},
+             events=["Succeeded", "PyTorchJobSucceeded", "PyTorchJobSucceeded"]),
         Step("nothing changes afterwards", phase="Succeeded", events=[]),
     ])
+    finished = results[3]
+    assert finished.job_path == [
+        ("Running", "Succeeding", "PyTorchJobSucceeded"),
+        ("Succeeding", "Succeeded", "PyTorchJobSucceeded"),
+    ]
+    assert finished.condition("Succeeded") == {
+        **(finished.condition("SuccessCriteriaMet") or {}), "type": "Succeeded"
+    }
     status = world.job["status"]
     assert status["completionTime"] == status["startTime"]
     assert status["replicaStatuses"]["Master"]["succeeded"] == 1
@@ -98,8 +106,8 @@ def test_a_worker_exiting_1_fails_the_job() -> None:
         *STARTED,
         Step("worker-1 exits 1", {worker(1): exited(1, "Error")}, phase="Failed",
              job_actions=["cleanupPods"], restarts=0, states={"Worker-1": "Failed"},
-             conditions={"Running": "False", "Failed": "True"},
-             events=["PodFailed", "PyTorchJobFailed"]),
+             conditions={"Running": "False", "FailureTarget": "True", "Failed": "True"},
+             events=["PodFailed", "PyTorchJobFailed", "PyTorchJobFailed"]),
         Step("the master keeps running; nothing more happens", phase="Failed", events=[]),
     ])
     failed = results[2].condition("Failed")
@@ -170,13 +178,19 @@ def test_restarts_beyond_the_backoff_limit_fail_the_job() -> None:
         Step("worker-0 fails once", fails, phase="Running", deleted=["Worker-0"], restarts=1),
         Step("its pod is gone", {worker(0): None}, phase="Running", created=["Worker-0"]),
         Step("it runs again", {worker(0): running()}, phase="Running", restarts=1),
-        Step("it fails again: 2 restarts > backoffLimit 1", fails, phase="Failed",
-             deleted=["Worker-0"], job_actions=["cleanupPods"], restarts=2,
-             conditions={"Failed": "True", "Running": "False"},
+        Step("it fails again: 2 restarts > backoffLimit 1; Failing until its pod is gone",
+             fails, phase="Failing", deleted=["Worker-0"], job_actions=["cleanupPods"],
+             restarts=2, conditions={"FailureTarget": "True", "Failed": None, "Running": "False"},
              events=["PodFailed", "BackoffLimitExceeded"]),
-        Step("a failed job stays failed", {worker(0): None}, phase="Failed", restarts=2),
+        Step("its pod is gone: the job has failed", {worker(0): None}, phase="Failed",
+             restarts=2, conditions={"FailureTarget": "True", "Failed": "True"},
+             events=["PyTorchJobFailed"]),
+        Step("a failed job stays failed", phase="Failed", restarts=2, events=[]),
     ])
-    assert results[5].condition_reason("Failed") == "BackoffLimitExceeded"
+    assert results[5].condition_reason("FailureTarget") == "BackoffLimitExceeded"
+    assert results[6].condition_reason("Failed") == "BackoffLimitExceeded"
+    assert "completionTime" not in results[5].status
+    assert results[6].status["completionTime"] == "2027-01-15T08:00:00Z"
 
 
 def test_without_a_backoff_limit_restarts_are_not_limited() -> None:
@@ -248,7 +262,7 @@ NODE_LOST = {worker(1): lost()}
                            events=["PodLost"])),
         ("Never", Step("worker-1's node goes away", NODE_LOST, phase="Failed",
                        job_actions=["cleanupPods"], restarts=0, states={"Worker-1": "Failed"},
-                       events=["PodLost", "PyTorchJobFailed"])),
+                       events=["PodLost", "PyTorchJobFailed", "PyTorchJobFailed"])),
     ],
 )
 def test_a_pod_lost_with_its_node_is_a_retryable_failure(policy: str, then: Step) -> None:
@@ -263,7 +277,11 @@ def test_the_active_deadline_fails_a_running_job() -> None:
     world.advance(1)
     result = world.reconcile()
     assert result.phase == "Failed"
-    assert result.job_path == [("Running", "Failed", "DeadlineExceeded")]
+    assert result.job_path == [
+        ("Running", "Failing", "DeadlineExceeded"),
+        ("Failing", "Failed", "PyTorchJobFailed"),
+    ]
+    assert result.condition_reason("FailureTarget") == "DeadlineExceeded"
     assert result.condition_reason("Failed") == "DeadlineExceeded"
 
 
@@ -289,7 +307,8 @@ def test_an_invalid_job_fails_at_once_and_creates_nothing(
             specs[name].update(change)
     results = play(World(job), [
         Step("submitted", phase="Failed", job_actions=["cleanupPods"],
-             conditions={"Failed": "True"}, events=["Created", "FailedValidation"]),
+             conditions={"FailureTarget": "True", "Failed": "True"},
+             events=["Created", "FailedValidation", "PyTorchJobFailed"]),
         Step("looked at again", phase="Failed", events=[]),
     ])
     failed = results[0].condition("Failed")

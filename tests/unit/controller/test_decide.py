@@ -9,7 +9,6 @@ replicas in held states, and conditions whose transition times mean something.
 from __future__ import annotations
 
 import copy
-from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
@@ -18,16 +17,19 @@ import pytest
 from engine.controller.children import ReplicaId
 from engine.controller.decide import Decision, decide
 from engine.controller.jobspec import read_job_spec
-from engine.controller.observe import PodFacts, job_observations
+from engine.controller.observe import job_observations
 from engine.controller.record import RestartRecord, read_record
 from engine.controller.status import build_status
 from engine.controller.timestamps import format_time
 from tests.scenarios.world import (
     MASTER,
     T0,
+    Pod,
     Reconciled,
     World,
+    deleted,
     exited,
+    observe,
     pending,
     pytorch_job,
     running,
@@ -111,12 +113,13 @@ def test_pods_keep_being_asked_for_while_they_are_missing() -> None:
 # Determinism and purity -----------------------------------------------------------------------
 
 
-def _decide_once(world: World, pods: dict[ReplicaId, PodFacts]) -> Decision:
+def _decide_once(world: World, pods: dict[ReplicaId, Pod]) -> Decision:
     job = world.job
     spec = read_job_spec(job, world.definition)
     status = job.get("status") or {}
+    facts, _ = observe(pods, spec, world.restart_attempt)
     return decide(
-        world.definition, job, spec, read_record(status), pods,
+        world.definition, job, spec, read_record(status), facts,
         job_observations=job_observations(job, spec, start_time=status.get("startTime"),
                                           now=T0, terminating_pods=0),
         now=NOW,
@@ -184,10 +187,14 @@ def test_a_pod_delete_that_failed_is_planned_again_while_the_replica_restarts() 
 def test_ignored_failures_still_grow_the_back_off_and_a_success_resets_it() -> None:
     # A rule that ignores a failure counts no restart, but the re-creation back-off must
     # still grow with each failed attempt in a row, or a failing pod would loop.
-    world = World(pytorch_job(policy="Never"))
+    job = pytorch_job(policy="Never")
+    job["spec"]["failureRules"] = [
+        {"action": "Ignore", "onExitCodes": {"operator": "In", "values": [143]}}
+    ]
+    world = World(job)
     started(world)
     for attempt in (1, 2):
-        world.pods[worker(0)] = replace(exited(143), failure_action="Ignore")
+        world.pods[worker(0)] = exited(143)
         world.reconcile()
         del world.pods[worker(0)]
         world.reconcile()
@@ -278,19 +285,55 @@ def test_scaling_down_forgets_the_restart_record_of_forgotten_replicas() -> None
 # Held replicas ---------------------------------------------------------------------------------
 
 
-def test_replicas_of_a_finished_job_are_held() -> None:
+def test_replicas_of_a_failing_job_are_held_and_its_clean_up_is_replayed() -> None:
+    world = World(pytorch_job(policy="Never", run_policy={"cleanPodPolicy": "Running"}))
+    started(world)
+    world.pods[worker(0)] = exited(1)
+    failing = world.reconcile()
+    assert failing.job_path == [("Running", "Failing", "PyTorchJobFailed")]
+    assert failing.decision.holds_replicas
+    assert failing.job_actions == [("cleanupPods", {})]
+
+    # The clean-up is under way: Master and Worker-1 are being deleted. A stepped
+    # Worker-1 would see podGone and restart; held, it stays Running.
+    world.pods[MASTER] = deleted()
+    world.pods[worker(1)] = deleted()
+    after = world.reconcile()
+    assert after.decision.fired == ()
+    assert after.decision.record.state == "Failing"
+    assert after.replica_states == {"Master-0": "Running", "Worker-0": "Failed",
+                                    "Worker-1": "Running"}
+    # Only the Failing state's own clean-up is planned again (it is idempotent).
+    assert [(p.action.name, p.replica, p.replayed) for p in after.decision.actions] == [
+        ("cleanupPods", None, True)
+    ]
+
+
+def test_a_failing_job_whose_clean_up_was_refused_stays_failing() -> None:
+    world = World(pytorch_job(policy="Never", run_policy={"cleanPodPolicy": "Running"}))
+    started(world)
+    world.pods[worker(0)] = exited(1)
+    world.reconcile()
+    # The API server refused the deletes: Master and Worker-1 still run, not terminating.
+    again = world.reconcile()
+    assert again.decision.fired == ()
+    assert again.decision.record.state == "Failing"
+    assert [(p.action.name, p.replayed) for p in again.decision.actions] == [
+        ("cleanupPods", True)
+    ]
+
+
+def test_replicas_of_a_finished_job_are_held_and_nothing_is_planned() -> None:
     world = World(pytorch_job(policy="OnFailure"))
     started(world)
     world.pods[MASTER] = exited(0)
     finished = world.reconcile()
+    assert finished.decision.record.state == "Succeeded"
     assert finished.decision.holds_replicas
     world.pods[worker(0)] = exited(1)
     after = world.reconcile()
     assert after.decision.fired == ()
-    # Only the terminal state's own clean-up is planned again (it is idempotent).
-    assert [(p.action.name, p.replayed) for p in after.decision.actions] == [
-        ("cleanupPods", True)
-    ]
+    assert after.decision.actions == ()
     assert after.replica_states["Worker-0"] == "Running"
 
 
@@ -317,7 +360,9 @@ def test_an_invalid_job_has_no_replicas_and_no_pod_actions() -> None:
     assert result.decision.record.replica_states == {}
     assert result.pod_actions == []
     assert result.job_path == [(None, "Created", "Created"),
-                               ("Created", "Failed", "FailedValidation")]
+                               ("Created", "Failing", "FailedValidation"),
+                               ("Failing", "Failed", "PyTorchJobFailed")]
+    assert result.condition_reason("Failed") == "FailedValidation"
     assert result.status["replicaStatuses"] == {}
 
 
@@ -380,9 +425,10 @@ def test_build_status_does_not_change_the_job() -> None:
     started(world)
     before = copy.deepcopy(world.job)
     spec = read_job_spec(world.job, world.definition)
+    facts, _ = observe({MASTER: exited(0)}, spec, world.restart_attempt)
     decision = decide(
         world.definition, world.job, spec, read_record(world.job["status"]),
-        {MASTER: exited(0)}, job_observations=frozenset({"resumed", "settled"}), now=NOW,
+        facts, job_observations=frozenset({"resumed", "settled"}), now=NOW,
     )
     status = build_status(world.job, world.definition, spec, decision, now=NOW)
     assert status["phase"] == "Succeeded"

@@ -17,8 +17,10 @@ from engine.controller.children import (
     JOB_UID_LABEL,
     REPLICA_INDEX_LABEL,
     REPLICA_TYPE_LABEL,
+    RESTART_ATTEMPT_LABEL,
     TRACKING_FINALIZER,
     ReplicaId,
+    attempt_of,
     child_labels,
     child_name,
     controller_uid,
@@ -110,9 +112,27 @@ def test_a_pod_is_named_labelled_owned_and_tracked() -> None:
         JOB_UID_LABEL: "uid-mnist",
         REPLICA_TYPE_LABEL: "Worker",
         REPLICA_INDEX_LABEL: "1",
+        RESTART_ATTEMPT_LABEL: "0",
     }
     assert metadata["ownerReferences"] == [OWNER]
     assert metadata["finalizers"] == [TRACKING_FINALIZER]
+
+
+def test_a_pod_is_labelled_with_the_jobs_restart_attempt() -> None:
+    pod = build_pod(pytorch_job(), PYTORCH, replica_type(), worker(1), NO_DECORATIONS,
+                    attempt=3)
+    assert pod["metadata"]["labels"][RESTART_ATTEMPT_LABEL] == "3"
+    assert attempt_of(pod) == 3
+
+
+@pytest.mark.parametrize(
+    ("labels", "attempt"),
+    [({}, 0), ({RESTART_ATTEMPT_LABEL: "0"}, 0), ({RESTART_ATTEMPT_LABEL: "12"}, 12),
+     ({RESTART_ATTEMPT_LABEL: "x"}, -1), ({RESTART_ATTEMPT_LABEL: "-1"}, -1)],
+    ids=["unlabelled", "zero", "twelve", "garbage", "negative"],
+)
+def test_the_attempt_of_a_pod_comes_from_its_label(labels: dict[str, str], attempt: int) -> None:
+    assert attempt_of({"metadata": {"labels": labels}}) == attempt
 
 
 def test_template_labels_and_annotations_are_kept_but_ours_win() -> None:

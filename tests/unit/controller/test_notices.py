@@ -130,6 +130,7 @@ def test_a_lifecycle_posts_one_notice_per_state_change() -> None:
         ["Restarted"],
         [],
         ["Succeeded", "Succeeded"],
-        ["Succeeded", "PyTorchJobSucceeded"],
+        # Succeeding, then Succeeded in the same pass: cleanPodPolicy None deletes nothing.
+        ["Succeeded", "PyTorchJobSucceeded", "PyTorchJobSucceeded"],
         [],
     ]

@@ -111,7 +111,31 @@ def test_a_pod_whose_main_container_runs_is_running() -> None:
         "exitCode": -1,
         "terminationReason": "",
         "restartCount": 2,
+        "ready": False,
     }
+    assert not facts.ready
+
+
+@pytest.mark.parametrize(
+    ("phase", "state", "ready_status", "ready"),
+    [
+        ("Running", running_state(), "True", True),
+        ("Running", running_state(), "False", False),
+        ("Running", terminated_state(1), "True", False),
+    ],
+    ids=["running-and-ready", "running-not-ready", "exited-with-stale-ready"],
+)
+def test_a_pod_is_ready_only_while_it_runs_with_its_ready_condition_true(
+    phase: str, state: dict[str, Any], ready_status: str, ready: bool
+) -> None:
+    obj = pod(phase, states={"pytorch": state})
+    obj["status"]["conditions"] = [
+        {"type": "PodScheduled", "status": "True"},
+        {"type": "Ready", "status": ready_status},
+    ]
+    facts = observe(obj)
+    assert facts.pod["ready"] == (ready_status == "True")
+    assert facts.ready is ready
 
 
 @pytest.mark.parametrize(

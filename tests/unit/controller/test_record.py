@@ -103,6 +103,7 @@ def _sample_record() -> MachineRecord:
             ReplicaId("Worker", 1): "Restarting",
             ReplicaId("Worker", 2): "Running",
             ReplicaId("Worker", 3): "Running",
+            ReplicaId("Worker", 4): "Pending",
             ReplicaId("Worker", 7): "Running",
         },
         restarts=3,
@@ -110,6 +111,8 @@ def _sample_record() -> MachineRecord:
             ReplicaId("Worker", 1): RestartRecord(2, "2027-01-15T08:05:00Z"),
             ReplicaId("Worker", 7): RestartRecord(1, "2027-01-15T08:01:00Z"),
         },
+        restart_attempt=2,
+        replica_timers={ReplicaId("Worker", 4): "2027-01-15T08:06:00Z"},
         history=(
             {"time": "2027-01-15T08:00:00Z", "level": "job", "from": None, "to": "Created",
              "reason": "Created"},
@@ -127,8 +130,10 @@ def test_record_fields_store_replica_states_as_ranges_per_state() -> None:
     fields = record_fields(_sample_record())
     assert fields["replicaStates"] == {
         "Master": {"Running": "0"},
-        "Worker": {"Restarting": "1", "Running": "0,2-3,7"},
+        "Worker": {"Pending": "4", "Restarting": "1", "Running": "0,2-3,7"},
     }
+    assert fields["restartAttempt"] == 2
+    assert fields["replicaTimers"] == {"Worker": {"4": "2027-01-15T08:06:00Z"}}
     assert fields["replicaRestarts"] == {
         "Worker": {
             "1": {"count": 2, "last": "2027-01-15T08:05:00Z"},
@@ -159,6 +164,8 @@ def test_record_fields_of_an_empty_record_are_empty() -> None:
         "replicaStates": {},
         "replicaRestarts": {},
         "replicaBackoff": {},
+        "restartAttempt": 0,
+        "replicaTimers": {},
         "history": [],
         "transitionCounts": [],
     }

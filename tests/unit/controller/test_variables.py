@@ -15,7 +15,9 @@ from engine.controller.variables import (
 from tests.scenarios.world import (
     DEFINITIONS,
     MASTER,
+    Pod,
     exited,
+    observe,
     pytorch_job,
     running,
     tf_job,
@@ -24,6 +26,11 @@ from tests.scenarios.world import (
 
 PYTORCH = DEFINITIONS["PyTorchJob"]
 TFJOB = DEFINITIONS["TFJob"]
+
+
+def ready(pod: Pod) -> Pod:
+    """`pod` with its Ready condition True (its readiness probes pass)."""
+    return {**pod, "status": {**pod["status"], "conditions": [{"type": "Ready", "status": "True"}]}}
 
 
 def test_lower_camel() -> None:
@@ -42,15 +49,17 @@ def test_the_summary_counts_states_phases_and_running_pods_per_type() -> None:
         },
         replica_restarts={worker(2): RestartRecord(2, "t"), worker(9): RestartRecord(5, "t")},
     )
-    pods = {MASTER: running(), worker(0): exited(0), worker(2): running()}
+    pods, _ = observe(
+        {MASTER: ready(running()), worker(0): exited(0), worker(2): running()}, spec, 0
+    )
     summary = replica_summary(spec, record, pods, PYTORCH.replica)
     assert summary["Master"] == {
-        "desired": 1, "active": 1, "succeeded": 0, "failed": 0, "restarts": 0,
+        "desired": 1, "active": 1, "ready": 1, "succeeded": 0, "failed": 0, "restarts": 0,
         "pending": 0, "running": 1, "restarting": 0, "suspended": 0,
         "states": {"Running": 1},
     }
     assert summary["Worker"] == {
-        "desired": 4, "active": 1, "succeeded": 1, "failed": 1, "restarts": 2,
+        "desired": 4, "active": 1, "ready": 0, "succeeded": 1, "failed": 1, "restarts": 2,
         "pending": 0, "running": 0, "restarting": 1, "suspended": 0,
         "states": {"Succeeded": 1, "Failed": 1, "Restarting": 1},
     }
@@ -73,7 +82,7 @@ def test_replica_variables_add_the_replica_its_policy_and_its_pod() -> None:
     common = common_variables(job, spec, record, {})
     assert common == {"job": job, "runPolicy": spec.run_policy, "replicas": {},
                       "restarts": 3, "error": ""}
-    facts = exited(137, "OOMKilled")
+    facts = observe({worker(1): exited(137, "OOMKilled")}, spec, 0)[0][worker(1)]
     found = replica_variables(common, worker(1), desired=2, policy="ExitCode", record=record,
                               facts=facts)
     assert found["replica"] == {"type": "Worker", "index": 1, "restarts": 3, "desired": 2}
