@@ -28,14 +28,14 @@ def test_always_killed_worker_exceeds_the_limit(client: KubeClient, ns: str) -> 
         wait_until(lambda: pods.creations() == {"Worker-0": 3}, what="three pods of Worker-0")
 
     assert status(job)["restarts"] == 3
-    assert job_path(job) == ["Created", "Running", "Failed"]
+    assert job_path(job) == ["Created", "Running", "Failing", "Failed"]
     failed = condition(job, "Failed")
     assert failed is not None
     assert (failed["status"], failed["reason"]) == ("True", "BackoffLimitExceeded")
     assert "backoff limit (2)" in failed["message"]
     events = job_events(client, job)
     assert count_events(events, "PodFailed") == 3
-    assert events[-1]["reason"] == "BackoffLimitExceeded"
+    assert [e["reason"] for e in events[-2:]] == ["BackoffLimitExceeded", "PyTorchJobFailed"]
 
 
 def test_limit_0_fails_at_the_first_restart(client: KubeClient, ns: str) -> None:

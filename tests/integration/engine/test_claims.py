@@ -42,9 +42,11 @@ Obj = dict[str, Any]
 
 
 def child_labels(obj: Obj) -> dict[str, str]:
-    """The engine's labels on a child (those under jobmachine.dev/)."""
+    """The engine's claim labels on a child (under jobmachine.dev/; the pod's restart attempt
+    is not one of them: a pod without it counts as attempt 0)."""
     labels = obj["metadata"].get("labels") or {}
-    return {k: v for k, v in labels.items() if k.startswith("jobmachine.dev/")}
+    return {k: v for k, v in labels.items()
+            if k.startswith("jobmachine.dev/") and k != "jobmachine.dev/restart-attempt"}
 
 
 def test_matching_orphan_is_adopted_not_duplicated(client: KubeClient, ns: str) -> None:

@@ -31,7 +31,7 @@ def test_worker_killed_once_is_restarted_then_succeeds(client: KubeClient, ns: s
     done = status(job)
     assert done["restarts"] == 1
     assert done["replicaRestarts"]["Worker"]["0"]["count"] == 1
-    assert job_path(job) == ["Created", "Running", "Succeeded"]
+    assert job_path(job) == ["Created", "Running", "Succeeding", "Succeeded"]
     assert replica_path(job, "Worker-0") == [
         "Pending", "Running", "Restarting", "Pending", "Running", "Succeeded"]
     restarting = condition(job, "Restarting")

@@ -114,17 +114,3 @@ def test_the_exit_code_is_read_from_the_main_container_not_a_sidecar(
     assert status(failed)["restarts"] == 0
     reason = condition(failed, "Failed")
     assert reason is not None and reason["reason"] == "PyTorchJobFailed"
-
-
-def test_restart_job_is_refused_clearly_until_it_is_implemented(
-    client: KubeClient, ns: str
-) -> None:
-    job = _with_rules(
-        pytorchjob("whole", ns, workers=Replica()),
-        {"action": "RestartJob", "onExitCodes": {"operator": "In", "values": [1]}},
-    )
-    client.create(PYTORCHJOBS, job, ns)
-    failed = wait_for_phase(client, ns, "whole", "Failed")
-    reason = condition(failed, "Failed")
-    assert reason is not None and reason["reason"] == "FailedValidation"
-    assert "RestartJob is not implemented yet" in reason["message"]

@@ -41,6 +41,19 @@ def test_a_job_managed_by_another_controller_is_left_alone(
     assert pod_names(client, ns, "theirs") == []
 
 
+def test_kubeflows_own_managed_by_value_means_jobmachine_for_kubeflow_kinds(
+    client: KubeClient, ns: str
+) -> None:
+    """A manifest written for Kubeflow naming its built-in controller runs here unchanged."""
+    job = pytorchjob("kubeflows", ns, workers=Replica())
+    job["spec"]["runPolicy"]["managedBy"] = "kubeflow.org/training-operator"
+    client.create(PYTORCHJOBS, job, ns)
+
+    done = wait_for_phase(client, ns, "kubeflows", "Succeeded")
+    succeeded = condition(done, "Succeeded")
+    assert succeeded is not None and succeeded["reason"] == "PyTorchJobSucceeded"
+
+
 def test_resuming_restarts_the_deadline_clock_and_consumes_no_retries(
     client: KubeClient, ns: str
 ) -> None:

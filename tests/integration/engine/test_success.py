@@ -26,7 +26,7 @@ def test_master_and_two_workers_succeed(client: KubeClient, ns: str) -> None:
 
     job = wait_for_phase(client, ns, "train", "Succeeded")
     done = status(job)
-    assert job_path(job) == ["Created", "Running", "Succeeded"]
+    assert job_path(job) == ["Created", "Running", "Succeeding", "Succeeded"]
     for replica in ("Master-0", "Worker-0", "Worker-1"):
         assert replica_path(job, replica) == ["Pending", "Running", "Succeeded"]
     assert done["replicaStates"] == {"Master": {"Succeeded": "0"}, "Worker": {"Succeeded": "0-1"}}
@@ -73,7 +73,9 @@ def test_one_event_per_state_change_in_order(client: KubeClient, ns: str) -> Non
     assert all(e["type"] == "Normal" and e["count"] == 1 for e in events)
     assert all(e["source"]["component"] == "jobmachine" for e in events)
     job_reasons = [e["reason"] for e in events if e["reason"].startswith(("PyTorchJob", "Created"))]
-    assert job_reasons == ["Created", "PyTorchJobRunning", "PyTorchJobSucceeded"]
+    # Succeeding (SuccessCriteriaMet), then Succeeded once settled: two changes, one reason.
+    assert job_reasons == [
+        "Created", "PyTorchJobRunning", "PyTorchJobSucceeded", "PyTorchJobSucceeded"]
     assert events[-1]["reason"] == "PyTorchJobSucceeded"
     for replica in ("Master-0", "Worker-0", "Worker-1"):
         story = [(e["reason"], e["message"]) for e in events if e["message"].startswith(replica)]

@@ -1,0 +1,84 @@
+"""A RestartJob failure rule: every replica starts again in a new attempt, bounded by backoffLimit.
+
+The pods of the old attempt are deleted before any pod of the new one is created (never
+two pods for one index), the new pods carry `jobmachine.dev/restart-attempt`, and the
+whole-job restart counts once against runPolicy.backoffLimit.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from engine.controller.client import KubeClient
+from tests.integration.engine.helpers import (
+    PYTORCHJOBS,
+    Replica,
+    condition,
+    count_events,
+    job_events,
+    job_path,
+    pods_of,
+    pytorchjob,
+    status,
+    wait_for_phase,
+    watching_pods,
+)
+
+ATTEMPT = "jobmachine.dev/restart-attempt"
+RESTART_ON_3 = {"action": "RestartJob", "replicaTypes": ["Worker"],
+                "onExitCodes": {"operator": "In", "values": [3]}}
+
+
+def _with_rules(job: dict[str, Any], *rules: dict[str, Any]) -> dict[str, Any]:
+    job["spec"]["failureRules"] = list(rules)
+    return job
+
+
+def test_restart_job_recreates_every_replica_in_a_new_attempt(
+    client: KubeClient, ns: str
+) -> None:
+    """Worker-0's first run exits 3 while the Master runs -> both pods deleted, both created
+    again as attempt 1, which succeeds; one restart counted."""
+    job = _with_rules(
+        pytorchjob("whole", ns, master=Replica(run_s=2.5),
+                   workers=Replica(codes="3,0", policy="Never"), backoff_limit=3),
+        RESTART_ON_3,
+    )
+    with watching_pods(client, ns) as pods:
+        client.create(PYTORCHJOBS, job, ns)
+        done = wait_for_phase(client, ns, "whole", "Succeeded", timeout=30)
+        assert pods.creations() == {"Master-0": 2, "Worker-0": 2}
+        assert max(pods.most_at_once.values()) == 1
+        assert pods.errors == []
+
+    assert (status(done)["restartAttempt"], status(done)["restarts"]) == (1, 1)
+    path = job_path(done)
+    assert path[:3] == ["Created", "Running", "Restarting"]
+    assert path[3:] == ["Created", "Running", "Succeeding", "Succeeded"]
+    restarting = condition(done, "Restarting")
+    assert restarting is not None and restarting["status"] == "False"
+    assert {p["metadata"]["labels"][ATTEMPT] for p in pods_of(client, ns, "whole")} == {"1"}
+    events = job_events(client, done)
+    assert count_events(events, "RestartJob") == 2  # the replica's and the job's
+    assert count_events(events, "PyTorchJobRestarted") == 1
+
+
+def test_restart_job_is_bounded_by_the_backoff_limit(client: KubeClient, ns: str) -> None:
+    """Worker-0 always exits 3, backoffLimit 1: one whole-job restart is allowed, the second
+    fails the job with BackoffLimitExceeded before it starts (restarts stay 1): no third attempt."""
+    job = _with_rules(
+        pytorchjob("again", ns, workers=Replica(codes="3", policy="Never"), backoff_limit=1),
+        RESTART_ON_3,
+    )
+    with watching_pods(client, ns) as pods:
+        client.create(PYTORCHJOBS, job, ns)
+        failed = wait_for_phase(client, ns, "again", "Failed", timeout=30)
+        assert pods.creations() == {"Worker-0": 2}
+
+    reason = condition(failed, "Failed")
+    assert reason is not None and reason["reason"] == "BackoffLimitExceeded"
+    target = condition(failed, "FailureTarget")
+    assert target is not None and (target["status"], target["reason"]) == (
+        "True", "BackoffLimitExceeded")
+    assert (status(failed)["restarts"], status(failed)["restartAttempt"]) == (1, 1)
+    assert job_path(failed)[-2:] == ["Failing", "Failed"]
