@@ -71,7 +71,7 @@ def pytorchjob(
 ) -> Obj:
     """A PyTorchJob whose pods simulate `codes` (one exit code per attempt, the last repeats)."""
     specs = {
-        kind: _replica_spec(replica)
+        kind: replica_spec(replica)
         for kind, replica in (("Master", master), ("Worker", workers))
         if replica is not None
     }
@@ -91,14 +91,15 @@ def pytorchjob(
     }
 
 
-def _replica_spec(replica: Replica) -> Obj:
+def replica_spec(replica: Replica, container: str = "pytorch") -> Obj:
+    """One replica type's spec whose main container `container` simulates `replica`."""
     spec: Obj = {
         "replicas": replica.count,
         "template": {
             "metadata": {
                 "annotations": {EXIT_CODES: replica.codes, RUN_SECONDS: str(replica.run_s)}
             },
-            "spec": {"containers": [{"name": "pytorch", "image": "pytorch/pytorch:2.3"}]},
+            "spec": {"containers": [{"name": container, "image": "pytorch/pytorch:2.3"}]},
         },
     }
     if replica.policy is not None:

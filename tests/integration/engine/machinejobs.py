@@ -1,8 +1,10 @@
-"""MachineJob helpers for the engine's integration tests: a builder, reads, an ordered watch log.
+"""MachineJobs and jobs of any kind for the engine's integration tests: a builder, reads, waits
+and an ordered watch log.
 
-`helpers` builds PyTorchJobs; MachineJobs add replica types of any name, `dependsOn` and
-a success policy. The watch log keeps every event of one resource in the server's order,
-so a test can ask what one pod looked like when another was first seen.
+`helpers` builds PyTorchJobs; MachineJobs add replica types of any name, `dependsOn`, a success
+policy and failure rules. The reads and waits take the job's resource, so they serve every kind.
+The watch log keeps every event of one resource in the server's order, so a test can ask what
+one pod looked like when another was first seen.
 """
 
 from __future__ import annotations
@@ -16,12 +18,11 @@ from engine.controller.client import KubeClient
 from engine.controller.errors import ApiError, NotFound
 from engine.controller.resources import JOB_RESOURCES, Resource
 from tests.integration.engine.helpers import (
-    EXIT_CODES,
-    RUN_SECONDS,
     WAIT_S,
     Obj,
     Replica,
     replica_key,
+    replica_spec,
     status,
     summary,
     wait_for,
@@ -46,10 +47,11 @@ def machinejob(
     depends_on: Mapping[str, Sequence[Obj]] | None = None,
     success_policy: Obj | None = None,
     run_policy: Obj | None = None,
+    failure_rules: Sequence[Obj] | None = None,
 ) -> Obj:
     """A MachineJob with one replica type per entry of `replicas` (in that order), whose
     pods simulate `codes` after `run_s`; `depends_on` maps a type to its dependsOn list."""
-    specs = {kind: _replica_spec(replica) for kind, replica in replicas.items()}
+    specs = {kind: replica_spec(replica, "main") for kind, replica in replicas.items()}
     for kind, dependencies in (depends_on or {}).items():
         specs[kind]["dependsOn"] = list(dependencies)
     spec: Obj = {"replicaSpecs": specs}
@@ -57,6 +59,8 @@ def machinejob(
         spec["successPolicy"] = success_policy
     if run_policy is not None:
         spec["runPolicy"] = run_policy
+    if failure_rules is not None:
+        spec["failureRules"] = list(failure_rules)
     return {
         "apiVersion": MACHINEJOBS.api_version,
         "kind": "MachineJob",
@@ -65,39 +69,24 @@ def machinejob(
     }
 
 
-def _replica_spec(replica: Replica) -> Obj:
-    spec: Obj = {
-        "replicas": replica.count,
-        "template": {
-            "metadata": {
-                "annotations": {EXIT_CODES: replica.codes, RUN_SECONDS: str(replica.run_s)}
-            },
-            "spec": {"containers": [{"name": "main", "image": "busybox:1.36"}]},
-        },
-    }
-    if replica.policy is not None:
-        spec["restartPolicy"] = replica.policy
-    return spec
-
-
-def get_machinejob(client: KubeClient, namespace: str, name: str) -> Obj | None:
-    """The MachineJob as the server has it now, or None once it is gone."""
+def get_obj(client: KubeClient, res: Resource, namespace: str, name: str) -> Obj | None:
+    """The object as the server has it now, or None once it is gone."""
     try:
-        return client.get(MACHINEJOBS, name, namespace)
+        return client.get(res, name, namespace)
     except NotFound:
         return None
 
 
-def wait_for_machinejob_phase(client: KubeClient, namespace: str, name: str, phase: str,
-                              *, timeout: float = WAIT_S) -> Obj:
-    """Wait until the MachineJob's phase is `phase`; the job then."""
+def wait_for_phase_of(client: KubeClient, res: Resource, namespace: str, name: str, phase: str,
+                      *, timeout: float = WAIT_S) -> Obj:
+    """Wait until the job (of any kind) is in `phase`; the job then."""
     try:
-        job = wait_for(lambda: get_machinejob(client, namespace, name),
+        job = wait_for(lambda: get_obj(client, res, namespace, name),
                        lambda job: status(job).get("phase") == phase,
                        what=f"{namespace}/{name} phase {phase}", timeout=timeout)
     except AssertionError as exc:
-        now = summary(get_machinejob(client, namespace, name))
-        raise AssertionError(f"{exc}; the job is at {now}") from None
+        raise AssertionError(
+            f"{exc}; the job is at {summary(get_obj(client, res, namespace, name))}") from None
     assert job is not None
     return job
 

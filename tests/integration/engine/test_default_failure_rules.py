@@ -27,7 +27,7 @@ from tests.integration.engine.helpers import (
     wait_for,
     watching_pods,
 )
-from tests.integration.engine.timeouts_support import (
+from tests.integration.engine.machinejobs import (
     MACHINEJOBS,
     get_obj,
     machinejob,
@@ -101,8 +101,8 @@ def test_disrupted_pods_are_recreated_without_counting_a_restart(
     """backoffLimit 0, Worker-0 preempted twice: recreated each time (restarts 0, the back-off
     grows to 2), and the third pod's success completes the job."""
     with watching_pods(client, ns) as pods:
-        client.create(MACHINEJOBS, machinejob("preempted", ns, workers=Replica(run_s=60),
-                                              backoff_limit=0), ns)
+        client.create(MACHINEJOBS, machinejob("preempted", ns, {"Worker": Replica(run_s=60)},
+                                              run_policy={"backoffLimit": 0}), ns)
         pod = running_pod(client, ns, "preempted-worker-0")
         for attempt in (1, 2):
             end_pod(client, pod, exit_code=137, disrupted=True)
@@ -164,12 +164,12 @@ def test_a_job_rule_counting_disruptions_comes_before_the_machines_default(
 ) -> None:
     """The job's own rule {Count, DisruptionTarget} matches first: the preemption counts and,
     with backoffLimit 0, fails the job (BackoffLimitExceeded)."""
-    job = machinejob("counted", ns, workers=Replica(run_s=60), backoff_limit=0,
+    job = machinejob("counted", ns, {"Worker": Replica(run_s=60)}, run_policy={"backoffLimit": 0},
                      failure_rules=[COUNT_DISRUPTIONS])
     assert_backoff_limit_exceeded(client, fails_counted(client, ns, job, disrupted=True))
 
 
 def test_a_failure_without_disruption_target_is_counted(client: KubeClient, ns: str) -> None:
     """The same failure without the DisruptionTarget condition is no disruption: it counts."""
-    job = machinejob("crashed", ns, workers=Replica(run_s=60), backoff_limit=0)
+    job = machinejob("crashed", ns, {"Worker": Replica(run_s=60)}, run_policy={"backoffLimit": 0})
     assert_backoff_limit_exceeded(client, fails_counted(client, ns, job, disrupted=False))

@@ -20,7 +20,8 @@ from tests.integration.engine.helpers import (
     pytorchjob,
     wait_for,
 )
-from tests.integration.engine.timeouts_support import TFJOBS, get_obj, tfjob
+from tests.integration.engine.machinejobs import get_obj
+from tests.integration.engine.timeouts_support import TFJOBS, tfjob
 
 Obj = dict[str, Any]
 

@@ -34,14 +34,14 @@ from tests.integration.engine.machinejobs import (
     MACHINEJOBS,
     after,
     first_seen,
-    get_machinejob,
+    get_obj,
     is_ready,
     is_up,
     machinejob,
     main_state,
     pod_before,
     recording,
-    wait_for_machinejob_phase,
+    wait_for_phase_of,
 )
 
 
@@ -65,7 +65,7 @@ def test_workers_are_created_once_the_master_runs(client: KubeClient, ns: str) -
                      depends_on={"Worker": [after("Master")]})
     with watching_pods(client, ns) as pods, recording(client, PODS, ns) as pod_log:
         client.create(MACHINEJOBS, job, ns)
-        done = wait_for_machinejob_phase(client, ns, "ordered", "Succeeded")
+        done = wait_for_phase_of(client, MACHINEJOBS, ns, "ordered", "Succeeded")
         events = pod_log.through(done["metadata"]["resourceVersion"])
         assert pods.creations() == {"Master-0": 1, "Worker-0": 1, "Worker-1": 1}
 
@@ -96,7 +96,7 @@ def test_a_chain_of_dependencies_starts_in_order(client: KubeClient, ns: str) ->
                      depends_on={"C": [after("B")], "B": [after("A")]})
     with watching_pods(client, ns) as pods, recording(client, PODS, ns) as pod_log:
         client.create(MACHINEJOBS, job, ns)
-        done = wait_for_machinejob_phase(client, ns, "chain", "Succeeded")
+        done = wait_for_phase_of(client, MACHINEJOBS, ns, "chain", "Succeeded")
         events = pod_log.through(done["metadata"]["resourceVersion"])
         assert pods.creations() == {"A-0": 1, "B-0": 1, "C-0": 1}
 
@@ -117,7 +117,7 @@ def test_workers_wait_for_the_master_to_be_ready(client: KubeClient, ns: str) ->
                      depends_on={"Worker": [after("Master", "Ready")]})
     with watching_pods(client, ns) as pods, recording(client, PODS, ns) as pod_log:
         client.create(MACHINEJOBS, job, ns)
-        done = wait_for_machinejob_phase(client, ns, "ready", "Succeeded")
+        done = wait_for_phase_of(client, MACHINEJOBS, ns, "ready", "Succeeded")
         events = pod_log.through(done["metadata"]["resourceVersion"])
         assert pods.creations() == {"Master-0": 1, "Worker-0": 1, "Worker-1": 1}
 
@@ -141,7 +141,7 @@ def test_a_running_master_that_is_not_ready_holds_the_workers(
     master["metadata"]["annotations"][f"{EXIT_CODES}.side"] = "not-a-code"
     with watching_pods(client, ns) as pods, recording(client, PODS, ns) as pod_log:
         client.create(MACHINEJOBS, job, ns)
-        done = wait_for_machinejob_phase(client, ns, "unready", "Succeeded")
+        done = wait_for_phase_of(client, MACHINEJOBS, ns, "unready", "Succeeded")
         events = pod_log.through(done["metadata"]["resourceVersion"])
         assert pods.creations() == {"Master-0": 1, "Worker-0": 1, "Worker-1": 1}
 
@@ -172,7 +172,7 @@ def test_api_server_rejects_a_dependency_on_itself_or_an_unknown_type(
     assert (rejected.value.status, rejected.value.reason) == (422, "Invalid")
     assert ("replicaSpecs[*].dependsOn must name other replica types of spec.replicaSpecs "
             "(not the type itself)") in rejected.value.message
-    assert get_machinejob(client, ns, "bad") is None
+    assert get_obj(client, MACHINEJOBS, ns, "bad") is None
 
 
 def test_engine_fails_a_job_whose_dependencies_form_a_cycle(client: KubeClient, ns: str) -> None:
@@ -182,7 +182,7 @@ def test_engine_fails_a_job_whose_dependencies_form_a_cycle(client: KubeClient, 
                      depends_on={"A": [after("B")], "B": [after("A")]})
     with watching_pods(client, ns) as pods:
         client.create(MACHINEJOBS, job, ns)
-        failed = wait_for_machinejob_phase(client, ns, "cycle", "Failed")
+        failed = wait_for_phase_of(client, MACHINEJOBS, ns, "cycle", "Failed")
         assert pods.creations() == {}
 
     assert job_path(failed) == ["Created", "Failing", "Failed"]

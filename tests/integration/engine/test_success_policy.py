@@ -33,12 +33,12 @@ from tests.integration.engine.helpers import (
 )
 from tests.integration.engine.machinejobs import (
     MACHINEJOBS,
-    get_machinejob,
+    get_obj,
     history_index,
     machinejob,
     main_state,
     recording,
-    wait_for_machinejob_phase,
+    wait_for_phase_of,
 )
 
 
@@ -88,7 +88,7 @@ def test_without_success_policy_every_replica_must_succeed(client: KubeClient, n
                                  "Worker": Replica(2, run_s=1.5)})
     with watching_pods(client, ns) as pods:
         client.create(MACHINEJOBS, job, ns)
-        done = wait_for_machinejob_phase(client, ns, "all", "Succeeded")
+        done = wait_for_phase_of(client, MACHINEJOBS, ns, "all", "Succeeded")
         assert pods.creations() == {"Launcher-0": 1, "Worker-0": 1, "Worker-1": 1}
 
     assert job_path(done) == ["Created", "Running", "Succeeding", "Succeeded"]
@@ -135,7 +135,7 @@ def test_any_count_does_not_wait_for_the_last_worker(client: KubeClient, ns: str
     with (watching_pods(client, ns) as pods, recording(client, PODS, ns) as pod_log,
           recording(client, MACHINEJOBS, ns) as job_log):
         client.create(MACHINEJOBS, job, ns)
-        done = wait_for_machinejob_phase(client, ns, "any", "Succeeded", timeout=30)
+        done = wait_for_phase_of(client, MACHINEJOBS, ns, "any", "Succeeded", timeout=30)
         first_succeeded = _first_succeeded(job_log.through(done["metadata"]["resourceVersion"]))
         succeeded_at = _rv(first_succeeded)
         pod_events = pod_log.through(str(succeeded_at))
@@ -184,7 +184,7 @@ def test_all_mode_over_workers_does_not_wait_for_the_launcher(
                      success_policy={"replicaTypes": ["Worker"], "mode": "All"})
     with watching_pods(client, ns) as pods, recording(client, PODS, ns) as pod_log:
         client.create(MACHINEJOBS, job, ns)
-        done = wait_for_machinejob_phase(client, ns, "pol", "Succeeded", timeout=30)
+        done = wait_for_phase_of(client, MACHINEJOBS, ns, "pol", "Succeeded", timeout=30)
         pod_events = pod_log.through(done["metadata"]["resourceVersion"])
         assert pods.creations() == {"Launcher-0": 1, "Worker-0": 1, "Worker-1": 1}
 
@@ -230,4 +230,4 @@ def test_api_server_rejects_a_policy_that_cannot_apply(
 
     assert (rejected.value.status, rejected.value.reason) == (422, "Invalid")
     assert message in rejected.value.message
-    assert get_machinejob(client, ns, "bad") is None
+    assert get_obj(client, MACHINEJOBS, ns, "bad") is None

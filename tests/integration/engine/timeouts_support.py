@@ -1,6 +1,6 @@
-"""Builders and watches for the integration tests of state timeouts, Kubeflow labels and the
-machines' default failure rules: jobs of any kind (MachineJob, TFJob beside helpers' PyTorchJob),
-a replica kept Pending on the simulated node, and a watch that keeps every status a job had.
+"""Builders and watches for the integration tests of state timeouts and Kubeflow labels: a TFJob
+beside helpers' PyTorchJob, a replica kept Pending on the simulated node, and a view of a watch
+log that keeps every status one job had.
 
 A replica stays Pending while an init container runs: the simulated node runs it for the
 pod's `run-seconds` before the main container starts, exactly as a kubelet would.
@@ -9,78 +9,15 @@ pod's `run-seconds` before the main container starts, exactly as a kubelet would
 from __future__ import annotations
 
 import contextlib
-import threading
 from collections.abc import Iterator
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
 from engine.controller.client import KubeClient
-from engine.controller.errors import ApiError, NotFound
 from engine.controller.resources import JOB_RESOURCES, Resource
-from tests.integration.engine.helpers import (
-    EXIT_CODES,
-    RUN_SECONDS,
-    WAIT_S,
-    Replica,
-    status,
-    summary,
-    wait_for,
-)
+from tests.integration.engine.helpers import Obj, Replica, replica_spec
+from tests.integration.engine.machinejobs import WatchLog, recording
 
-Obj = dict[str, Any]
-
-MACHINEJOBS = JOB_RESOURCES["MachineJob"]
 TFJOBS = JOB_RESOURCES["TFJob"]
-
-
-def get_obj(client: KubeClient, res: Resource, namespace: str, name: str) -> Obj | None:
-    """The object as the server has it now, or None once it is gone."""
-    try:
-        return client.get(res, name, namespace)
-    except NotFound:
-        return None
-
-
-def wait_for_phase_of(client: KubeClient, res: Resource, namespace: str, name: str, phase: str,
-                      *, timeout: float = WAIT_S) -> Obj:
-    """Wait until the job (of any kind) is in `phase`; the job then."""
-    try:
-        job = wait_for(lambda: get_obj(client, res, namespace, name),
-                       lambda job: status(job).get("phase") == phase,
-                       what=f"{namespace}/{name} phase {phase}", timeout=timeout)
-    except AssertionError as exc:
-        raise AssertionError(
-            f"{exc}; the job is at {summary(get_obj(client, res, namespace, name))}") from None
-    assert job is not None
-    return job
-
-
-def replica_spec(replica: Replica, container: str) -> Obj:
-    """One replica type's spec whose main container `container` simulates `replica`."""
-    spec: Obj = {
-        "replicas": replica.count,
-        "template": {
-            "metadata": {
-                "annotations": {EXIT_CODES: replica.codes, RUN_SECONDS: str(replica.run_s)}
-            },
-            "spec": {"containers": [{"name": container, "image": "busybox:1.36"}]},
-        },
-    }
-    if replica.policy is not None:
-        spec["restartPolicy"] = replica.policy
-    return spec
-
-
-def machinejob(name: str, namespace: str, *, workers: Replica, backoff_limit: int | None = None,
-               failure_rules: list[Obj] | None = None) -> Obj:
-    """A MachineJob (the shipped `job` machine) with one replica type, Worker."""
-    spec: Obj = {"replicaSpecs": {"Worker": replica_spec(workers, "main")}, "runPolicy": {}}
-    if backoff_limit is not None:
-        spec["runPolicy"]["backoffLimit"] = backoff_limit
-    if failure_rules is not None:
-        spec["failureRules"] = failure_rules
-    return {"apiVersion": MACHINEJOBS.api_version, "kind": "MachineJob",
-            "metadata": {"name": name, "namespace": namespace}, "spec": spec}
 
 
 def tfjob(name: str, namespace: str, *, chief: Replica, workers: Replica) -> Obj:
@@ -114,35 +51,17 @@ def timer_of(job_status: Obj, replica_type: str, index: int) -> str | None:
 
 @dataclass
 class StatusWatch:
-    """Every status one job had, in order, watched from before it exists: 'at any time' checks
-    on what the engine wrote (a status that lived for one write is seen too)."""
+    """Every status one job had, in order, from a log of its resource watched from before the
+    job exists: 'at any time' checks on what the engine wrote (a status that lived for one
+    write is seen too)."""
 
-    client: KubeClient
-    res: Resource
-    namespace: str
+    log: WatchLog
     name: str
-    statuses: list[Obj] = field(default_factory=list)
-    errors: list[str] = field(default_factory=list)
-    _stop: threading.Event = field(default_factory=threading.Event)
-    _thread: threading.Thread | None = None
-    _lock: threading.Lock = field(default_factory=threading.Lock)
-
-    def start(self) -> StatusWatch:
-        _, version = self.client.list(self.res, self.namespace)
-        self._thread = threading.Thread(target=self._run, args=(version,), daemon=True,
-                                        name=f"status-watch-{self.namespace}/{self.name}")
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(10)
 
     def seen(self) -> list[Obj]:
         """The statuses seen so far, oldest first."""
-        with self._lock:
-            return list(self.statuses)
+        return [obj.get("status") or {} for kind, obj in self.log.snapshot()
+                if kind != "DELETED" and obj["metadata"]["name"] == self.name]
 
     def timers(self, replica_type: str, index: int) -> list[str | None]:
         """The replica's timer as it changed from write to write (None: no timer then)."""
@@ -153,30 +72,10 @@ class StatusWatch:
                 changes.append(timer)
         return changes
 
-    def _run(self, version: str) -> None:
-        while not self._stop.is_set():
-            try:
-                for event in self.client.watch(self.res, self.namespace,
-                                               resource_version=version, timeout_seconds=1):
-                    obj = event["object"]
-                    version = obj["metadata"].get("resourceVersion") or version
-                    if event["type"] in ("ADDED", "MODIFIED") and (
-                        obj["metadata"]["name"] == self.name
-                    ):
-                        with self._lock:
-                            self.statuses.append(obj.get("status") or {})
-            except ApiError as exc:
-                self.errors.append(f"job watch failed: {exc}")
-                return
-
 
 @contextlib.contextmanager
 def watching_status(client: KubeClient, res: Resource, namespace: str, name: str
                     ) -> Iterator[StatusWatch]:
     """A `StatusWatch` of one job for the length of the block."""
-    watch = StatusWatch(client, res, namespace, name).start()
-    try:
-        yield watch
-    finally:
-        watch.stop()
-    assert not watch.errors, f"the job watch missed events: {watch.errors}"
+    with recording(client, res, namespace) as log:
+        yield StatusWatch(log, name)
