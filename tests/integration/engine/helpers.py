@@ -107,6 +107,12 @@ def replica_spec(replica: Replica, container: str = "pytorch") -> Obj:
     return spec
 
 
+def with_rules(job: Obj, *rules: Obj) -> Obj:
+    """The job with these spec.failureRules (the first match wins)."""
+    job["spec"]["failureRules"] = list(rules)
+    return job
+
+
 def new_namespace(client: KubeClient) -> str:
     """A fresh namespace, so tests sharing a cluster never see each other's objects."""
     name = f"t-{uuid.uuid4().hex[:10]}"

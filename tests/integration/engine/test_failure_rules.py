@@ -7,8 +7,6 @@ back-off without counting a restart.
 
 from __future__ import annotations
 
-from typing import Any
-
 from engine.controller.client import KubeClient
 from tests.integration.engine.helpers import (
     PYTORCHJOBS,
@@ -22,19 +20,15 @@ from tests.integration.engine.helpers import (
     wait_for_phase,
     wait_until,
     watching_pods,
+    with_rules,
 )
-
-
-def _with_rules(job: dict[str, Any], *rules: dict[str, Any]) -> dict[str, Any]:
-    job["spec"]["failureRules"] = list(rules)
-    return job
 
 
 def test_fail_job_on_an_exit_code_fails_at_once_without_restarting(
     client: KubeClient, ns: str
 ) -> None:
     """worker-0 exits 42 under OnFailure, a rule says FailJob for 42 -> Failed, 1 pod."""
-    job = _with_rules(
+    job = with_rules(
         pytorchjob("fatal", ns, workers=Replica(codes="42", policy="OnFailure")),
         {"action": "FailJob", "onExitCodes": {"operator": "In", "values": [42]}},
     )
@@ -54,7 +48,7 @@ def test_an_ignored_failure_is_recreated_without_counting_but_with_back_off(
     client: KubeClient, ns: str
 ) -> None:
     """Evicted-like failures (exit 143) ignored, backoffLimit 0: the job still succeeds."""
-    job = _with_rules(
+    job = with_rules(
         pytorchjob("preempted", ns, workers=Replica(codes="143,143,0", policy="Never"),
                    backoff_limit=0),
         {"action": "Ignore", "onExitCodes": {"operator": "In", "values": [143]}},
@@ -74,7 +68,7 @@ def test_restart_replica_counts_and_a_rule_can_be_limited_to_one_type(
     client: KubeClient, ns: str
 ) -> None:
     """The rule names Worker only: the worker's exit 3 restarts (counted) under Never."""
-    job = _with_rules(
+    job = with_rules(
         pytorchjob("selective", ns, master=Replica(run_s=2.0),
                    workers=Replica(codes="3,0", policy="Never")),
         {"action": "RestartReplica", "replicaTypes": ["Worker"],
@@ -89,7 +83,7 @@ def test_restart_replica_counts_and_a_rule_can_be_limited_to_one_type(
 
 def test_a_rule_on_the_termination_reason_matches(client: KubeClient, ns: str) -> None:
     """The simulated container ends with reason Error: a rule on that reason fails the job."""
-    job = _with_rules(
+    job = with_rules(
         pytorchjob("by-reason", ns, workers=Replica(codes="1", policy="OnFailure")),
         {"action": "FailJob", "onReasons": ["Error"]},
     )

@@ -7,8 +7,6 @@ whole-job restart counts once against runPolicy.backoffLimit.
 
 from __future__ import annotations
 
-from typing import Any
-
 from engine.controller.client import KubeClient
 from tests.integration.engine.helpers import (
     PYTORCHJOBS,
@@ -22,6 +20,7 @@ from tests.integration.engine.helpers import (
     status,
     wait_for_phase,
     watching_pods,
+    with_rules,
 )
 
 ATTEMPT = "jobmachine.dev/restart-attempt"
@@ -29,17 +28,12 @@ RESTART_ON_3 = {"action": "RestartJob", "replicaTypes": ["Worker"],
                 "onExitCodes": {"operator": "In", "values": [3]}}
 
 
-def _with_rules(job: dict[str, Any], *rules: dict[str, Any]) -> dict[str, Any]:
-    job["spec"]["failureRules"] = list(rules)
-    return job
-
-
 def test_restart_job_recreates_every_replica_in_a_new_attempt(
     client: KubeClient, ns: str
 ) -> None:
     """Worker-0's first run exits 3 while the Master runs -> both pods deleted, both created
     again as attempt 1, which succeeds; one restart counted."""
-    job = _with_rules(
+    job = with_rules(
         pytorchjob("whole", ns, master=Replica(run_s=2.5),
                    workers=Replica(codes="3,0", policy="Never"), backoff_limit=3),
         RESTART_ON_3,
@@ -66,7 +60,7 @@ def test_restart_job_recreates_every_replica_in_a_new_attempt(
 def test_restart_job_is_bounded_by_the_backoff_limit(client: KubeClient, ns: str) -> None:
     """Worker-0 always exits 3, backoffLimit 1: one whole-job restart is allowed, the second
     fails the job with BackoffLimitExceeded before it starts (restarts stay 1): no third attempt."""
-    job = _with_rules(
+    job = with_rules(
         pytorchjob("again", ns, workers=Replica(codes="3", policy="Never"), backoff_limit=1),
         RESTART_ON_3,
     )
