@@ -13,7 +13,7 @@ import pytest
 from cel_expr_python import cel as celcpp
 from cel_expr_python.ext import ext_encoders, ext_math, ext_strings
 
-from engine.definition.cel import Scope, cel_type
+from engine.definition.cel import ENGINE_FUNCTIONS, Scope, cel_type
 from engine.definition.expressions import compile_expressions
 from engine.definition.loader import load_file
 from engine.definition.validate import validate_paths
@@ -32,7 +32,9 @@ def _checker(scope: Scope) -> celcpp.Env:
     variables = {v.name: cel_type(v.cel_type)
                  for v in variables_for(scope.level, template=scope.template)}
     extensions = [ext_strings.ExtStrings(), ext_math.ExtMath(), ext_encoders.ExtEncoders()]
-    return celcpp.NewEnv(variables=variables, extensions=extensions)
+    # The engine's own functions (sum) are part of the language: declared, not built in.
+    functions = [f.checker_declaration() for f in ENGINE_FUNCTIONS.values()]
+    return celcpp.NewEnv(variables=variables, extensions=extensions, functions=functions)
 
 
 def _scope(path: tuple[object, ...]) -> Scope:

@@ -69,13 +69,13 @@ def test_failed_waits_until_the_pods_the_cleanup_deletes_are_gone(
     client.patch(PODS, MASTER, {"metadata": {
         "finalizers": [*(pod["metadata"].get("finalizers") or []), HOLD]}}, namespace=ns)
 
+    before = reconciles(cluster)
     failing = wait_for_phase(client, ns, "ends", "Failing")
     target = condition(failing, "FailureTarget")
     assert target is not None and (target["status"], target["reason"]) == (
         "True", "PyTorchJobFailed")
     wait_until(lambda: (get_pod(client, ns, MASTER) or {}).get("metadata", {}).get(
         "deletionTimestamp"), what="the master pod deleted by the clean-up")
-    before = reconciles(cluster)
     settle(cluster, before)
     held = wait_for_phase(client, ns, "ends", "Failing")
     assert condition(held, "Failed") is None
