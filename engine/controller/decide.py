@@ -136,8 +136,8 @@ def decide(
             replicas_moved = _step_replicas(definition, job, spec, pods, progress)
         summary = replica_summary(spec, progress.record, pods, definition.replica)
         variables = common_variables(job, spec, progress.record, summary)
-        staying = () if state is None else entry_actions(
-            definition.job, state, Facts(observations, variables))[0]
+        staying, staying_errors = ((), ()) if state is None else entry_actions(
+            definition.job, state, Facts(observations, variables))
         planned = (*progress.actions_planned(), *((action, None) for action in staying))
         if _deletions_pending(planned, pods, spec):
             observations = observations - {"settled"}
@@ -148,7 +148,8 @@ def decide(
         for action in result.actions:
             _apply(action, None, progress)
         if not result.changed and state is not None:
-            _replay_entry(definition.job, state, None, Facts(observations, variables), progress)
+            progress.errors += staying_errors
+            _replay(staying, None, progress)
             if replicas_moved:
                 continue
             break
@@ -206,6 +207,13 @@ def _replay_entry(
     """
     actions, errors = entry_actions(machine, state, facts)
     progress.errors += errors
+    _replay(actions, replica, progress)
+
+
+def _replay(
+    actions: Iterable[PlannedAction], replica: ReplicaId | None, progress: _Progress
+) -> None:
+    """Plan the replayable ones of a state's rendered onEnter actions again."""
     for action in actions:
         if action.name in REPLAYABLE_ACTIONS:
             progress.plan(action, replica, replayed=True)
@@ -314,7 +322,7 @@ def _timed_out(
         return False
     since = progress.record.replica_timers.get(replica)
     if since is None:
-        _restart_timer(definition, replica, state, variables, progress)
+        _set_timer(replica, seconds, progress)
         return False
     due = parse_time(since) + timedelta(seconds=seconds)
     if parse_time(progress.now) >= due:
@@ -331,15 +339,19 @@ def _restart_timer(
     progress: _Progress,
 ) -> None:
     """Entering a state starts its timeout afresh; a state without one has no timer."""
-    timers = dict(progress.record.replica_timers)
     seconds = _timeout_of(definition, state, variables, progress)
-    if seconds is None:
-        if timers.pop(replica, None) is None:
-            return
-    else:
-        timers[replica] = progress.now
-        progress.timer_runs_out(parse_time(progress.now) + timedelta(seconds=seconds))
+    if seconds is not None:
+        _set_timer(replica, seconds, progress)
+    elif replica in progress.record.replica_timers:
+        timers = {r: s for r, s in progress.record.replica_timers.items() if r != replica}
+        progress.record = progress.record.with_changes(replica_timers=timers)
+
+
+def _set_timer(replica: ReplicaId, seconds: float, progress: _Progress) -> None:
+    """Start the replica's timer now; it runs out `seconds` later."""
+    timers = {**progress.record.replica_timers, replica: progress.now}
     progress.record = progress.record.with_changes(replica_timers=timers)
+    progress.timer_runs_out(parse_time(progress.now) + timedelta(seconds=seconds))
 
 
 def _track_backoff(

@@ -48,7 +48,7 @@ from engine.controller.resources import JOB_RESOURCES, PODS, SERVICES
 from engine.controller.scheduler import WakeScheduler, utc_now
 from engine.controller.status import build_status, write_status
 from engine.controller.timestamps import format_time, parse_time
-from engine.controller.variables import common_variables
+from engine.controller.variables import common_variables, replica_summary
 from engine.controller.workers import Done, Outcome, RequeueAfter, Retry, Terminal
 from engine.definition import CompiledDefinition, StepError, requeue_after, state_timeout
 from engine.definition.cel import CelEvaluationError
@@ -75,6 +75,8 @@ class _Observed:
     spec: JobSpecView
     pods: Claimed
     services: Claimed
+    record: MachineRecord
+    """The engine's record, read once from the job's status."""
     facts: Mapping[ReplicaId, PodFacts]
     old_attempt: frozenset[ReplicaId]
     """Replicas whose pod is of an older restart attempt: not observed, only deleted."""
@@ -155,11 +157,11 @@ class Reconciler:
         pods = claim(self._client, PODS, self._caches.pods, job, replica_types=types, guard=guard)
         services = claim(self._client, SERVICES, self._caches.services, job,
                          replica_types=types, guard=guard)
-        attempt = read_record(job.get("status") or {}).restart_attempt
+        record = read_record(job.get("status") or {})
         facts = {}
         old_attempt = set()
         for replica, pod in pods.by_replica.items():
-            if attempt_of(pod) != attempt:
+            if attempt_of(pod) != record.restart_attempt:
                 old_attempt.add(replica)
                 continue
             replica_type = spec.replica_type(replica.type)
@@ -172,13 +174,13 @@ class Reconciler:
                 action = failure_action(spec.failure_rules, replica.type, pod)
                 observed = replace(observed, failure_action=action)
             facts[replica] = observed
-        return _Observed(spec, pods, services, facts, frozenset(old_attempt))
+        return _Observed(spec, pods, services, record, facts, frozenset(old_attempt))
 
     def _decide(
         self, job: Obj, definition: CompiledDefinition, observed: _Observed, now: datetime
     ) -> Decision:
         status = job.get("status") or {}
-        record = read_record(status)
+        record = observed.record
         _check_states_exist(definition, record)
         observations = job_observations(
             job, observed.spec, start_time=status.get("startTime"), now=now,
@@ -187,7 +189,7 @@ class Reconciler:
                 if p["metadata"].get("deletionTimestamp") or replica in observed.old_attempt
             ),
         )
-        if _state_timed_out(definition, record, job, observed.spec, now):
+        if _state_timed_out(definition, job, observed, now):
             observations |= {"timedOut"}
         decision = decide(
             definition, job, observed.spec, record, observed.facts,
@@ -347,11 +349,13 @@ def _state_timeout_at(
 
 
 def _state_timed_out(
-    definition: CompiledDefinition, record: MachineRecord, job: Obj, spec: JobSpecView,
-    now: datetime,
+    definition: CompiledDefinition, job: Obj, observed: _Observed, now: datetime
 ) -> bool:
+    """Whether the job has been in its state past the state's timeout (`timedOut` holds)."""
+    record = observed.record
     if record.state is None or not definition.job.states[record.state].has_timeout:
         return False
-    variables = common_variables(job, spec, record, {})
+    summary = replica_summary(observed.spec, record, observed.facts, definition.replica)
+    variables = common_variables(job, observed.spec, record, summary)
     timeout_at = _state_timeout_at(definition, record, variables)
     return timeout_at is not None and now >= timeout_at

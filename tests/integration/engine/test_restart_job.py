@@ -8,8 +8,12 @@ whole-job restart counts once against runPolicy.backoffLimit.
 from __future__ import annotations
 
 from engine.controller.client import KubeClient
+from engine.controller.resources import PODS
 from tests.integration.engine.helpers import (
+    JOB_NAME,
     PYTORCHJOBS,
+    REPLICA_INDEX,
+    REPLICA_TYPE,
     Replica,
     condition,
     count_events,
@@ -17,6 +21,7 @@ from tests.integration.engine.helpers import (
     job_path,
     pods_of,
     pytorchjob,
+    sim_pod,
     status,
     wait_for_phase,
     watching_pods,
@@ -76,3 +81,23 @@ def test_restart_job_is_bounded_by_the_backoff_limit(client: KubeClient, ns: str
         "True", "BackoffLimitExceeded")
     assert (status(failed)["restarts"], status(failed)["restartAttempt"]) == (1, 1)
     assert job_path(failed)[-2:] == ["Failing", "Failed"]
+
+
+def test_a_pod_of_another_attempt_is_deleted_not_observed(client: KubeClient, ns: str) -> None:
+    """An orphan train-worker-0 of restart attempt 3 (about to fail with exit 1) is adopted by
+    the job at attempt 0: it is deleted without its outcome counting, and the job's own pod
+    of attempt 0 succeeds."""
+    labels = {JOB_NAME: "train", REPLICA_TYPE: "Worker", REPLICA_INDEX: "0", ATTEMPT: "3"}
+    orphan = client.create(PODS, sim_pod("train-worker-0", ns, labels=labels, codes="1",
+                                         run_s=1.0), ns)
+    with watching_pods(client, ns) as pods:
+        client.create(PYTORCHJOBS, pytorchjob("train", ns,
+                                              workers=Replica(policy="Never")), ns)
+        done = wait_for_phase(client, ns, "train", "Succeeded")
+        assert pods.creations() == {"Worker-0": 2}  # the orphan, then the job's own
+        assert max(pods.most_at_once.values()) == 1
+
+    assert (status(done)["restarts"], status(done)["restartAttempt"]) == (0, 0)
+    [pod] = pods_of(client, ns, "train")
+    assert pod["metadata"]["uid"] != orphan["metadata"]["uid"]
+    assert pod["metadata"]["labels"][ATTEMPT] == "0"
