@@ -15,7 +15,9 @@ BUILTIN = {
     "services": ("svc", "v1", "true", "Service"),
     "events": ("ev", "v1", "true", "Event"),
     "configmaps": ("cm", "v1", "true", "ConfigMap"),
+    "secrets": ("", "v1", "true", "Secret"),
     "nodes": ("no", "v1", "false", "Node"),
+    "controllerrevisions": ("", "apps/v1", "true", "ControllerRevision"),
     "leases": ("", "coordination.k8s.io/v1", "true", "Lease"),
     "customresourcedefinitions": (
         "crd,crds",

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from engine.cluster.apiserver.builtin_fields import prune_unknown
 from engine.cluster.apiserver.builtin_validation import validate_builtin, validate_metadata
-from engine.cluster.apiserver.errors import bad_request, invalid
+from engine.cluster.apiserver.errors import bad_request, cannot_decode, invalid
 from engine.cluster.apiserver.names import dns1123_subdomain_errors
 from engine.cluster.apiserver.objects import Obj
 from engine.cluster.apiserver.registry import Registry
@@ -48,10 +48,7 @@ def admit(
         causes = [*validate_metadata(obj["metadata"], dns1123_subdomain_errors), *result.causes]
     unknown = [f'unknown field "{path}"' for path in pruned]
     if unknown and field_validation == "Strict":
-        raise bad_request(
-            f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: '
-            f"strict decoding error: {', '.join(unknown)}"
-        )
+        raise cannot_decode(rt.kind, rt.version, f"strict decoding error: {', '.join(unknown)}")
     if causes:
         raise invalid(rt.group, rt.kind, obj["metadata"].get("name", ""), list(causes))
     return obj, unknown if field_validation == "Warn" else []

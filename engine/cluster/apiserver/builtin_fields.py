@@ -66,6 +66,8 @@ SHAPES: dict[str, Shape] = {
     "Service": {**_TYPED, "spec": SERVICE_SPEC, "status": None},
     "Namespace": {**_TYPED, "spec": {"finalizers": None}, "status": None},
     "ConfigMap": {**_TYPED, "data": None, "binaryData": None, "immutable": None},
+    "Secret": {**_TYPED, "data": None, "stringData": None, "type": None, "immutable": None},
+    "ControllerRevision": {**_TYPED, "data": None, "revision": None},
     "Node": {**_TYPED, "spec": None, "status": None},
     "Lease": {**_TYPED, "spec": None},
     "CustomResourceDefinition": {**_TYPED, "spec": None, "status": None},

@@ -2,7 +2,8 @@
 
 Each takes the whole object and returns its causes; `builtin_validation.py`
 adds the ObjectMeta checks and the update rules. Only fields clients can get
-wrong and the real server rejects are checked.
+wrong and the real server rejects are checked. ConfigMaps and Secrets share
+their data-map rules, which live in `config_kinds.py`.
 """
 
 from __future__ import annotations
@@ -12,16 +13,15 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from engine.cluster.apiserver.config_kinds import validate_configmap, validate_secret
 from engine.cluster.apiserver.errors import Cause
 from engine.cluster.apiserver.field_errors import (
     duplicate,
     invalid,
     not_supported,
     required,
-    too_long,
 )
 from engine.cluster.apiserver.names import (
-    config_key_errors,
     dns1035_label_errors,
     dns1123_label_errors,
     dns1123_subdomain_errors,
@@ -31,7 +31,6 @@ from engine.cluster.apiserver.schema_validation import check_crd_schema
 _PORT_RANGE = "must be between 1 and 65535, inclusive"
 _PROTOCOLS = ("SCTP", "TCP", "UDP")
 _IANA_NAME = re.compile(r"[a-z0-9]([a-z0-9-]*[a-z0-9])?")
-_CONFIG_LIMIT = 1024 * 1024
 Spec = Mapping[str, Any]
 
 
@@ -148,25 +147,6 @@ def validate_service(obj: Spec) -> list[Cause]:
     return causes
 
 
-def validate_configmap(obj: Spec) -> list[Cause]:
-    data, binary = obj.get("data") or {}, obj.get("binaryData") or {}
-    causes: list[Cause] = []
-    for field, entries in (("data", data), ("binaryData", binary)):
-        for key in entries:
-            causes += [invalid(f"{field}[{key}]", key, e) for e in config_key_errors(key)]
-    causes += [
-        invalid(f"data[{k}]", k, "duplicate of key present in binaryData")
-        for k in data
-        if k in binary
-    ]
-    size = sum(len(str(v)) for v in data.values()) + sum(
-        len(str(v)) * 3 // 4 for v in binary.values()
-    )
-    if size > _CONFIG_LIMIT:
-        causes.append(too_long("", _CONFIG_LIMIT))
-    return causes
-
-
 def validate_event(obj: Spec) -> list[Cause]:
     involved = obj.get("involvedObject")
     if not involved:
@@ -192,6 +172,15 @@ def validate_lease(obj: Spec) -> list[Cause]:
         causes.append(
             invalid("spec.leaseTransitions", transitions, "must be greater than or equal to 0")
         )
+    return causes
+
+
+def validate_controller_revision(obj: Spec) -> list[Cause]:
+    """`data` may hold any JSON but must be there; `revision` is never negative."""
+    causes = [] if obj.get("data") is not None else [required("data", "data is mandatory")]
+    revision = obj.get("revision") or 0
+    if revision < 0:
+        causes.append(invalid("revision", revision, "must be greater than or equal to 0"))
     return causes
 
 
@@ -299,7 +288,9 @@ KIND_VALIDATORS: dict[str, Callable[[Spec], list[Cause]]] = {
     "Pod": validate_pod,
     "Service": validate_service,
     "ConfigMap": validate_configmap,
+    "Secret": validate_secret,
     "Event": validate_event,
+    "ControllerRevision": validate_controller_revision,
     "Lease": validate_lease,
     "Node": validate_node,
     "CustomResourceDefinition": validate_crd,

@@ -1,9 +1,10 @@
 """Validation of the built-in kinds the embedded server stores, worded as kube-apiserver.
 
 Covers what a client can get wrong and the real server rejects with a 422:
-object metadata, the Pod, Service, Namespace, ConfigMap, Event, Lease, Node
-and CustomResourceDefinition fields that matter, and the fields an update may
-not change. Kinds not listed get the ObjectMeta checks only.
+object metadata, the Pod, Service, Namespace, ConfigMap, Secret, Event, Lease,
+Node, ControllerRevision and CustomResourceDefinition fields that matter, and
+the fields an update may not change. Kinds not listed get the ObjectMeta
+checks only.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from engine.cluster.apiserver.builtin_kinds import KIND_VALIDATORS, NAME_RULES
+from engine.cluster.apiserver.config_kinds import configmap_immutable, secret_immutable
 from engine.cluster.apiserver.errors import Cause
 from engine.cluster.apiserver.field_errors import forbidden, invalid, required, too_long
 from engine.cluster.apiserver.names import (
@@ -115,18 +117,11 @@ def _service_immutable(obj: Mapping[str, Any], old: Mapping[str, Any]) -> list[C
     return []
 
 
-def _configmap_immutable(obj: Mapping[str, Any], old: Mapping[str, Any]) -> list[Cause]:
-    if not old.get("immutable"):
-        return []
-    message = "field is immutable when `immutable` is set"
-    causes = [
-        forbidden(field, message)
-        for field in ("data", "binaryData")
-        if (obj.get(field) or {}) != (old.get(field) or {})
-    ]
-    if not obj.get("immutable"):
-        causes.append(forbidden("immutable", message))
-    return causes
+def _controller_revision_immutable(obj: Mapping[str, Any], old: Mapping[str, Any]) -> list[Cause]:
+    """Only `data` is frozen: upstream lets `revision` change (controllers renumber history)."""
+    if obj.get("data") != old.get("data"):
+        return [invalid("data", obj.get("data"), "field is immutable")]
+    return []
 
 
 def _crd_immutable(obj: Mapping[str, Any], old: Mapping[str, Any]) -> list[Cause]:
@@ -144,6 +139,8 @@ def _crd_immutable(obj: Mapping[str, Any], old: Mapping[str, Any]) -> list[Cause
 _IMMUTABLE: dict[str, Callable[[Mapping[str, Any], Mapping[str, Any]], list[Cause]]] = {
     "Pod": _pod_immutable,
     "Service": _service_immutable,
-    "ConfigMap": _configmap_immutable,
+    "ConfigMap": configmap_immutable,
+    "Secret": secret_immutable,
+    "ControllerRevision": _controller_revision_immutable,
     "CustomResourceDefinition": _crd_immutable,
 }

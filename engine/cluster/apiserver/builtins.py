@@ -2,9 +2,10 @@
 
 These are the records discovery, routing, storage and printing read for the
 kinds a job engine needs (namespaces, pods, services, events, configmaps,
-nodes, leases, CRDs). The strategy says what the real API server's registry
-does differently per kind (create on update, unconditional update, status on
-create); custom resources use the default strategy.
+secrets, nodes, controllerrevisions, leases, CRDs). The strategy says what the
+real API server's registry does differently per kind (create on update,
+unconditional update, status on create); custom resources use the default
+strategy.
 """
 
 from __future__ import annotations
@@ -65,6 +66,14 @@ CONFIGMAPS = ResourceType(
     namespaced=True,
     short_names=("cm",),
 )
+SECRETS = ResourceType(
+    group="",
+    version="v1",
+    kind="Secret",
+    plural="secrets",
+    singular="secret",
+    namespaced=True,
+)
 NODES = ResourceType(
     group="",
     version="v1",
@@ -74,6 +83,14 @@ NODES = ResourceType(
     namespaced=False,
     short_names=("no",),
     subresources=frozenset({"status"}),
+)
+CONTROLLER_REVISIONS = ResourceType(
+    group="apps",
+    version="v1",
+    kind="ControllerRevision",
+    plural="controllerrevisions",
+    singular="controllerrevision",
+    namespaced=True,
 )
 LEASES = ResourceType(
     group="coordination.k8s.io",
@@ -101,7 +118,9 @@ BUILTIN_TYPES: tuple[ResourceType, ...] = (
     SERVICES,
     EVENTS,
     CONFIGMAPS,
+    SECRETS,
     NODES,
+    CONTROLLER_REVISIONS,
     LEASES,
     CRDS,
 )

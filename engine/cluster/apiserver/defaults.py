@@ -2,8 +2,9 @@
 
 Clients (kubectl, controllers, the node) read these back (a pod's phase and
 restart policy, a service's cluster IP and port protocol, a namespace's
-finalizer and phase), so they are set here the way the real defaulters and
-registries set them. Objects are copied where changed, never mutated in place.
+finalizer and phase, a secret's type), so they are set here the way the real
+defaulters and registries set them. Objects are copied where changed, never
+mutated in place.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import secrets
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from engine.cluster.apiserver.builtins import NAMESPACES, PODS, SERVICES
+from engine.cluster.apiserver.builtins import NAMESPACES, PODS, SECRETS, SERVICES
 from engine.cluster.apiserver.objects import Obj, TypeKey
 
 # The real server's default service CIDR (10.96.0.0/12), minus network and the
@@ -33,6 +34,8 @@ def apply_defaults(key: TypeKey, obj: Obj, old: Obj | None, used_ips: UsedIps) -
         return _service(obj, old, used_ips)
     if key == NAMESPACES.key:
         return _namespace(obj, creating=old is None)
+    if key == SECRETS.key:
+        return _secret(obj)
     return obj
 
 
@@ -158,3 +161,8 @@ def _namespace(obj: Obj, *, creating: bool) -> Obj:
         obj["spec"] = {**given, "finalizers": finalizers}
         obj["status"] = {"phase": "Active"}
     return obj
+
+
+def _secret(obj: Obj) -> Obj:
+    """SetDefaults_Secret: an unset or empty type (Go clients send "") is Opaque."""
+    return obj if obj.get("type") else {**obj, "type": "Opaque"}

@@ -98,6 +98,11 @@ def bad_request(message: str) -> ApiError:
     return ApiError(400, "BadRequest", message)
 
 
+def cannot_decode(kind: str, version: str, detail: str) -> ApiError:
+    """400 for a body the real server cannot decode into its Go type (strict or type errors)."""
+    return bad_request(f'{kind} in version "{version}" cannot be handled as a {kind}: {detail}')
+
+
 def unauthorized() -> ApiError:
     return ApiError(401, "Unauthorized", "Unauthorized")
 

@@ -56,6 +56,8 @@ _BY_KIND: dict[str, dict[str, str]] = {
         "status.conditions": "type",
     },
     "ConfigMap": {},
+    "Secret": {},
+    "ControllerRevision": {},
     "Event": {},
     "Lease": {},
     "CustomResourceDefinition": {},

@@ -28,6 +28,8 @@ _OPEN: Schema = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
 _STRING: Schema = {"type": "string"}
 _STRING_MAP: Schema = {"type": "object", "additionalProperties": {"type": "string"}}
 _TIME: Schema = {"type": "string", "format": "date-time"}
+# A field doc the ControllerRevision printer shows too, as upstream's reads SwaggerDoc.
+REVISION_DESCRIPTION = "Revision indicates the revision of the state represented by Data."
 
 # Top-level fields of the built-in kinds besides apiVersion, kind and metadata.
 _BUILTIN_FIELDS: dict[tuple[str, str], dict[str, Schema]] = {
@@ -65,6 +67,14 @@ _BUILTIN_FIELDS: dict[tuple[str, str], dict[str, Schema]] = {
         "source": _OPEN,
         "type": _STRING,
     },
+    ("apps", "ControllerRevision"): {
+        "data": {**_OPEN, "description": "Data is the serialized representation of the state."},
+        "revision": {
+            "type": "integer",
+            "format": "int64",
+            "description": REVISION_DESCRIPTION,
+        },
+    },
     ("coordination.k8s.io", "Lease"): {"spec": _OPEN},
     ("apiextensions.k8s.io", "CustomResourceDefinition"): {"spec": _OPEN, "status": _OPEN},
 }
@@ -79,17 +89,34 @@ _BUILTIN_DESCRIPTIONS: dict[tuple[str, str], str] = {
     ("", "ConfigMap"): "ConfigMap holds configuration data for pods to consume.",
     ("", "Secret"): "Secret holds secret data of a certain type.",
     ("", "Event"): "Event is a report of an event somewhere in the cluster.",
+    ("apps", "ControllerRevision"): "ControllerRevision implements an immutable snapshot of "
+    "state data. Clients are responsible for serializing and deserializing the objects that "
+    "contain their internal state. Once a ControllerRevision has been successfully created, it "
+    "can not be updated. The API Server will fail validation of all requests that attempt to "
+    "mutate the Data field. ControllerRevisions may, however, be deleted.",
     ("coordination.k8s.io", "Lease"): "Lease defines a lease concept.",
     ("apiextensions.k8s.io", "CustomResourceDefinition"): "CustomResourceDefinition represents "
     "a resource that should be exposed on the API server.",
 }
 
 
+# Fields the Go types carry without omitempty, which `kubectl explain` marks -required-.
+_BUILTIN_REQUIRED: dict[tuple[str, str], list[str]] = {
+    ("apps", "ControllerRevision"): ["revision"],
+}
+
+
 def schema_name(rt: ResourceType, kind: str | None = None) -> str:
-    """The component name of a kind, as the real server names it (io.k8s.api.core.v1.Pod)."""
+    """The component name of a kind, as the real server names it (io.k8s.api.core.v1.Pod).
+
+    Groups without a dot are k8s.io/api's legacy groups (apps, batch...): a
+    CRD's group always has one.
+    """
     kind = kind or rt.kind
     if rt.group == "":
         prefix = "io.k8s.api.core"
+    elif "." not in rt.group:
+        prefix = f"io.k8s.api.{rt.group}"
     elif rt.group.endswith(".k8s.io"):
         prefix = f"io.k8s.api.{rt.group.removesuffix('.k8s.io').split('.')[0]}"
         if rt.group == "apiextensions.k8s.io":
@@ -135,6 +162,9 @@ def kind_schema(rt: ResourceType, prefix: str) -> Schema:
             schema["x-kubernetes-preserve-unknown-fields"] = True
         else:
             schema["properties"] = copy.deepcopy(fields)
+        required = _BUILTIN_REQUIRED.get((rt.group, rt.kind))
+        if required:
+            schema["required"] = list(required)
     properties = schema.setdefault("properties", {})
     properties["apiVersion"] = {
         "type": "string",

@@ -1,8 +1,9 @@
 """Column printers for the other built-in kinds, ported from kube-apiserver's printers.
 
-Services, events, nodes, namespaces, configmaps, secrets and leases print the
-columns and cells a real server sends; pods have their own module. Kinds
-without a printer here fall back to the server's NAME/CREATED AT table.
+Services, events, nodes, namespaces, configmaps, secrets, controllerrevisions
+and leases print the columns and cells a real server sends; pods have their
+own module. Kinds without a printer here fall back to the server's NAME/CREATED
+AT table.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import datetime
 from typing import Any
 
+from engine.cluster.apiserver.openapi_schemas import REVISION_DESCRIPTION
 from engine.cluster.apiserver.pod_printer import POD_PRINTER
 from engine.cluster.apiserver.printing import (
     AGE_COLUMN,
@@ -144,7 +146,7 @@ _EVENT = Printer(
 )
 
 
-# --- nodes, namespaces, configmaps, secrets, leases -------------------------------------------
+# --- nodes, namespaces, configmaps, secrets, controllerrevisions, leases -----------------------
 
 
 def _node_cells(node: Object, now: datetime.datetime) -> list[Any]:
@@ -235,6 +237,36 @@ _SECRET = Printer(
     ],
 )
 
+
+def _controller(obj: Object) -> str:
+    """The controlling owner as `kind.group/name` in lower case (formatResourceName)."""
+    owner = next(
+        (ref for ref in meta(obj).get("ownerReferences") or () if ref.get("controller")), None
+    )
+    if owner is None:
+        return "<none>"
+    api_version = str(owner.get("apiVersion") or "")
+    group = api_version.split("/", maxsplit=1)[0] if "/" in api_version else ""
+    kind = f"{owner.get('kind', '')}.{group}" if group else str(owner.get("kind", ""))
+    name = str(owner.get("name", ""))
+    return f"{kind.lower()}/{name}" if kind else name
+
+
+_CONTROLLER_REVISION = Printer(
+    (
+        NAME_COLUMN,
+        Column("Controller", "string", "Controller of the object"),
+        Column("Revision", "string", REVISION_DESCRIPTION),
+        AGE_COLUMN,
+    ),
+    lambda revision, now: [
+        meta(revision).get("name", ""),
+        _controller(revision),
+        revision.get("revision", 0),
+        created(revision, now),
+    ],
+)
+
 _LEASE = Printer(
     (
         NAME_COLUMN,
@@ -256,6 +288,7 @@ _BUILTIN: dict[tuple[str, str], Printer] = {
     ("", "namespaces"): _NAMESPACE,
     ("", "configmaps"): _CONFIGMAP,
     ("", "secrets"): _SECRET,
+    ("apps", "controllerrevisions"): _CONTROLLER_REVISION,
     ("coordination.k8s.io", "leases"): _LEASE,
 }
 

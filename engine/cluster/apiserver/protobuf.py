@@ -1,6 +1,6 @@
 """Request bodies sent as Kubernetes protobuf, decoded to the JSON object they stand for.
 
-kubectl's typed `create` commands (namespace, configmap, service ...) send
+kubectl's typed `create` commands (namespace, configmap, secret, service ...) send
 `application/vnd.kubernetes.protobuf` and never retry as JSON, so the server
 decodes the `k8s\\0` + runtime.Unknown envelope and the object inside it by
 the field tables of `protobuf_tables`. Kinds without a table are refused with
@@ -216,7 +216,7 @@ def _int_or_string(raw: bytes, where: str) -> int | str:
 
 
 def _raw_json(raw: bytes, where: str) -> Any:
-    """FieldsV1 carries its JSON document as bytes in field 1."""
+    """FieldsV1 and RawExtension carry their JSON document as bytes in field 1."""
     document = _bytes_of(dict(_last_values(raw)).get(1, b"null"), where)
     try:
         return orjson.loads(document)

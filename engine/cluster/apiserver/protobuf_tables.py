@@ -146,6 +146,15 @@ CONFIG_MAP: Table = {
     4: boolean("immutable", keep_zero=True),
 }
 
+# k8s.io/api/core/v1: Secret (type "" is left out here and defaulted to Opaque later)
+SECRET: Table = {
+    1: message("metadata", OBJECT_META),
+    2: of_kind("data", "bytes_map"),
+    4: of_kind("stringData", "string_map"),
+    3: string("type"),
+    5: boolean("immutable", keep_zero=True),
+}
+
 # k8s.io/api/core/v1: Service
 SERVICE_PORT: Table = {
     1: string("name"),
@@ -241,16 +250,32 @@ LEASE_SPEC: Table = {
 }
 LEASE: Table = {1: message("metadata", OBJECT_META), 2: message("spec", LEASE_SPEC)}
 
+# k8s.io/api/apps/v1: ControllerRevision. Its RawExtension `data` carries the
+# JSON document as bytes in field 1, as FieldsV1 does; `revision` has no omitempty.
+CONTROLLER_REVISION: Table = {
+    1: message("metadata", OBJECT_META),
+    2: Field("data", "raw_json", keep_zero=True),
+    3: integer("revision", keep_zero=True),
+}
+
 # DeleteOptions is registered in every group version, so its envelope names
 # the version of the resource it deletes.
 KINDS: Mapping[tuple[str, str], Table] = {
     ("v1", "Namespace"): NAMESPACE,
     ("v1", "ConfigMap"): CONFIG_MAP,
+    ("v1", "Secret"): SECRET,
     ("v1", "Service"): SERVICE,
     ("v1", "Event"): EVENT,
     ("coordination.k8s.io/v1", "Lease"): LEASE,
+    ("apps/v1", "ControllerRevision"): CONTROLLER_REVISION,
     **{
         (version, "DeleteOptions"): DELETE_OPTIONS
-        for version in ("v1", "meta.k8s.io/v1", "coordination.k8s.io/v1", "apiextensions.k8s.io/v1")
+        for version in (
+            "v1",
+            "meta.k8s.io/v1",
+            "apps/v1",
+            "coordination.k8s.io/v1",
+            "apiextensions.k8s.io/v1",
+        )
     },
 }

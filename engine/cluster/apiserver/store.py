@@ -1,10 +1,10 @@
 """The API verbs over the object table: get, create, update, patch (delete is in deletion.py).
 
 Each write runs the same pipeline as a real API server's registry: identity
-and precondition checks, server-owned metadata, defaulting, admission
-(validation, schema, pruning), generation, the no-op rule, then one commit to
-the table, which tells the watch hub, the journal and the background duties.
-`dry_run` runs everything but the commit.
+and precondition checks, server-owned metadata, typed decoding, defaulting,
+admission (validation, schema, pruning), generation, the no-op rule, then one
+commit to the table, which tells the watch hub, the journal and the background
+duties. `dry_run` runs everything but the commit.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from engine.cluster.apiserver.patch_types import patched
 from engine.cluster.apiserver.reactor import Reactor
 from engine.cluster.apiserver.registry import Registry
 from engine.cluster.apiserver.resources import ResourceType
+from engine.cluster.apiserver.typed_decoding import decode_typed
 from engine.cluster.apiserver.watch import DEFAULT_HISTORY, WatchHub
 from engine.cluster.apiserver.writes import (
     bump_generation,
@@ -101,7 +102,7 @@ class Store:
         self._check_type_accepts_creates(rt)
         if not metadata.get("name"):
             metadata["name"] = self._generate_name(rt, ns, metadata.get("generateName"))
-        obj = apply_defaults(rt.key, obj, None, self._service_ips)
+        obj = apply_defaults(rt.key, decode_typed(rt, obj), None, self._service_ips)
         obj, warnings = admit(self.registry, rt, obj, None, field_validation=field_validation)
         if rt.key == CRDS.key:
             obj = crds.prepare_crd(obj, None, self.registry, now=self.now())
@@ -193,7 +194,7 @@ class Store:
     ) -> Written:
         old = entry.obj
         if subresource is None:
-            new = apply_defaults(rt.key, new, old, self._service_ips)
+            new = apply_defaults(rt.key, decode_typed(rt, new), old, self._service_ips)
         new, warnings = admit(self.registry, rt, new, old, field_validation=field_validation)
         if rt.key == CRDS.key:
             new = crds.prepare_crd(new, old, self.registry, now=self.now())

@@ -1,0 +1,119 @@
+"""What decoding a request body into a built-in kind's Go type does to it, before anything else.
+
+kube-apiserver reads every body into typed structs: `[]byte` values must be
+base64 (Secret data, ConfigMap binaryData) and are kept in canonical form,
+scalars must have their Go type, an empty map is left out (omitempty), a
+non-omitempty int64 reads 0 when absent, and the v1 conversion folds a
+Secret's write-only `stringData` into `data` (stringData wins) and drops it.
+What the decoder refuses is a 400, worded as the real one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from engine.cluster.apiserver import base64_values
+from engine.cluster.apiserver.builtins import CONFIGMAPS, CONTROLLER_REVISIONS, SECRETS
+from engine.cluster.apiserver.errors import ApiError, cannot_decode
+from engine.cluster.apiserver.objects import Obj, TypeKey
+from engine.cluster.apiserver.resources import ResourceType
+
+_INT64 = range(-(1 << 63), 1 << 63)
+
+
+def decode_typed(rt: ResourceType, obj: Obj) -> Obj:
+    """`obj` as the real server holds it after decoding; the body is never changed in place."""
+    decoder = _DECODERS.get(rt.key)
+    return obj if decoder is None else decoder(rt, obj)
+
+
+def _configmap(rt: ResourceType, obj: Obj) -> Obj:
+    return _with_map(obj, "binaryData", _byte_map(rt, obj, "binaryData"))
+
+
+def _secret(rt: ResourceType, obj: Obj) -> Obj:
+    data = _byte_map(rt, obj, "data")
+    for key, value in _string_map(rt, obj, "stringData").items():
+        data[key] = base64_values.encode(value.encode())
+    kind = obj.get("type")
+    if kind is not None and not isinstance(kind, str):
+        raise _wrong_type(rt, "type", kind, "v1.SecretType")
+    return _with_map(_without(obj, "stringData"), "data", data)
+
+
+def _controller_revision(rt: ResourceType, obj: Obj) -> Obj:
+    revision = obj.get("revision")
+    if revision is None:
+        return {**obj, "revision": 0}
+    if isinstance(revision, bool) or not isinstance(revision, int) or revision not in _INT64:
+        raise _wrong_type(rt, "revision", revision, "int64")
+    return obj
+
+
+def _byte_map(rt: ResourceType, obj: Obj, field: str) -> dict[str, str]:
+    """A `map[string][]byte` field in canonical base64; null values read as empty."""
+    entries = _map(rt, obj, field, "map[string][]uint8")
+    canonical: dict[str, str] = {}
+    for key, value in entries.items():
+        if value is None:
+            canonical[key] = ""
+            continue
+        if not isinstance(value, str):
+            raise _wrong_type(rt, field, value, "[]uint8")
+        try:
+            canonical[key] = base64_values.encode(base64_values.decode(value))
+        except base64_values.Base64Error as exc:
+            raise cannot_decode(rt.kind, rt.version, f"{field}[{key}]: {exc}") from exc
+    return canonical
+
+
+def _string_map(rt: ResourceType, obj: Obj, field: str) -> dict[str, str]:
+    entries = _map(rt, obj, field, "map[string]string")
+    for value in entries.values():
+        if value is not None and not isinstance(value, str):
+            raise _wrong_type(rt, field, value, "string")
+    return {key: value or "" for key, value in entries.items()}
+
+
+def _map(rt: ResourceType, obj: Obj, field: str, go_type: str) -> dict[str, Any]:
+    entries = obj.get(field)
+    if entries is None:
+        return {}
+    if not isinstance(entries, dict):
+        raise _wrong_type(rt, field, entries, go_type)
+    return entries
+
+
+def _with_map(obj: Obj, field: str, entries: dict[str, str]) -> Obj:
+    """`obj` with `field` set to `entries`, or without it when they are empty (omitempty)."""
+    if entries:
+        return {**obj, field: entries}
+    return _without(obj, field)
+
+
+def _without(obj: Obj, field: str) -> Obj:
+    return {k: v for k, v in obj.items() if k != field} if field in obj else obj
+
+
+def _wrong_type(rt: ResourceType, field: str, value: Any, go_type: str) -> ApiError:
+    detail = f"json: cannot unmarshal {go_json_kind(value)} into Go struct field {rt.kind}.{field}"
+    return cannot_decode(rt.kind, rt.version, f"{detail} of type {go_type}")
+
+
+def go_json_kind(value: Any) -> str:
+    """How Go's JSON errors name the kind of a value ("cannot unmarshal array into ...")."""
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    return "array" if isinstance(value, list) else "object"
+
+
+_DECODERS: dict[TypeKey, Callable[[ResourceType, Obj], Obj]] = {
+    CONFIGMAPS.key: _configmap,
+    SECRETS.key: _secret,
+    CONTROLLER_REVISIONS.key: _controller_revision,
+}
