@@ -1,10 +1,14 @@
-"""A container's environment and command line, resolved from the pod as the kubelet does, pure.
+"""A container's environment and command line, resolved from the pod and the ConfigMaps and
+Secrets it refers to, as the kubelet does, pure.
 
-Supports `value` and `valueFrom.fieldRef` (the downward API fields a job needs)
-and `$(VAR)` references in values, command and args. Anything the local node
-cannot provide (secrets, config maps, resource fields, `envFrom`) is a
-`ContainerConfigError` naming the variable, so the container fails with a message
-instead of running with a silently missing value.
+Supports `value`, `valueFrom.fieldRef` (the downward API fields a job needs),
+`valueFrom.configMapKeyRef` and `valueFrom.secretKeyRef` (with `optional`), and `envFrom`
+with `configMapRef`/`secretRef` and `prefix` (read first, so `env` overrides it and may
+refer to it), and `$(VAR)` references in values, command and args. A missing ConfigMap,
+Secret or key that is not optional is a `MissingSourceError`: the container waits for it,
+as with the kubelet. What the local node cannot provide at all (resource fields, other
+field paths) is a `ContainerConfigError` naming the variable, so the container fails with a
+message instead of running with a silently missing value.
 """
 
 from __future__ import annotations
@@ -12,6 +16,14 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from typing import Any
+
+from engine.cluster.node.sources import (
+    Kind,
+    MissingSourceError,
+    SourceObject,
+    Sources,
+    not_found,
+)
 
 POD_IP = "127.0.0.1"
 
@@ -69,17 +81,48 @@ def field_value(pod: Mapping[str, Any], path: str) -> str:
     return str(simple[path] or "")
 
 
-def _entry_value(pod: Mapping[str, Any], entry: Mapping[str, Any], known: dict[str, str]) -> str:
+_KEY_REFS: Mapping[str, tuple[Kind, str]] = {
+    "configMapKeyRef": ("configmap", "ConfigMap"),
+    "secretKeyRef": ("secret", "Secret"),
+}
+
+
+def _key_value(pod: Mapping[str, Any], ref_kind: str, ref: Mapping[str, Any],
+               sources: Sources) -> str | None:
+    """The value of a configMapKeyRef or secretKeyRef; None when optional and missing."""
+    kind, title = _KEY_REFS[ref_kind]
+    name, key, optional = str(ref.get("name") or ""), str(ref.get("key") or ""), bool(
+        ref.get("optional"))
+    found = sources.get(kind, name)
+    if found is None:
+        if optional:
+            return None
+        raise not_found(kind, name)
+    if key not in found.strings:
+        if optional:
+            return None
+        namespace = (pod.get("metadata") or {}).get("namespace")
+        raise MissingSourceError(f"couldn't find key {key} in {title} {namespace}/{name}")
+    return found.strings[key]
+
+
+def _entry_value(pod: Mapping[str, Any], entry: Mapping[str, Any], known: dict[str, str],
+                 sources: Sources) -> str | None:
+    """The variable's value; None when it is left out (an optional reference that is missing)."""
     name = entry.get("name")
     source = entry.get("valueFrom")
-    if not source:
+    if entry.get("value") or not source:
         return expand(str(entry.get("value") or ""), known)
+    kinds = sorted(source) if isinstance(source, Mapping) else []
+    for ref_kind in _KEY_REFS:
+        if isinstance(source, Mapping) and source.get(ref_kind):
+            return _key_value(pod, ref_kind, source[ref_kind], sources)
     field_ref = source.get("fieldRef") if isinstance(source, Mapping) else None
     if not field_ref:
-        kinds = ", ".join(sorted(source)) if isinstance(source, Mapping) else repr(source)
+        what = ", ".join(kinds) if kinds else repr(source)
         raise ContainerConfigError(
-            f"env {name}: valueFrom.{kinds} is not supported by the local node "
-            "(supported: value and valueFrom.fieldRef)"
+            f"env {name}: valueFrom.{what} is not supported by the local node "
+            "(supported: value, valueFrom.fieldRef, configMapKeyRef and secretKeyRef)"
         )
     try:
         return field_value(pod, str(field_ref.get("fieldPath") or ""))
@@ -87,15 +130,73 @@ def _entry_value(pod: Mapping[str, Any], entry: Mapping[str, Any], known: dict[s
         raise ContainerConfigError(f"env {name}: {exc}") from exc
 
 
-def container_env(pod: Mapping[str, Any], container: Mapping[str, Any]) -> dict[str, str]:
-    """The variables the container's spec defines, in order, later ones seeing earlier ones."""
-    if container.get("envFrom"):
-        raise ContainerConfigError(
-            "envFrom is not supported by the local node (use env with value or valueFrom.fieldRef)"
-        )
-    resolved: dict[str, str] = {}
+def valid_env_name(name: str) -> bool:
+    """Kubernetes 1.32's rule for names (RelaxedEnvironmentVariableValidation, on by default
+    from 1.32): printable ASCII except `=`, not empty."""
+    return bool(name) and all(" " <= c <= "~" and c != "=" for c in name)
+
+
+_ENV_FROM_REFS: tuple[tuple[str, Kind], ...] = (("configMapRef", "configmap"),
+                                                ("secretRef", "secret"))
+
+
+def _env_from_source(entry: Mapping[str, Any], sources: Sources
+                     ) -> tuple[Kind, str, SourceObject | None]:
+    """The object an envFrom entry reads (None: optional and missing)."""
+    for key, kind in _ENV_FROM_REFS:
+        ref = entry.get(key)
+        if isinstance(ref, Mapping):
+            name = str(ref.get("name") or "")
+            found = sources.get(kind, name)
+            if found is None and not ref.get("optional"):
+                raise not_found(kind, name)
+            return kind, name, found
+    raise ContainerConfigError(
+        "envFrom: only configMapRef and secretRef are supported by the local node")
+
+
+def _env_from(pod: Mapping[str, Any], container: Mapping[str, Any], sources: Sources
+              ) -> tuple[dict[str, str], list[str]]:
+    """The variables of envFrom (later sources win) and the kubelet's warning for each source
+    whose keys were skipped as invalid names."""
+    variables: dict[str, str] = {}
+    warnings: list[str] = []
+    namespace = (pod.get("metadata") or {}).get("namespace")
+    for entry in container.get("envFrom") or ():
+        kind, name, found = _env_from_source(entry, sources)
+        prefix = str(entry.get("prefix") or "")
+        invalid = []
+        for key, value in (found.strings if found else {}).items():
+            if valid_env_name(prefix + key):
+                variables[prefix + key] = value
+            else:
+                invalid.append(prefix + key)
+        if invalid:
+            title = "configMap" if kind == "configmap" else "secret"
+            warnings.append(
+                f"Keys [{', '.join(sorted(invalid))}] from the EnvFrom {title} "
+                f"{namespace}/{name} were skipped since they are considered invalid "
+                "environment variable names."
+            )
+    return variables, warnings
+
+
+def env_from_warnings(pod: Mapping[str, Any], container: Mapping[str, Any],
+                      sources: Sources) -> list[str]:
+    """The InvalidEnvironmentVariableNames event messages for the container's envFrom."""
+    return _env_from(pod, container, sources)[1]
+
+
+def container_env(pod: Mapping[str, Any], container: Mapping[str, Any],
+                  sources: Sources | None = None) -> dict[str, str]:
+    """The variables the container's spec defines: envFrom first, then env in order, later
+    ones seeing earlier ones."""
+    sources = sources or Sources()
+    resolved, _ = _env_from(pod, container, sources)
     for entry in container.get("env") or ():
-        resolved[str(entry.get("name"))] = _entry_value(pod, entry, resolved)
+        value = _entry_value(pod, entry, resolved, sources)
+        if value is not None:
+            resolved[str(entry.get("name"))] = value
     return resolved
 
 

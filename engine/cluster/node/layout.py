@@ -1,5 +1,6 @@
 """Where the node keeps its files: container logs (where the API server reads them) and its
-state directory (attempt counts, process records, per-pod working directories and hosts files).
+state directory (attempt counts, process records, per-pod working directories, hosts files,
+volumes, and the empty scratch directory a private mount namespace stages its mounts on).
 
 One place for the layout, so starting, restarting and cleaning up agree on it.
 """
@@ -35,6 +36,12 @@ class NodeFiles:
 
     def hosts_file(self, uid: str) -> Path:
         return self.pod_dir(uid) / "hosts"
+
+    def volumes_dir(self, uid: str) -> Path:
+        return self.pod_dir(uid) / "volumes"
+
+    def scratch_dir(self, uid: str) -> Path:
+        return self.pod_dir(uid) / "scratch"
 
     def log(self, namespace: str, pod: str, container: str, *, previous: bool = False) -> Path:
         return log_path(self.logs_dir, namespace, pod, container, previous=previous)

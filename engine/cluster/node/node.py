@@ -10,6 +10,7 @@ heartbeat); they never stop the node.
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Literal
 
@@ -19,12 +20,13 @@ from engine.cluster.node import leftovers, phases
 from engine.cluster.node.api import ApiError, NodeApi, pod_path
 from engine.cluster.node.attempts import AttemptCounter
 from engine.cluster.node.events import EventPoster
-from engine.cluster.node.hosts import HostsIsolation
+from engine.cluster.node.isolation import MountIsolation
 from engine.cluster.node.layout import NodeFiles
 from engine.cluster.node.process import ProcessRuntime
 from engine.cluster.node.registration import conditions, node_object
 from engine.cluster.node.runtime import Runtime
 from engine.cluster.node.simulate import SimulatedRuntime
+from engine.cluster.node.sources import SourceRef, Sources, fetch_sources
 from engine.cluster.node.times import now
 from engine.cluster.node.watcher import Watcher
 from engine.cluster.node.worker import STOP_GRACE_S, PodWorker, confirm_deletion
@@ -62,8 +64,10 @@ class LocalNode:
         self._events = EventPoster(self._api, name)
         self._attempts = AttemptCounter(self._files.attempts_file)
         self._runtime: Runtime = (
-            SimulatedRuntime(self._files, self._attempts) if mode == "simulate" else
-            ProcessRuntime(self._files, hosts=HostsIsolation(), services=self._service_names)
+            SimulatedRuntime(self._files, self._attempts, sources=self._read_sources)
+            if mode == "simulate" else
+            ProcessRuntime(self._files, isolation=MountIsolation(), services=self._service_names,
+                           sources=self._read_sources)
         )
         self._pods = Watcher(self._api, "/api/v1/pods", self._on_pod, name=f"{name} pods")
         self._workers: dict[str, PodWorker] = {}
@@ -198,6 +202,11 @@ class LocalNode:
                        for p in self._pods.objects())
         self._files.remove_pod(namespace, name, uid, logs=not replaced)
         self._attempts.forget_pod(namespace, name, uid)
+
+    def _read_sources(self, namespace: str, refs: Iterable[SourceRef]) -> Sources:
+        """The ConfigMaps and Secrets a container refers to, read fresh (a newly started
+        container sees their current content)."""
+        return fetch_sources(self._api, namespace, refs)
 
     def _service_names(self, namespace: str) -> list[str]:
         """The Services of a namespace, read fresh (a Service created just before the pod

@@ -1,10 +1,11 @@
-"""Containers as local processes: command and args run with the container's env, in their own
-process group, with output appended to the container's log file.
+"""Containers as local processes: command and args run with the container's env and volumes, in
+their own process group, with output appended to the container's log file.
 
-The process sees the pod's generated hosts file as /etc/hosts (hosts.py), runs
-in `workingDir` or else a per-pod directory, and inherits the node's own
-environment under the container's variables (so `python` and virtualenvs are
-found as in the shell that started the node). When the group leader exits the
+The process starts in a private mount namespace (isolation.py, mounts.py) where the
+pod's generated hosts file is its /etc/hosts and its volumes are mounted at their
+mountPaths; it runs in `workingDir` or else a per-pod directory, and inherits the
+node's own environment under the container's variables (so `python` and virtualenvs
+are found as in the shell that started the node). When the group leader exits the
 rest of its group is killed, as a container's processes end with its main one.
 """
 
@@ -16,20 +17,33 @@ import shutil
 import signal
 import subprocess
 import threading
-from collections.abc import Callable, Mapping
-from pathlib import Path
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from engine.cluster.node import leftovers
-from engine.cluster.node.env import ContainerConfigError, command_line, container_env
-from engine.cluster.node.hosts import HostsIsolation, hosts_text, write_hosts_file
+from engine.cluster.node.container_config import (
+    ContainerConfig,
+    SourceReader,
+    config_waiting,
+    read_sources,
+    resolve,
+    volume_waiting,
+)
+from engine.cluster.node.env import ContainerConfigError
+from engine.cluster.node.hosts import HOSTS_PATH, hosts_text, write_hosts_file
+from engine.cluster.node.isolation import Entry, MountIsolation, inspect, namespace_command
 from engine.cluster.node.layout import NodeFiles
+from engine.cluster.node.mounts import Bind, MountPlan, MountPlanError, host_path, plan_mounts
 from engine.cluster.node.runtime import (
     CONFIG_ERROR_EXIT_CODE,
     START_ERROR_EXIT_CODE,
     ContainerStartError,
     Launch,
 )
+from engine.cluster.node.sources import Sources
+from engine.cluster.node.volume_files import VolumeNotReadyError, prepare_volumes, volume_binds
+from engine.cluster.node.volumes import absolute, volume_contents
 
 ServiceNames = Callable[[str], list[str]]
 
@@ -85,16 +99,27 @@ def _failure(log: Path, reason: str, message: str, exit_code: int) -> ContainerS
     return ContainerStartError(reason, message, exit_code=exit_code)
 
 
-def _check_executable(program: str, *, cwd: Path, path: str | None) -> str | None:
-    """Why `program` cannot be executed, or None when it can."""
+def _check_executable(program: str, *, cwd: Path, path: str | None,
+                      binds: Sequence[Bind]) -> str | None:
+    """Why `program` cannot be executed, or None when it can (looked for where the
+    container's mounts put it)."""
     if "/" in program:
-        target = cwd / program
+        target = host_path(absolute(program), binds) if program.startswith("/") else cwd / program
         if target.is_file() and os.access(target, os.X_OK):
             return None
         return f'exec: "{program}": no such executable file'
-    if shutil.which(program, path=path) is None:
+    search = os.pathsep.join(str(host_path(absolute(entry), binds)) if entry.startswith("/")
+                             else entry for entry in (path or "").split(os.pathsep))
+    if shutil.which(program, path=search) is None:
         return f'exec: "{program}": executable file not found in $PATH'
     return None
+
+
+def _first_covered(plan: MountPlan) -> str:
+    cover = plan.covers[0]
+    relative = cover.create[0][0]
+    return (f"{cover.directory / relative} does not exist on this machine, and covering "
+            f"{cover.directory} in a private mount namespace is not available here")
 
 
 class ProcessRuntime:
@@ -102,11 +127,12 @@ class ProcessRuntime:
 
     mode = "process"
 
-    def __init__(self, files: NodeFiles, *, hosts: HostsIsolation,
-                 services: ServiceNames) -> None:
+    def __init__(self, files: NodeFiles, *, isolation: MountIsolation, services: ServiceNames,
+                 sources: SourceReader) -> None:
         self._files = files
-        self._hosts = hosts
+        self._isolation = isolation
         self._services = services
+        self._sources = sources
 
     def resume(self, launch: Launch) -> None:
         """A process does not survive its node: the attempt is lost."""
@@ -115,45 +141,101 @@ class ProcessRuntime:
     def start(self, launch: Launch) -> ProcessAttempt:
         pod, container = launch.pod, launch.container
         metadata = pod["metadata"]
-        name = str(container.get("name"))
-        log = self._files.begin_log(metadata["namespace"], metadata["name"], name,
-                                    first=launch.first)
+        sources = read_sources(self._sources, pod, container)
         try:
-            variables = container_env(pod, container)
-            argv = command_line(container, variables)
+            config, binds = self._config(pod, container, sources)
+            isolated = self._isolated(pod, binds)
         except ContainerConfigError as exc:
-            raise _failure(log, exc.reason, str(exc), CONFIG_ERROR_EXIT_CODE) from exc
-        cwd = self._working_dir(pod, container, log)
-        env = self._environment(pod, variables)
-        problem = _check_executable(argv[0], cwd=cwd, path=env.get("PATH"))
+            raise _failure(self._begin_log(launch), exc.reason, str(exc),
+                           CONFIG_ERROR_EXIT_CODE) from exc
+        log = self._begin_log(launch)
+        view, cwd = self._working_dir(pod, container, binds, log)
+        env = self._environment(pod, config.env)
+        problem = _check_executable(config.argv[0], cwd=cwd, path=env.get("PATH"), binds=binds)
         if problem:
             raise _failure(log, "StartError", problem, START_ERROR_EXIT_CODE)
-        hosts = self._files.hosts_file(metadata["uid"])
-        write_hosts_file(hosts, hosts_text(pod, self._services(metadata["namespace"])))
+        argv = config.argv
+        if isolated is not None:
+            entry, plan = isolated
+            write_hosts_file(self._files.hosts_file(metadata["uid"]),
+                             hosts_text(pod, self._services(metadata["namespace"])))
+            scratch = self._files.scratch_dir(metadata["uid"])
+            scratch.mkdir(parents=True, exist_ok=True)
+            argv = namespace_command(entry, plan, argv, scratch=scratch, workdir=view)
+        attempt = self._spawn(launch, argv, env=env, cwd=cwd, log=log)
+        for message in config.warnings:
+            launch.warn("InvalidEnvironmentVariableNames", message)
+        return attempt
+
+    def _begin_log(self, launch: Launch) -> Path:
+        metadata = launch.pod["metadata"]
+        return self._files.begin_log(metadata["namespace"], metadata["name"],
+                                     str(launch.container.get("name")), first=launch.first)
+
+    def _config(self, pod: Mapping[str, Any], container: Mapping[str, Any], sources: Sources
+                ) -> tuple[ContainerConfig, list[Bind]]:
+        """The volumes set up first (as the kubelet does: a missing volume source shows
+        before a missing env source), then env, command line and the container's binds."""
+        contents = volume_contents(pod, sources)
+        try:
+            directories = prepare_volumes(self._files.volumes_dir(pod["metadata"]["uid"]),
+                                          contents)
+        except VolumeNotReadyError as exc:
+            raise volume_waiting(str(exc)) from exc
+        config = resolve(pod, container, sources)
+        return config, volume_binds(directories, config.mounts, contents)
+
+    def _isolated(self, pod: Mapping[str, Any], binds: list[Bind]
+                  ) -> tuple[Entry, MountPlan] | None:
+        """How to start the process with its hosts file and volumes; None: as it is, when
+        no private mount namespace can be had here and no volume needs one."""
+        entry = self._isolation.entry()
+        if entry is None:
+            if binds:
+                raise config_waiting(f"volume mount {binds[0].target} needs a private mount "
+                                     "namespace, which is not available here")
+            return None
+        # The kubelet leaves /etc/hosts alone when a container mounts a volume there.
+        hosts = [] if any(str(b.target) == HOSTS_PATH for b in binds) else [
+            Bind(self._files.hosts_file(pod["metadata"]["uid"]), PurePosixPath(HOSTS_PATH),
+                 directory=False)]
+        try:
+            plan = plan_mounts([*hosts, *binds], inspect)
+        except MountPlanError as exc:
+            raise ContainerConfigError(str(exc)) from exc
+        if plan.covers and not self._isolation.covers():
+            raise config_waiting(f"volume mount {_first_covered(plan)}")
+        return entry, plan
+
+    def _spawn(self, launch: Launch, argv: list[str], *, env: dict[str, str], cwd: Path,
+               log: Path) -> ProcessAttempt:
+        metadata = launch.pod["metadata"]
         try:
             with open(log, "ab") as output:
                 popen = subprocess.Popen(
-                    self._hosts.wrap(hosts, argv), stdin=subprocess.DEVNULL, stdout=output,
-                    stderr=subprocess.STDOUT, env=env, cwd=cwd, start_new_session=True,
+                    argv, stdin=subprocess.DEVNULL, stdout=output, stderr=subprocess.STDOUT,
+                    env=env, cwd=cwd, start_new_session=True,
                 )
-        except OSError as exc:
+        except (OSError, ValueError) as exc:
             raise _failure(log, "StartError", str(exc), START_ERROR_EXIT_CODE) from exc
-        record = leftovers.record(self._files.processes_dir, f"{metadata['uid']}-{name}",
-                                  popen.pid)
+        name = f"{metadata['uid']}-{launch.container.get('name')}"
+        record = leftovers.record(self._files.processes_dir, name, popen.pid)
         return ProcessAttempt(popen, record=record, wake=launch.wake)
 
     def _working_dir(self, pod: Mapping[str, Any], container: Mapping[str, Any],
-                     log: Path) -> Path:
+                     binds: Sequence[Bind], log: Path) -> tuple[PurePosixPath, Path]:
+        """The working directory as the process sees it, and where that is on this machine."""
         wanted = container.get("workingDir")
         if wanted:
-            cwd = Path(str(wanted))
+            view = absolute(str(wanted))
+            cwd = host_path(view, binds)
             if not cwd.is_dir():
-                raise _failure(log, "StartError", f"workingDir {cwd} is not a directory here",
+                raise _failure(log, "StartError", f"workingDir {view} is not a directory here",
                                START_ERROR_EXIT_CODE)
-            return cwd
+            return view, cwd
         cwd = self._files.work_dir(pod["metadata"]["uid"])
         cwd.mkdir(parents=True, exist_ok=True)
-        return cwd
+        return PurePosixPath(cwd), cwd
 
     @staticmethod
     def _environment(pod: Mapping[str, Any], variables: Mapping[str, str]) -> dict[str, str]:

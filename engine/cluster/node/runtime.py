@@ -3,7 +3,9 @@
 A runtime starts one attempt of a container and hands back an `Attempt` the
 worker polls and signals; a container that cannot start at all is a
 `ContainerStartError` (it then reads as terminated with that reason and message, as
-a container runtime reports a failed start).
+a container runtime reports a failed start), one that cannot start *yet* (a ConfigMap
+or Secret it needs is missing) a `ContainerWaitingError` (it stays waiting and is
+tried again, as the kubelet retries).
 """
 
 from __future__ import annotations
@@ -29,6 +31,24 @@ class ContainerStartError(Exception):
         self.exit_code = exit_code
 
 
+class ContainerWaitingError(Exception):
+    """The container cannot be created yet: it stays waiting with `reason` (None: the reason
+    it has, ContainerCreating or PodInitializing, as for the kubelet's volume failures) and
+    `message`, an `event_reason` Warning event says why, and it is tried again later."""
+
+    def __init__(self, reason: str | None, message: str, *, event_reason: str,
+                 event_message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.message = message
+        self.event_reason = event_reason
+        self.event_message = event_message
+
+
+def _no_warning(reason: str, message: str) -> None:
+    """A Launch made without a way to post Warning events."""
+
+
 @dataclass(frozen=True)
 class Launch:
     """One attempt to start: the pod as last seen, the container spec, and how to tell the
@@ -39,6 +59,8 @@ class Launch:
     # The container's first attempt in this pod (its logs start clean).
     first: bool
     wake: Callable[[], None]
+    # Posts a Warning event on the pod (reason, message).
+    warn: Callable[[str, str], None] = _no_warning
 
 
 class Attempt(Protocol):

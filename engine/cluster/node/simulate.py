@@ -3,7 +3,9 @@
 Each attempt is numbered by the persisted attempt counter (so recreated pods
 continue the sequence), writes one line to the container's log, and ends by
 itself after the run time; SIGTERM and SIGKILL end it at once with 143 and 137.
-A node restarted while an attempt ran restarts that attempt's timer.
+A node restarted while an attempt ran restarts that attempt's timer. Nothing runs, so
+volumes are not set up; but a container whose ConfigMap or Secret is missing waits for
+it, as in process mode (container_config.py).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from pathlib import Path
 
 from engine.cluster.node import sim_annotations
 from engine.cluster.node.attempts import AttemptCounter, counter_key
+from engine.cluster.node.container_config import SourceReader, check_sources, read_sources
 from engine.cluster.node.layout import NodeFiles
 from engine.cluster.node.runtime import CONFIG_ERROR_EXIT_CODE, ContainerStartError, Launch
 
@@ -65,11 +68,15 @@ class SimulatedRuntime:
 
     mode = "simulate"
 
-    def __init__(self, files: NodeFiles, counter: AttemptCounter) -> None:
+    def __init__(self, files: NodeFiles, counter: AttemptCounter, *,
+                 sources: SourceReader) -> None:
         self._files = files
         self._counter = counter
+        self._sources = sources
 
     def start(self, launch: Launch) -> SimulatedAttempt:
+        pod, container = launch.pod, launch.container
+        check_sources(pod, container, read_sources(self._sources, pod, container))
         return self._attempt(launch, resumed=False)
 
     def resume(self, launch: Launch) -> SimulatedAttempt:

@@ -29,6 +29,10 @@ class Slot:
     due: float = 0.0
     # Consecutive restarts so far: the level of the next back-off.
     backoff: int = 0
+    # Failed tries to create the container since it last started (a missing ConfigMap...):
+    # the level of the next retry delay, and the last Warning event posted about it.
+    config_tries: int = 0
+    config_event: tuple[str, str] | None = None
 
     @property
     def name(self) -> str:

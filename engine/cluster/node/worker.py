@@ -1,7 +1,8 @@
 """One pod's life on the node, in its own thread: init containers in order, then the containers,
-restarts in place per restartPolicy with back-off, status after every change, and graceful
-deletion (SIGTERM, the grace period, SIGKILL, final status, then the zero-grace DELETE that
-tells the API server the pod is gone from the node).
+restarts in place per restartPolicy with back-off, containers that cannot be created yet
+(a missing ConfigMap or Secret) kept waiting and tried again, status after every change, and
+graceful deletion (SIGTERM, the grace period, SIGKILL, final status, then the zero-grace
+DELETE that tells the API server the pod is gone from the node).
 
 The thread sleeps until something happens (a process exits, a simulated attempt
 or a back-off is due, the pod changes), so idle pods cost nothing.
@@ -18,7 +19,13 @@ from loguru import logger
 from engine.cluster.node import phases
 from engine.cluster.node.api import ApiError, NodeApi, pod_path
 from engine.cluster.node.events import EventPoster
-from engine.cluster.node.runtime import START_ERROR_EXIT_CODE, ContainerStartError, Launch, Runtime
+from engine.cluster.node.runtime import (
+    START_ERROR_EXIT_CODE,
+    ContainerStartError,
+    ContainerWaitingError,
+    Launch,
+    Runtime,
+)
 from engine.cluster.node.slots import Slot, pod_slots
 from engine.cluster.node.status import pod_status
 from engine.cluster.node.times import now
@@ -30,6 +37,10 @@ DEFAULT_GRACE_S = 30
 _KILL_WAIT_S = 5.0
 _RETRY_START_S = 1.0
 _RETRY_CAP_S = 30.0
+# Tries to create a container whose ConfigMap or Secret is missing: 1 s doubling up to 8 s
+# (the kubelet retries its pod sync about every 10 s).
+_CONFIG_RETRY_START_S = 1.0
+_CONFIG_RETRY_CAP_S = 8.0
 _UNKNOWN = ("ContainerStatusUnknown", "The container could not be located when the pod was "
             "terminated")
 
@@ -213,24 +224,50 @@ class PodWorker:
 
     def _launch_of(self, slot: Slot) -> Launch:
         return Launch(pod=self._pod, container=slot.spec, first=slot.attempts == 0,
-                      wake=self._wake.set)
+                      wake=self._wake.set, warn=self._warn)
+
+    def _warn(self, reason: str, message: str) -> None:
+        self._events.post(self._pod, reason, message, kind="Warning")
+
+    def _keep_waiting(self, slot: Slot, waiting: ContainerWaitingError) -> None:
+        """The container cannot be created yet: it waits, says why, and is tried again."""
+        reason = waiting.reason or ("PodInitializing" if slot.init else "ContainerCreating")
+        slot.state = phases.waiting(reason, waiting.message)
+        slot.due = time.monotonic() + min(_CONFIG_RETRY_CAP_S,
+                                          _CONFIG_RETRY_START_S * 2 ** min(slot.config_tries, 8))
+        slot.config_tries += 1
+        event = (waiting.event_reason, waiting.event_message)
+        if slot.config_event != event:
+            self._warn(*event)
+            slot.config_event = event
+
+    def _begin_attempt(self, slot: Slot, started_at: str, started_mono: float) -> None:
+        """The runtime tried to create the container: an attempt counts from here."""
+        slot.attempts += 1
+        slot.started_at, slot.started_mono = started_at, started_mono
+        slot.container_id = ""
+        slot.config_tries, slot.config_event = 0, None
 
     def _launch(self, slot: Slot) -> None:
         launch = self._launch_of(slot)
-        slot.attempts += 1
-        slot.started_at, slot.started_mono = now(), time.monotonic()
-        slot.container_id = ""
+        started_at, started_mono = now(), time.monotonic()
         try:
             attempt = self._runtime.start(launch)
+        except ContainerWaitingError as waiting:
+            self._keep_waiting(slot, waiting)
+            return
         except ContainerStartError as failure:
+            self._begin_attempt(slot, started_at, started_mono)
             self._events.post(self._pod, failure.reason, f"container {slot.name}: "
                               f"{failure.message}", kind="Warning")
             self._finish(slot, failure.exit_code, reason=failure.reason, message=failure.message)
             return
         except Exception as exc:
+            self._begin_attempt(slot, started_at, started_mono)
             self._log.exception(f"starting container {slot.name} failed")
             self._finish(slot, START_ERROR_EXIT_CODE, reason="StartError", message=str(exc))
             return
+        self._begin_attempt(slot, started_at, started_mono)
         slot.attempt = attempt
         slot.container_id = attempt.container_id
         slot.state = phases.running(slot.started_at)

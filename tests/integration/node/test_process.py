@@ -74,12 +74,12 @@ def test_never_fails_the_pod_and_a_missing_command_is_a_clear_failure(processes:
 
 
 def test_unsupported_value_from_fails_the_container(processes: Cluster) -> None:
-    env = [{"name": "SECRET", "valueFrom": {"secretKeyRef": {"name": "s", "key": "k"}}}]
-    processes.create(pod("secretive", container("print(1)", env=env)))
-    processes.wait_phase("secretive", "Failed")
-    ended = terminated(processes, "secretive")
+    env = [{"name": "CPU", "valueFrom": {"resourceFieldRef": {"resource": "limits.cpu"}}}]
+    processes.create(pod("resourceful", container("print(1)", env=env)))
+    processes.wait_phase("resourceful", "Failed")
+    ended = terminated(processes, "resourceful")
     assert ended["reason"] == "CreateContainerConfigError"
-    assert "env SECRET: valueFrom.secretKeyRef is not supported" in ended["message"]
+    assert "env CPU: valueFrom.resourceFieldRef is not supported" in ended["message"]
 
 
 def test_init_containers_run_first_in_order(processes: Cluster, tmp_path: Path) -> None:
