@@ -4,8 +4,9 @@ WORKDIR /app
 COPY pyproject.toml README.md ./
 COPY engine ./engine
 COPY machines ./machines
+COPY kinds ./kinds
 COPY crds ./crds
 RUN pip install --no-cache-dir . && useradd --uid 65532 --no-create-home jobmachine
 USER 65532
 ENTRYPOINT ["jobmachine"]
-CMD ["run", "--in-cluster", "--machines=/app/machines"]
+CMD ["run", "--in-cluster"]

@@ -36,13 +36,13 @@ from engine.cluster.apiserver.serve import RunningApiServer  # noqa: E402
 from engine.cluster.node import running_node  # noqa: E402
 from engine.controller.cache import Cache, project_pod  # noqa: E402
 from engine.controller.client import KubeClient  # noqa: E402
-from engine.controller.install import install_crds, wait_until_served  # noqa: E402
+from engine.controller.install import crd_resources, prepare_cluster  # noqa: E402
 from engine.controller.manager import Engine  # noqa: E402
-from engine.controller.resources import JOB_RESOURCES, PODS  # noqa: E402
-from engine.definition import load_definitions  # noqa: E402
+from engine.controller.resources import PODS  # noqa: E402
 from engine.settings import EngineSettings  # noqa: E402
 
-PYTORCHJOBS = JOB_RESOURCES["PyTorchJob"]
+CRDS, MACHINES = ROOT / "crds", ROOT / "machines"
+PYTORCHJOBS = next(r for r in crd_resources(CRDS) if r.kind == "PyTorchJob")
 
 
 def pytorchjob(name: str, replicas: int, run_seconds: float) -> dict[str, Any]:
@@ -100,18 +100,16 @@ def run_round(args: argparse.Namespace, jobs: int, replicas: int) -> tuple[float
     with running_apiserver(tls=True) as server:
         submitter = KubeClient.from_kubeconfig(server.kubeconfig, qps=10_000, burst=10_000,
                                                user_agent="benchmark")
-        install_crds(submitter)
-        wait_until_served(submitter, JOB_RESOURCES.values())
+        prepare_cluster(submitter, crds=CRDS, machines=MACHINES)
         with running_node(server, mode="simulate"):
             engine_client = KubeClient.from_kubeconfig(
                 server.kubeconfig, qps=settings.client_qps, burst=settings.client_burst
             )
-            engine = Engine(engine_client, load_definitions([ROOT / "machines"]), settings)
+            engine = Engine(engine_client, settings)
             stop = threading.Event()
             runner = threading.Thread(target=engine.run, args=(stop,), daemon=True)
             runner.start()
-            while not engine.synced:
-                time.sleep(0.05)
+            engine.wait_until_governed("PyTorchJob", timeout_s=60)
             before = engine_requests(server)
             started = time.perf_counter()
             names = {f"bench-{i}" for i in range(jobs)}
@@ -151,10 +149,9 @@ def sample_pod() -> dict[str, Any]:
     """A pod as the server returns it once it has run (what the cache is fed)."""
     with running_apiserver() as server:
         client = KubeClient.from_kubeconfig(server.kubeconfig)
-        install_crds(client)
-        wait_until_served(client, JOB_RESOURCES.values())
+        prepare_cluster(client, crds=CRDS, machines=MACHINES)
         with running_node(server, mode="simulate"):
-            engine = Engine(client, load_definitions([ROOT / "machines"]), EngineSettings())
+            engine = Engine(client, EngineSettings())
             stop = threading.Event()
             runner = threading.Thread(target=engine.run, args=(stop,), daemon=True)
             runner.start()

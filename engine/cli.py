@@ -63,7 +63,9 @@ def graph(
         Path | None, typer.Option(help="With --job: the cluster (default: $KUBECONFIG).")
     ] = None,
     machines: Annotated[
-        Path | None, typer.Option(help="With --job: machine definitions (default: shipped).")
+        Path | None,
+        typer.Option(help="With --job: draw these machine files (default: the revision the "
+                          "job ran with, from the cluster)."),
     ] = None,
     level: Annotated[Level, typer.Option(help="Which machine to draw.")] = Level.all,
     output_format: Annotated[
@@ -107,19 +109,22 @@ def _job_picture(
     job: str, kubeconfig: Path | None, machines: Path | None, *, level: str, fmt: str
 ) -> bytes:
     from engine.app.job_graph import JobNotFoundError, job_picture
-    from engine.app.shipped import shipped_dir
     from engine.controller.client import KubeClient
     from engine.controller.errors import ApiError
-    from engine.definition import load_definitions
+    from engine.definition import DefinitionError, load_definitions
+    from engine.settings import EngineSettings
 
     namespace, _, name = job.rpartition("/")
     if not namespace or not name:
         _fail(f"--job takes NAMESPACE/NAME, not {job!r}")
     client = KubeClient.from_kubeconfig(kubeconfig)
     try:
-        definitions = load_definitions([machines or shipped_dir("machines")])
-        return job_picture(client, namespace, name, definitions, level=level, fmt=fmt)
-    except (JobNotFoundError, ApiError) as exc:
+        definitions = load_definitions([machines]) if machines is not None else []
+        return job_picture(
+            client, namespace, name, definitions=definitions, level=level, fmt=fmt,
+            system_namespace=EngineSettings.from_env().system_namespace,
+        )
+    except (JobNotFoundError, ApiError, DefinitionError) as exc:
         _fail(str(exc))
     finally:
         client.close()
@@ -180,21 +185,58 @@ def manifests_crds(
     output: Annotated[
         Path, typer.Option("-o", "--output", help="Directory to write the CRDs into.")
     ] = Path("crds"),
+    kinds: Annotated[
+        Path, typer.Option(help="Folder (or file) of job kind descriptions.")
+    ] = Path("kinds"),
     check: Annotated[
         bool, typer.Option("--check", help="Write nothing; exit 1 if the directory is stale.")
     ] = False,
 ) -> None:
-    """Write one CustomResourceDefinition per kind, generated from engine/api's models."""
+    """Write the StateMachine CRD and one CRD per job kind described in --kinds."""
     from engine.api.manifests import stale_crds, write_crds
+    from engine.definition import DefinitionError
 
-    if check:
-        stale = stale_crds(output)
-        for name in stale:
-            typer.echo(f"stale: {output / name}", err=True)
-        if stale:
-            raise typer.Exit(code=1)
-        return
-    for path in write_crds(output):
+    try:
+        if check:
+            stale = stale_crds(output, kinds)
+            for name in stale:
+                typer.echo(f"stale: {output / name}", err=True)
+            if stale:
+                raise typer.Exit(code=1)
+            return
+        written = write_crds(output, kinds)
+    except DefinitionError as exc:
+        _fail(str(exc))
+    for path in written:
+        typer.echo(str(path))
+
+
+@app.command()
+def crd(
+    description: Annotated[Path, typer.Argument(help="A job kind description (kind: JobKind).")],
+    output: Annotated[
+        Path | None,
+        typer.Option("-o", "--output", help="Write the CRD into this folder instead of stdout."),
+    ] = None,
+) -> None:
+    """Make a job kind's CustomResourceDefinition from its short description."""
+    from engine.api.manifests import described_kinds, kind_crd_text
+    from engine.definition import DefinitionError
+
+    try:
+        described = described_kinds(description)
+    except DefinitionError as exc:
+        _fail(str(exc))
+    if not described:
+        _fail(f"{description}: no JobKind description found")
+    for kind, source in described:
+        text = kind_crd_text(kind, source)
+        if output is None:
+            typer.echo(("---\n" if len(described) > 1 else "") + text, nl=False)
+            continue
+        output.mkdir(parents=True, exist_ok=True)
+        path = output / f"{kind.crd_name}.yaml"
+        path.write_text(text)
         typer.echo(str(path))
 
 

@@ -66,6 +66,14 @@ class EngineSettings(BaseModel):
     replica_backoff_cap_s: float = Field(default=600.0, gt=0)
     """Longest delay before re-creating a failed replica's pod."""
 
+    system_namespace: str = Field(default="jobmachine-system", min_length=1, max_length=63)
+    """The engine's own namespace: it keeps the revisions of every machine there (created if
+    missing). In a cluster, the namespace the engine runs in."""
+
+    revision_grace_s: float = Field(default=60.0, ge=0)
+    """A machine revision no job runs with and no machine has in force is deleted after this
+    long (a job may be recording it at that moment)."""
+
     log_format: Literal["text", "json"] = "text"
     """`text` for people, `json` (one flat object per line) for log collectors."""
 

@@ -1,25 +1,21 @@
-"""The four kinds jobmachine serves, and how each is named and shown to `kubectl`.
+"""How a kind is named and shown to `kubectl`: the records a CRD is built from.
 
-One `Kind` per CRD: its model, API names, scope, printer columns, root CEL rules
-and subresources. `crd.py` turns each into a CustomResourceDefinition.
+`StateMachine` is the one kind jobmachine serves from a Python model (it is the
+machine language itself); every job kind is described by a file in kinds/
+(kind_description.py) and its CRD is built from that.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from pydantic import BaseModel
 
-from engine.api.machinejob import MachineJob
-from engine.api.objects import JOB_NAME_RULE
-from engine.api.pytorchjob import PyTorchJob
-from engine.api.statemachine import SHORTHANDS, StateMachine
-from engine.api.structural import Shorthand
-from engine.api.tfjob import TFJob
+from engine.api.statemachine import SHORTHANDS, StateMachine, without_required_fields
+from engine.api.structural import Schema, Shorthand
 
 JOBMACHINE_GROUP = "jobmachine.dev"
-KUBEFLOW_GROUP = "kubeflow.org"
 
 
 @dataclass(frozen=True)
@@ -30,6 +26,7 @@ class PrinterColumn:
     type: str
     json_path: str
     description: str
+    priority: int = 0
 
 
 @dataclass(frozen=True)
@@ -43,7 +40,7 @@ class Scale:
 
 @dataclass(frozen=True)
 class Kind:
-    """Everything a CRD says about one kind."""
+    """Everything a CRD says about a kind served from a Python model."""
 
     model: type[BaseModel]
     group: str
@@ -57,6 +54,8 @@ class Kind:
     validations: tuple[Mapping[str, str], ...] = ()
     scale: Scale | None = None
     shorthands: Mapping[str, Shorthand] = field(default_factory=dict)
+    spec_schema: Callable[[Schema], Schema] | None = None
+    """Rewrites the spec's generated schema (e.g. what a partial document may leave out)."""
 
 
 AGE = PrinterColumn("Age", "date", ".metadata.creationTimestamp", "Time since creation.")
@@ -65,57 +64,25 @@ JOB_COLUMNS = (
     PrinterColumn("Restarts", "integer", ".status.restarts", "Replica restarts so far."),
     AGE,
 )
+"""The columns of every job kind unless its description says otherwise."""
 
-KINDS: tuple[Kind, ...] = (
-    Kind(
-        model=StateMachine,
-        group=JOBMACHINE_GROUP,
-        version="v1alpha1",
-        kind="StateMachine",
-        plural="statemachines",
-        singular="statemachine",
-        short_names=("sm",),
-        scope="Cluster",
-        printer_columns=(
-            PrinterColumn("Governs", "string", ".spec.governs.kind", "The job kind it drives."),
-            AGE,
-        ),
-        shorthands=SHORTHANDS,
+STATE_MACHINE_KIND = Kind(
+    model=StateMachine,
+    group=JOBMACHINE_GROUP,
+    version="v1alpha1",
+    kind="StateMachine",
+    plural="statemachines",
+    singular="statemachine",
+    short_names=("sm",),
+    scope="Cluster",
+    printer_columns=(
+        PrinterColumn("Governs", "string", ".spec.governs.kind", "The job kind it drives."),
+        PrinterColumn("Accepted", "string", '.status.conditions[?(@.type=="Accepted")].status',
+                      "Whether the engine accepted the machine."),
+        PrinterColumn("Revision", "string", ".status.currentRevision",
+                      "The revision new jobs of its kind start with."),
+        AGE,
     ),
-    Kind(
-        model=MachineJob,
-        group=JOBMACHINE_GROUP,
-        version="v1alpha1",
-        kind="MachineJob",
-        plural="machinejobs",
-        singular="machinejob",
-        short_names=("mjob",),
-        printer_columns=JOB_COLUMNS,
-        validations=(JOB_NAME_RULE,),
-    ),
-    Kind(
-        model=PyTorchJob,
-        group=KUBEFLOW_GROUP,
-        version="v1",
-        kind="PyTorchJob",
-        plural="pytorchjobs",
-        singular="pytorchjob",
-        printer_columns=JOB_COLUMNS,
-        validations=(JOB_NAME_RULE,),
-        scale=Scale(
-            spec_replicas_path=".spec.pytorchReplicaSpecs.Worker.replicas",
-            status_replicas_path=".status.replicaStatuses.Worker.active",
-            label_selector_path=".status.replicaStatuses.Worker.selector",
-        ),
-    ),
-    Kind(
-        model=TFJob,
-        group=KUBEFLOW_GROUP,
-        version="v1",
-        kind="TFJob",
-        plural="tfjobs",
-        singular="tfjob",
-        printer_columns=JOB_COLUMNS,
-        validations=(JOB_NAME_RULE,),
-    ),
+    shorthands=SHORTHANDS,
+    spec_schema=without_required_fields,
 )

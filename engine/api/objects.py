@@ -1,4 +1,4 @@
-"""The parts every job object shares: type and object metadata, status, and the name rule.
+"""The rule every job's name keeps, and the descriptions of the fields every object has.
 
 A job's pods and services are named `<job>-<type>-<index>`, and service names
 must be DNS-1035 labels, so a job's own name must be one too (Kubeflow's
@@ -8,12 +8,7 @@ training operator rejects other names for the same reason).
 from __future__ import annotations
 
 import re
-from typing import Any, Self
-
-from pydantic import Field, model_validator
-
-from engine.api.base import SpecModel
-from engine.api.status import JobStatus
+from typing import Any
 
 _DNS_1035 = r"^[a-z]([-a-z0-9]*[a-z0-9])?$"
 _NAME_MESSAGE = (
@@ -31,18 +26,9 @@ KIND_DOC = "The kind of this object."
 METADATA_DOC = "Standard object metadata."
 
 
-class JobObject(SpecModel):
-    """A whole job object: metadata and status here, apiVersion, kind and spec in the kind."""
-
-    metadata: dict[str, Any] = Field(default_factory=dict, description=METADATA_DOC)
-    status: JobStatus = Field(
-        default_factory=JobStatus,
-        description="What the engine observed and decided; written by the engine only.",
-    )
-
-    @model_validator(mode="after")
-    def _name_is_dns_1035(self) -> Self:
-        name = self.metadata.get("name")
-        if name is not None and not (len(name) <= 63 and re.match(_DNS_1035, name)):
-            raise ValueError(_NAME_MESSAGE)
-        return self
+def job_name_problem(name: Any) -> list[str]:
+    """The job name's problem, if it is not a DNS-1035 label (its children are named after it)."""
+    if name is not None and not (isinstance(name, str) and len(name) <= 63
+                                 and re.match(_DNS_1035, name)):
+        return [_NAME_MESSAGE]
+    return []

@@ -7,9 +7,10 @@ labels, restart policy) and the API server validates the pod it becomes.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import ConfigDict, Field
 
 from engine.api.base import SpecModel, StatusModel
 
@@ -39,6 +40,13 @@ class ReplicaSpec(SpecModel):
             "default for this kind."
         ),
     )
+
+
+class ReplicaSpecFields(ReplicaSpec):
+    """The engine's view of a replica spec: the common fields checked, a kind's own fields
+    (e.g. MachineJob's dependsOn) left to its CRD and its machine."""
+
+    model_config = ConfigDict(extra="ignore")
 
 
 class LabelSelectorRequirement(StatusModel):
@@ -79,21 +87,23 @@ class ReplicaStatus(StatusModel):
     )
 
 
-def check_containers(
-    specs_field: str, replica_type: str, spec: ReplicaSpec, main_container: str | None
-) -> None:
-    """Reject a template without containers, with an image-less one, or without the main one.
+def container_problems(
+    path: str, spec: Mapping[str, Any], main_container: str | None
+) -> list[str]:
+    """A template without containers, with an image-less one, or without the main one.
 
     Kubeflow's training operator rejects these too; the API server cannot, because
-    the template is free-form in the CRD schema. Messages start with the field's path
-    below `spec` (e.g. `pytorchReplicaSpecs.Worker.template.spec.containers[0].image`).
+    the template is free-form in the CRD schema. Each problem starts with the
+    field's path, e.g. `spec.pytorchReplicaSpecs.Worker.template.spec.containers[0].image`.
     """
-    path = f"{specs_field}.{replica_type}.template.spec.containers"
-    containers = (spec.template.get("spec") or {}).get("containers") or []
+    where = f"{path}.template.spec.containers"
+    template = spec.get("template") or {}
+    containers = (template.get("spec") or {}).get("containers") or []
     if not containers:
-        raise ValueError(f"{path}: the template has no containers")
+        return [f"{where}: the template has no containers"]
     for index, container in enumerate(containers):
-        if not isinstance(container, dict) or not container.get("image"):
-            raise ValueError(f"{path}[{index}].image: every container needs an image")
+        if not isinstance(container, Mapping) or not container.get("image"):
+            return [f"{where}[{index}].image: every container needs an image"]
     if main_container is not None and all(c.get("name") != main_container for c in containers):
-        raise ValueError(f"{path}: no container is named {main_container!r}")
+        return [f"{where}: no container is named {main_container!r}"]
+    return []

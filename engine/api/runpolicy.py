@@ -93,7 +93,7 @@ class RunPolicy(SpecModel):
         max_length=63,
         description=(
             "The controller that reconciles this job. jobmachine reconciles jobs that leave "
-            f"it unset or set it to {MANAGED_BY_JOBMACHINE!r} (or, for PyTorchJob and TFJob, "
+            f"it unset or set it to {MANAGED_BY_JOBMACHINE!r} (or, for the Kubeflow kinds, "
             "kubeflow.org/training-operator, the controller they are a drop-in for) and leaves "
             "every other job to the controller named (e.g. kueue.x-k8s.io/multikueue). Immutable."
         ),

@@ -17,7 +17,7 @@ from pydantic import Field
 from engine.api.base import SpecModel, StatusModel
 from engine.api.objects import API_VERSION_DOC, KIND_DOC, METADATA_DOC
 from engine.api.status import JobCondition
-from engine.api.structural import Shorthand, accept_anything, accept_null
+from engine.api.structural import Schema, Shorthand, accept_anything, accept_null
 from engine.definition.schema import DefinitionSpec
 
 SHORTHANDS: dict[str, Shorthand] = {
@@ -30,15 +30,44 @@ SHORTHANDS: dict[str, Shorthand] = {
 """How the definition language's shorter YAML forms appear in the CRD schema."""
 
 
+def without_required_fields(node: Schema) -> Schema:
+    """The spec's schema with no field required anywhere below it.
+
+    A machine that extends another (`spec.extends`) writes only what differs: a
+    transition by its name alone, no `initial`, no `replica`. What is required is
+    known only once the base is merged in, so the engine checks it then and says
+    so on the object's status; the API server checks types and unknown fields.
+    """
+    relaxed = {k: v for k, v in node.items() if k != "required"}
+    for key in ("properties", "additionalProperties", "items"):
+        value = relaxed.get(key)
+        if key == "properties" and isinstance(value, dict):
+            relaxed[key] = {name: without_required_fields(child) for name, child in value.items()}
+        elif isinstance(value, dict):
+            relaxed[key] = without_required_fields(value)
+    return relaxed
+
+
 class StateMachineStatus(StatusModel):
     """Whether the engine accepted the definition."""
 
     observed_generation: int | None = Field(
         default=None, ge=0, description="The metadata.generation the engine last checked."
     )
+    current_revision: str | None = Field(
+        default=None,
+        description=(
+            "The revision (a ControllerRevision in the engine's namespace) new jobs of the "
+            "governed kind start with; running jobs keep the one they started with."
+        ),
+    )
     conditions: list[JobCondition] = Field(
         default_factory=list,
-        description="Valid: True once the definition passed every check, else False with why.",
+        description=(
+            "Accepted: whether the engine accepted this generation (Valid, or why not: "
+            "Invalid, Conflict). Governing: whether it governs its kind now (or why not: "
+            "CRDNotInstalled, Conflict, Abstract)."
+        ),
     )
 
 

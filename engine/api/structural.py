@@ -131,7 +131,7 @@ class _Converter:
         if "propertyNames" not in node:
             return node
         rest = {k: v for k, v in node.items() if k != "propertyNames"}
-        return {**rest, _RULES: [*node.get(_RULES, []), _key_rule(node["propertyNames"], path)]}
+        return {**rest, _RULES: [*node.get(_RULES, []), key_rule(node["propertyNames"], path)]}
 
     def _inline(self, node: Schema, path: str, seen: tuple[str, ...]) -> Schema:
         name = node["$ref"].rsplit("/", 1)[-1]
@@ -201,7 +201,7 @@ class _Converter:
         return {"additionalProperties": self.convert(value, f"{path}.*", seen)}
 
 
-def _key_rule(names: Schema, path: str) -> dict[str, str]:
+def key_rule(names: Schema, path: str) -> dict[str, str]:
     """A map's key constraint as a CEL rule: CRD schemas have no `propertyNames`."""
     if set(names) == {"enum"}:
         test = f"k in [{', '.join(json.dumps(n) for n in names['enum'])}]"

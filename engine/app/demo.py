@@ -25,8 +25,8 @@ from engine.app.job_graph import job_picture
 from engine.app.shipped import shipped_dir
 from engine.app.up import LocalCluster, NodeMode, UpOptions, running_local_cluster
 from engine.controller.client import KubeClient
-from engine.controller.resources import EVENTS, JOB_RESOURCES, Resource
-from engine.definition import load_definitions
+from engine.controller.install import crd_resources
+from engine.controller.resources import EVENTS, Resource
 from engine.settings import EngineSettings
 
 EXPECT_ANNOTATION = "demo.jobmachine.dev/expect"
@@ -69,8 +69,11 @@ class Example:
         return str(self.manifest["metadata"].get("namespace") or "default")
 
 
-def load_examples(folder: Path) -> list[Example]:
-    """Every job manifest in `folder`'s YAML files, in file order; DemoError if one is unusable."""
+def load_examples(folder: Path, kinds: Mapping[str, Resource]) -> list[Example]:
+    """Every job manifest in `folder`'s YAML files, in file order; DemoError if one is unusable.
+
+    `kinds` are the job kinds the demo's cluster serves, by kind name.
+    """
     files = sorted([*folder.glob("*.yaml"), *folder.glob("*.yml")])
     if not files:
         raise DemoError(f"{folder}: no example manifests (*.yaml) here")
@@ -80,15 +83,16 @@ def load_examples(folder: Path) -> list[Example]:
             documents = list(YAML(typ="safe", pure=True).load_all(path.read_text()))
         except YAMLError as exc:
             raise DemoError(f"{path}: not valid YAML: {exc}") from exc
-        examples += [_example(path, document) for document in documents if document is not None]
+        examples += [_example(path, document, kinds) for document in documents
+                     if document is not None]
     return examples
 
 
-def _example(path: Path, document: Any) -> Example:
-    kinds = ", ".join(sorted(JOB_RESOURCES))
+def _example(path: Path, document: Any, kinds: Mapping[str, Resource]) -> Example:
     kind = document.get("kind") if isinstance(document, dict) else None
-    if kind not in JOB_RESOURCES:
-        raise DemoError(f"{path}: a demo example is a job of kind {kinds}, not {kind!r}")
+    if kind not in kinds:
+        known = ", ".join(sorted(kinds))
+        raise DemoError(f"{path}: a demo example is a job of kind {known}, not {kind!r}")
     metadata = document.get("metadata") or {}
     expect = (metadata.get("annotations") or {}).get(EXPECT_ANNOTATION)
     if not metadata.get("name") or expect not in EXPECTATIONS:
@@ -96,7 +100,7 @@ def _example(path: Path, document: Any) -> Example:
             f"{path}: needs metadata.name and the annotation {EXPECT_ANNOTATION}: "
             f"{' or '.join(EXPECTATIONS)} (the phase the demo checks it ends in)"
         )
-    return Example(path, document, JOB_RESOURCES[kind], expect)
+    return Example(path, document, kinds[str(kind)], expect)
 
 
 @dataclass
@@ -126,7 +130,8 @@ class _Tracked:
 
 def run_demo(options: DemoOptions, *, out: TextIO = sys.stdout) -> bool:
     """Run every example on a fresh local cluster; True if each ended as it expects."""
-    examples = load_examples(options.examples or shipped_dir("examples"))
+    kinds = {r.kind: r for r in crd_resources(shipped_dir("crds")) if r.namespaced}
+    examples = load_examples(options.examples or shipped_dir("examples"), kinds)
     settings = EngineSettings(replica_backoff_base_s=DEMO_REPLICA_BACKOFF_S)
     _say(out, f"jobmachine demo: {len(examples)} jobs, node mode {options.node_mode}, replica "
               f"back-off {DEMO_REPLICA_BACKOFF_S:g}s (doubling per restart); starting a local "
@@ -200,13 +205,14 @@ def _report(cluster: LocalCluster, tracked: Sequence[_Tracked], output: Path, ou
         uid = one.job["metadata"]["uid"]
         mine = [event for event in events if event["involvedObject"].get("uid") == uid]
         _say(out, "\n" + events_block(one.example.name, mine))
-    definitions = load_definitions([shipped_dir("machines")])
     output.mkdir(parents=True, exist_ok=True)
     written = []
     for one in tracked:
         path = output / f"{one.example.name}.svg"
-        path.write_bytes(job_picture(cluster.client, one.example.namespace, one.example.name,
-                                     definitions, fmt="svg"))
+        path.write_bytes(job_picture(
+            cluster.client, one.example.namespace, one.example.name, fmt="svg",
+            system_namespace=cluster.engine.settings.system_namespace,
+        ))
         written.append(str(path))
     _say(out, "each job's path through its machine (states visited and transitions fired, "
               "highlighted): " + ", ".join(written))

@@ -1,51 +1,103 @@
 """`jobmachine graph --job NS/NAME`: a job's machine with the path it took highlighted.
 
-The job's status holds exact counts of every transition it fired (and the
-states it visited), so the picture is drawn from the API alone: no logs, no
-engine state.
+The job's status holds exact counts of every transition it fired and the
+machine revision it ran with, kept by the engine as a ControllerRevision, so
+the picture is drawn from the API alone: no logs, no engine state, and the
+machine drawn is the one the job really ran with, however it was edited since.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from engine.controller.client import KubeClient
-from engine.controller.errors import NotFound
-from engine.controller.resources import JOB_RESOURCES
-from engine.definition import CompiledDefinition
+from engine.controller.errors import ApiError, NotFound
+from engine.controller.machines.registry import recorded_revision
+from engine.controller.machines.revisions import CONTROLLER_REVISIONS, compile_revision
+from engine.controller.machines.served import CRDS, served_resources
+from engine.controller.resources import STATE_MACHINES, Resource
+from engine.definition import CompiledDefinition, DefinitionError
 from engine.graph.path import highlight_from_counts, highlight_from_history
 from engine.graph.render import render_definition
 
 
 class JobNotFoundError(LookupError):
-    """No job of any kind the definitions govern has that namespace and name."""
+    """No job of any kind the machines govern has that namespace and name."""
 
 
 def job_picture(
     client: KubeClient,
     namespace: str,
     name: str,
-    definitions: Sequence[CompiledDefinition],
     *,
+    system_namespace: str,
+    definitions: Sequence[CompiledDefinition] = (),
     level: str = "all",
     fmt: str = "dot",
 ) -> bytes:
-    """The picture of the job's definition with its path highlighted, in `fmt`."""
-    for definition in definitions:
-        kind = definition.definition.spec.governs.kind
-        resource = JOB_RESOURCES.get(kind)
-        if resource is None:
-            continue
+    """The picture of the job's machine with its path highlighted, in `fmt`.
+
+    The machine is the revision the job ran with; `definitions` (machine files) are
+    drawn instead when given, for the kind they govern.
+    """
+    job, kind = _find_job(client, namespace, name, _kinds(client, definitions))
+    definition = next((d for d in definitions if d.governs.kind == kind), None)
+    if definition is None:
+        definition = _revision_of(client, job, system_namespace)
+    status = job.get("status") or {}
+    counts = status.get("transitionCounts")
+    highlight = (
+        highlight_from_counts(counts) if counts
+        else highlight_from_history(status.get("history") or [])
+    )
+    return render_definition(definition.definition, level=level, fmt=fmt, highlight=highlight)
+
+
+def _kinds(client: KubeClient, definitions: Sequence[CompiledDefinition]) -> dict[str, Resource]:
+    """Kind -> resource of the kinds the given machines (else the cluster's) govern."""
+    served = served_resources(client.list(CRDS)[0])
+    if definitions:
+        governed = [(d.governs.api_version, d.governs.kind) for d in definitions]
+    else:
+        machines = client.list(STATE_MACHINES)[0]
+        governed = [_governs(m) for m in machines]
+    return {kind: served[(api, kind)] for api, kind in governed if (api, kind) in served}
+
+
+def _governs(machine: Mapping[str, Any]) -> tuple[str, str]:
+    governs = (machine.get("spec") or {}).get("governs") or {}
+    return str(governs.get("apiVersion")), str(governs.get("kind"))
+
+
+def _find_job(
+    client: KubeClient, namespace: str, name: str, kinds: Mapping[str, Resource]
+) -> tuple[Mapping[str, Any], str]:
+    for kind, resource in kinds.items():
         try:
-            job = client.get(resource, name, namespace)
+            return client.get(resource, name, namespace), kind
         except NotFound:
             continue
-        status = job.get("status") or {}
-        counts = status.get("transitionCounts")
-        highlight = (
-            highlight_from_counts(counts) if counts
-            else highlight_from_history(status.get("history") or [])
+    raise JobNotFoundError(
+        f"no job {namespace}/{name} of the kinds {', '.join(sorted(kinds)) or '(none)'}"
+    )
+
+
+def _revision_of(
+    client: KubeClient, job: Mapping[str, Any], system_namespace: str
+) -> CompiledDefinition:
+    recorded = recorded_revision(job)
+    if recorded is None:
+        raise JobNotFoundError(
+            f"job {job['metadata']['name']} records no machine revision yet (the engine has not "
+            "started it): nothing to draw"
         )
-        return render_definition(definition.definition, level=level, fmt=fmt, highlight=highlight)
-    kinds = ", ".join(d.definition.spec.governs.kind for d in definitions)
-    raise JobNotFoundError(f"no job {namespace}/{name} of the kinds {kinds}")
+    machine, revision = recorded
+    try:
+        stored = client.get(CONTROLLER_REVISIONS, revision, system_namespace)
+        return compile_revision(stored)
+    except (ApiError, DefinitionError) as exc:
+        raise JobNotFoundError(
+            f"revision {revision} of machine {machine}, which the job ran with, cannot be read "
+            f"from namespace {system_namespace}: {exc}"
+        ) from exc

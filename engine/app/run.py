@@ -17,12 +17,11 @@ from pathlib import Path
 
 from loguru import logger
 
-from engine.app.shipped import shipped_dir
 from engine.controller.client import KubeClient
 from engine.controller.health import serve_metrics_and_health
+from engine.controller.install import apply_machines
 from engine.controller.leader import LeaderElector
 from engine.controller.manager import Engine
-from engine.definition import load_definitions
 from engine.settings import EngineSettings
 
 
@@ -51,8 +50,10 @@ def run_engine(options: RunOptions, *, stop: threading.Event | None = None) -> i
             options.kubeconfig, qps=settings.client_qps, burst=settings.client_burst
         )
     )
-    definitions = load_definitions([options.machines or shipped_dir("machines")])
-    engine = Engine(client, definitions, settings, namespace=options.namespace)
+    if options.machines is not None:
+        applied = apply_machines(client, [options.machines])
+        logger.info(f"applied StateMachine objects {', '.join(applied)} from {options.machines}")
+    engine = Engine(client, settings, namespace=options.namespace)
     elector = _elector(client, options) if options.leader_elect else None
     health = (
         serve_metrics_and_health(

@@ -20,10 +20,8 @@ from engine.cluster import running_apiserver
 from engine.cluster.apiserver.serve import RunningApiServer
 from engine.cluster.node import running_node
 from engine.controller.client import KubeClient
-from engine.controller.install import install_crds, wait_until_served
+from engine.controller.install import prepare_cluster
 from engine.controller.manager import Engine
-from engine.controller.resources import JOB_RESOURCES
-from engine.definition import load_definitions
 from engine.settings import EngineSettings
 
 NodeMode = Literal["process", "simulate"]
@@ -51,8 +49,10 @@ class LocalCluster:
 
 @contextmanager
 def running_local_cluster(options: UpOptions) -> Iterator[LocalCluster]:
-    """Start the server, install the CRDs, start the node and the engine; stop all on exit."""
-    definitions = load_definitions([options.machines or shipped_dir("machines")])
+    """Start the server, install the CRDs, apply the machines as StateMachine objects, start
+    the node and the engine; stop all on exit."""
+    crds = shipped_dir("crds")
+    machines = options.machines or shipped_dir("machines")
     node_dir = options.data_dir / "node" if options.data_dir else None
     with running_apiserver(data_dir=options.data_dir, tls=True, port=options.port) as server:
         settings = options.settings
@@ -60,10 +60,9 @@ def running_local_cluster(options: UpOptions) -> Iterator[LocalCluster]:
             server.kubeconfig, qps=settings.client_qps, burst=settings.client_burst
         )
         try:
-            install_crds(client)
-            wait_until_served(client, JOB_RESOURCES.values())
+            prepare_cluster(client, crds=crds, machines=machines)
             with running_node(server, mode=options.node_mode, state_dir=node_dir):
-                engine = Engine(client, definitions, options.settings)
+                engine = Engine(client, options.settings)
                 stop = threading.Event()
                 runner = threading.Thread(target=engine.run, args=(stop,), name="jobmachine-engine",
                                           daemon=True)

@@ -24,7 +24,13 @@ from engine.controller.errors import AlreadyExists, Invalid, NotFound
 from engine.controller.events import EventRecorder
 from engine.controller.expectations import ExpectationKey, Expectations
 from engine.controller.jobspec import JobSpecView, ReplicaTypeSpec
-from engine.controller.manifests import build_pod, build_service, cluster_spec, service_spec_for
+from engine.controller.manifests import (
+    build_pod,
+    build_service,
+    cluster_spec,
+    hosts,
+    service_spec_for,
+)
 from engine.controller.observe import MISSING, PodFacts
 from engine.controller.resources import PODS, SERVICES, Resource
 from engine.controller.timestamps import parse_time
@@ -59,13 +65,19 @@ class ActionRun:
     """Replicas whose pod is of an older restart attempt: it is deleted, whatever the state."""
     wait_s: list[float] = field(default_factory=list)
     """Delays after which a blocked action can go ahead (back-off, unmet expectations)."""
-    _cluster_spec: dict[str, list[str]] | None = field(default=None, init=False, repr=False)
+    objects_wait_s: float = 0.0
+    """0 when the job's child objects are as the machine wants them, else how long to wait
+    before trying again: pods that may mount them are created only once they are."""
+    _templates: dict[str, Any] | None = field(default=None, init=False, repr=False)
 
-    def cluster_spec(self) -> dict[str, list[str]]:
-        """The `clusterSpec` template variable, built once per run (it lists every replica)."""
-        if self._cluster_spec is None:
-            self._cluster_spec = cluster_spec(self.job, self.definition, self.spec.replica_types)
-        return self._cluster_spec
+    def template_variables(self) -> dict[str, Any]:
+        """`clusterSpec` and `hosts`, built once per run (they list every replica)."""
+        if self._templates is None:
+            self._templates = {
+                "clusterSpec": cluster_spec(self.job, self.definition, self.spec.replica_types),
+                "hosts": hosts(self.job, self.spec.replica_types),
+            }
+        return self._templates
 
     def expectation(self, replica_type: str) -> ExpectationKey:
         """The expectations record of this job and replica type."""
@@ -115,6 +127,9 @@ def _log(run: ActionRun, replica: ReplicaId | None = None) -> Any:
 def _create_pod(run: ActionRun, replica: ReplicaId) -> None:
     if replica in run.pods.by_replica:
         return
+    if run.objects_wait_s > 0:
+        run.wait_s.append(run.objects_wait_s)
+        return
     if not run.expectations.satisfied(run.expectation(replica.type)):
         run.wait_s.append(1.0)
         return
@@ -155,7 +170,7 @@ def _decorations(
         policy=replica_type.restart_policy, record=run.decision.record,
         facts=run.facts.get(replica, MISSING),
     )
-    variables["clusterSpec"] = run.cluster_spec()
+    variables.update(run.template_variables())
     try:
         return render_pod_decorations(run.definition, variables)
     except CelEvaluationError as exc:

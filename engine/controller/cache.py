@@ -75,6 +75,11 @@ def project_service(obj: Obj) -> Obj:
     return view
 
 
+def project_metadata(obj: Obj) -> Obj:
+    """Identity and ownership only: a child object is compared by the hash in its annotations."""
+    return _type_and_meta(obj, _META_FIELDS)
+
+
 def project_node(obj: Obj) -> Obj:
     """A node's identity and its conditions (is it Ready)."""
     view = _type_and_meta(obj, ("name", "uid", "resourceVersion"))

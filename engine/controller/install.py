@@ -1,32 +1,31 @@
-"""Installing jobmachine's CRDs through the API, for `jobmachine up` and the benchmarks.
+"""Installing CRDs and applying machines through the API: `jobmachine up` and `run --machines`.
 
-The CRDs are generated from the models in engine.api (the same text as crds/);
-an existing CRD is replaced, so an upgrade brings its schema along.
+The CRDs are the files of crds/ (generated from kinds/ and engine.api); an
+existing CRD is replaced, so an upgrade brings its schema along. Machine files
+become StateMachine objects, which the engine watches and judges.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
 
 import yaml
 
-from engine.api.manifests import crd_files
 from engine.controller.client import KubeClient
 from engine.controller.errors import AlreadyExists, ApiError
-from engine.controller.resources import Resource
-
-CRDS = Resource(
-    "apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition",
-    namespaced=False,
-)
+from engine.controller.machines.served import CRDS, resource_of_crd
+from engine.controller.resources import STATE_MACHINES, Resource
+from engine.definition.validate import definition_files
 
 
-def install_crds(client: KubeClient) -> list[str]:
-    """Create or update every jobmachine CRD; the names installed."""
+def install_crds(client: KubeClient, directory: Path) -> list[str]:
+    """Create or update every CRD in `directory`'s YAML files; the names installed."""
     names: list[str] = []
-    for text in crd_files().values():
-        crd = yaml.safe_load(text)
+    for path in sorted(directory.glob("*.yaml")):
+        crd = yaml.safe_load(path.read_text())
         name = crd["metadata"]["name"]
         try:
             client.create(CRDS, crd)
@@ -54,3 +53,46 @@ def wait_until_served(
                         f"{resource.plural} not served after {timeout_s}s: {exc}"
                     ) from exc
                 time.sleep(0.1)
+
+
+def crd_resources(directory: Path) -> list[Resource]:
+    """The resource each CRD file in `directory` serves (to wait until it is served)."""
+    return [resource_of_crd(yaml.safe_load(path.read_text()))
+            for path in sorted(directory.glob("*.yaml"))]
+
+
+def apply_machines(client: KubeClient, paths: Iterable[Path]) -> list[str]:
+    """Create or update a StateMachine object for every document in the files under `paths`.
+
+    The engine judges each one and says on its status whether it is accepted; an
+    invalid machine is still applied (its status says why it is refused), so one
+    bad file never keeps the others out. The names applied.
+    """
+    names: list[str] = []
+    for path in definition_files(paths):
+        if not isinstance(path, Path):
+            raise FileNotFoundError(str(path))
+        for document in yaml.safe_load_all(path.read_text()):
+            if isinstance(document, dict) and document.get("kind") == STATE_MACHINES.kind:
+                names.append(_create_or_update(client, document))
+    return names
+
+
+def _create_or_update(client: KubeClient, document: dict[str, Any]) -> str:
+    metadata = dict(document.get("metadata") or {})
+    name = str(metadata.get("name") or "")
+    try:
+        client.create(STATE_MACHINES, document)
+    except AlreadyExists:
+        current = client.get(STATE_MACHINES, name)
+        metadata["resourceVersion"] = current["metadata"]["resourceVersion"]
+        client.replace(STATE_MACHINES, name, {**document, "metadata": metadata})
+    return name
+
+
+def prepare_cluster(client: KubeClient, *, crds: Path, machines: Path) -> list[str]:
+    """Install the CRDs in `crds`, wait until they are served, apply the machines in
+    `machines` as StateMachine objects; the machines applied."""
+    install_crds(client, crds)
+    wait_until_served(client, crd_resources(crds))
+    return apply_machines(client, [machines])

@@ -12,13 +12,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import BaseModel, ValidationError
-
-from engine.api.kinds import KINDS
+from engine.api.replicated import JobLayout, job_problems, read_path
 from engine.api.runpolicy import MANAGED_BY_JOBMACHINE
-from engine.definition import CompiledDefinition
-
-_MODELS: dict[str, type[BaseModel]] = {kind.kind: kind.model for kind in KINDS}
+from engine.definition import CompiledDefinition, broken_rules
 
 
 @dataclass(frozen=True)
@@ -54,27 +50,20 @@ def managed_by_us(job: Mapping[str, Any], definition: CompiledDefinition) -> boo
     A job that names another controller (e.g. MultiKueue) is left alone entirely: no
     finalizer, no status, no pods.
     """
-    governs = definition.definition.spec.governs
+    governs = definition.definition.governs
     run_policy = read_path(job, governs.run_policy) or {}
     return run_policy.get("managedBy") in (None, "", MANAGED_BY_JOBMACHINE, *governs.managed_by)
 
 
-def read_path(obj: Mapping[str, Any], dotted: str) -> Any:
-    """The value at a dotted path such as `spec.runPolicy`, or None if any step is missing."""
-    value: Any = obj
-    for part in dotted.split("."):
-        if not isinstance(value, Mapping):
-            return None
-        value = value.get(part)
-    return value
-
-
 def read_job_spec(job: Mapping[str, Any], definition: CompiledDefinition) -> JobSpecView:
     """The view of `job`; `error` says why the job is invalid (its replicas are then empty)."""
-    governs = definition.definition.spec.governs
-    error = _validation_error(job)
+    governs = definition.definition.governs
+    error = validation_error(job, definition)
+    fallbacks = {field: read_path(job, path)
+                 for field, path in governs.run_policy_fallbacks.items()}
     run_policy = {
         **definition.definition.spec.defaults.run_policy,
+        **{field: value for field, value in fallbacks.items() if value is not None},
         **(read_path(job, governs.run_policy) or {}),
     }
     specs = read_path(job, governs.replica_specs)
@@ -108,22 +97,22 @@ def _replica_type(name: str, spec: Mapping[str, Any], default_policy: str) -> Re
     )
 
 
-def _validation_error(job: Mapping[str, Any]) -> str:
-    model = _MODELS.get(str(job.get("kind")))
-    if model is None:
-        return f"no model for kind {job.get('kind')!r}"
-    try:
-        model.model_validate(dict(job))
-    except ValidationError as exc:
-        return "; ".join(_describe(error) for error in exc.errors())
-    return ""
+def layout_of(definition: CompiledDefinition) -> JobLayout:
+    """Where the definition's kind keeps the parts every replicated job has."""
+    governs = definition.governs
+    return JobLayout(
+        replica_specs=governs.replica_specs,
+        run_policy=governs.run_policy,
+        failure_rules=governs.failure_rules,
+        replica_types=governs.replica_types,
+        main_container=definition.definition.spec.pod.container,
+    )
 
 
-def _describe(error: Mapping[str, Any]) -> str:
-    """`spec.pytorchReplicaSpecs.Worker.replicas: Input should be ...`: the field, then why."""
-    location = ".".join(str(part) for part in error.get("loc", ()))
-    message = str(error.get("msg", "invalid")).removeprefix("Value error, ")
-    head, separator, rest = message.partition(": ")
-    if separator and location and " " not in head:
-        return f"{location}.{head}: {rest}"
-    return f"{location}: {message}" if location else message
+def validation_error(job: Mapping[str, Any], definition: CompiledDefinition) -> str:
+    """Why the job is invalid for its kind ('' when it is valid): the shared model of a
+    replicated job first, then the machine's own rules."""
+    problems = job_problems(job, layout_of(definition))
+    if not problems:
+        problems = list(broken_rules(definition, job))
+    return "; ".join(problems)

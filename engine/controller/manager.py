@@ -2,7 +2,10 @@
 
 It wires the parts together and owns their lifetimes: caches fill before any
 worker starts; with leader election, workers run only while the lease is held
-and stop before any further write once it is lost (field notes, story 9).
+and stop before any further write once it is lost (field notes, story 9). Which
+job kinds it runs is not fixed: the machine controller says so from the
+StateMachine objects and CRDs, and the engine starts and stops job watches
+to match, with nothing restarted.
 """
 
 from __future__ import annotations
@@ -10,52 +13,60 @@ from __future__ import annotations
 import threading
 import time
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from loguru import logger
 
-from engine.controller.cache import Cache, project_job, project_node, project_pod, project_service
+from engine.controller.cache import (
+    Cache,
+    project_job,
+    project_metadata,
+    project_node,
+    project_pod,
+    project_service,
+)
 from engine.controller.children import JOB_NAME_LABEL, REPLICA_TYPE_LABEL, JobKey
 from engine.controller.client import KubeClient
+from engine.controller.errors import AlreadyExists, ApiError
 from engine.controller.events import EventRecorder
 from engine.controller.expectations import ExpectationKey, Expectations
 from engine.controller.freshness import WrittenVersions
 from engine.controller.leader import LeaderElector
+from engine.controller.machines.controller import MachineController
+from engine.controller.machines.registry import MachineRegistry
 from engine.controller.metrics import Metrics
 from engine.controller.observe import node_is_ready
 from engine.controller.queue import WorkQueue
 from engine.controller.reconcile import Caches, Reconciler
-from engine.controller.resources import JOB_RESOURCES, NODES, PODS, SERVICES
+from engine.controller.resources import NAMESPACES, NODES, PODS, SERVICES, Resource
 from engine.controller.scheduler import WakeScheduler
 from engine.controller.watch import Informer
 from engine.controller.workers import Done, Outcome, RequeueAfter, Retry, Terminal, run_workers
-from engine.definition import CompiledDefinition
 from engine.settings import EngineSettings
 
 Obj = Mapping[str, Any]
 
 
+_KIND_SYNC_TIMEOUT_S = 60.0
+"""How long starting to lead waits for the jobs of the watched kinds to be listed."""
+
+
 class Engine:
-    """Runs the definitions' job kinds against one API server, in one namespace or all."""
+    """Runs every job kind a StateMachine governs, against one API server, in one namespace
+    or all."""
 
     def __init__(
         self,
         client: KubeClient,
-        definitions: Sequence[CompiledDefinition],
         settings: EngineSettings,
         *,
         namespace: str | None = None,
     ) -> None:
         self._client = client
-        self._settings = settings
+        self.settings = settings
         self._namespace = namespace
-        self._definitions = {d.definition.spec.governs.kind: d for d in definitions}
-        unknown = sorted(set(self._definitions) - set(JOB_RESOURCES))
-        if unknown:
-            raise ValueError(
-                f"no CRD for the kinds {unknown}: the engine runs {sorted(JOB_RESOURCES)}"
-            )
+        self.machines = MachineRegistry()
         self.queue: WorkQueue[JobKey] = WorkQueue(
             backoff_base_s=settings.queue_backoff_base_s, backoff_cap_s=settings.queue_backoff_cap_s
         )
@@ -65,14 +76,25 @@ class Engine:
             client, aggregation_window_s=settings.event_aggregation_window_s
         )
         self.caches = Caches(
-            jobs={kind: Cache(project_job) for kind in self._definitions},
+            jobs={},
             pods=Cache(project_pod),
             services=Cache(project_service),
             nodes=Cache(project_node),
         )
+        self._job_informers: dict[str, tuple[Resource, Informer]] = {}
+        self._object_informers: dict[tuple[str, str], Informer] = {}
+        self._kinds_lock = threading.Lock()
         self.written = WrittenVersions()
+        self.machine_controller = MachineController(
+            client, self.machines, self.recorder,
+            system_namespace=settings.system_namespace,
+            revision_grace_s=settings.revision_grace_s,
+            watch_kinds=self.watch_kinds, watch_objects=self.watch_objects,
+            enqueue_kind=self.enqueue_kind,
+            jobs=self._all_jobs, kind_synced=self._kind_synced,
+        )
         self.reconciler = Reconciler(
-            client=client, caches=self.caches, definitions=self._definitions,
+            client=client, caches=self.caches, machines=self.machines,
             expectations=self.expectations, recorder=self.recorder, scheduler=self.scheduler,
             settings=settings, written=self.written,
         )
@@ -87,11 +109,7 @@ class Engine:
         self._workers: threading.Thread | None = None
 
     def _build_informers(self) -> list[Informer]:
-        informers = [
-            Informer(self._client, JOB_RESOURCES[kind], namespace=self._namespace, cache=cache,
-                     handler=self._job_handler(kind))
-            for kind, cache in self.caches.jobs.items()
-        ]
+        informers = self.machine_controller.informers()
         informers.append(Informer(self._client, PODS, namespace=self._namespace,
                                   cache=self.caches.pods, handler=self._on_pod))
         informers.append(Informer(self._client, SERVICES, namespace=self._namespace,
@@ -99,6 +117,66 @@ class Engine:
         informers.append(Informer(self._client, NODES, cache=self.caches.nodes,
                                   handler=self._on_node))
         return informers
+
+    # Job kinds come and go with the machines that govern them.
+
+    def watch_kinds(self, resources: Mapping[str, Resource]) -> None:
+        """Watch exactly these job kinds: start the watches of new ones, stop the rest."""
+        with self._kinds_lock:
+            for kind in [k for k in self._job_informers if k not in resources]:
+                _, informer = self._job_informers.pop(kind)
+                informer.stop()
+                self.caches.jobs.pop(kind, None)
+                logger.info(f"stopped watching {kind}: no CRD serves it any more")
+            for kind, resource in resources.items():
+                current = self._job_informers.get(kind)
+                if current is not None and current[0] == resource:
+                    continue
+                if current is not None:
+                    current[1].stop()
+                cache = Cache(project_job)
+                informer = Informer(self._client, resource, namespace=self._namespace,
+                                    cache=cache, handler=self._job_handler(kind))
+                self.caches.jobs[kind] = cache
+                self._job_informers[kind] = (resource, informer)
+                informer.start()
+                logger.info(f"watching {kind} ({resource.plural}.{resource.group})")
+
+    def watch_objects(self, resources: Mapping[tuple[str, str], Resource]) -> None:
+        """Watch exactly these kinds of child objects (those of the engine's jobs only)."""
+        with self._kinds_lock:
+            for key in [k for k in self._object_informers if k not in resources]:
+                self._object_informers.pop(key).stop()
+                self.caches.objects.pop(key, None)
+            for key, resource in resources.items():
+                current = self.caches.objects.get(key)
+                if current is not None and current[0] == resource:
+                    continue
+                if key in self._object_informers:
+                    self._object_informers.pop(key).stop()
+                cache = Cache(project_metadata)
+                informer = Informer(self._client, resource, namespace=self._namespace,
+                                    cache=cache, handler=self._on_child,
+                                    label_selector=JOB_NAME_LABEL)
+                self.caches.objects[key] = (resource, cache)
+                self._object_informers[key] = informer
+                informer.start()
+                logger.info(f"watching {resource.kind} child objects of jobs")
+
+    def _kind_synced(self, kind: str) -> bool:
+        found = self._job_informers.get(kind)
+        return found is not None and found[1].has_synced
+
+    def _all_jobs(self) -> list[tuple[str, Obj]]:
+        return [(kind, job) for kind, cache in list(self.caches.jobs.items())
+                for job in cache.list()]
+
+    def enqueue_kind(self, kind: str) -> None:
+        """Queue every cached job of one kind (its machine in force changed)."""
+        cache = self.caches.jobs.get(kind)
+        for job in cache.list() if cache is not None else ():
+            metadata = job["metadata"]
+            self.queue.add(JobKey(kind, metadata["namespace"], metadata["name"]))
 
     # Watch handlers: they only lower expectations and queue keys.
 
@@ -150,22 +228,20 @@ class Engine:
             return []
         return [
             JobKey(kind, namespace, job_name)
-            for kind, cache in self.caches.jobs.items()
+            for kind, cache in list(self.caches.jobs.items())
             if cache.get(namespace, job_name) is not None
         ]
 
     def enqueue_all(self) -> None:
         """Queue every cached job (the periodic resync, and node readiness changes)."""
-        for kind, cache in self.caches.jobs.items():
-            for job in cache.list():
-                metadata = job["metadata"]
-                self.queue.add(JobKey(kind, metadata["namespace"], metadata["name"]))
+        for kind, job in self._all_jobs():
+            metadata = job["metadata"]
+            self.queue.add(JobKey(kind, metadata["namespace"], metadata["name"]))
 
     def _jobs_by_phase(self) -> dict[tuple[str, str], int]:
         counts: Counter[tuple[str, str]] = Counter()
-        for kind, cache in self.caches.jobs.items():
-            for job in cache.list():
-                counts[(kind, str((job.get("status") or {}).get("phase") or "New"))] += 1
+        for kind, job in self._all_jobs():
+            counts[(kind, str((job.get("status") or {}).get("phase") or "New"))] += 1
         return dict(counts)
 
     # Lifetimes.
@@ -180,30 +256,63 @@ class Engine:
             if not informer.wait_synced(max(deadline - time.monotonic(), 0.0)):
                 raise TimeoutError(f"caches did not sync within {timeout_s:.0f}s")
 
+    def wait_until_governed(self, kind: str, *, timeout_s: float) -> None:
+        """Wait until a machine governs `kind` and its jobs are listed (tools and benchmarks
+        that submit jobs right after starting the engine); TimeoutError when it does not."""
+        deadline = time.monotonic() + timeout_s
+        while not (self.machines.governed(kind) is not None and self._kind_synced(kind)):
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"no machine governs {kind} after {timeout_s:.0f}s")
+            time.sleep(0.05)
+
     @property
     def synced(self) -> bool:
         """Whether every cache has finished its first list."""
         return all(informer.has_synced for informer in self._informers)
 
     def start_working(self) -> None:
-        """Start the workers, the scheduler and the resync (once the caches are synced)."""
+        """Start the workers, the scheduler and the resync (once the caches are synced).
+
+        The machines are judged first and the jobs of every kind they govern listed, so
+        no job is reconciled before the engine knows which revision it runs with.
+        """
         self._leading.set()
+        self._ensure_system_namespace()
+        self.machine_controller.start_working()
+        deadline = time.monotonic() + _KIND_SYNC_TIMEOUT_S
+        for kind, (_, informer) in list(self._job_informers.items()):
+            if not informer.wait_synced(max(deadline - time.monotonic(), 0.0)):
+                logger.warning(f"jobs of {kind} were not listed within "
+                               f"{_KIND_SYNC_TIMEOUT_S:.0f}s; they are reconciled once they are")
         self.scheduler.start()
-        self.scheduler.every(self._settings.resync_period_s, self.enqueue_all, "resync")
+        self.scheduler.every(self.settings.resync_period_s, self.enqueue_all, "resync")
         self.enqueue_all()
         self._workers = threading.Thread(
             target=run_workers,
             args=(self.queue, self._handle),
-            kwargs={"workers": self._settings.workers, "stop": self._workers_stop},
+            kwargs={"workers": self.settings.workers, "stop": self._workers_stop},
             name="jobmachine-workers", daemon=True,
         )
         self._workers.start()
-        logger.info(f"engine working: {self._settings.workers} workers, kinds "
-                    f"{sorted(self._definitions)}")
+        logger.info(f"engine working: {self.settings.workers} workers, kinds "
+                    f"{sorted(self.machines.watched())}")
+
+    def _ensure_system_namespace(self) -> None:
+        """The namespace machine revisions live in exists (created if it does not)."""
+        name = self.settings.system_namespace
+        try:
+            self._client.create(NAMESPACES, {"apiVersion": "v1", "kind": "Namespace",
+                                             "metadata": {"name": name}})
+        except AlreadyExists:
+            return
+        except ApiError as exc:
+            logger.error(f"cannot create the engine's namespace {name} (it keeps machine "
+                         f"revisions): {exc}")
 
     def stop_working(self) -> None:
         """Stop handing out keys and wait for the reconciles in flight to finish."""
         self._leading.clear()
+        self.machine_controller.stop_working()
         self._workers_stop.set()
         self.queue.shut_down()
         if self._workers is not None:
@@ -213,7 +322,12 @@ class Engine:
     def stop(self) -> None:
         """Stop everything: workers first (no write after this), then watches and events."""
         self.stop_working()
-        for informer in self._informers:
+        with self._kinds_lock:
+            job_informers = [informer for _, informer in self._job_informers.values()]
+            job_informers += self._object_informers.values()
+            self._job_informers.clear()
+            self._object_informers.clear()
+        for informer in [*self._informers, *job_informers]:
             informer.stop()
         self.recorder.stop()
 

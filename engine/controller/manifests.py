@@ -6,7 +6,7 @@ crash and `AlreadyExists` means "the one we wanted is there".
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import orjson
@@ -22,6 +22,7 @@ from engine.controller.children import (
 )
 from engine.controller.jobspec import ReplicaTypeSpec
 from engine.definition import CompiledDefinition, PodDecorations
+from engine.definition.rendering import EnvValue
 from engine.definition.schema import ServiceSpec
 
 
@@ -55,6 +56,13 @@ def build_pod(
     for container in spec.get("containers") or []:
         if container.get("name") == main:
             container["env"] = _with_env(container.get("env") or [], decorations.env)
+            if decorations.command and not (container.get("command") or container.get("args")):
+                container["command"] = list(decorations.command)
+            if decorations.volume_mounts:
+                container["volumeMounts"] = _with_named(container.get("volumeMounts") or [],
+                                                        decorations.volume_mounts)
+    if decorations.volumes:
+        spec["volumes"] = _with_named(spec.get("volumes") or [], decorations.volumes)
     spec["restartPolicy"] = definition.definition.spec.pod.restart_policy
     return {
         "apiVersion": "v1",
@@ -76,10 +84,29 @@ def build_pod(
     }
 
 
-def _with_env(env: list[dict[str, Any]], added: Mapping[str, str]) -> list[dict[str, Any]]:
-    """The container's env with the machine's values; the machine's win over same-named ones."""
+def _with_env(env: list[dict[str, Any]], added: Mapping[str, EnvValue]) -> list[dict[str, Any]]:
+    """The container's env with the machine's values; the machine's win over same-named ones.
+    A value that is a source (`{valueFrom: ...}`) is written as one."""
     kept = [entry for entry in env if entry.get("name") not in added]
-    return kept + [{"name": name, "value": value} for name, value in added.items()]
+    return kept + [
+        {"name": name, **value} if isinstance(value, Mapping) else {"name": name, "value": value}
+        for name, value in added.items()
+    ]
+
+
+def _with_named(
+    items: list[dict[str, Any]], added: Sequence[Mapping[str, Any]]
+) -> list[dict[str, Any]]:
+    """The template's volumes (or mounts) with the machine's; the machine's win by name."""
+    names = {item.get("name") for item in added}
+    return [item for item in items if item.get("name") not in names] + [dict(a) for a in added]
+
+
+def hosts(job: Mapping[str, Any], types: Sequence[ReplicaTypeSpec]) -> dict[str, list[str]]:
+    """Replica type -> the host name of each replica (its pod's name, and its service's)."""
+    name = job["metadata"]["name"]
+    return {t.name: [child_name(name, ReplicaId(t.name, i)) for i in range(t.replicas)]
+            for t in types}
 
 
 def service_spec_for(definition: CompiledDefinition, replica_type: str) -> ServiceSpec | None:

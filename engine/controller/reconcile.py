@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -34,8 +34,10 @@ from engine.controller.expectations import Expectations
 from engine.controller.failure_rules import failure_action
 from engine.controller.freshness import WrittenVersions
 from engine.controller.jobspec import JobSpecView, managed_by_us, read_job_spec
+from engine.controller.machines.registry import Assignment, MachineRegistry, Unassigned
 from engine.controller.manifests import main_container_name
 from engine.controller.notices import notices_for
+from engine.controller.objects import ObjectRun, sync_objects
 from engine.controller.observe import (
     PodFacts,
     deadline_of,
@@ -44,9 +46,9 @@ from engine.controller.observe import (
     observe_pod,
 )
 from engine.controller.record import MachineRecord, read_record
-from engine.controller.resources import JOB_RESOURCES, PODS, SERVICES
+from engine.controller.resources import PODS, SERVICES, Resource
 from engine.controller.scheduler import WakeScheduler, utc_now
-from engine.controller.status import build_status, write_status
+from engine.controller.status import build_status, ungoverned_status, write_status
 from engine.controller.timestamps import format_time, parse_time
 from engine.controller.variables import common_variables, replica_summary
 from engine.controller.workers import Done, Outcome, RequeueAfter, Retry, Terminal
@@ -62,12 +64,14 @@ _DELETION_ACTIONS = frozenset({"deletePod", "deleteService", "cleanupPods", "eve
 
 @dataclass(frozen=True)
 class Caches:
-    """The watch caches a reconcile reads: jobs per kind, pods, services and nodes."""
+    """The watch caches a reconcile reads: jobs per kind, pods, services, nodes, and the
+    child objects of every kind a machine declares (by apiVersion and kind)."""
 
-    jobs: Mapping[str, Cache]
+    jobs: dict[str, Cache]
     pods: Cache
     services: Cache
     nodes: Cache
+    objects: dict[tuple[str, str], tuple[Resource, Cache]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -90,7 +94,7 @@ class Reconciler:
         *,
         client: KubeClient,
         caches: Caches,
-        definitions: Mapping[str, CompiledDefinition],
+        machines: MachineRegistry,
         expectations: Expectations,
         recorder: EventRecorder,
         scheduler: WakeScheduler[JobKey],
@@ -100,7 +104,7 @@ class Reconciler:
     ) -> None:
         self._client = client
         self._caches = caches
-        self._definitions = definitions
+        self._machines = machines
         self._expectations = expectations
         self._recorder = recorder
         self._scheduler = scheduler
@@ -115,7 +119,8 @@ class Reconciler:
         except (Conflict, Invalid) as exc:
             return Retry(exc)
         except StepError as exc:
-            job = self._caches.jobs[key.kind].get(key.namespace, key.name)
+            cache = self._caches.jobs.get(key.kind)
+            job = cache.get(key.namespace, key.name) if cache is not None else None
             if job is not None:
                 self._recorder.record(job, type="Warning", reason="MachineError",
                                       message=str(exc))
@@ -123,7 +128,8 @@ class Reconciler:
 
     def reconcile(self, key: JobKey) -> Outcome:
         """One pass over one job; see the module docstring."""
-        job: Obj | None = self._caches.jobs[key.kind].get(key.namespace, key.name)
+        cache = self._caches.jobs.get(key.kind)
+        job: Obj | None = cache.get(key.namespace, key.name) if cache is not None else None
         if job is None:
             self._written.forget(key.id)
             self._expectations.forget(key.id)
@@ -132,16 +138,21 @@ class Reconciler:
             return Done()
         if not self._written.caught_up(key.id, job["metadata"]["resourceVersion"]):
             return RequeueAfter(_CACHE_CATCH_UP_S)
-        definition = self._definitions[key.kind]
+        if not self._machines.ready:
+            return RequeueAfter(_CACHE_CATCH_UP_S)
+        assignment = self._machines.assign(key.kind, job)
+        if isinstance(assignment, Unassigned):
+            return self._without_machine(key, job, assignment)
+        definition = assignment.definition
         if not managed_by_us(job, definition):
             return Done()
         if job["metadata"].get("deletionTimestamp"):
-            return self._finish_deletion(key, job, definition)
+            return self._finish_deletion(key, job, assignment)
         job = self._ensure_finalizer(key, job)
         now = self._clock()
         observed = self._observe(key, job, definition)
         decision = self._decide(job, definition, observed, now)
-        job = self._write_status(key, job, definition, spec=observed.spec, decision=decision,
+        job = self._write_status(key, job, assignment, spec=observed.spec, decision=decision,
                                  now=now)
         run = self._act(key, job, definition, observed=observed, decision=decision, now=now)
         for notice in notices_for(decision.fired, observed.facts):
@@ -152,7 +163,7 @@ class Reconciler:
 
     def _observe(self, key: JobKey, job: Obj, definition: CompiledDefinition) -> _Observed:
         spec = read_job_spec(job, definition)
-        guard = AdoptionGuard(self._client, JOB_RESOURCES[key.kind], job)
+        guard = AdoptionGuard(self._client, self._resource(key), job)
         types = [t.name for t in spec.replica_types]
         pods = claim(self._client, PODS, self._caches.pods, job, replica_types=types, guard=guard)
         services = claim(self._client, SERVICES, self._caches.services, job,
@@ -202,13 +213,13 @@ class Reconciler:
         return decision
 
     def _write_status(
-        self, key: JobKey, job: Obj, definition: CompiledDefinition, *, spec: JobSpecView,
+        self, key: JobKey, job: Obj, assignment: Assignment, *, spec: JobSpecView,
         decision: Decision, now: datetime,
     ) -> Obj:
-        status = build_status(job, definition, spec, decision, now=format_time(now))
+        status = build_status(job, assignment, spec, decision, now=format_time(now))
         if status == (job.get("status") or {}):
             return job
-        written = write_status(self._client, JOB_RESOURCES[key.kind], job, status)
+        written = write_status(self._client, self._resource(key), job, status)
         self._written.wrote(key.id, written["metadata"]["resourceVersion"])
         return written
 
@@ -223,9 +234,23 @@ class Reconciler:
             services=observed.services, facts=observed.facts, now=now,
             old_attempt=observed.old_attempt,
         )
+        if not decision.holds_replicas and not job["metadata"].get("deletionTimestamp"):
+            run.objects_wait_s = self._sync_objects(key, job, definition, run)
         execute(run)
         release_tracking(run)
         return run
+
+    def _sync_objects(
+        self, key: JobKey, job: Obj, definition: CompiledDefinition, run: ActionRun
+    ) -> float:
+        objects = dict(self._caches.objects)
+        return sync_objects(ObjectRun(
+            client=self._client, recorder=self._recorder, key=key, job=job,
+            definition=definition,
+            variables={**run.decision.variables, **run.template_variables()},
+            resources={k: resource for k, (resource, _) in objects.items()},
+            caches={k: cache for k, (_, cache) in objects.items()},
+        ))
 
     def _next_look(
         self, key: JobKey, job: Obj, definition: CompiledDefinition, *, spec: JobSpecView,
@@ -269,7 +294,7 @@ class Reconciler:
         logger.bind(job=str(key)).info(f"deleting: ttlSecondsAfterFinished ({ttl}s) has passed")
         with contextlib.suppress(NotFound):
             self._client.delete(
-                JOB_RESOURCES[key.kind], key.name, key.namespace,
+                self._resource(key), key.name, key.namespace,
                 uid=job["metadata"]["uid"], propagation_policy="Background",
             )
         return Done()
@@ -285,13 +310,14 @@ class Reconciler:
                                                                      CLEANUP_FINALIZER]},
         ]
         patched = self._client.patch(
-            JOB_RESOURCES[key.kind], key.name, patch, namespace=key.namespace, patch_type="json"
+            self._resource(key), key.name, patch, namespace=key.namespace, patch_type="json"
         )
         self._written.wrote(key.id, patched["metadata"]["resourceVersion"])
         return patched
 
-    def _finish_deletion(self, key: JobKey, job: Obj, definition: CompiledDefinition) -> Outcome:
+    def _finish_deletion(self, key: JobKey, job: Obj, assignment: Assignment) -> Outcome:
         """Run the machine's clean-up, release every pod, then let the job go."""
+        definition = assignment.definition
         now = self._clock()
         observed = self._observe(key, job, definition)
         decision = self._decide(job, definition, observed, now)
@@ -300,14 +326,41 @@ class Reconciler:
         if CLEANUP_FINALIZER not in (job["metadata"].get("finalizers") or []):
             self._release_orphaned_pods(key)
             return Done()
-        job = self._write_status(key, job, definition, spec=observed.spec, decision=decision,
+        job = self._write_status(key, job, assignment, spec=observed.spec, decision=decision,
                                  now=now)
         self._act(key, job, definition, observed=observed, decision=decision, now=now)
-        remove_finalizer(self._client, job, CLEANUP_FINALIZER, resource=JOB_RESOURCES[key.kind])
+        remove_finalizer(self._client, job, CLEANUP_FINALIZER, resource=self._resource(key))
         self._expectations.forget(key.id)
         self._scheduler.cancel_all(key)
         logger.bind(job=str(key)).info("deletion clean-up done; finalizer removed")
         return Done()
+
+    def _without_machine(self, key: JobKey, job: Obj, unassigned: Unassigned) -> Outcome:
+        """A job no machine revision can run: say why on the job and leave its pods alone.
+
+        A job being deleted is let go (our finalizer removed, its pods released to the
+        garbage collector), since no machine is there to run its clean-up.
+        """
+        log = logger.bind(job=str(key), kind=key.kind)
+        if job["metadata"].get("deletionTimestamp"):
+            self._release_orphaned_pods(key)
+            remove_finalizer(self._client, job, CLEANUP_FINALIZER, resource=self._resource(key))
+            log.info(f"deleted without its machine's clean-up: {unassigned.message}")
+            return Done()
+        status = ungoverned_status(job, unassigned, now=format_time(self._clock()))
+        if status != (job.get("status") or {}):
+            written = write_status(self._client, self._resource(key), job, status)
+            self._written.wrote(key.id, written["metadata"]["resourceVersion"])
+            self._recorder.record(job, type="Warning", reason=unassigned.reason,
+                                  message=unassigned.message)
+            log.warning(unassigned.message)
+        return Done()
+
+    def _resource(self, key: JobKey) -> Resource:
+        resource = self._machines.resource(key.kind)
+        if resource is None:
+            raise NotFound(404, "NotFound", f"the engine no longer watches {key.kind}", {})
+        return resource
 
     def _release_orphaned_pods(self, key: JobKey) -> None:
         """Pods of a job that went away without our clean-up must not keep our finalizer."""

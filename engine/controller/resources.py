@@ -1,15 +1,13 @@
 """The API resources the engine reads and writes, and the URL path of each.
 
 One `Resource` per kind: the client builds every request path from it, so no
-module spells a URL by hand. Job kinds come from `engine.api.kinds`, the same
-records the CRDs are generated from, so the engine and its CRDs cannot disagree.
+module spells a URL by hand. Job kinds are data: their resources come from the
+CRDs that serve them (machines/served.py), never from a list here.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-
-from engine.api.kinds import KINDS
 
 
 @dataclass(frozen=True)
@@ -53,16 +51,12 @@ EVENTS = Resource("", "v1", "events", "Event")
 NODES = Resource("", "v1", "nodes", "Node", namespaced=False)
 NAMESPACES = Resource("", "v1", "namespaces", "Namespace", namespaced=False)
 LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease")
-
-JOB_RESOURCES: dict[str, Resource] = {
-    kind.kind: Resource(kind.group, kind.version, kind.plural, kind.kind)
-    for kind in KINDS
-    if kind.scope == "Namespaced"
+CONFIGMAPS = Resource("", "v1", "configmaps", "ConfigMap")
+SECRETS = Resource("", "v1", "secrets", "Secret")
+BUILTIN_CHILDREN: dict[tuple[str, str], Resource] = {
+    (r.api_version, r.kind): r for r in (CONFIGMAPS, SECRETS, PODS, SERVICES)
 }
-"""Every job kind the engine can run, by kind name (PyTorchJob, TFJob, MachineJob)."""
+"""Built-in kinds a machine may declare as a job's child objects, by (apiVersion, kind)."""
 
-STATE_MACHINES = next(
-    Resource(kind.group, kind.version, kind.plural, kind.kind, namespaced=False)
-    for kind in KINDS
-    if kind.kind == "StateMachine"
-)
+STATE_MACHINES = Resource("jobmachine.dev", "v1alpha1", "statemachines", "StateMachine",
+                          namespaced=False)

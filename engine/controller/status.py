@@ -10,31 +10,46 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from engine.api.conditions import set_condition
+from engine.api.conditions import get_condition, set_condition
 from engine.controller.children import JOB_NAME_LABEL, REPLICA_TYPE_LABEL
 from engine.controller.client import KubeClient
 from engine.controller.decide import Decision
 from engine.controller.jobspec import JobSpecView
+from engine.controller.machines.registry import MACHINE_STATUS_FIELD, Assignment, Unassigned
 from engine.controller.record import record_fields
 from engine.controller.resources import Resource
 from engine.definition import CompiledDefinition
 
+GOVERNED = "Governed"
+"""The condition saying whether a machine revision runs the job (set only once one did not)."""
+
 
 def build_status(
     job: Mapping[str, Any],
-    definition: CompiledDefinition,
+    assignment: Assignment,
     spec: JobSpecView,
     decision: Decision,
     *,
     now: str,
 ) -> dict[str, Any]:
-    """The job's next status: the old one with the decision applied (the input is not changed)."""
+    """The job's next status: the old one with the decision applied (the input is not changed).
+
+    It records the machine revision the job runs with, which it keeps until it ends.
+    """
+    definition = assignment.definition
     status = dict(job.get("status") or {})
+    status[MACHINE_STATUS_FIELD] = {"name": assignment.machine, "revision": assignment.revision}
     status.update(record_fields(decision.record))
     state = decision.record.state
     compiled = definition.job.states[state] if state else None
     status["phase"] = compiled.phase if compiled else None
     conditions = list(status.get("conditions") or [])
+    if get_condition(conditions, GOVERNED) is not None:
+        conditions = set_condition(
+            conditions, type=GOVERNED, status="True", reason="StateMachineAssigned",
+            message=f"revision {assignment.revision} of machine {assignment.machine} runs the job",
+            now=now,
+        )
     for update in decision.conditions:
         conditions = set_condition(
             conditions, type=update.type, status=update.status, reason=update.reason,
@@ -50,6 +65,18 @@ def build_status(
     if job["metadata"].get("generation") is not None:
         status["observedGeneration"] = job["metadata"]["generation"]
     return {key: value for key, value in status.items() if value is not None}
+
+
+def ungoverned_status(
+    job: Mapping[str, Any], unassigned: Unassigned, *, now: str
+) -> dict[str, Any]:
+    """The status of a job no machine revision can run: the Governed condition says why."""
+    status = dict(job.get("status") or {})
+    status["conditions"] = set_condition(
+        list(status.get("conditions") or []), type=GOVERNED, status="False",
+        reason=unassigned.reason, message=unassigned.message, now=now,
+    )
+    return status
 
 
 def _resumed(definition: CompiledDefinition, decision: Decision) -> bool:

@@ -12,14 +12,19 @@ from engine.definition.compiled import (
 )
 from engine.definition.errors import DefinitionError, Diagnostic, Position
 from engine.definition.loader import LoadedDefinition, load_file, load_text
+from engine.definition.rendering import (
+    PodDecorations,
+    RenderedObject,
+    broken_rules,
+    render_objects,
+    render_pod_decorations,
+)
 from engine.definition.step import (
     Facts,
     FiredTransition,
     PlannedAction,
-    PodDecorations,
     StepResult,
     entry_actions,
-    render_pod_decorations,
     requeue_after,
     state_timeout,
     step,
@@ -37,13 +42,16 @@ __all__ = [
     "PlannedAction",
     "PodDecorations",
     "Position",
+    "RenderedObject",
     "StepError",
     "StepResult",
+    "broken_rules",
     "compile_definition",
     "entry_actions",
     "load_definitions",
     "load_file",
     "load_text",
+    "render_objects",
     "render_pod_decorations",
     "requeue_after",
     "state_timeout",

@@ -21,7 +21,7 @@ from cel_expr_python import cel as celcpp
 from cel_expr_python.ext import ext_encoders, ext_math, ext_strings
 
 from engine.definition.errors import name_list
-from engine.definition.vocabulary import FUNCTIONS, CelFunction, Level, variables_for
+from engine.definition.vocabulary import FUNCTIONS, CelFunction, Level, Variable, variables_for
 
 # Functions the `cel` evaluator has without registration (operators aside).
 _EVALUATOR_BUILTINS = frozenset(
@@ -123,10 +123,15 @@ class Scope:
 
     level: Level
     template: bool = False
+    validation: bool = False
+
+    @property
+    def variables(self) -> tuple[Variable, ...]:
+        return variables_for(self.level, template=self.template, validation=self.validation)
 
     @property
     def variable_names(self) -> tuple[str, ...]:
-        return tuple(v.name for v in variables_for(self.level, template=self.template))
+        return tuple(v.name for v in self.variables)
 
 
 class Activation:
@@ -214,8 +219,7 @@ def _split_top_level(text: str) -> tuple[str, str]:
 
 @cache
 def _checker(scope: Scope) -> Any:
-    variables = {v.name: cel_type(v.cel_type)
-                 for v in variables_for(scope.level, template=scope.template)}
+    variables = {v.name: cel_type(v.cel_type) for v in scope.variables}
     extensions = [ext_strings.ExtStrings(), ext_math.ExtMath(), ext_encoders.ExtEncoders()]
     functions = [f.checker_declaration() for f in ENGINE_FUNCTIONS.values()]
     return celcpp.NewEnv(variables=variables, extensions=extensions, functions=functions)

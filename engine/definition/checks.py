@@ -35,6 +35,7 @@ def check_names(loaded: LoadedDefinition) -> list[Diagnostic]:
     for level in LEVELS:
         found += _checks(loaded, level).names()
     found += _service_checks(loaded)
+    found += _object_checks(loaded)
     return found
 
 
@@ -56,12 +57,14 @@ def check_together(definitions: list[LoadedDefinition]) -> list[Diagnostic]:
     names: dict[str, LoadedDefinition] = {}
     kinds: dict[tuple[str, str], LoadedDefinition] = {}
     for loaded in definitions:
-        governs = loaded.definition.spec.governs
         first = names.setdefault(loaded.name, loaded)
         if first is not loaded:
             where = first.positions.value(("metadata", "name"))
             found.append(error(loaded.positions.value(("metadata", "name")),
                                f"definition '{loaded.name}' is already defined at {where}"))
+        if loaded.abstract:
+            continue
+        governs = loaded.definition.governs
         kind = (governs.api_version, governs.kind)
         first = kinds.setdefault(kind, loaded)
         if first is not loaded:
@@ -85,8 +88,17 @@ class _MachineChecks:
         self._initial()
         for name in self.machine.states:
             self._state(name)
+        named: dict[str, int] = {}
         for index, transition in enumerate(self.machine.transitions):
             self._transition(index, transition)
+            if transition.name is not None:
+                first = named.setdefault(transition.name, index)
+                if first != index:
+                    line = self.positions.value((*self.base, "transitions", first)).line
+                    self._error((*self.base, "transitions", index, "name"),
+                                f"transition name '{transition.name}' is already used "
+                                f"(line {line}): names identify transitions for machines "
+                                "that extend this one")
         return self.found
 
     def graph(self) -> list[Diagnostic]:
@@ -143,7 +155,11 @@ class _MachineChecks:
                         f"'{copied}': remove its own 'reason' and 'message'")
 
     def _reason(self, path: Path, reason: str) -> None:
-        if not CAMEL_CASE.match(reason):
+        if "${" in reason:
+            self._error(path, f"reason '{reason}' is a word, not a template: the only "
+                        "placeholder a reason may hold is ${job.kind} (the kind the machine "
+                        "governs)")
+        elif not CAMEL_CASE.match(reason):
             self._error(path, f"reason '{reason}' must be CamelCase (a capital letter, "
                         "then letters and digits)")
 
@@ -276,7 +292,7 @@ class _MachineChecks:
 
 def _service_checks(loaded: LoadedDefinition) -> Iterator[Diagnostic]:
     spec = loaded.definition.spec
-    types = spec.governs.replica_types
+    types = loaded.definition.governs.replica_types
     if types is None:
         return
     for i, service in enumerate(spec.services):
@@ -284,6 +300,26 @@ def _service_checks(loaded: LoadedDefinition) -> Iterator[Diagnostic]:
             if name != WILDCARD and name not in types:
                 yield error(loaded.positions.value(("spec", "services", i, "replicaTypes", k)),
                             f"unknown replica type '{name}'; replica types: {name_list(types)}")
+
+
+_OBJECT_ROOT_FIELDS = ("apiVersion", "kind", "metadata")
+
+
+def _object_checks(loaded: LoadedDefinition) -> Iterator[Diagnostic]:
+    """Child objects: one name each, and `fields` that leave type and metadata to the engine."""
+    seen: dict[str, int] = {}
+    for index, spec in enumerate(loaded.definition.spec.objects):
+        path = ("spec", "objects", index)
+        first = seen.setdefault(spec.name, index)
+        if first != index:
+            yield error(loaded.positions.value((*path, "name")),
+                        f"object name '{spec.name}' is already used by objects[{first}]: each "
+                        "object of a job is named <job>-<name>")
+        for field in _OBJECT_ROOT_FIELDS:
+            if field in spec.fields:
+                yield error(loaded.positions.key((*path, "fields", field)),
+                            f"'{field}' is set by the engine (from apiVersion, kind and name, "
+                            "labels and annotations), not by 'fields'")
 
 
 def _text(value: object) -> str:

@@ -26,8 +26,10 @@ from engine.definition.positions import Path
 from engine.definition.schema import (
     ActionSpec,
     ConditionSpec,
+    Governs,
     MachineDefinition,
     MachineSpec,
+    ObjectSpec,
     ServiceSpec,
     TransitionSpec,
 )
@@ -132,6 +134,28 @@ class CompiledMachine:
 
 
 @dataclass(frozen=True)
+class CompiledValidation:
+    """A rule every job of the kind keeps: CEL over `job`, and what to say when it does not."""
+
+    rule: CompiledExpression
+    message: str
+    field_path: str | None = None
+
+
+@dataclass(frozen=True)
+class CompiledObject:
+    """A child object template: its identity and its values, each compiled CEL."""
+
+    name: str
+    api_version: str
+    kind: str
+    when: CompiledExpression | None
+    labels: Mapping[str, CompiledExpression]
+    annotations: Mapping[str, CompiledExpression]
+    fields: Mapping[str, CompiledExpression]
+
+
+@dataclass(frozen=True)
 class CompiledDefinition:
     """A whole definition, compiled once and shared by every job of its kind."""
 
@@ -145,10 +169,21 @@ class CompiledDefinition:
     services: tuple[ServiceSpec, ...]
     default_failure_rules: tuple[Mapping[str, Any], ...] = ()
     """The machine's failure rules as a job spec writes them (after the job's own)."""
+    pod_volumes: CompiledExpression | None = None
+    pod_volume_mounts: CompiledExpression | None = None
+    pod_command: CompiledExpression | None = None
+    validations: tuple[CompiledValidation, ...] = ()
+    objects: tuple[CompiledObject, ...] = ()
+    source: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    """The document it was compiled from (bases merged in): what a revision stores."""
 
     @property
     def name(self) -> str:
         return self.definition.name
+
+    @property
+    def governs(self) -> Governs:
+        return self.definition.governs
 
 
 def compile_definition(loaded: LoadedDefinition) -> CompiledDefinition:
@@ -163,6 +198,7 @@ def compile_definition(loaded: LoadedDefinition) -> CompiledDefinition:
         raise DefinitionError(problems)
     spec = loaded.definition.spec
     pod_path: Path = ("spec", "pod")
+    expressions = table.expressions
     return CompiledDefinition(
         definition=loaded.definition,
         path=loaded.path,
@@ -178,6 +214,31 @@ def compile_definition(loaded: LoadedDefinition) -> CompiledDefinition:
             rule.model_dump(by_alias=True, exclude_none=True)
             for rule in spec.defaults.failure_rules
         ),
+        pod_volumes=expressions.get((*pod_path, "volumes")),
+        pod_volume_mounts=expressions.get((*pod_path, "volumeMounts")),
+        pod_command=expressions.get((*pod_path, "command")),
+        validations=tuple(
+            CompiledValidation(expressions[("spec", "validations", i, "rule")], rule.message,
+                               rule.field_path)
+            for i, rule in enumerate(spec.validations)
+        ),
+        objects=tuple(_object(expressions, i, child) for i, child in enumerate(spec.objects)),
+        source=loaded.data or {},
+    )
+
+
+def _object(
+    expressions: Mapping[Path, CompiledExpression], index: int, child: ObjectSpec
+) -> CompiledObject:
+    path: Path = ("spec", "objects", index)
+    return CompiledObject(
+        name=child.name,
+        api_version=child.api_version,
+        kind=child.kind,
+        when=expressions.get((*path, "when")),
+        labels={k: expressions[(*path, "labels", k)] for k in child.labels},
+        annotations={k: expressions[(*path, "annotations", k)] for k in child.annotations},
+        fields={k: expressions[(*path, "fields", k)] for k in child.fields},
     )
 
 

@@ -8,7 +8,7 @@ the FILE:LINE:COL form editors and CI annotations understand.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 Severity = Literal["error", "warning"]
@@ -16,14 +16,25 @@ Severity = Literal["error", "warning"]
 
 @dataclass(frozen=True, order=True)
 class Position:
-    """A place in a file; `line` and `column` are 1-based."""
+    """A place in a file; `line` and `column` are 1-based.
+
+    `path` is the data path of the node written there (`spec`, `job`, `transitions`,
+    3, ...), so a definition stored as an API object, which has no lines, is still
+    located exactly: by field path, as the API server locates its errors.
+    """
 
     file: str
     line: int
     column: int
+    path: tuple[str | int, ...] = field(default=(), compare=False)
 
     def __str__(self) -> str:
         return f"{self.file}:{self.line}:{self.column}"
+
+    @property
+    def field_path(self) -> str:
+        """`spec.job.transitions[3].when`: the path as Kubernetes writes field paths."""
+        return format_field_path(self.path)
 
 
 @dataclass(frozen=True)
@@ -68,6 +79,14 @@ class DefinitionError(Exception):
 def sorted_diagnostics(diagnostics: Iterable[Diagnostic]) -> list[Diagnostic]:
     """Sorted by file, line, column; exact duplicates dropped."""
     return sorted(set(diagnostics), key=Diagnostic.sort_key)
+
+
+def format_field_path(path: Iterable[str | int]) -> str:
+    """A data path as Kubernetes field paths read: `spec.job.transitions[3].when`."""
+    text = ""
+    for part in path:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+    return text
 
 
 def name_list(names: Iterable[str]) -> str:

@@ -20,6 +20,7 @@ from engine.definition.vocabulary import Level, actions_for
 
 _GUARD_TYPES = ("bool", "dyn")
 _DELAY_TYPES = ("int", "duration", "dyn")
+_LIST_TYPES = ("list", "dyn")
 
 
 @dataclass
@@ -50,7 +51,7 @@ class _Compiler:
         except CelCompileError as exc:
             self._report(path, exc)
             return
-        if types and compiled.result_type not in types:
+        if types and compiled.result_type.split("<")[0] not in types:
             wanted = " or ".join(t for t in types if t != "dyn")
             self.table.diagnostics.append(error(
                 self.positions.value(path),
@@ -125,6 +126,15 @@ def pod_value_paths(loaded: LoadedDefinition) -> Iterator[tuple[Path, str]]:
             yield ("spec", "pod", section, key), source
 
 
+def object_value_paths(loaded: LoadedDefinition) -> Iterator[tuple[Path, str]]:
+    """Every value of every child object template (its `when` aside)."""
+    for index, spec in enumerate(loaded.definition.spec.objects):
+        for section, values in (("labels", spec.labels), ("annotations", spec.annotations),
+                                ("fields", spec.fields)):
+            for key, source in values.items():
+                yield ("spec", "objects", index, section, key), source
+
+
 def compile_expressions(loaded: LoadedDefinition) -> ExpressionTable:
     """Compile every expression of `loaded`; problems are in the table's diagnostics."""
     compiler = _Compiler(loaded)
@@ -134,4 +144,19 @@ def compile_expressions(loaded: LoadedDefinition) -> ExpressionTable:
     pod_scope = Scope("replica", template=True)
     for path, source in pod_value_paths(loaded):
         compiler.expression(path, source, pod_scope)
+    lists = (("volumes", spec.pod.volumes), ("volumeMounts", spec.pod.volume_mounts),
+             ("command", spec.pod.command))
+    for key, written in lists:
+        if written is not None:
+            compiler.expression(("spec", "pod", key), written, pod_scope, _LIST_TYPES)
+    for index, rule in enumerate(spec.validations):
+        compiler.expression(("spec", "validations", index, "rule"), rule.rule,
+                            Scope("job", validation=True), _GUARD_TYPES)
+    object_scope = Scope("job", template=True)
+    for index, child in enumerate(spec.objects):
+        if child.when is not None:
+            compiler.expression(("spec", "objects", index, "when"), child.when, object_scope,
+                                _GUARD_TYPES)
+    for path, source in object_value_paths(loaded):
+        compiler.expression(path, source, object_scope)
     return compiler.table

@@ -1,13 +1,16 @@
-"""YAML files -> `MachineDefinition` models, each with the positions of its nodes.
+"""YAML files (and API objects) -> `MachineDefinition` models with the positions of their nodes.
 
 A file may hold several `StateMachine` documents. Syntax, duplicate-key and
 schema problems come back as diagnostics at the offending node; the models of
 the documents that loaded keep a position index so later checks can point at
-the exact line and column too.
+the exact line and column too. A machine that extends another (`spec.extends`)
+is merged with it first; its base is looked for among the documents loaded
+together, then in the other machine files of the same folder.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,7 +21,9 @@ from ruamel.yaml.error import MarkedYAMLError
 from ruamel.yaml.nodes import Node, ScalarNode
 
 from engine.definition.errors import DefinitionError, Diagnostic, Position, error
-from engine.definition.positions import PositionIndex, convert_document
+from engine.definition.extends import RawDefinition, resolve
+from engine.definition.positions import PositionIndex, convert_document, object_index
+from engine.definition.reasons import expand_kind
 from engine.definition.schema import API_VERSION, KIND, MachineDefinition
 from engine.definition.schema_errors import schema_diagnostics, yaml_kind
 
@@ -31,10 +36,19 @@ class LoadedDefinition:
     path: str
     document: int  # 0-based index of the document in its file
     positions: PositionIndex
+    bases: tuple[str, ...] = ()
+    """The machines merged into this one (spec.extends, nearest first)."""
+    data: Any = None
+    """The document as it runs: bases merged in, `${job.kind}` in reasons replaced."""
 
     @property
     def name(self) -> str:
         return self.definition.name
+
+    @property
+    def abstract(self) -> bool:
+        """Whether it only serves as a base of other machines (it governs no kind)."""
+        return self.definition.spec.abstract
 
 
 def load_file(path: str | Path) -> list[LoadedDefinition]:
@@ -44,59 +58,130 @@ def load_file(path: str | Path) -> list[LoadedDefinition]:
     return definitions
 
 
-def load_text(text: str, filename: str = "<text>") -> list[LoadedDefinition]:
-    """Like `load_file` for text already in memory (tests, API objects)."""
-    definitions, diagnostics = parse_text(text, filename)
+def load_text(
+    text: str, filename: str = "<text>", *, bases: Iterable[RawDefinition] = ()
+) -> list[LoadedDefinition]:
+    """Like `load_file` for text already in memory (tests); `bases` may be extended too."""
+    definitions, diagnostics = parse_text(text, filename, bases=bases)
     _raise_on_errors(diagnostics)
     return definitions
 
 
 def parse_file(path: str | Path) -> tuple[list[LoadedDefinition], list[Diagnostic]]:
-    """The definitions that loaded and the problems of those that did not."""
+    """The definitions that loaded and the problems of those that did not.
+
+    Bases named by `spec.extends` are looked for in the other machine files of the
+    file's folder; problems of those files are not this file's and are not reported.
+    """
+    raws, diagnostics = read_file(path)
+    return build_definitions(raws, bases=folder_bases(Path(path), raws), problems=diagnostics)
+
+
+def read_file(path: str | Path) -> tuple[list[RawDefinition], list[Diagnostic]]:
+    """The documents of a file as data with positions, before merging and checking."""
     name = str(path)
     try:
         text = Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         return [], [error(Position(name, 1, 1), f"cannot read the file: {_reason(exc)}")]
-    return parse_text(text, name)
+    return read_text(text, name)
 
 
-def parse_text(text: str, filename: str) -> tuple[list[LoadedDefinition], list[Diagnostic]]:
+def parse_text(
+    text: str, filename: str, *, bases: Iterable[RawDefinition] = ()
+) -> tuple[list[LoadedDefinition], list[Diagnostic]]:
     """Parse all documents of `text`; a syntax error stops the whole file."""
+    raws, diagnostics = read_text(text, filename)
+    return build_definitions(raws, bases=bases, problems=diagnostics)
+
+
+def read_text(text: str, filename: str) -> tuple[list[RawDefinition], list[Diagnostic]]:
+    """The documents of `text` as data with positions; duplicate keys and syntax errors."""
     yaml = YAML(typ="safe", pure=True)
     try:
         nodes = list(yaml.compose_all(text))
     except MarkedYAMLError as exc:
         return [], [_syntax_diagnostic(exc, filename)]
     lines = text.splitlines()
-    definitions: list[LoadedDefinition] = []
+    raws: list[RawDefinition] = []
     diagnostics: list[Diagnostic] = []
     for number, node in enumerate(nodes):
         if _is_empty(node):
             continue
         data, index, problems = convert_document(node, filename, lines, yaml.constructor)
         diagnostics += problems
-        loaded, schema_problems = _validate(data, index, filename, number)
+        usable = not any(p.is_error for p in problems)
+        raws.append(RawDefinition(data, index, filename, number, usable))
+    return raws, diagnostics
+
+
+def object_definition(obj: Mapping[str, Any]) -> RawDefinition:
+    """A StateMachine API object as a definition located by field path (it has no lines)."""
+    data = {k: obj[k] for k in ("apiVersion", "kind", "metadata", "spec") if k in obj}
+    metadata = obj.get("metadata") or {}
+    if isinstance(metadata, Mapping):
+        data["metadata"] = {k: metadata[k] for k in ("name",) if k in metadata}
+    name = metadata.get("name") if isinstance(metadata, Mapping) else None
+    file = f"StateMachine {name}"
+    return RawDefinition(data, object_index(data, file), file)
+
+
+def build_definitions(
+    raws: Iterable[RawDefinition],
+    *,
+    bases: Iterable[RawDefinition] = (),
+    problems: Iterable[Diagnostic] = (),
+) -> tuple[list[LoadedDefinition], list[Diagnostic]]:
+    """Merge each document with its bases (among `raws`, then `bases`) and check its shape."""
+    raws = list(raws)
+    named: dict[str, RawDefinition] = {}
+    for raw in [*raws, *bases]:
+        if raw.name is not None:
+            named.setdefault(raw.name, raw)
+    definitions: list[LoadedDefinition] = []
+    diagnostics = list(problems)
+    for raw in raws:
+        resolved, found = resolve(raw, named.get)
+        diagnostics += found
+        if resolved is None:
+            continue
+        loaded, schema_problems = _validate(resolved.raw, resolved.bases)
         diagnostics += schema_problems
-        if loaded is not None and not problems:
+        if loaded is not None and resolved.raw.usable:
             definitions.append(loaded)
     return definitions, diagnostics
 
 
+def folder_bases(path: Path, raws: Iterable[RawDefinition]) -> list[RawDefinition]:
+    """The other documents of `path`'s folder, read only when one of `raws` extends a machine
+    that `raws` do not define."""
+    raws = list(raws)
+    names = {raw.name for raw in raws}
+    if all(raw.extends is None or raw.extends in names for raw in raws):
+        return []
+    found: list[RawDefinition] = []
+    for sibling in sorted(path.parent.glob("*.y*ml")):
+        if sibling.resolve() != path.resolve() and sibling.suffix in (".yaml", ".yml"):
+            found += read_file(sibling)[0]
+    return found
+
+
 def _validate(
-    data: Any, index: PositionIndex, filename: str, number: int
+    raw: RawDefinition, bases: tuple[str, ...]
 ) -> tuple[LoadedDefinition | None, list[Diagnostic]]:
+    data, index = raw.data, raw.positions
     start = index.value(())
     if not isinstance(data, dict):
         return None, [error(start, f"a document must be a {KIND} mapping, not {yaml_kind(data)}")]
     if data.get("apiVersion") == API_VERSION and data.get("kind") not in (None, KIND):
         where = index.value(("kind",))
         return None, [error(where, f"kind must be {KIND}, not {data['kind']!r}")]
+    data = expand_kind(data)
     try:
         definition = MachineDefinition.model_validate(data)
     except ValidationError as exc:
         return None, schema_diagnostics(exc, data, index)
-    return LoadedDefinition(definition, filename, number, index), []
+    return LoadedDefinition(definition, raw.path, raw.document, index, bases, data), []
 
 
 def _is_empty(node: Node | None) -> bool:

@@ -8,7 +8,7 @@ the exact node, and a CEL error at the exact character inside an expression.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ruamel.yaml.constructor import SafeConstructor
@@ -69,7 +69,8 @@ class PositionIndex:
             return None
         offset = _raw_offset(info.raw, info.style, column - 1)
         start = 1 if info.style in ("'", '"') else 0
-        return Position(self.file, info.value.line, info.value.column + start + offset)
+        return Position(info.value.file, info.value.line, info.value.column + start + offset,
+                        info.value.path)
 
 
 def _raw_offset(raw: str, style: str | None, index: int) -> int:
@@ -105,21 +106,21 @@ class _Converter:
         self.diagnostics: list[Diagnostic] = []
         self._constructor = constructor
 
-    def position(self, node: Node) -> Position:
-        return Position(self.file, node.start_mark.line + 1, node.start_mark.column + 1)
+    def position(self, node: Node, path: Path = ()) -> Position:
+        return Position(self.file, node.start_mark.line + 1, node.start_mark.column + 1, path)
 
     def convert(self, node: Node, path: Path, key: Position | None = None) -> Any:
-        self.index.nodes[path] = self._info(node, key)
+        self.index.nodes[path] = self._info(node, key, path)
         if isinstance(node, MappingNode):
             return self._mapping(node, path)
         if isinstance(node, SequenceNode):
             return [self.convert(item, (*path, i)) for i, item in enumerate(node.value)]
         return self._constructor.construct_object(node, deep=True)
 
-    def _info(self, node: Node, key: Position | None) -> NodeInfo:
+    def _info(self, node: Node, key: Position | None, path: Path) -> NodeInfo:
         if key is not None and isinstance(node, ScalarNode) and node.value == "" and not node.style:
             return NodeInfo(key, key)  # `field:` with nothing after it: point at the field
-        position = self.position(node)
+        position = self.position(node, path)
         if not isinstance(node, ScalarNode) or node.start_mark.line != node.end_mark.line:
             return NodeInfo(position, key)
         if node.style in ("|", ">"):
@@ -133,7 +134,7 @@ class _Converter:
     def _mapping(self, node: MappingNode, path: Path) -> dict[Any, Any]:
         result: dict[Any, Any] = {}
         for key_node, value_node in node.value:
-            key_position = self.position(key_node)
+            key_position = self.position(key_node, path)
             if not isinstance(key_node, ScalarNode):
                 self.diagnostics.append(error(key_position, "a mapping key must be a plain value"))
                 continue
@@ -145,6 +146,7 @@ class _Converter:
                 continue
             if key_node.style is None and str(key).lower() in _YAML_1_1_BOOLEANS:
                 self.diagnostics.append(warning(key_position, _boolean_key_message(str(key))))
+            key_position = replace(key_position, path=(*path, key))
             result[key] = self.convert(value_node, (*path, key), key_position)
         return result
 
@@ -164,6 +166,24 @@ def _duplicate_message(path: Path, key: Any) -> str:
     if path and path[-1] == "states":
         return f"duplicate state name '{key}' (a state is defined once)"
     return f"duplicate key '{key}'"
+
+
+def object_index(data: Any, file: str) -> PositionIndex:
+    """The index of a definition that has no file (an API object): every node at line 0,
+    located by its field path alone."""
+    index = PositionIndex(file)
+
+    def walk(value: Any, path: Path) -> None:
+        index.nodes[path] = NodeInfo(Position(file, 0, 0, path))
+        if isinstance(value, dict):
+            for key, item in value.items():
+                walk(item, (*path, key))
+        elif isinstance(value, list):
+            for number, item in enumerate(value):
+                walk(item, (*path, number))
+
+    walk(data, ())
+    return index
 
 
 def convert_document(

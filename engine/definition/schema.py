@@ -99,6 +99,8 @@ class StateSpec(_Strict):
 class TransitionSpec(_Strict):
     """One edge: from which states, to which, on what observation, under what guard."""
 
+    # Names a transition so that a machine extending this one can change or remove it.
+    name: str | None = Field(default=None, min_length=1, max_length=63)
     source: list[str] = Field(alias="from")  # "*" means every non-terminal state
     to: str
     on: str | None = None
@@ -108,6 +110,11 @@ class TransitionSpec(_Strict):
     message: str | None = None  # event message template
     type: EventType | None = None  # default: Warning into a failure state, else Normal
     description: str | None = None
+    # Merge directives, only in a machine that extends another (spec.extends); they are
+    # consumed by the merge and never reach the machine that runs.
+    before: str | None = None  # insert before the base's transition of this name
+    after: str | None = None  # insert after the base's transition of this name
+    remove: bool | None = None  # drop the base's transition of the same name
 
     @field_validator("source", mode="before")
     @classmethod
@@ -161,6 +168,45 @@ class PodSpec(_Strict):
     restart_policy: Literal["Never", "OnFailure", "Always"] = Field(
         default="Never", alias="restartPolicy"
     )
+    # CEL giving a list of core/v1 Volumes added to the pod (replacing same-named ones),
+    # and a list of VolumeMounts added to the main container; null or [] adds none.
+    volumes: str | None = None
+    volume_mounts: str | None = Field(default=None, alias="volumeMounts")
+    # CEL giving the main container's command (a list of strings) when its template sets
+    # neither command nor args (e.g. MPI Workers that only wait to be reached); null: none.
+    command: str | None = None
+
+
+class ValidationRule(_Strict):
+    """A rule every job of the kind must keep; a job that breaks it is invalid (`error`).
+
+    `rule` is CEL over `job` giving true for a valid job, as a CRD's
+    x-kubernetes-validations rule does over `self`.
+    """
+
+    rule: str
+    message: str
+    field_path: str | None = Field(default=None, alias="fieldPath")
+
+
+class ObjectSpec(_Strict):
+    """A namespaced object every job of the kind has besides its pods and services.
+
+    It is named `<job>-<name>`, owned by the job, created before the job's pods,
+    updated when what it is rendered from changes, and removed with the job.
+    Every value is CEL over the job-level variables (and the template variables).
+    """
+
+    name: Annotated[
+        str, Field(min_length=1, max_length=40, pattern=r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+    ]
+    api_version: str = Field(alias="apiVersion")
+    kind: str
+    when: str | None = None  # CEL bool; while false the object does not exist
+    labels: dict[str, str] = Field(default_factory=dict)
+    annotations: dict[str, str] = Field(default_factory=dict)
+    # Top-level fields besides apiVersion, kind and metadata (data, stringData, type, spec...).
+    fields: dict[str, str] = Field(default_factory=dict)
 
 
 class Governs(_Strict):
@@ -178,6 +224,11 @@ class Governs(_Strict):
     # Values of runPolicy.managedBy that also name this engine (beside unset and
     # jobmachine.dev/job-controller), e.g. the controller a kind is a drop-in for.
     managed_by: list[str] = Field(default_factory=list, alias="managedBy")
+    # Run-policy fields a kind also keeps at another path, from an older API (MPIJob's
+    # spec.cleanPodPolicy): field -> dotted path. The runPolicy's own value wins.
+    run_policy_fallbacks: dict[str, str] = Field(
+        default_factory=dict, alias="runPolicyFallbacks"
+    )
 
 
 class Defaults(_Strict):
@@ -189,12 +240,24 @@ class Defaults(_Strict):
 
 
 class DefinitionSpec(_Strict):
-    governs: Governs
+    # Only a base for other machines: governs no kind and never runs by itself.
+    abstract: bool = False
+    # The machine this one is written as changes to (merged before anything is checked).
+    extends: str | None = None
+    governs: Governs | None = None
     defaults: Defaults = Field(default_factory=Defaults)
     job: MachineSpec
     replica: MachineSpec
     pod: PodSpec = Field(default_factory=PodSpec)
     services: list[ServiceSpec] = Field(default_factory=list)
+    validations: list[ValidationRule] = Field(default_factory=list)
+    objects: list[ObjectSpec] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _governs_unless_abstract(self) -> DefinitionSpec:
+        if self.governs is None and not self.abstract:
+            raise ValueError("governs is required (only an abstract machine governs no kind)")
+        return self
 
 
 class Metadata(BaseModel):
@@ -218,3 +281,10 @@ class MachineDefinition(_Strict):
     @property
     def name(self) -> str:
         return self.metadata.name
+
+    @property
+    def governs(self) -> Governs:
+        """The kind it governs; an abstract machine governs none (a caller's error)."""
+        if self.spec.governs is None:
+            raise ValueError(f"machine {self.name} is abstract: it governs no kind")
+        return self.spec.governs

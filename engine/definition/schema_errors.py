@@ -74,9 +74,9 @@ def _field_annotation(model: type[BaseModel], name: str) -> Any:
     return None
 
 
-def _walk(loc: tuple[int | str, ...]) -> tuple[Path, Any]:
+def _walk(loc: tuple[int | str, ...], root: Any = MachineDefinition) -> tuple[Path, Any]:
     """The YAML path of `loc` (union member tags dropped) and the type found there."""
-    current: Any = MachineDefinition
+    current: Any = root
     path: list[int | str] = []
     for item in loc:
         options = _unwrap(current)
@@ -94,8 +94,8 @@ def _walk(loc: tuple[int | str, ...]) -> tuple[Path, Any]:
     return tuple(path), current
 
 
-def _owner(loc: tuple[int | str, ...]) -> tuple[Path, Any]:
-    return _walk(loc[:-1]) if loc else ((), MachineDefinition)
+def _owner(loc: tuple[int | str, ...], root: Any) -> tuple[Path, Any]:
+    return _walk(loc[:-1], root) if loc else ((), root)
 
 
 def _allowed(model: Any) -> str:
@@ -120,14 +120,16 @@ def _field_name(path: Path) -> str:
     return str(path[-1])
 
 
-def _message(err: ErrorDetails, path: Path, annotation: Any) -> str:
+def _message(err: ErrorDetails, path: Path, annotation: Any, root: Any) -> str:
     kind, value = err["type"], err["input"]
     name = _field_name(path)
     ctx = err.get("ctx") or {}
     if kind == "missing":
         return f"missing required field '{name}'"
+    if kind == "value_error":
+        return str(err["msg"]).removeprefix("Value error, ")
     if kind == "extra_forbidden":
-        _, owner = _owner(err["loc"])
+        _, owner = _owner(err["loc"], root)
         return f"unknown field '{name}'; allowed fields: {_allowed(owner)}"
     if kind == "literal_error":
         return f"'{name}' must be one of: {_literal_choices(annotation)} (got {value!r})"
@@ -165,10 +167,10 @@ def _expected_kinds(annotation: Any, kind: str) -> list[str]:
     return found or [kind]
 
 
-def _shape_path(loc: tuple[int | str, ...]) -> tuple[Path, Any] | None:
+def _shape_path(loc: tuple[int | str, ...], root: Any) -> tuple[Path, Any] | None:
     """The path of an action or condition whose written form is wrong, if `loc` is in one."""
     for end in range(len(loc), 0, -1):
-        path, annotation = _walk(loc[:end])
+        path, annotation = _walk(loc[:end], root)
         shapes = [option for option in _unwrap(annotation) if option in _SHAPES]
         if not shapes:
             continue
@@ -190,19 +192,22 @@ def _yaml_path(data: Any, path: Path) -> Path:
     return path
 
 
-def schema_diagnostics(exc: ValidationError, data: Any, index: PositionIndex) -> list[Diagnostic]:
-    """One diagnostic per schema problem in `data`, at the offending key or value."""
+def schema_diagnostics(
+    exc: ValidationError, data: Any, index: PositionIndex, root: type[BaseModel] = MachineDefinition
+) -> list[Diagnostic]:
+    """One diagnostic per schema problem in `data` (a `root` document), at the offending key
+    or value."""
     found: list[Diagnostic] = []
     for err in exc.errors():
         loc = tuple(err["loc"])
-        shape = _shape_path(loc) if err["type"] != "dict_type" else None
+        shape = _shape_path(loc, root) if err["type"] != "dict_type" else None
         if shape is not None:
             path, model = shape
             written = _got(_lookup(data, path))
             found.append(error(index.value(path), f"{_SHAPES[model]}; got {written}"))
             continue
-        path, annotation = _walk(loc)
-        message = _message(err, path, annotation)
+        path, annotation = _walk(loc, root)
+        message = _message(err, path, annotation, root)
         path = _yaml_path(data, path)
         if err["type"] == "extra_forbidden":
             found.append(error(index.key(path), message))

@@ -4,7 +4,8 @@ Given a compiled level, the current state and the facts (observations that
 hold, CEL variables), `step` returns the new state, the transitions fired and
 the actions to run, without side effects; the controller records the result
 in status first and only then acts. Also the pure helpers the controller needs
-around a step: pod decorations and when to look at an instance again.
+around a step: when to look at an instance again (what a job's pods and
+objects are made of is rendering.py's).
 """
 
 from __future__ import annotations
@@ -17,13 +18,12 @@ from typing import Any
 from engine.definition.cel import Activation, CelEvaluationError
 from engine.definition.compiled import (
     CompiledAction,
-    CompiledDefinition,
     CompiledMachine,
     CompiledTransition,
     StepContext,
     StepError,
 )
-from engine.definition.templates import TextTemplate, render_value
+from engine.definition.templates import TextTemplate
 
 
 @dataclass(frozen=True)
@@ -156,33 +156,6 @@ def _loop(path: list[str]) -> str:
     last = path[-1]
     start = path.index(last)
     return " -> ".join(path[start:])
-
-
-@dataclass(frozen=True)
-class PodDecorations:
-    env: Mapping[str, str]
-    labels: Mapping[str, str]
-    annotations: Mapping[str, str]
-
-
-def render_pod_decorations(
-    compiled: CompiledDefinition, variables: Mapping[str, Any]
-) -> PodDecorations:
-    """The env, labels and annotations the definition adds to one replica's pod.
-
-    Raises `CelEvaluationError` when a value cannot be computed: a pod must not be
-    created with a value missing.
-    """
-
-    activation = Activation(variables)
-
-    def render(values: Mapping[str, Any]) -> dict[str, str]:
-        found = {key: expr.evaluate(activation) for key, expr in values.items()}
-        return {key: render_value(value) for key, value in found.items() if value is not None}
-
-    return PodDecorations(
-        render(compiled.pod_env), render(compiled.pod_labels), render(compiled.pod_annotations)
-    )
 
 
 def requeue_after(

@@ -19,7 +19,14 @@ from engine.definition.errors import (
     sorted_diagnostics,
 )
 from engine.definition.expressions import compile_expressions
-from engine.definition.loader import LoadedDefinition, parse_file, parse_text
+from engine.definition.extends import RawDefinition
+from engine.definition.loader import (
+    LoadedDefinition,
+    build_definitions,
+    folder_bases,
+    parse_text,
+    read_file,
+)
 
 SUFFIXES = (".yaml", ".yml")
 
@@ -36,21 +43,29 @@ def definition_files(paths: Iterable[str | Path]) -> Iterator[Path | Diagnostic]
 
 
 def _load(paths: Iterable[str | Path]) -> tuple[list[LoadedDefinition], list[Diagnostic]]:
-    definitions: list[LoadedDefinition] = []
+    """Every file's documents, read first and merged together, so a machine may extend one
+    written in another file."""
+    raws: list[RawDefinition] = []
+    bases: list[RawDefinition] = []
     diagnostics: list[Diagnostic] = []
     for item in definition_files(paths):
         if isinstance(item, Diagnostic):
             diagnostics.append(item)
             continue
-        loaded, problems = parse_file(item)
-        definitions += loaded
+        read, problems = read_file(item)
+        raws += read
         diagnostics += problems
-    return definitions, diagnostics
+        bases += folder_bases(item, read)
+    return build_definitions(raws, bases=bases, problems=diagnostics)
 
 
-def _check(definitions: list[LoadedDefinition]) -> list[Diagnostic]:
+def check_definitions(definitions: list[LoadedDefinition]) -> list[Diagnostic]:
+    """Every check of `jobmachine validate` on definitions already loaded (abstract ones
+    are checked as part of the machines that extend them)."""
     found = check_together(definitions)
     for loaded in definitions:
+        if loaded.abstract:
+            continue
         names = check_names(loaded)
         # The graph of a definition with undefined names is not the one meant: its
         # reachability and loops would only echo the naming errors.
@@ -62,19 +77,19 @@ def _check(definitions: list[LoadedDefinition]) -> list[Diagnostic]:
 def validate_paths(paths: Iterable[str | Path]) -> list[Diagnostic]:
     """Every error and warning in the definitions under `paths`, sorted by position."""
     definitions, diagnostics = _load(paths)
-    return sorted_diagnostics(diagnostics + _check(definitions))
+    return sorted_diagnostics(diagnostics + check_definitions(definitions))
 
 
 def validate_text(text: str, filename: str = "<text>") -> list[Diagnostic]:
     """Like `validate_paths` for one document text (tests, StateMachine objects)."""
     definitions, diagnostics = parse_text(text, filename)
-    return sorted_diagnostics(diagnostics + _check(definitions))
+    return sorted_diagnostics(diagnostics + check_definitions(definitions))
 
 
 def load_definitions(paths: Iterable[str | Path]) -> list[CompiledDefinition]:
     """Compiled definitions; raises `DefinitionError` if any file has any error."""
     definitions, diagnostics = _load(paths)
-    diagnostics += _check(definitions)
+    diagnostics += check_definitions(definitions)
     if any(d.is_error for d in diagnostics):
         raise DefinitionError(diagnostics)
-    return [compile_definition(loaded) for loaded in definitions]
+    return [compile_definition(loaded) for loaded in definitions if not loaded.abstract]

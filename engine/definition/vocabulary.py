@@ -221,11 +221,24 @@ TEMPLATE_VARIABLES: tuple[Variable, ...] = (
         "map(string, list(string))",
         "Lower-case replica type -> host:port of each replica's service (TF_CONFIG's cluster).",
     ),
+    Variable(
+        "hosts",
+        "map(string, list(string))",
+        "Replica type -> the host name of each replica in index order: its pod's name, which "
+        "its headless service (where it has one) shares.",
+    ),
 )
 
+VALIDATION_VARIABLES: tuple[Variable, ...] = (COMMON_VARIABLES[0],)
+"""What a validation rule sees: the job alone (it is checked before anything is observed)."""
 
-def variables_for(level: Level, *, template: bool = False) -> tuple[Variable, ...]:
-    """The CEL variables visible to a guard or template at `level`."""
+
+def variables_for(
+    level: Level, *, template: bool = False, validation: bool = False
+) -> tuple[Variable, ...]:
+    """The CEL variables visible to a guard, template or validation rule at `level`."""
+    if validation:
+        return VALIDATION_VARIABLES
     found = COMMON_VARIABLES
     if level == "replica":
         found += REPLICA_VARIABLES

@@ -16,8 +16,13 @@ from engine.graph.render import render_file
 # picture file -> machine file, both relative to the repository root
 DOCS_IMAGES: dict[str, str] = {
     "docs/images/job.svg": "machines/job.yaml",
+    "docs/images/kubeflow.svg": "machines/kubeflow.yaml",
     "docs/images/pytorchjob.svg": "machines/pytorchjob.yaml",
     "docs/images/tfjob.svg": "machines/tfjob.yaml",
+    "docs/images/xgboostjob.svg": "machines/xgboostjob.yaml",
+    "docs/images/paddlejob.svg": "machines/paddlejob.yaml",
+    "docs/images/jaxjob.svg": "machines/jaxjob.yaml",
+    "docs/images/mpijob.svg": "machines/mpijob.yaml",
 }
 
 

@@ -30,7 +30,8 @@ def test_validates_without_errors_or_warnings(path: Path) -> None:
 
 def _checker(scope: Scope) -> celcpp.Env:
     variables = {v.name: cel_type(v.cel_type)
-                 for v in variables_for(scope.level, template=scope.template)}
+                 for v in variables_for(scope.level, template=scope.template,
+                                        validation=scope.validation)}
     extensions = [ext_strings.ExtStrings(), ext_math.ExtMath(), ext_encoders.ExtEncoders()]
     # The engine's own functions (sum) are part of the language: declared, not built in.
     functions = [f.checker_declaration() for f in ENGINE_FUNCTIONS.values()]
@@ -40,6 +41,10 @@ def _checker(scope: Scope) -> celcpp.Env:
 def _scope(path: tuple[object, ...]) -> Scope:
     if path[:2] == ("spec", "pod"):
         return Scope("replica", template=True)
+    if path[:2] == ("spec", "objects"):
+        return Scope("job", template=True)
+    if path[:2] == ("spec", "validations"):
+        return Scope("job", validation=True)
     return Scope("replica" if path[1] == "replica" else "job")
 
 

@@ -1,4 +1,5 @@
-"""The real kubectl against the embedded API server: one server per session, a namespace per test.
+"""The real kubectl against the embedded API server (one per session) or against `jobmachine up`
+(one per test module), a namespace per test.
 
 kubectl on these machines is a version dispatcher that caches its choice and
 its discovery per server URL, so every run gets a fresh KUBECACHEDIR. Tests
@@ -19,8 +20,10 @@ from typing import Any
 
 import pytest
 
+from engine.app.up import LocalCluster, UpOptions, running_local_cluster
 from engine.cluster.apiserver.kubeconfig import write_kubeconfig
 from engine.cluster.apiserver.serve import RunningApiServer, running_apiserver
+from engine.settings import EngineSettings
 from tests.e2e.manifests import GROUP, WIDGET_CRD
 
 KUBECTL = shutil.which("kubectl")
@@ -138,3 +141,25 @@ def widget_crd(
     kubectl.apply(WIDGET_CRD)
     kubectl("wait", "--for=condition=Established", f"crd/{name}", "--timeout=30s")
     return name
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[LocalCluster]:
+    """`jobmachine up` in process mode (server, node and engine in this process), one per module."""
+    if KUBECTL is None:
+        pytest.skip("kubectl is not installed on this machine")
+    options = UpOptions(
+        port=0, node_mode="process", settings=EngineSettings(replica_backoff_base_s=0.2)
+    )
+    with running_local_cluster(options) as running:
+        yield running
+
+
+@pytest.fixture
+def cluster_kubectl(cluster: LocalCluster, tmp_path: Path) -> Iterator[Kubectl]:
+    """kubectl in a fresh namespace of the module's `jobmachine up`, deleted afterwards."""
+    namespace = f"jobs-{uuid.uuid4().hex[:8]}"
+    runner = _kubectl_for(cluster.server, tmp_path / "cache", tmp_path, namespace)
+    runner("create", "namespace", namespace)
+    yield runner
+    runner("delete", "namespace", namespace, "--timeout=60s", timeout=90)

@@ -12,7 +12,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 from engine.api.conditions import get_condition
@@ -25,13 +24,10 @@ from engine.controller.observe import PodFacts, job_observations, observe_pod
 from engine.controller.record import read_record
 from engine.controller.status import build_status
 from engine.controller.timestamps import format_time
-from engine.definition import CompiledDefinition, load_definitions
+from engine.definition import CompiledDefinition
+from tests.kinds import assignment, shipped_definitions
 
-MACHINES = Path(__file__).resolve().parents[2] / "machines"
-DEFINITIONS: dict[str, CompiledDefinition] = {
-    compiled.definition.spec.governs.kind: compiled
-    for compiled in load_definitions([MACHINES])
-}
+DEFINITIONS: dict[str, CompiledDefinition] = shipped_definitions()
 T0 = datetime(2027, 1, 15, 8, 0, 0, tzinfo=UTC)
 
 Pod = dict[str, Any]
@@ -308,7 +304,7 @@ class World:
             job_observations=observations, now=format_time(self.now),
             history_limit=self.history_limit,
         )
-        written = build_status(self.job, self.definition, spec, decision,
+        written = build_status(self.job, assignment(self.definition), spec, decision,
                                now=format_time(self.now))
         self.job["status"] = written
         return Reconciled(decision, written, notices_for(decision.fired, facts))

@@ -1,13 +1,15 @@
 """The shipped in-cluster manifests agree with the engine: RBAC, the Deployment and the image.
 
-RBAC is checked against `engine.controller.resources`, so a new resource or verb
-in the engine fails here before it fails in a cluster with a 403. The
-Deployment's arguments are parsed by the real `jobmachine` command (nothing runs).
+RBAC is checked against the resources the engine uses, so a new resource or verb
+in the engine fails here before it fails in a cluster with a 403. Job kinds are
+data: the engine's ClusterRole aggregates labelled roles, and the shipped kinds'
+role must grant every kind in crds/. The Deployment's arguments are parsed by
+the real `jobmachine` command (nothing runs).
 """
 
 from __future__ import annotations
 
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,18 +17,25 @@ import typer
 import yaml
 
 from engine.cli import app
+from engine.controller.machines.revisions import CONTROLLER_REVISIONS
+from engine.controller.machines.served import CRDS
 from engine.controller.resources import (
+    CONFIGMAPS,
     EVENTS,
-    JOB_RESOURCES,
     LEASES,
     NODES,
     PODS,
+    SECRETS,
     SERVICES,
+    STATE_MACHINES,
     Resource,
 )
+from engine.settings import EngineSettings
+from tests.kinds import KINDS
 
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
+AGGREGATE = "jobmachine.dev/aggregate-to-engine"
 
 # What the engine does with each resource, and where.
 WATCHED = {"get", "list", "watch"}  # watch.py: list + watch; claims.py: the fresh GET
@@ -37,6 +46,9 @@ CHILD_VERBS = WATCHED | {"create", "patch", "delete"}  # actions.py, claims.py
 EVENT_VERBS = {"create", "patch"}  # events.py: new events, aggregated repeats
 NODE_VERBS = WATCHED  # reconcile.py: a pod on a node that is not Ready is lost
 LEASE_VERBS = {"get", "create", "update"}  # leader.py
+MACHINE_VERBS = WATCHED  # machines/controller.py: the StateMachine informer
+MACHINE_STATUS_VERBS = {"update"}  # machines/status.py: replace of /status
+REVISION_VERBS = WATCHED | {"create", "delete"}  # machines/controller.py
 
 
 def documents(name: str) -> list[dict[str, Any]]:
@@ -63,7 +75,12 @@ def granted(rules: list[dict[str, Any]], group: str, resource: str) -> set[str]:
 
 
 RBAC = documents("10-rbac.yaml")
-CLUSTER_ROLE = one(RBAC, "ClusterRole")
+CLUSTER_ROLE = next(d for d in RBAC if d["kind"] == "ClusterRole" and "aggregationRule" in d)
+AGGREGATED_RULES = [
+    rule for d in RBAC if d["kind"] == "ClusterRole"
+    and (d["metadata"].get("labels") or {}).get(AGGREGATE) == "true"
+    for rule in d["rules"]
+]
 ROLE = one(RBAC, "Role")
 DEPLOYMENT = one(documents("20-deployment.yaml"), "Deployment")
 ENGINE = DEPLOYMENT["spec"]["template"]["spec"]["containers"][0]
@@ -78,7 +95,7 @@ def option(name: str) -> str:
 
 def _needed() -> list[tuple[Resource, str, set[str]]]:
     needed: list[tuple[Resource, str, set[str]]] = []
-    for resource in JOB_RESOURCES.values():
+    for resource in KINDS.values():
         needed += [
             (resource, resource.plural, JOB_VERBS),
             (resource, f"{resource.plural}/status", JOB_STATUS_VERBS),
@@ -87,8 +104,13 @@ def _needed() -> list[tuple[Resource, str, set[str]]]:
     needed += [
         (PODS, PODS.plural, CHILD_VERBS),
         (SERVICES, SERVICES.plural, CHILD_VERBS),
+        (CONFIGMAPS, CONFIGMAPS.plural, CHILD_VERBS | {"update"}),
+        (SECRETS, SECRETS.plural, CHILD_VERBS | {"update"}),
         (EVENTS, EVENTS.plural, EVENT_VERBS),
         (NODES, NODES.plural, NODE_VERBS),
+        (STATE_MACHINES, STATE_MACHINES.plural, MACHINE_VERBS),
+        (STATE_MACHINES, f"{STATE_MACHINES.plural}/status", MACHINE_STATUS_VERBS),
+        (CRDS, CRDS.plural, WATCHED),
     ]
     return needed
 
@@ -99,18 +121,30 @@ def _needed() -> list[tuple[Resource, str, set[str]]]:
 def test_the_cluster_role_grants_what_the_engine_does(
     resource: Resource, name: str, verbs: set[str]
 ) -> None:
-    missing = verbs - granted(CLUSTER_ROLE["rules"], resource.group, name)
+    missing = verbs - granted(AGGREGATED_RULES, resource.group, name)
     assert not missing, f"deploy/10-rbac.yaml lets the engine not {sorted(missing)} {name}"
 
 
-def test_every_job_kind_the_engine_runs_is_in_the_cluster_role() -> None:
-    assert {"PyTorchJob", "TFJob", "MachineJob"} <= set(JOB_RESOURCES)
+def test_the_engines_cluster_role_aggregates_the_labelled_roles() -> None:
+    selectors = CLUSTER_ROLE["aggregationRule"]["clusterRoleSelectors"]
+    assert {"matchLabels": {AGGREGATE: "true"}} in selectors
+    assert CLUSTER_ROLE["rules"] == []
 
 
-def test_the_leader_lease_is_granted_in_the_namespace_the_engine_uses() -> None:
+def test_the_lease_and_the_revisions_are_granted_in_the_namespace_the_engine_uses() -> None:
     missing = LEASE_VERBS - granted(ROLE["rules"], LEASES.group, LEASES.plural)
     assert not missing
+    missing = REVISION_VERBS - granted(ROLE["rules"], CONTROLLER_REVISIONS.group,
+                                       CONTROLLER_REVISIONS.plural)
+    assert not missing
     assert ROLE["metadata"]["namespace"] == option("lease-namespace")
+
+
+def test_the_engines_namespace_is_where_it_runs() -> None:
+    (variable,) = [e for e in ENGINE["env"] if e["name"] == "JOBMACHINE_SYSTEM_NAMESPACE"]
+    assert variable["valueFrom"]["fieldRef"]["fieldPath"] == "metadata.namespace"
+    assert DEPLOYMENT["metadata"]["namespace"] == ROLE["metadata"]["namespace"]
+    assert EngineSettings().system_namespace == ROLE["metadata"]["namespace"]
 
 
 def test_the_roles_are_bound_to_the_deployments_service_account() -> None:
@@ -140,7 +174,7 @@ def test_the_deployments_arguments_are_real_options_of_jobmachine_run() -> None:
     assert context.params["in_cluster"] is True
     assert context.params["leader_elect"] is True
     assert context.params["kubeconfig"] is None
-    assert str(context.params["machines"]) == option("machines")
+    assert context.params["machines"] is None  # the machines are StateMachine objects
 
 
 def test_probes_ask_healthz_and_readyz_on_the_metrics_port() -> None:
@@ -153,13 +187,7 @@ def test_probes_ask_healthz_and_readyz_on_the_metrics_port() -> None:
         assert (ports[port] if isinstance(port, str) else port) == metrics_port
 
 
-def test_the_image_ships_the_machines_the_deployment_points_at() -> None:
-    workdir, copies = "/", {}
-    for line in (ROOT / "Dockerfile").read_text().splitlines():
-        parts = line.split()
-        if parts[:1] == ["WORKDIR"]:
-            workdir = parts[1]
-        elif parts[:1] == ["COPY"] and len(parts) == 3:
-            copies[parts[1].rstrip("/")] = str(PurePosixPath(workdir, parts[2]))
-    assert "machines" in copies, "the Dockerfile does not copy machines/"
-    assert copies["machines"] == option("machines")
+def test_the_image_runs_the_engine_without_private_machine_files() -> None:
+    lines = (ROOT / "Dockerfile").read_text().splitlines()
+    (command,) = [line for line in lines if line.startswith("CMD")]
+    assert "--machines" not in command

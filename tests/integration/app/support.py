@@ -13,9 +13,8 @@ from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 from engine.controller.client import KubeClient
-from engine.controller.resources import JOB_RESOURCES
+from tests.kinds import PYTORCHJOBS
 
-PYTORCHJOBS = JOB_RESOURCES["PyTorchJob"]
 # engine/graph/dot.py draws what a job visited in this colour (_ON_PATH).
 ON_PATH_COLOUR = "#d97706"
 _SVG = "{http://www.w3.org/2000/svg}"

@@ -19,10 +19,11 @@ from engine.cluster import running_apiserver
 from engine.cluster.apiserver.serve import RunningApiServer
 from engine.cluster.node import running_node
 from engine.controller.client import KubeClient
-from engine.controller.install import install_crds, wait_until_served
-from engine.controller.resources import JOB_RESOURCES, LEASES
+from engine.controller.install import prepare_cluster
+from engine.controller.resources import LEASES
 from engine.settings import EngineSettings
 from tests.integration.app.support import PYTORCHJOBS, job_status, wait_until, workers_job
+from tests.kinds import CRDS, MACHINES
 
 FAST = {"sim.jobmachine.dev/run-seconds": "0.1"}
 
@@ -67,8 +68,7 @@ def test_up_serves_kubectl_ready_cluster_and_stops_cleanly_on_ctrl_c(tmp_path: P
 def cluster() -> Iterator[RunningApiServer]:
     with running_apiserver(tls=True) as server:
         client = KubeClient.from_kubeconfig(server.kubeconfig)
-        install_crds(client)
-        wait_until_served(client, JOB_RESOURCES.values())
+        prepare_cluster(client, crds=CRDS, machines=MACHINES)
         client.close()
         with running_node(server, mode="simulate"):
             yield server

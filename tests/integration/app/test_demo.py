@@ -17,6 +17,7 @@ from engine.app.demo import DemoError, DemoOptions, load_examples, run_demo
 from engine.app.shipped import shipped_dir
 from engine.app.up import NodeMode
 from tests.integration.app.support import highlighted_states
+from tests.kinds import KINDS
 
 EXPECTED_PHASES = {
     "pytorch-succeeds": "Succeeded",
@@ -87,7 +88,7 @@ def test_demo_says_so_when_a_job_ends_otherwise(tmp_path: Path) -> None:
 
 
 def test_the_shipped_examples_say_what_they_expect() -> None:
-    examples = load_examples(shipped_dir("examples"))
+    examples = load_examples(shipped_dir("examples"), KINDS)
 
     assert {e.name: e.expect for e in examples} == EXPECTED_PHASES
     assert {(e.namespace, e.manifest["kind"]) for e in examples} == {("default", "PyTorchJob")}
@@ -101,4 +102,4 @@ def test_an_example_without_an_expectation_is_refused_by_name(tmp_path: Path) ->
 
     with pytest.raises(DemoError, match=r"mine\.yaml: needs metadata\.name and the annotation "
                                         r"demo\.jobmachine\.dev/expect"):
-        load_examples(tmp_path)
+        load_examples(tmp_path, KINDS)

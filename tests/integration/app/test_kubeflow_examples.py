@@ -21,9 +21,10 @@ import yaml
 
 from engine.app.shipped import shipped_dir
 from engine.app.up import LocalCluster, NodeMode, UpOptions, running_local_cluster
-from engine.controller.resources import JOB_RESOURCES, NAMESPACES, PODS
+from engine.controller.resources import NAMESPACES, PODS
 from engine.settings import EngineSettings
 from tests.integration.app.support import wait_until
+from tests.kinds import KINDS
 
 KUBEFLOW = shipped_dir("examples") / "kubeflow"
 
@@ -134,7 +135,7 @@ def test_kubeflow_example_succeeds(
         manifest = with_local_program(manifest, example.standin_path)
     name = manifest["metadata"]["name"]
     namespace = manifest["metadata"].get("namespace", "default")
-    resource = JOB_RESOURCES[manifest["kind"]]
+    resource = KINDS[manifest["kind"]]
     cluster.client.create(resource, manifest, namespace)
 
     status = wait_until(

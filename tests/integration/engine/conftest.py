@@ -17,9 +17,9 @@ from engine.cluster import running_apiserver
 from engine.cluster.apiserver.serve import RunningApiServer
 from engine.cluster.node import running_node
 from engine.controller.client import KubeClient
-from engine.controller.install import install_crds, wait_until_served
-from engine.controller.resources import JOB_RESOURCES
+from engine.controller.install import prepare_cluster
 from tests.integration.engine.helpers import FAST, PYTORCHJOBS, get_job, new_namespace
+from tests.kinds import CRDS, MACHINES
 
 
 @pytest.fixture(scope="module")
@@ -34,8 +34,7 @@ def engineless() -> Iterator[RunningApiServer]:
     with running_apiserver(tls=True) as server:
         admin = KubeClient.from_kubeconfig(server.kubeconfig)
         try:
-            install_crds(admin)
-            wait_until_served(admin, JOB_RESOURCES.values())
+            prepare_cluster(admin, crds=CRDS, machines=MACHINES)
         finally:
             admin.close()
         with running_node(server, mode="simulate"):

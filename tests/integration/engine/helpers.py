@@ -17,17 +17,15 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from engine.app.shipped import shipped_dir
 from engine.app.up import LocalCluster
 from engine.controller.client import KubeClient
 from engine.controller.errors import ApiError, NotFound
 from engine.controller.leader import LeaderElector
 from engine.controller.manager import Engine
-from engine.controller.resources import EVENTS, JOB_RESOURCES, NAMESPACES, PODS
-from engine.definition import load_definitions
+from engine.controller.resources import EVENTS, NAMESPACES, PODS, Resource
 from engine.settings import EngineSettings
+from tests.kinds import PYTORCHJOBS
 
-PYTORCHJOBS = JOB_RESOURCES["PyTorchJob"]
 JOB_NAME = "jobmachine.dev/job-name"
 REPLICA_TYPE = "jobmachine.dev/replica-type"
 REPLICA_INDEX = "jobmachine.dev/replica-index"
@@ -155,10 +153,11 @@ def settle(cluster: LocalCluster, since: int) -> None:
     time.sleep(1.0)
 
 
-def get_job(client: KubeClient, namespace: str, name: str) -> Obj | None:
-    """The job as the server has it now, or None once it is gone."""
+def get_job(client: KubeClient, namespace: str, name: str, *,
+            kind: Resource = PYTORCHJOBS) -> Obj | None:
+    """The job (a PyTorchJob unless `kind` says) as the server has it now, or None once gone."""
     try:
-        return client.get(PYTORCHJOBS, name, namespace)
+        return client.get(kind, name, namespace)
     except NotFound:
         return None
 
@@ -169,14 +168,15 @@ def status(job: Obj | None) -> Obj:
 
 
 def wait_for_phase(client: KubeClient, namespace: str, name: str, phase: str,
-                   *, timeout: float = WAIT_S) -> Obj:
+                   *, timeout: float = WAIT_S, kind: Resource = PYTORCHJOBS) -> Obj:
     """Wait until the job's phase is `phase`; the job then."""
     try:
-        job = wait_for(lambda: get_job(client, namespace, name),
+        job = wait_for(lambda: get_job(client, namespace, name, kind=kind),
                        lambda job: status(job).get("phase") == phase,
                        what=f"{namespace}/{name} phase {phase}", timeout=timeout)
     except AssertionError as exc:
-        raise AssertionError(f"{exc}; the job is at {summary(get_job(client, namespace, name))}"
+        raise AssertionError(f"{exc}; the job is at "
+                             f"{summary(get_job(client, namespace, name, kind=kind))}"
                              ) from None
     assert job is not None
     return job
@@ -394,8 +394,9 @@ class EngineRun:
 def start_engine(
     client: KubeClient, settings: EngineSettings, *, elector: LeaderElector | None = None
 ) -> EngineRun:
-    """Run an engine with the shipped machines on `client` (which it owns from now on)."""
-    engine = Engine(client, load_definitions([shipped_dir("machines")]), settings)
+    """Run an engine on `client` (which it owns from now on); it runs the StateMachine objects
+    the server has (the `engineless` fixture applies the shipped ones)."""
+    engine = Engine(client, settings)
     stopping = threading.Event()
     thread = threading.Thread(target=engine.run, args=(stopping,),
                               kwargs={"leader_election": elector}, daemon=True, name="engine")

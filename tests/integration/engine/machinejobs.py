@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from engine.controller.client import KubeClient
 from engine.controller.errors import ApiError, NotFound
-from engine.controller.resources import JOB_RESOURCES, Resource
+from engine.controller.resources import Resource
 from tests.integration.engine.helpers import (
     WAIT_S,
     Obj,
@@ -27,8 +27,7 @@ from tests.integration.engine.helpers import (
     summary,
     wait_for,
 )
-
-MACHINEJOBS = JOB_RESOURCES["MachineJob"]
+from tests.kinds import MACHINEJOBS
 
 
 def after(replica_type: str, condition: str | None = None) -> Obj:

@@ -13,11 +13,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from engine.controller.client import KubeClient
-from engine.controller.resources import JOB_RESOURCES, Resource
+from engine.controller.resources import Resource
 from tests.integration.engine.helpers import Obj, Replica, replica_spec
 from tests.integration.engine.machinejobs import WatchLog, recording
-
-TFJOBS = JOB_RESOURCES["TFJob"]
+from tests.kinds import TFJOBS
 
 
 def tfjob(name: str, namespace: str, *, chief: Replica, workers: Replica) -> Obj:

@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 
 from engine.app.up import LocalCluster, UpOptions, running_local_cluster
-from engine.controller.resources import JOB_RESOURCES
 from engine.settings import EngineSettings
+from tests.kinds import PYTORCHJOBS
 
 MASTER = """
 import os, socket
@@ -83,7 +83,7 @@ def test_workers_reach_the_master_by_its_service_name(cluster: LocalCluster) -> 
             "Worker": _replica(WORKER, 2, port),
         }},
     }
-    resource = JOB_RESOURCES["PyTorchJob"]
+    resource = PYTORCHJOBS
     cluster.client.create(resource, job, "default")
 
     deadline = time.monotonic() + 60

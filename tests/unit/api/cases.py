@@ -45,6 +45,7 @@ class Invalid:
     message: str
     server_too: bool = True  # False: the template is free-form, only the model can tell
     also: tuple[tuple[str, Any], ...] = ()  # further (path, value) changes
+    engine_message: str | None = None  # the engine's words, where they are not the server's
 
     def document(self) -> dict[str, Any]:
         doc = changed(example(self.kind), self.path, self.value)
@@ -92,7 +93,8 @@ INVALID = [
         "at most one Chief or Master",
         also=((f"{_TF}.Master", {"template": _TF_POD}),),
     ),
-    Invalid("tf-success-policy", "TFJob", "spec.successPolicy", "AnyWorker", "AnyWorker"),
+    Invalid("tf-success-policy", "TFJob", "spec.successPolicy", "AnyWorker", "AnyWorker",
+            engine_message='successPolicy must be "" or AllWorkers'),
     Invalid("no-replica-types", "MachineJob", "spec.replicaSpecs", {}, "at least 1"),
     Invalid("replica-type-name", "MachineJob", "spec.replicaSpecs.bad-name", {}, "match"),
     Invalid(

@@ -9,8 +9,8 @@ import pytest
 
 from tests.unit.api.conftest import schema_of
 
-KINDS = ["StateMachine", "MachineJob", "PyTorchJob", "TFJob"]
-JOB_KINDS = ["MachineJob", "PyTorchJob", "TFJob"]
+JOB_KINDS = ["MachineJob", "PyTorchJob", "TFJob", "XGBoostJob", "PaddleJob", "JAXJob", "MPIJob"]
+KINDS = ["StateMachine", *JOB_KINDS]
 
 
 def nodes(schema: dict[str, Any], path: str = "") -> Iterator[tuple[str, dict[str, Any]]]:
@@ -57,6 +57,10 @@ NAMES = [
     ("MachineJob", "machinejobs.jobmachine.dev", "machinejobs", ["mjob"], "Namespaced"),
     ("PyTorchJob", "pytorchjobs.kubeflow.org", "pytorchjobs", None, "Namespaced"),
     ("TFJob", "tfjobs.kubeflow.org", "tfjobs", None, "Namespaced"),
+    ("XGBoostJob", "xgboostjobs.kubeflow.org", "xgboostjobs", None, "Namespaced"),
+    ("PaddleJob", "paddlejobs.kubeflow.org", "paddlejobs", None, "Namespaced"),
+    ("JAXJob", "jaxjobs.kubeflow.org", "jaxjobs", None, "Namespaced"),
+    ("MPIJob", "mpijobs.kubeflow.org", "mpijobs", None, "Namespaced"),
 ]
 
 
@@ -81,6 +85,10 @@ def test_names_and_scope(
         ("MachineJob", "v1alpha1"),
         ("PyTorchJob", "v1"),
         ("TFJob", "v1"),
+        ("XGBoostJob", "v1"),
+        ("PaddleJob", "v1"),
+        ("JAXJob", "v1"),
+        ("MPIJob", "v1"),
     ],
 )
 def test_one_served_stored_version_with_status(
@@ -108,8 +116,20 @@ def test_state_machine_printer_columns(crds: dict[str, dict[str, Any]]) -> None:
 
     assert [(c["name"], c["jsonPath"]) for c in columns] == [
         ("Governs", ".spec.governs.kind"),
+        ("Accepted", '.status.conditions[?(@.type=="Accepted")].status'),
+        ("Revision", ".status.currentRevision"),
         ("Age", ".metadata.creationTimestamp"),
     ]
+
+
+@pytest.mark.parametrize(("kind", "scaled"), [("PyTorchJob", True), ("PaddleJob", True),
+                                             ("JAXJob", True), ("XGBoostJob", False),
+                                             ("MPIJob", False), ("TFJob", False)])
+def test_kinds_scale_their_workers_as_kubeflow_does(
+    crds: dict[str, dict[str, Any]], kind: str, scaled: bool
+) -> None:
+    subresources = crds[kind]["spec"]["versions"][0]["subresources"]
+    assert ("scale" in subresources) == scaled
 
 
 def test_pytorchjob_scales_its_workers_as_kubeflow_does(crds: dict[str, dict[str, Any]]) -> None:

@@ -17,7 +17,9 @@ from engine.cluster.apiserver.schema_validation import CompiledSchema, check_crd
 from tests.unit.api.cases import INVALID, Invalid, changed, example
 from tests.unit.api.conftest import schema_of
 
-MACHINES = sorted((Path(__file__).parents[3] / "machines").glob("*.yaml"))
+REPO = Path(__file__).parents[3]
+MACHINES = sorted((REPO / "machines").glob("*.yaml"))
+UPSTREAM = sorted((REPO / "examples" / "kubeflow" / "upstream").rglob("*.yaml"))
 
 
 @pytest.fixture(scope="module")
@@ -25,7 +27,8 @@ def compiled(crds: dict[str, dict[str, Any]]) -> dict[str, CompiledSchema]:
     return {kind: CompiledSchema(schema_of(crd)) for kind, crd in crds.items()}
 
 
-@pytest.mark.parametrize("kind", ["StateMachine", "MachineJob", "PyTorchJob", "TFJob"])
+@pytest.mark.parametrize("kind", ["StateMachine", "MachineJob", "PyTorchJob", "TFJob",
+                                  "XGBoostJob", "PaddleJob", "JAXJob", "MPIJob"])
 def test_the_api_server_takes_the_schema(crds: dict[str, dict[str, Any]], kind: str) -> None:
     assert check_crd_schema(schema_of(crds[kind]), "openAPIV3Schema") == []
 
@@ -36,6 +39,16 @@ def test_examples_are_accepted_whole(compiled: dict[str, CompiledSchema], kind: 
 
     assert result.causes == []
     assert result.pruned == []
+
+
+@pytest.mark.parametrize("path", UPSTREAM, ids=lambda p: p.name)
+def test_kubeflows_own_examples_are_accepted(
+    compiled: dict[str, CompiledSchema], path: Path
+) -> None:
+    document = YAML(typ="safe", pure=True).load(path.read_text())
+    result = compiled[document["kind"]].apply(document)
+
+    assert result.causes == []
 
 
 def test_defaults_are_filled_in(compiled: dict[str, CompiledSchema]) -> None:

@@ -21,6 +21,7 @@ from engine.controller.observe import job_observations
 from engine.controller.record import RestartRecord, read_record
 from engine.controller.status import build_status
 from engine.controller.timestamps import format_time
+from tests.kinds import assignment
 from tests.scenarios.world import (
     MASTER,
     T0,
@@ -430,6 +431,6 @@ def test_build_status_does_not_change_the_job() -> None:
         world.definition, world.job, spec, read_record(world.job["status"]),
         facts, job_observations=frozenset({"resumed", "settled"}), now=NOW,
     )
-    status = build_status(world.job, world.definition, spec, decision, now=NOW)
+    status = build_status(world.job, assignment(world.definition), spec, decision, now=NOW)
     assert status["phase"] == "Succeeded"
     assert world.job == before

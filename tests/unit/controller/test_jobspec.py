@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine.controller.jobspec import read_job_spec, read_path
+from engine.api.replicated import read_path
+from engine.controller.jobspec import read_job_spec
 from tests.scenarios.world import DEFINITIONS, pytorch_job
 
 PYTORCH = DEFINITIONS["PyTorchJob"]
@@ -72,6 +73,9 @@ def test_an_invalid_job_has_an_error_and_no_replica_types() -> None:
     assert view.run_policy["suspend"] is False
 
 
-def test_a_kind_without_a_model_is_an_error() -> None:
-    job = {**machine_job(), "kind": "Unknown"}
-    assert read_job_spec(job, MACHINEJOB).error == "no model for kind 'Unknown'"
+def test_a_job_breaking_its_machines_own_rule_is_invalid_with_the_rules_message() -> None:
+    job = machine_job(Worker={"template": template()})
+    job["spec"]["machine"] = "other"
+    assert read_job_spec(job, MACHINEJOB).error == (
+        "spec.machine: only the StateMachine named job governs MachineJob here"
+    )

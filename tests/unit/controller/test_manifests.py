@@ -44,7 +44,8 @@ from engine.definition import (
     load_definitions,
     render_pod_decorations,
 )
-from tests.scenarios.world import DEFINITIONS, MACHINES, pytorch_job, tf_job, worker
+from tests.kinds import MACHINES
+from tests.scenarios.world import DEFINITIONS, pytorch_job, tf_job, worker
 
 PYTORCH = DEFINITIONS["PyTorchJob"]
 TFJOB = DEFINITIONS["TFJob"]

@@ -120,11 +120,13 @@ def test_delay_expression_must_give_seconds_or_a_duration() -> None:
 def test_pod_values_see_the_template_variables() -> None:
     extra = "  pod:\n    env:\n      HOSTS: \"clusterSpec.worker.join(',')\"\n"
     assert validate_text(document(extra=extra), "demo.yaml") == []
-    extra = "  pod:\n    env:\n      HOSTS: \"hosts\"\n"
+    extra = "  pod:\n    env:\n      HOSTS: \"hosts.Worker.join(',')\"\n"
+    assert validate_text(document(extra=extra), "demo.yaml") == []
+    extra = "  pod:\n    env:\n      HOSTS: \"nodes\"\n"
     assert [str(d) for d in validate_text(document(extra=extra), "demo.yaml")] == [
-        "demo.yaml:27:15: error: unknown variable 'hosts'; visible here: job, runPolicy, "
+        "demo.yaml:27:15: error: unknown variable 'nodes'; visible here: job, runPolicy, "
         "replicas, restarts, error, replica, policy, pod, exitCode, reason, failureAction, "
-        "clusterSpec"
+        "clusterSpec, hosts"
     ]
 
 

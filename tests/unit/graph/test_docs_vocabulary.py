@@ -44,6 +44,8 @@ def _field_names() -> list[str]:
         schema.ServiceSpec,
         schema.PortSpec,
         schema.DefinitionSpec,
+        schema.ValidationRule,
+        schema.ObjectSpec,
     ]
     return sorted({f.alias or name for m in models for name, f in m.model_fields.items()})
 

@@ -1,0 +1,139 @@
+"""One model of a replicated job, for every kind: replica specs, run policy, failure rules.
+
+A job kind is data (a CRD and a StateMachine), so the engine cannot hold a model
+per kind. What every kind shares is checked here, wherever the kind keeps it
+(its machine's `governs` names the fields); what is a kind's own is checked by
+its CRD (the API server) and by its machine's CEL validation rules (the engine).
+Messages start with the field's full path, e.g.
+`spec.pytorchReplicaSpecs.Worker.template.spec.containers[0].image: ...`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from graphlib import CycleError, TopologicalSorter
+from typing import Any
+
+from pydantic import TypeAdapter, ValidationError
+
+from engine.api.objects import job_name_problem
+from engine.api.policies import FailureRule
+from engine.api.replicas import ReplicaSpecFields, container_problems
+from engine.api.runpolicy import RunPolicy
+from engine.definition.errors import format_field_path
+
+_SPECS = TypeAdapter(dict[str, ReplicaSpecFields])
+_TYPE_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9]{0,30}$")
+_RULES = TypeAdapter(list[FailureRule])
+
+
+@dataclass(frozen=True)
+class JobLayout:
+    """Where a kind keeps the parts every replicated job has, and what it allows there."""
+
+    replica_specs: str
+    """Dotted path of the replica type -> replica spec map, e.g. spec.pytorchReplicaSpecs."""
+    run_policy: str = "spec.runPolicy"
+    failure_rules: str = "spec.failureRules"
+    replica_types: Sequence[str] | None = None
+    """The replica types the kind has; None: any name (letters and digits)."""
+    main_container: str | None = None
+    """A container every pod template must have, by name (the framework's)."""
+
+
+def read_path(obj: Mapping[str, Any], dotted: str) -> Any:
+    """The value at a dotted path such as `spec.runPolicy`, or None if any step is missing."""
+    value: Any = obj
+    for part in dotted.split("."):
+        if not isinstance(value, Mapping):
+            return None
+        value = value.get(part)
+    return value
+
+
+def job_problems(job: Mapping[str, Any], layout: JobLayout) -> list[str]:
+    """Why the job is not a valid replicated job of this layout; empty when it is."""
+    found = job_name_problem((job.get("metadata") or {}).get("name"))
+    specs = read_path(job, layout.replica_specs)
+    if not isinstance(specs, Mapping) or not specs:
+        found.append(f"{layout.replica_specs}: must be a map of replica type to replica spec "
+                     "with at least 1 entry")
+        return found
+    found += _validated(_SPECS, specs, layout.replica_specs)
+    found += _validated(RunPolicy, read_path(job, layout.run_policy) or {}, layout.run_policy)
+    rules = read_path(job, layout.failure_rules) or []
+    found += _validated(_RULES, rules, layout.failure_rules)
+    if found:
+        return found
+    found += _replica_types(specs, layout)
+    for name, spec in specs.items():
+        found += container_problems(f"{layout.replica_specs}.{name}", spec,
+                                    layout.main_container)
+    found += _known_types(rules, specs, layout)
+    found += _dependency_problems(specs, layout.replica_specs)
+    return found
+
+
+def _validated(model: Any, value: Any, path: str) -> list[str]:
+    adapter = model if isinstance(model, TypeAdapter) else TypeAdapter(model)
+    try:
+        adapter.validate_python(value)
+    except ValidationError as exc:
+        return [_describe(path, error) for error in exc.errors()]
+    return []
+
+
+def _describe(path: str, error: Mapping[str, Any]) -> str:
+    """`spec.runPolicy.backoffLimit: Input should be ... (got -1)`: the field, then why."""
+    location = format_field_path((*path.split("."), *error.get("loc", ())))
+    message = str(error.get("msg", "invalid")).removeprefix("Value error, ")
+    given = error.get("input")
+    if error.get("type") != "missing" and not isinstance(given, Mapping | list):
+        message += f" (got {given!r})"
+    return f"{location}: {message}"
+
+
+def _replica_types(specs: Mapping[str, Any], layout: JobLayout) -> list[str]:
+    """Types the kind has; any name of letters and digits where it names none (pods and
+    services are named `<job>-<type in lower case>-<index>`)."""
+    if layout.replica_types is None:
+        wrong = [name for name in specs if not _TYPE_NAME.match(str(name))]
+        return [f"{layout.replica_specs}.{name}: a replica type must match "
+                f"{_TYPE_NAME.pattern} (letters and digits)" for name in wrong]
+    unknown = [name for name in specs if name not in layout.replica_types]
+    if not unknown:
+        return []
+    return [f"{layout.replica_specs}: unknown replica types {', '.join(unknown)}; this kind "
+            f"has {', '.join(layout.replica_types)}"]
+
+
+def _known_types(
+    rules: Sequence[Mapping[str, Any]], specs: Mapping[str, Any], layout: JobLayout
+) -> list[str]:
+    named = {t for rule in rules for t in rule.get("replicaTypes") or ()}
+    unknown = sorted(named - set(specs))
+    if not unknown:
+        return []
+    return [f"{layout.failure_rules}: replicaTypes must name replica types of "
+            f"{layout.replica_specs}; unknown: {', '.join(unknown)}"]
+
+
+def _dependency_problems(specs: Mapping[str, Any], path: str) -> list[str]:
+    """`dependsOn` (where a kind has it) names other types of the job and forms no cycle."""
+    waits = {
+        name: [d.get("replicaType") for d in spec.get("dependsOn") or () if isinstance(d, Mapping)]
+        for name, spec in specs.items()
+    }
+    for name, others in waits.items():
+        wrong = sorted({str(o) for o in others if o == name or o not in waits})
+        if wrong:
+            return [f"{path}.{name}.dependsOn: must name other replica types of {path} (not "
+                    f"the type itself); wrong: {', '.join(wrong)}"]
+    try:
+        tuple(TopologicalSorter(waits).static_order())
+    except CycleError as exc:
+        cycle = " -> ".join(reversed(exc.args[1]))
+        return [f"{path}: dependsOn forms a cycle: {cycle}"]
+    return []

@@ -1,0 +1,70 @@
+"""Which job kinds the API server serves, read from the CustomResourceDefinitions it has.
+
+A machine governs a kind only once a CRD serves it; the engine watches the CRDs
+so that a machine applied before its CRD is picked up when the CRD appears.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from engine.controller.resources import Resource
+
+CRDS = Resource(
+    "apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition",
+    namespaced=False,
+)
+
+Obj = dict[str, Any]
+
+
+def project_crd(obj: Obj) -> Obj:
+    """What serving a kind needs: group, names, scope, served versions, conditions."""
+    spec = obj.get("spec") or {}
+    metadata = obj.get("metadata") or {}
+    return {
+        "metadata": {k: metadata[k] for k in ("name", "resourceVersion") if k in metadata},
+        "spec": {
+            "group": spec.get("group"),
+            "scope": spec.get("scope"),
+            "names": dict(spec.get("names") or {}),
+            "versions": [
+                {"name": v.get("name"), "served": v.get("served")}
+                for v in spec.get("versions") or ()
+            ],
+        },
+        "status": {"conditions": list((obj.get("status") or {}).get("conditions") or ())},
+    }
+
+
+def served_resources(crds: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str], Resource]:
+    """(apiVersion, kind) -> the resource serving it, for every established CRD version."""
+    found: dict[tuple[str, str], Resource] = {}
+    for crd in crds:
+        spec = crd.get("spec") or {}
+        names = spec.get("names") or {}
+        if not _established(crd) or not names.get("kind") or not names.get("plural"):
+            continue
+        for version in spec.get("versions") or ():
+            if not version.get("served"):
+                continue
+            resource = Resource(
+                str(spec.get("group")), str(version.get("name")), str(names["plural"]),
+                str(names["kind"]), namespaced=spec.get("scope") != "Cluster",
+            )
+            found[(resource.api_version, resource.kind)] = resource
+    return found
+
+
+def resource_of_crd(crd: Mapping[str, Any]) -> Resource:
+    """The resource of a CRD's storage version (for the CRDs jobmachine installs itself)."""
+    spec = crd["spec"]
+    version = next(v["name"] for v in spec["versions"] if v.get("storage", True))
+    return Resource(spec["group"], version, spec["names"]["plural"], spec["names"]["kind"],
+                    namespaced=spec.get("scope") != "Cluster")
+
+
+def _established(crd: Mapping[str, Any]) -> bool:
+    conditions = (crd.get("status") or {}).get("conditions") or ()
+    return any(c.get("type") == "Established" and c.get("status") == "True" for c in conditions)

@@ -1,0 +1,155 @@
+"""What a job's children are made of: pod decorations, child objects, and the kind's rules.
+
+Pure: the same variables give the same values, so a child built from them can be
+created again after a crash and compared with the one that exists. A value that
+cannot be computed raises `CelEvaluationError`: nothing is created with a value
+missing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from engine.definition.cel import Activation, CelEvaluationError, CompiledExpression
+from engine.definition.compiled import CompiledDefinition, CompiledObject
+from engine.definition.templates import render_value
+
+EnvValue = str | Mapping[str, Any]
+"""An env value: text, or `{valueFrom: {...}}` (a core/v1 EnvVarSource, e.g. the pod's IP)."""
+
+
+@dataclass(frozen=True)
+class PodDecorations:
+    """What the machine adds to one replica's pod."""
+
+    env: Mapping[str, EnvValue]
+    labels: Mapping[str, str]
+    annotations: Mapping[str, str]
+    volumes: tuple[Mapping[str, Any], ...] = ()
+    volume_mounts: tuple[Mapping[str, Any], ...] = ()
+    command: tuple[str, ...] | None = None
+    """The main container's command when its template has none (nor args)."""
+
+
+def _texts(values: Mapping[str, CompiledExpression], activation: Activation) -> dict[str, str]:
+    """Each value as text; a null leaves the key out (a label only some replicas carry)."""
+    found = {key: expr.evaluate(activation) for key, expr in values.items()}
+    return {key: render_value(value) for key, value in found.items() if value is not None}
+
+
+def _env(values: Mapping[str, CompiledExpression], activation: Activation) -> dict[str, EnvValue]:
+    """Like `_texts`, but a map whose only key is `valueFrom` stays a source for the kubelet."""
+    found: dict[str, EnvValue] = {}
+    for key, expression in values.items():
+        value = expression.evaluate(activation)
+        if value is None:
+            continue
+        is_source = isinstance(value, dict) and set(value) == {"valueFrom"}
+        found[key] = value if is_source else render_value(value)
+    return found
+
+
+def _command(expression: CompiledExpression | None, activation: Activation
+             ) -> tuple[str, ...] | None:
+    if expression is None:
+        return None
+    value = expression.evaluate(activation)
+    if value is None:
+        return None
+    if not isinstance(value, list) or not all(isinstance(part, str) for part in value):
+        raise CelEvaluationError(f"pod.command gave {value!r}, not a list of strings")
+    return tuple(value)
+
+
+def _objects(expression: CompiledExpression | None, activation: Activation, what: str
+             ) -> tuple[Mapping[str, Any], ...]:
+    """A list of API objects (volumes, mounts) from CEL; null gives none."""
+    if expression is None:
+        return ()
+    value = expression.evaluate(activation)
+    if value is None:
+        return ()
+    if not isinstance(value, list) or not all(isinstance(item, dict) for item in value):
+        raise CelEvaluationError(f"{what} gave {value!r}, not a list of objects")
+    return tuple(value)
+
+
+def render_pod_decorations(
+    compiled: CompiledDefinition, variables: Mapping[str, Any]
+) -> PodDecorations:
+    """The env, labels, annotations, volumes, mounts and default command the definition adds
+    to one pod."""
+    activation = Activation(variables)
+    return PodDecorations(
+        _env(compiled.pod_env, activation),
+        _texts(compiled.pod_labels, activation),
+        _texts(compiled.pod_annotations, activation),
+        _objects(compiled.pod_volumes, activation, "pod.volumes"),
+        _objects(compiled.pod_volume_mounts, activation, "pod.volumeMounts"),
+        _command(compiled.pod_command, activation),
+    )
+
+
+@dataclass(frozen=True)
+class RenderedObject:
+    """One child object of a job as the machine wants it now (without name and owner)."""
+
+    name: str
+    """The object's name in the machine; the API object is `<job>-<name>`."""
+    api_version: str
+    kind: str
+    labels: Mapping[str, str] = field(default_factory=dict)
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    fields: Mapping[str, Any] = field(default_factory=dict)
+
+
+def render_objects(
+    compiled: CompiledDefinition, variables: Mapping[str, Any]
+) -> tuple[list[RenderedObject], list[str]]:
+    """The job's child objects whose `when` holds, and the names of those whose does not."""
+    activation = Activation(variables)
+    wanted: list[RenderedObject] = []
+    absent: list[str] = []
+    for child in compiled.objects:
+        if not _wanted(child, activation):
+            absent.append(child.name)
+            continue
+        fields = {key: expr.evaluate(activation) for key, expr in child.fields.items()}
+        wanted.append(RenderedObject(
+            child.name, child.api_version, child.kind,
+            _texts(child.labels, activation), _texts(child.annotations, activation),
+            {key: value for key, value in fields.items() if value is not None},
+        ))
+    return wanted, absent
+
+
+def _wanted(child: CompiledObject, activation: Activation) -> bool:
+    if child.when is None:
+        return True
+    value = child.when.evaluate(activation)
+    if not isinstance(value, bool):
+        raise CelEvaluationError(f"object {child.name}: when gave {value!r}, not a bool")
+    return value
+
+
+def broken_rules(compiled: CompiledDefinition, job: Mapping[str, Any]) -> Sequence[str]:
+    """What the job breaks of its kind's validation rules, each as `fieldPath: message`.
+
+    A rule that cannot be evaluated for this job (it reads a field the job lacks)
+    counts as broken, with the evaluator's reason: a job is run only if it is known
+    to keep every rule.
+    """
+    activation = Activation({"job": job})
+    found: list[str] = []
+    for validation in compiled.validations:
+        try:
+            kept = validation.rule.evaluate(activation) is True
+            message = validation.message
+        except CelEvaluationError as exc:
+            kept, message = False, f"{validation.message} (the rule cannot be evaluated: {exc})"
+        if not kept:
+            found.append(f"{validation.field_path}: {message}" if validation.field_path
+                         else message)
+    return found

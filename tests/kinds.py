@@ -1,0 +1,37 @@
+"""The shipped job kinds as the tests reach them: resources from crds/, machines from machines/.
+
+Job kinds are data, so the engine has no list of them; tests name the kinds
+they exercise, reading the same files `jobmachine up` installs.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from pathlib import Path
+
+from engine.controller.install import crd_resources
+from engine.controller.machines.registry import Assignment
+from engine.controller.resources import Resource
+from engine.definition import CompiledDefinition, load_definitions
+
+REPO = Path(__file__).resolve().parents[1]
+CRDS = REPO / "crds"
+KINDS_DIR = REPO / "kinds"
+MACHINES = REPO / "machines"
+
+KINDS: dict[str, Resource] = {r.kind: r for r in crd_resources(CRDS) if r.namespaced}
+"""Kind -> resource of every shipped job kind."""
+PYTORCHJOBS = KINDS["PyTorchJob"]
+TFJOBS = KINDS["TFJob"]
+MACHINEJOBS = KINDS["MachineJob"]
+
+
+@cache
+def shipped_definitions() -> dict[str, CompiledDefinition]:
+    """Kind -> the shipped machine that governs it, compiled (once per test session)."""
+    return {d.governs.kind: d for d in load_definitions([MACHINES])}
+
+
+def assignment(definition: CompiledDefinition, revision: str = "test-revision") -> Assignment:
+    """The engine's answer for a job that runs with `definition` (as one revision of it)."""
+    return Assignment(definition.name, revision, definition)
