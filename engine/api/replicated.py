@@ -27,6 +27,7 @@ from engine.definition.errors import format_field_path
 _SPECS = TypeAdapter(dict[str, ReplicaSpecFields])
 _TYPE_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9]{0,30}$")
 _RULES = TypeAdapter(list[FailureRule])
+_RUN_POLICY = TypeAdapter(RunPolicy)
 
 
 @dataclass(frozen=True)
@@ -62,7 +63,7 @@ def job_problems(job: Mapping[str, Any], layout: JobLayout) -> list[str]:
                      "with at least 1 entry")
         return found
     found += _validated(_SPECS, specs, layout.replica_specs)
-    found += _validated(RunPolicy, read_path(job, layout.run_policy) or {}, layout.run_policy)
+    found += _validated(_RUN_POLICY, read_path(job, layout.run_policy) or {}, layout.run_policy)
     rules = read_path(job, layout.failure_rules) or []
     found += _validated(_RULES, rules, layout.failure_rules)
     if found:
@@ -76,8 +77,7 @@ def job_problems(job: Mapping[str, Any], layout: JobLayout) -> list[str]:
     return found
 
 
-def _validated(model: Any, value: Any, path: str) -> list[str]:
-    adapter = model if isinstance(model, TypeAdapter) else TypeAdapter(model)
+def _validated(adapter: TypeAdapter[Any], value: Any, path: str) -> list[str]:
     try:
         adapter.validate_python(value)
     except ValidationError as exc:
