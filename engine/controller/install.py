@@ -13,9 +13,10 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from loguru import logger
 
 from engine.controller.client import KubeClient
-from engine.controller.errors import AlreadyExists, ApiError
+from engine.controller.errors import AlreadyExists, ApiError, Invalid
 from engine.controller.machines.served import CRDS, resource_of_crd
 from engine.controller.resources import STATE_MACHINES, Resource
 from engine.definition.validate import definition_files
@@ -65,16 +66,26 @@ def apply_machines(client: KubeClient, paths: Iterable[Path]) -> list[str]:
     """Create or update a StateMachine object for every document in the files under `paths`.
 
     The engine judges each one and says on its status whether it is accepted; an
-    invalid machine is still applied (its status says why it is refused), so one
-    bad file never keeps the others out. The names applied.
+    invalid machine is still applied (its status says why it is refused). A file
+    that is not YAML, or a document the API server refuses (its CRD's schema), is
+    logged with the reason and skipped: one bad file never keeps the others out.
+    The names applied.
     """
     names: list[str] = []
     for path in definition_files(paths):
         if not isinstance(path, Path):
             raise FileNotFoundError(str(path))
-        for document in yaml.safe_load_all(path.read_text()):
+        try:
+            documents = list(yaml.safe_load_all(path.read_text()))
+        except (OSError, yaml.YAMLError) as exc:
+            logger.error(f"{path}: not applied, it cannot be read as YAML: {exc}")
+            continue
+        for document in documents:
             if isinstance(document, dict) and document.get("kind") == STATE_MACHINES.kind:
-                names.append(_create_or_update(client, document))
+                try:
+                    names.append(_create_or_update(client, document))
+                except Invalid as exc:
+                    logger.error(f"{path}: StateMachine not applied: {exc}")
     return names
 
 
