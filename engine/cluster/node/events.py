@@ -1,12 +1,17 @@
 """Events the node posts about pods (source component `jobmachine-node`), as a kubelet does.
 
-An event posted `once` has a name derived from the pod's uid, so a restarted
-node asking again is answered AlreadyExists and nothing is repeated. Failing to
-post an event is logged and never stops the pod.
+An event about one container names it in `involvedObject.fieldPath`
+(`spec.containers{main}`), as the kubelet's do. An event identical to one already posted for
+the same pod (same container, type, reason and message) is counted instead (`count` and
+`lastTimestamp` patched), as client-go's event correlator does for the kubelet, so
+`kubectl describe` reads "(x3 over 40s)". An event posted `once` has a name derived from the
+pod's uid, so a restarted node asking again is answered AlreadyExists and nothing is
+repeated. Failing to post an event is logged and never stops the pod.
 """
 
 from __future__ import annotations
 
+import threading
 import uuid
 from collections.abc import Mapping
 from typing import Any
@@ -18,22 +23,32 @@ from engine.cluster.node.times import now
 
 COMPONENT = "jobmachine-node"
 
+# (pod uid, fieldPath, type, reason, message) of an event already posted.
+_Key = tuple[str, str, str, str, str]
+
+
+def field_path(container: str, *, init: bool) -> str:
+    """How an event points at one container of its pod."""
+    return f"spec.{'initContainers' if init else 'containers'}{{{container}}}"
+
 
 def event_body(pod: Mapping[str, Any], *, node: str, reason: str, message: str, kind: str,
-               name: str, at: str) -> dict[str, Any]:
+               name: str, at: str, path: str = "") -> dict[str, Any]:
     metadata = pod["metadata"]
+    involved = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "name": metadata["name"],
+        "namespace": metadata["namespace"],
+        "uid": metadata.get("uid"),
+        "resourceVersion": metadata.get("resourceVersion"),
+        **({"fieldPath": path} if path else {}),
+    }
     return {
         "apiVersion": "v1",
         "kind": "Event",
         "metadata": {"name": name, "namespace": metadata["namespace"]},
-        "involvedObject": {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "name": metadata["name"],
-            "namespace": metadata["namespace"],
-            "uid": metadata.get("uid"),
-            "resourceVersion": metadata.get("resourceVersion"),
-        },
+        "involvedObject": involved,
         "reason": reason,
         "message": message,
         "type": kind,
@@ -52,18 +67,55 @@ class EventPoster:
     def __init__(self, api: NodeApi, node: str) -> None:
         self._api = api
         self._node = node
+        self._lock = threading.Lock()
+        # Events posted per key: their name and count (forgotten with their pod).
+        self._posted: dict[_Key, tuple[str, int]] = {}
 
     def post(self, pod: Mapping[str, Any], reason: str, message: str, *,
-             kind: str = "Normal", once: bool = False) -> None:
+             kind: str = "Normal", once: bool = False, path: str = "") -> None:
         metadata = pod["metadata"]
+        key = (str(metadata.get("uid")), path, kind, reason, message)
+        with self._lock:
+            seen = self._posted.get(key)
+        if seen is not None and (once or self._count(pod, key, *seen)):
+            return
         suffix = f"{metadata.get('uid')}.{reason.lower()}" if once else uuid.uuid4().hex[:16]
         body = event_body(pod, node=self._node, reason=reason, message=message, kind=kind,
-                          name=f"{metadata['name'][:200].rstrip('-.')}.{suffix}", at=now())
+                          name=f"{metadata['name'][:200].rstrip('-.')}.{suffix}", at=now(),
+                          path=path)
         try:
             self._api.post(f"/api/v1/namespaces/{metadata['namespace']}/events", body)
         except ApiError as exc:
-            if once and exc.status == 409:
-                return
-            logger.bind(pod=f"{metadata['namespace']}/{metadata['name']}").warning(
-                f"could not post event {reason}: {exc}"
-            )
+            if not (once and exc.status == 409):
+                self._warn(pod, reason, exc)
+            return
+        with self._lock:
+            self._posted[key] = (body["metadata"]["name"], 1)
+
+    def _count(self, pod: Mapping[str, Any], key: _Key, name: str, count: int) -> bool:
+        """Count one more occurrence of a posted event; False when it is gone (post anew)."""
+        namespace = pod["metadata"]["namespace"]
+        try:
+            self._api.merge_patch(f"/api/v1/namespaces/{namespace}/events/{name}",
+                                  {"count": count + 1, "lastTimestamp": now()})
+        except ApiError as exc:
+            if exc.status != 404:
+                self._warn(pod, key[3], exc)
+                return True
+            return False
+        with self._lock:
+            self._posted[key] = (name, count + 1)
+        return True
+
+    def forget(self, uid: str) -> None:
+        """Drop what is known of a deleted pod's events."""
+        with self._lock:
+            for key in [k for k in self._posted if k[0] == uid]:
+                del self._posted[key]
+
+    @staticmethod
+    def _warn(pod: Mapping[str, Any], reason: str, exc: ApiError) -> None:
+        metadata = pod["metadata"]
+        logger.bind(pod=f"{metadata['namespace']}/{metadata['name']}").warning(
+            f"could not post event {reason}: {exc}"
+        )

@@ -19,6 +19,7 @@ from loguru import logger
 from engine.cluster.node import leftovers, phases
 from engine.cluster.node.api import ApiError, NodeApi, pod_path
 from engine.cluster.node.attempts import AttemptCounter
+from engine.cluster.node.backoff import RestartBackoff
 from engine.cluster.node.events import EventPoster
 from engine.cluster.node.isolation import MountIsolation
 from engine.cluster.node.layout import NodeFiles
@@ -53,12 +54,17 @@ class LocalNode:
         mode: Mode = "process",
         name: str = "jobmachine-local",
         heartbeat_s: float = 10.0,
+        restart_backoff: RestartBackoff | None = None,
     ) -> None:
+        """`restart_backoff`: how containers restarted in place back off; by default the
+        kubelet's (10 s doubling up to 5 min), or what the node's environment variables
+        JOBMACHINE_NODE_RESTART_BACKOFF_S and ..._MAX_S say."""
         if mode not in ("process", "simulate"):
             raise ValueError(f"node mode must be 'process' or 'simulate', not {mode!r}")
         self.name = name
         self.mode = mode
         self._heartbeat_s = heartbeat_s
+        self._restart_backoff = restart_backoff or RestartBackoff.from_env()
         self._api = NodeApi(url, token, ca_file)
         self._files = NodeFiles(logs_dir=logs_dir, state_dir=state_dir)
         self._events = EventPoster(self._api, name)
@@ -180,7 +186,8 @@ class LocalNode:
             worker = self._workers.get(str(metadata["uid"]))
             if worker is None and not terminal and not self._stopping.is_set():
                 worker = PodWorker(pod, runtime=self._runtime, api=self._api,
-                                   events=self._events)
+                                   events=self._events, files=self._files,
+                                   restart_backoff=self._restart_backoff)
                 self._workers[str(metadata["uid"])] = worker
                 worker.start()
                 return
@@ -202,6 +209,7 @@ class LocalNode:
                        for p in self._pods.objects())
         self._files.remove_pod(namespace, name, uid, logs=not replaced)
         self._attempts.forget_pod(namespace, name, uid)
+        self._events.forget(uid)
 
     def _read_sources(self, namespace: str, refs: Iterable[SourceRef]) -> Sources:
         """The ConfigMaps and Secrets a container refers to, read fresh (a newly started

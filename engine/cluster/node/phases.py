@@ -2,9 +2,8 @@
 
 Ported from the kubelet (`getPhase`, `GeneratePodInitializedCondition`,
 `GenerateContainersReadyCondition`) so a pod run by the local node reads as one
-run by a real node. Restarts back off 1 s doubling up to 30 s (the kubelet's
-CrashLoopBackOff is 10 s doubling up to 5 min; shorter here so local jobs and
-tests move quickly), and the back-off resets once an attempt ran for 60 s.
+run by a real node: a container waiting to restart keeps the phase Running and makes
+ContainersReady and Ready False. When a restart happens is backoff.py's.
 """
 
 from __future__ import annotations
@@ -13,11 +12,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 Status = Mapping[str, Any]
-
-BACKOFF_BASE_S = 1.0
-BACKOFF_CAP_S = 30.0
-# An attempt that ran this long without exiting resets the back-off (twice the cap).
-BACKOFF_RESET_S = 2 * BACKOFF_CAP_S
 
 TERMINAL_PHASES = ("Succeeded", "Failed")
 
@@ -62,11 +56,6 @@ def should_restart(restart_policy: str, exit_code: int) -> bool:
     if restart_policy == "Always":
         return True
     return restart_policy == "OnFailure" and exit_code != 0
-
-
-def restart_delay(level: int) -> float:
-    """Seconds to wait before the restart that follows `level` earlier consecutive restarts."""
-    return min(BACKOFF_CAP_S, BACKOFF_BASE_S * float(2 ** min(level, 16)))
 
 
 def _by_name(statuses: Sequence[Status]) -> dict[str, Status]:

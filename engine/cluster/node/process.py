@@ -2,11 +2,12 @@
 their own process group, with output appended to the container's log file.
 
 The process starts in a private mount namespace (isolation.py, mounts.py) where the
-pod's generated hosts file is its /etc/hosts and its volumes are mounted at their
-mountPaths; it runs in `workingDir` or else a per-pod directory, and inherits the
-node's own environment under the container's variables (so `python` and virtualenvs
-are found as in the shell that started the node). When the group leader exits the
-rest of its group is killed, as a container's processes end with its main one.
+pod's generated hosts file is its /etc/hosts, its volumes are mounted at their
+mountPaths and a file of the node's at its terminationMessagePath; it runs in
+`workingDir` or else a per-pod directory, and inherits the node's own environment under
+the container's variables (so `python` and virtualenvs are found as in the shell that
+started the node). When the group leader exits the rest of its group is killed, as a
+container's processes end with its main one.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import contextlib
 import os
 import shutil
 import signal
+import stat
 import subprocess
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -42,6 +44,7 @@ from engine.cluster.node.runtime import (
     Launch,
 )
 from engine.cluster.node.sources import Sources
+from engine.cluster.node.termination import MAX_MESSAGE_BYTES, message_path, read_tail
 from engine.cluster.node.volume_files import VolumeNotReadyError, prepare_volumes, volume_binds
 from engine.cluster.node.volumes import absolute, volume_contents
 
@@ -57,9 +60,10 @@ class ProcessAttempt:
     """A started process group; a thread waits for it and wakes the pod worker."""
 
     def __init__(self, popen: subprocess.Popen[bytes], *, record: Path,
-                 wake: Callable[[], None]) -> None:
+                 wake: Callable[[], None], message_file: Path | None) -> None:
         self._popen = popen
         self._record = record
+        self._message_file = message_file
         self._wake = wake
         self._code: int | None = None
         self.container_id = f"jobmachine-process://{popen.pid}"
@@ -84,6 +88,11 @@ class ProcessAttempt:
     def deadline(self) -> float | None:
         return None
 
+    def written_message(self) -> bytes | None:
+        if self._message_file is None:
+            return None
+        return read_tail(self._message_file, MAX_MESSAGE_BYTES)
+
     def terminate(self) -> None:
         if self._code is None:
             self._signal(signal.SIGTERM)
@@ -97,6 +106,15 @@ def _failure(log: Path, reason: str, message: str, exit_code: int) -> ContainerS
     with open(log, "a") as stream:
         stream.write(f"jobmachine local node: cannot start the container: {message}\n")
     return ContainerStartError(reason, message, exit_code=exit_code)
+
+
+def _empty_message_file(path: Path) -> None:
+    """A new, empty termination message file for an attempt, writable whatever user the
+    process runs as (the kubelet creates one per container instance, mode 0666)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(b"")
+    path.chmod(stat.S_IRUSR | stat.S_IWUSR | stat.S_IRGRP | stat.S_IWGRP | stat.S_IROTH
+               | stat.S_IWOTH)
 
 
 def _check_executable(program: str, *, cwd: Path, path: str | None,
@@ -144,7 +162,7 @@ class ProcessRuntime:
         sources = read_sources(self._sources, pod, container)
         try:
             config, binds = self._config(pod, container, sources)
-            isolated = self._isolated(pod, binds)
+            isolated = self._isolated(pod, container, binds)
         except ContainerConfigError as exc:
             raise _failure(self._begin_log(launch), exc.reason, str(exc),
                            CONFIG_ERROR_EXIT_CODE) from exc
@@ -154,15 +172,17 @@ class ProcessRuntime:
         problem = _check_executable(config.argv[0], cwd=cwd, path=env.get("PATH"), binds=binds)
         if problem:
             raise _failure(log, "StartError", problem, START_ERROR_EXIT_CODE)
-        argv = config.argv
+        argv, message_file = config.argv, None
         if isolated is not None:
-            entry, plan = isolated
+            entry, plan, message_file = isolated
             write_hosts_file(self._files.hosts_file(metadata["uid"]),
                              hosts_text(pod, self._services(metadata["namespace"])))
             scratch = self._files.scratch_dir(metadata["uid"])
             scratch.mkdir(parents=True, exist_ok=True)
+            if message_file is not None:
+                _empty_message_file(message_file)
             argv = namespace_command(entry, plan, argv, scratch=scratch, workdir=view)
-        attempt = self._spawn(launch, argv, env=env, cwd=cwd, log=log)
+        attempt = self._spawn(launch, argv, env=env, cwd=cwd, log=log, message_file=message_file)
         for message in config.warnings:
             launch.warn("InvalidEnvironmentVariableNames", message)
         return attempt
@@ -185,30 +205,47 @@ class ProcessRuntime:
         config = resolve(pod, container, sources)
         return config, volume_binds(directories, config.mounts, contents)
 
-    def _isolated(self, pod: Mapping[str, Any], binds: list[Bind]
-                  ) -> tuple[Entry, MountPlan] | None:
-        """How to start the process with its hosts file and volumes; None: as it is, when
-        no private mount namespace can be had here and no volume needs one."""
+    def _isolated(self, pod: Mapping[str, Any], container: Mapping[str, Any], binds: list[Bind]
+                  ) -> tuple[Entry, MountPlan, Path | None] | None:
+        """How to start the process with its hosts file, volumes and termination message file
+        (the file, when it has one); None: as it is, when no private mount namespace can be
+        had here and no volume needs one."""
         entry = self._isolation.entry()
         if entry is None:
             if binds:
                 raise config_waiting(f"volume mount {binds[0].target} needs a private mount "
                                      "namespace, which is not available here")
             return None
+        uid = pod["metadata"]["uid"]
         # The kubelet leaves /etc/hosts alone when a container mounts a volume there.
         hosts = [] if any(str(b.target) == HOSTS_PATH for b in binds) else [
-            Bind(self._files.hosts_file(pod["metadata"]["uid"]), PurePosixPath(HOSTS_PATH),
-                 directory=False)]
+            Bind(self._files.hosts_file(uid), PurePosixPath(HOSTS_PATH), directory=False)]
+        target = message_path(container)
+        message = None if any(b.target == target for b in binds) else Bind(
+            self._files.termination_file(uid, str(container.get("name"))), target,
+            directory=False)
+        plan, message = self._plan([*hosts, *binds], message)
+        return entry, plan, message.source if message else None
+
+    def _plan(self, binds: list[Bind], message: Bind | None) -> tuple[MountPlan, Bind | None]:
+        """The mounts, with the termination message file where it can be had (a path that
+        needs covering where covering is not available, or that cannot be mounted, leaves
+        the container without the file rather than holding it back)."""
+        if message is not None:
+            with contextlib.suppress(MountPlanError):
+                plan = plan_mounts([*binds, message], inspect)
+                if not plan.covers or self._isolation.covers():
+                    return plan, message
         try:
-            plan = plan_mounts([*hosts, *binds], inspect)
+            plan = plan_mounts(binds, inspect)
         except MountPlanError as exc:
             raise ContainerConfigError(str(exc)) from exc
         if plan.covers and not self._isolation.covers():
             raise config_waiting(f"volume mount {_first_covered(plan)}")
-        return entry, plan
+        return plan, None
 
     def _spawn(self, launch: Launch, argv: list[str], *, env: dict[str, str], cwd: Path,
-               log: Path) -> ProcessAttempt:
+               log: Path, message_file: Path | None) -> ProcessAttempt:
         metadata = launch.pod["metadata"]
         try:
             with open(log, "ab") as output:
@@ -220,7 +257,7 @@ class ProcessRuntime:
             raise _failure(log, "StartError", str(exc), START_ERROR_EXIT_CODE) from exc
         name = f"{metadata['uid']}-{launch.container.get('name')}"
         record = leftovers.record(self._files.processes_dir, name, popen.pid)
-        return ProcessAttempt(popen, record=record, wake=launch.wake)
+        return ProcessAttempt(popen, record=record, wake=launch.wake, message_file=message_file)
 
     def _working_dir(self, pod: Mapping[str, Any], container: Mapping[str, Any],
                      binds: Sequence[Bind], log: Path) -> tuple[PurePosixPath, Path]:

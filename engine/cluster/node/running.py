@@ -7,15 +7,17 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from engine.cluster.apiserver.serve import RunningApiServer
+from engine.cluster.node.backoff import RestartBackoff
 from engine.cluster.node.node import LocalNode, Mode
 
 
 @contextmanager
 def running_node(
-    server: RunningApiServer, *, mode: Mode = "process", state_dir: Path | None = None
+    server: RunningApiServer, *, mode: Mode = "process", state_dir: Path | None = None,
+    restart_backoff: RestartBackoff | None = None,
 ) -> Iterator[LocalNode]:
     """Start a node against `server` (state kept in `state_dir`, by default the server's data
-    directory's `node/`), stop it on exit."""
+    directory's `node/`; `restart_backoff` as for LocalNode), stop it on exit."""
     node = LocalNode(
         url=server.url,
         token=server.token,
@@ -23,6 +25,7 @@ def running_node(
         logs_dir=server.logs_dir,
         state_dir=state_dir or server.data_dir / "node",
         mode=mode,
+        restart_backoff=restart_backoff,
     )
     node.start()
     try:

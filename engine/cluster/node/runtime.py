@@ -75,6 +75,10 @@ class Attempt(Protocol):
     def deadline(self) -> float | None:
         """The monotonic instant it ends by itself, when known in advance."""
 
+    def written_message(self) -> bytes | None:
+        """Once it ended: what it wrote at its terminationMessagePath (the file's last
+        termination.MAX_MESSAGE_BYTES), None when it had no such file."""
+
     def terminate(self) -> None:
         """SIGTERM: ask it to end."""
 

@@ -3,8 +3,10 @@
 `sim.jobmachine.dev/exit-codes: "137,0"` gives the first container's exit code
 per attempt (the last one repeats), `sim.jobmachine.dev/exit-codes.NAME` the
 container NAME's (it wins over the first form), and
-`sim.jobmachine.dev/run-seconds` how long every attempt runs. This makes tests
-and demos deterministic without running anything.
+`sim.jobmachine.dev/run-seconds` how long every attempt runs, and
+`sim.jobmachine.dev/termination-message` (`.NAME` for the container NAME) what
+every attempt writes at its terminationMessagePath. This makes tests and demos
+deterministic without running anything.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Any
 PREFIX = "sim.jobmachine.dev/"
 EXIT_CODES = PREFIX + "exit-codes"
 RUN_SECONDS = PREFIX + "run-seconds"
+TERMINATION_MESSAGE = PREFIX + "termination-message"
 DEFAULT_RUN_SECONDS = 0.2
 
 
@@ -27,16 +30,18 @@ def _annotations(pod: Mapping[str, Any]) -> Mapping[str, Any]:
     return (pod.get("metadata") or {}).get("annotations") or {}
 
 
-def _codes_annotation(pod: Mapping[str, Any], container: str) -> tuple[str, str] | None:
-    """(annotation key, value) that gives this container's exit codes, if any."""
+def _container_annotation(pod: Mapping[str, Any], key: str, container: str
+                          ) -> tuple[str, str] | None:
+    """(annotation key, value) of `key` for this container, if any: `KEY.NAME`, else the plain
+    `KEY` for the pod's first container."""
     annotations = _annotations(pod)
-    named = f"{EXIT_CODES}.{container}"
+    named = f"{key}.{container}"
     if named in annotations:
         return named, str(annotations[named])
     containers = (pod.get("spec") or {}).get("containers") or ()
     first = containers[0].get("name") if containers else None
-    if container == first and EXIT_CODES in annotations:
-        return EXIT_CODES, str(annotations[EXIT_CODES])
+    if container == first and key in annotations:
+        return key, str(annotations[key])
     return None
 
 
@@ -61,7 +66,7 @@ def parse_exit_codes(key: str, text: str) -> list[int]:
 
 def exit_code(pod: Mapping[str, Any], container: str, attempt: int) -> int:
     """The exit code of the container's `attempt` (1-based); 0 without annotation."""
-    found = _codes_annotation(pod, container)
+    found = _container_annotation(pod, EXIT_CODES, container)
     if found is None:
         return 0
     codes = parse_exit_codes(*found)
@@ -84,3 +89,9 @@ def run_seconds(pod: Mapping[str, Any]) -> float:
             f'annotation {RUN_SECONDS}: "{text}" is not a finite, non-negative number of seconds'
         )
     return seconds
+
+
+def termination_message(pod: Mapping[str, Any], container: str) -> str | None:
+    """What each attempt of the container writes at its terminationMessagePath, if anything."""
+    found = _container_annotation(pod, TERMINATION_MESSAGE, container)
+    return found[1] if found else None

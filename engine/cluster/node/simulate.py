@@ -3,6 +3,7 @@
 Each attempt is numbered by the persisted attempt counter (so recreated pods
 continue the sequence), writes one line to the container's log, and ends by
 itself after the run time; SIGTERM and SIGKILL end it at once with 143 and 137.
+What it writes at its terminationMessagePath comes from an annotation too.
 A node restarted while an attempt ran restarts that attempt's timer. Nothing runs, so
 volumes are not set up; but a container whose ConfigMap or Secret is missing waits for
 it, as in process mode (container_config.py).
@@ -21,6 +22,7 @@ from engine.cluster.node.attempts import AttemptCounter, counter_key
 from engine.cluster.node.container_config import SourceReader, check_sources, read_sources
 from engine.cluster.node.layout import NodeFiles
 from engine.cluster.node.runtime import CONFIG_ERROR_EXIT_CODE, ContainerStartError, Launch
+from engine.cluster.node.termination import MAX_MESSAGE_BYTES
 
 SIGTERM_EXIT_CODE = 143
 SIGKILL_EXIT_CODE = 137
@@ -29,7 +31,8 @@ SIGKILL_EXIT_CODE = 137
 class SimulatedAttempt:
     """An attempt that ends with `code` after `seconds`, unless signalled first."""
 
-    def __init__(self, code: int, seconds: float, *, log: Path, number: int) -> None:
+    def __init__(self, code: int, seconds: float, *, log: Path, number: int,
+                 message: str | None) -> None:
         self.container_id = f"jobmachine-simulated://{uuid.uuid4().hex}"
         self._code = code
         self._deadline = time.monotonic() + seconds
@@ -38,6 +41,7 @@ class SimulatedAttempt:
         # The file this attempt wrote to; a pod recreated under the same name has another.
         self._log_inode = log.stat().st_ino
         self._number = number
+        self._message = message
 
     def exit_code(self) -> int | None:
         if self._signalled is not None:
@@ -46,6 +50,11 @@ class SimulatedAttempt:
 
     def deadline(self) -> float | None:
         return None if self._signalled is not None else self._deadline
+
+    def written_message(self) -> bytes | None:
+        if self._message is None:
+            return None
+        return self._message.encode("utf-8")[-MAX_MESSAGE_BYTES:]
 
     def _signal(self, code: int, name: str) -> None:
         if self.exit_code() is not None:
@@ -108,4 +117,5 @@ class SimulatedRuntime:
             stream.write(
                 f"simulated attempt {number}: exit code {code} after {seconds:g}s{restarted}\n"
             )
-        return SimulatedAttempt(code, seconds, log=log, number=number)
+        return SimulatedAttempt(code, seconds, log=log, number=number,
+                                message=sim_annotations.termination_message(pod, name))

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engine.cluster.node import phases
+from engine.cluster.node.backoff import Window
 from engine.cluster.node.runtime import Attempt
 
 
@@ -24,11 +25,14 @@ class Slot:
     attempt: Attempt | None = None
     container_id: str = ""
     started_at: str = ""
-    started_mono: float = 0.0
+    # Monotonic instant the last attempt ended.
+    finished_mono: float = 0.0
+    # It exited and starts again (at `due`) in place.
+    restart_pending: bool = False
     # Monotonic instant from which a waiting container may start.
     due: float = 0.0
-    # Consecutive restarts so far: the level of the next back-off.
-    backoff: int = 0
+    # Its CrashLoopBackOff window, once it was restarted.
+    backoff: Window | None = None
     # Failed tries to create the container since it last started (a missing ConfigMap...):
     # the level of the next retry delay, and the last Warning event posted about it.
     config_tries: int = 0
@@ -41,6 +45,11 @@ class Slot:
     @property
     def waiting(self) -> bool:
         return "waiting" in self.state
+
+    @property
+    def startable(self) -> bool:
+        """Not running, and waiting to be created or to restart."""
+        return self.attempt is None and (self.waiting or self.restart_pending)
 
     @property
     def succeeded(self) -> bool:
@@ -59,7 +68,8 @@ class Slot:
             "image": str(self.spec.get("image") or ""),
             "imageID": "",
         }
-        if self.container_id and not self.waiting:
+        # Kept while it waits to restart, as the kubelet keeps the exited container's ID.
+        if self.container_id:
             body["containerID"] = self.container_id
         return body
 

@@ -3,6 +3,7 @@ statuses, from its container records; pure.
 
 Written with a JSON merge patch of `status` (lists are replaced whole), so the
 conditions other writers set (PodScheduled from binding) are carried over here.
+Termination messages are cut to the pod's budget on the way, as the kubelet writes them.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from engine.cluster.node import phases
+from engine.cluster.node import phases, termination
 from engine.cluster.node.env import POD_IP
 from engine.cluster.node.slots import Slot
 
@@ -34,8 +35,9 @@ def pod_status(
 ) -> dict[str, Any]:
     """The full status to write; `written` is the one last written (for transition times)."""
     spec = pod.get("spec") or {}
-    init_statuses = [slot.status() for slot in slots if slot.init]
-    statuses = [slot.status() for slot in slots if not slot.init]
+    budget = len(slots)
+    init_statuses = termination.fit_pod_budget([s.status() for s in slots if s.init], budget)
+    statuses = termination.fit_pod_budget([s.status() for s in slots if not s.init], budget)
     phase = phases.pod_phase(spec, init_statuses, statuses, terminal=terminal)
     computed = phases.pod_conditions(spec, init_statuses, statuses, phase)
     status: dict[str, Any] = {

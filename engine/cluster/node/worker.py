@@ -1,8 +1,9 @@
 """One pod's life on the node, in its own thread: init containers in order, then the containers,
-restarts in place per restartPolicy with back-off, containers that cannot be created yet
-(a missing ConfigMap or Secret) kept waiting and tried again, status after every change, and
-graceful deletion (SIGTERM, the grace period, SIGKILL, final status, then the zero-grace
-DELETE that tells the API server the pod is gone from the node).
+restarts in place per restartPolicy with the kubelet's CrashLoopBackOff (backoff.py), each
+exit's termination message (termination.py), containers that cannot be created yet (a
+missing ConfigMap or Secret) kept waiting and tried again, the kubelet's container events,
+status after every change, and graceful deletion (SIGTERM, the grace period, SIGKILL, final
+status, then the zero-grace DELETE that tells the API server the pod is gone from the node).
 
 The thread sleeps until something happens (a process exits, a simulated attempt
 or a back-off is due, the pod changes), so idle pods cost nothing.
@@ -16,11 +17,14 @@ from typing import Any
 
 from loguru import logger
 
-from engine.cluster.node import phases
+from engine.cluster.node import backoff, phases, termination
 from engine.cluster.node.api import ApiError, NodeApi, pod_path
-from engine.cluster.node.events import EventPoster
+from engine.cluster.node.backoff import RestartBackoff
+from engine.cluster.node.events import EventPoster, field_path
+from engine.cluster.node.layout import NodeFiles
 from engine.cluster.node.runtime import (
     START_ERROR_EXIT_CODE,
+    Attempt,
     ContainerStartError,
     ContainerWaitingError,
     Launch,
@@ -77,7 +81,7 @@ class PodWorker:
     """Runs one pod bound to this node until it is terminal, deleted, or the node stops."""
 
     def __init__(self, pod: dict[str, Any], *, runtime: Runtime, api: NodeApi,
-                 events: EventPoster) -> None:
+                 events: EventPoster, files: NodeFiles, restart_backoff: RestartBackoff) -> None:
         metadata = pod["metadata"]
         self._pod = pod
         self._uid = str(metadata["uid"])
@@ -85,6 +89,8 @@ class PodWorker:
         self._runtime = runtime
         self._api = api
         self._events = events
+        self._files = files
+        self._backoff = restart_backoff
         self._log = logger.bind(pod=f"{metadata['namespace']}/{metadata['name']}")
         self._wake = threading.Event()
         self._halted = threading.Event()
@@ -153,7 +159,6 @@ class PodWorker:
                              message="the local node restarted; the container's process was lost")
             else:
                 slot.attempt = attempt
-                slot.started_mono = time.monotonic()
 
     def _lifecycle(self) -> None:
         while not self._halted.is_set():
@@ -177,41 +182,54 @@ class PodWorker:
 
     def _collect(self) -> None:
         for slot in self._slots:
-            code = slot.attempt.exit_code() if slot.attempt is not None else None
-            if code is not None:
-                self._finish(slot, code)
+            attempt = slot.attempt
+            code = attempt.exit_code() if attempt is not None else None
+            if attempt is not None and code is not None:
+                self._finish(slot, code, message=self._message(slot, attempt, code))
+
+    def _message(self, slot: Slot, attempt: Attempt, code: int) -> str | None:
+        """The exited attempt's termination message (its log is read only when needed)."""
+        metadata = self._pod["metadata"]
+        log = self._files.log(metadata["namespace"], metadata["name"], slot.name)
+        return termination.container_message(
+            slot.spec, exit_code=code, written=attempt.written_message(),
+            log_end=lambda: termination.read_tail(log, termination.MAX_LOG_BYTES + 1))
 
     def _finish(self, slot: Slot, code: int, *, reason: str | None = None,
                 message: str | None = None) -> None:
-        """The container's attempt ended: terminated, or waiting for its restart."""
-        ended = phases.terminated(code, started_at=slot.started_at or None, finished_at=now(),
-                                  reason=reason, message=message,
-                                  container_id=slot.container_id or None)
-        slot.attempt = None
-        if time.monotonic() - slot.started_mono >= phases.BACKOFF_RESET_S:
-            slot.backoff = 0
+        """The container's attempt ended: terminated for good, started again at once, or
+        waiting in CrashLoopBackOff, as the kubelet decides."""
+        finished = time.monotonic()
+        slot.state = phases.terminated(code, started_at=slot.started_at or None,
+                                       finished_at=now(), reason=reason, message=message,
+                                       container_id=slot.container_id or None)
+        slot.attempt, slot.finished_mono = None, finished
         policy = "OnFailure" if slot.init and self._policy == "Always" else self._policy
         if self._deleting or not phases.should_restart(policy, code):
-            slot.state = ended
             return
-        delay = phases.restart_delay(slot.backoff)
-        slot.backoff += 1
-        slot.last_state = ended
-        slot.due = time.monotonic() + delay
         metadata = self._pod["metadata"]
-        slot.state = phases.waiting(
-            "CrashLoopBackOff",
-            f"back-off {delay:g}s restarting failed container={slot.name} "
-            f"pod={metadata['name']}_{metadata['namespace']}({self._uid})",
-        )
+        self._files.keep_as_previous(metadata["namespace"], metadata["name"], slot.name)
+        slot.last_state, slot.restart_pending = slot.state, True
+        wait = backoff.wait_s(self._backoff, slot.backoff, finished_at=finished, now=finished)
+        slot.due = finished + wait
+        if wait > 0 and slot.backoff is not None:
+            slot.state = phases.waiting(
+                "CrashLoopBackOff", backoff.waiting_message(slot.backoff, slot.name, metadata))
+            self._container_event(slot, "BackOff", backoff.event_message(slot.name, metadata),
+                                  kind="Warning")
+
+    def _container_event(self, slot: Slot, reason: str, message: str, *,
+                         kind: str = "Normal") -> None:
+        self._events.post(self._pod, reason, message, kind=kind,
+                          path=field_path(slot.name, init=slot.init))
 
     def _startable(self) -> list[Slot]:
         """Containers that start when due: the first unfinished init container, else every
-        waiting container."""
+        waiting or exited container to be started again."""
         for slot in self._slots:
             if slot.init and not slot.succeeded:
-                return [slot] if slot.waiting and slot.attempt is None else []
-        return [s for s in self._slots if not s.init and s.waiting and s.attempt is None]
+                return [slot] if slot.startable else []
+        return [s for s in self._slots if not s.init and s.startable]
 
     def _start_due(self) -> None:
         while True:
@@ -242,9 +260,14 @@ class PodWorker:
             slot.config_event = event
 
     def _begin_attempt(self, slot: Slot, started_at: str, started_mono: float) -> None:
-        """The runtime tried to create the container: an attempt counts from here."""
+        """The runtime tried to create the container: an attempt counts from here, and a
+        restart moves its back-off window on."""
+        if slot.attempts:
+            slot.backoff = backoff.restarted(self._backoff, slot.backoff,
+                                             finished_at=slot.finished_mono or started_mono,
+                                             now=started_mono)
         slot.attempts += 1
-        slot.started_at, slot.started_mono = started_at, started_mono
+        slot.started_at, slot.restart_pending = started_at, False
         slot.container_id = ""
         slot.config_tries, slot.config_event = 0, None
 
@@ -271,6 +294,8 @@ class PodWorker:
         slot.attempt = attempt
         slot.container_id = attempt.container_id
         slot.state = phases.running(slot.started_at)
+        self._container_event(slot, "Created", f"Created container {slot.name}")
+        self._container_event(slot, "Started", f"Started container {slot.name}")
 
     def _publish(self, *, terminal: bool) -> bool:
         """Write the status if it changed; False when the write failed (retried later)."""
@@ -321,6 +346,7 @@ class PodWorker:
                         f"(grace period {self._grace():g}s)")
         for slot in self._running():
             if slot.attempt is not None:
+                self._container_event(slot, "Killing", f"Stopping container {slot.name}")
                 slot.attempt.terminate()
         self._collect()
         self._wait_for_exits(time.monotonic() + self._grace(), shortened=True)

@@ -2,26 +2,29 @@
 
 Every test gets a fresh in-memory server (TLS, as `jobmachine up` serves it),
 the official `kubernetes` client configured from its kubeconfig, and a node
-whose state lives in the test's temporary directory; all are stopped at the
+whose state lives in the test's temporary directory, restarting containers with
+the kubelet's rules on shorter delays (FAST_BACKOFF); all are stopped at the
 end of the test.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from kubernetes import client, config
+from kubernetes import client, config, watch
 
 from engine.cluster import running_apiserver
 from engine.cluster.apiserver.serve import RunningApiServer
-from engine.cluster.node import LocalNode, running_node
+from engine.cluster.node import LocalNode, RestartBackoff, running_node
 from engine.cluster.node.node import Mode
 from tests.polling import eventually
 
 NS = "default"
+# The kubelet's back-off rules on a 0.5 s window doubling up to 2 s.
+FAST_BACKOFF = RestartBackoff(initial_s=0.5, max_s=2.0)
 
 
 def pod(name: str, *containers: dict[str, Any], annotations: dict[str, str] | None = None,
@@ -36,6 +39,25 @@ def pod(name: str, *containers: dict[str, Any], annotations: dict[str, str] | No
             **spec,
         },
     }
+
+
+def story(versions: list[dict[str, Any]], container: str = "main"
+          ) -> list[tuple[str, str, int]]:
+    """(phase, container state, restartCount) through a pod's versions, repeats dropped; the
+    state reads as kubectl's STATUS column would (running, CrashLoopBackOff, Completed...)."""
+    told: list[tuple[str, str, int]] = []
+    for version in versions:
+        status = version.get("status") or {}
+        found = [c for c in status.get("containerStatuses") or () if c["name"] == container]
+        if not found:
+            continue
+        state = found[0]["state"]
+        kind = next(iter(state))
+        line = (status["phase"], (state[kind] or {}).get("reason") or kind,
+                found[0]["restartCount"])
+        if not told or told[-1] != line:
+            told.append(line)
+    return told
 
 
 class Cluster:
@@ -93,6 +115,21 @@ class Cluster:
                 return ""
             raise
 
+    def history(self, name: str, since: str, until: Callable[[dict[str, Any]], bool],
+                timeout: int = 30) -> list[dict[str, Any]]:
+        """Every version of the pod written after resourceVersion `since`, up to the first
+        one for which `until` holds."""
+        seen: list[dict[str, Any]] = []
+        stream = watch.Watch()
+        for event in stream.stream(self.core.list_namespaced_pod, NS, resource_version=since,
+                                   field_selector=f"metadata.name={name}",
+                                   timeout_seconds=timeout):
+            seen.append(self.api.sanitize_for_serialization(event["object"]))
+            if until(seen[-1]):
+                stream.stop()
+                return seen
+        raise AssertionError(f"pod {name} did not get there within {timeout}s: {seen[-1:]}")
+
     def events(self, name: str) -> list[Any]:
         listed = self.core.list_namespaced_event(
             NS, field_selector=f"involvedObject.name={name}")
@@ -117,7 +154,8 @@ def api(server: RunningApiServer) -> Iterator[client.ApiClient]:
 def _cluster(server: RunningApiServer, api: client.ApiClient, tmp_path: Path, mode: Mode
              ) -> Iterator[Cluster]:
     state_dir = tmp_path / "node"
-    with running_node(server, mode=mode, state_dir=state_dir) as node:
+    with running_node(server, mode=mode, state_dir=state_dir,
+                      restart_backoff=FAST_BACKOFF) as node:
         yield Cluster(server, client.CoreV1Api(api), api, node, state_dir)
 
 

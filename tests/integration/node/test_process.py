@@ -1,15 +1,19 @@
-"""Process pods: commands run as local processes with the pod's env, logs, restarts, deletion
-and name resolution of Services."""
+"""Process pods: commands run as local processes with the pod's env, logs, restarts in place,
+termination messages, deletion and name resolution of Services."""
 
 from __future__ import annotations
 
+import json
 import socket
 import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+from kubernetes import client
+
 from engine.cluster.node import running_node
-from tests.integration.node.conftest import NS, Cluster, pod
+from tests.integration.node.conftest import NS, Cluster, pod, story
 from tests.polling import eventually
 
 PY = sys.executable
@@ -46,18 +50,91 @@ def test_env_field_refs_logs_and_exit_code(processes: Cluster) -> None:
     assert processes.log("envy") == "envy default 127.0.0.1 7 hello-envy\nto stderr\n"
 
 
-def test_on_failure_restarts_in_place_with_restart_count_and_previous_log(
+# Numbers its attempts with files in the pod's working directory, which restarts keep.
+ATTEMPT = "import os, sys\nn = len(os.listdir('.')) + 1\nopen(f'attempt-{n}', 'w').close()\n"
+
+
+def backing_off(version: dict[str, Any]) -> bool:
+    statuses = (version.get("status") or {}).get("containerStatuses") or ()
+    return any("waiting" in status["state"] for status in statuses)
+
+
+def done(version: dict[str, Any]) -> bool:
+    return (version.get("status") or {}).get("phase") in ("Succeeded", "Failed")
+
+
+def test_on_failure_restarts_in_place_as_the_kubelet_does(processes: Cluster) -> None:
+    """exits 2, 2, then 0 -> the same pod runs three times: restarted at once, then after
+    CrashLoopBackOff's first window; Running until Succeeded; restartCount 2."""
+    script = ATTEMPT + "print(f'attempt {n}')\nsys.exit(2 if n < 3 else 0)"
+    created = processes.create(pod("retry", container(script), restart_policy="OnFailure"))
+    uid = created["metadata"]["uid"]
+    versions = processes.history("retry", created["metadata"]["resourceVersion"], done)
+    assert {v["metadata"]["uid"] for v in versions} == {uid}
+    assert story(versions) == [
+        ("Running", "running", 0), ("Running", "running", 1),
+        ("Running", "CrashLoopBackOff", 1), ("Running", "running", 2),
+        ("Succeeded", "Completed", 2)]
+    waiting = next(v["status"] for v in versions if backing_off(v))
+    assert waiting["containerStatuses"][0]["state"]["waiting"]["message"] == (
+        f"back-off 500ms restarting failed container=main pod=retry_default({uid})")
+    ready = {c["type"]: c for c in waiting["conditions"]}["Ready"]
+    assert (ready["status"], ready["reason"], ready["message"]) == (
+        "False", "ContainersNotReady", "containers with unready status: [main]")
+    main = versions[-1]["status"]["containerStatuses"][0]
+    last = main["lastState"]["terminated"]
+    assert (main["restartCount"], last["exitCode"], last["reason"]) == (2, 2, "Error")
+    assert last["containerID"].startswith("jobmachine-process://")
+    assert last["startedAt"] <= last["finishedAt"] <= main["state"]["terminated"]["startedAt"]
+    assert (processes.log("retry"), processes.log("retry", previous=True)) == (
+        "attempt 3\n", "attempt 2\n")
+    counted = {(e.reason, e.type, e.involved_object.field_path, e.message): e.count
+               for e in processes.events("retry") if e.reason != "ImageIgnored"}
+    assert counted == {
+        ("Created", "Normal", "spec.containers{main}", "Created container main"): 3,
+        ("Started", "Normal", "spec.containers{main}", "Started container main"): 3,
+        ("BackOff", "Warning", "spec.containers{main}",
+         f"Back-off restarting failed container main in pod retry_default({uid})"): 1,
+    }
+
+
+def test_a_previous_attempt_that_does_not_exist_is_the_kubelets_error(
         processes: Cluster) -> None:
-    script = ("import os, sys\nif os.path.exists('marker'):\n    print('second'); sys.exit(0)\n"
-              "open('marker', 'w').close(); print('first'); sys.exit(2)")
-    processes.create(pod("retry", container(script), restart_policy="OnFailure"))
-    status = processes.wait_phase("retry", "Succeeded", "Failed")["status"]
-    main = status["containerStatuses"][0]
-    assert status["phase"] == "Succeeded"
-    assert main["restartCount"] == 1
-    assert main["lastState"]["terminated"]["exitCode"] == 2
-    assert processes.log("retry") == "second\n"
-    assert processes.log("retry", previous=True) == "first\n"
+    processes.create(pod("once", container("print('only')")))
+    processes.wait_phase("once", "Succeeded")
+    with pytest.raises(client.ApiException) as error:
+        processes.log("once", previous=True)
+    assert error.value.status == 400
+    assert json.loads(error.value.body)["message"] == (
+        'previous terminated container "main" in pod "once" not found')
+
+
+def test_the_termination_message_file_reads_in_state_and_last_state(processes: Cluster) -> None:
+    script = ATTEMPT + ("open('/dev/termination-log', 'w').write(f'attempt {n} says bye')\n"
+                        "sys.exit(3 if n == 1 else 0)")
+    processes.create(pod("said", container(script), restart_policy="OnFailure"))
+    assert processes.wait_phase("said", "Succeeded", "Failed")["status"]["phase"] == "Succeeded"
+    main = processes.container("said")
+    assert main["state"]["terminated"]["message"] == "attempt 2 says bye"
+    assert main["lastState"]["terminated"]["message"] == "attempt 1 says bye"
+    assert not Path("/dev/termination-log").exists()
+
+
+def test_fallback_to_logs_on_error_takes_the_end_of_a_failed_containers_log(
+        processes: Cluster) -> None:
+    noisy = "import sys\nfor n in range(100):\n    print(f'line {n}')\nsys.exit(1)"
+    wrote = ("import sys\nprint('noise')\n"
+             "open('/dev/termination-log', 'w').write('from the file')\nsys.exit(1)")
+    cases = {"fallback": (noisy, "FallbackToLogsOnError"), "by-file": (noisy, "File"),
+             "succeeded": ("print('fine')", "FallbackToLogsOnError"),
+             "file-first": (wrote, "FallbackToLogsOnError")}
+    for name, (script, policy) in cases.items():
+        processes.create(pod(name, container(script, terminationMessagePolicy=policy)))
+    for name in cases:
+        processes.wait_phase(name, "Succeeded", "Failed")
+    messages = {name: terminated(processes, name).get("message") for name in cases}
+    assert messages == {"fallback": "".join(f"line {n}\n" for n in range(20, 100)),
+                        "by-file": None, "succeeded": None, "file-first": "from the file"}
 
 
 def test_never_fails_the_pod_and_a_missing_command_is_a_clear_failure(processes: Cluster) -> None:
@@ -128,6 +205,9 @@ def test_graceful_deletion_sends_sigterm_and_confirms(processes: Cluster) -> Non
     ended = found["status"]["containerStatuses"][0]["state"]["terminated"]
     assert (found["status"]["phase"], ended["exitCode"]) == ("Succeeded", 0)
     assert processes.log("graceful") == "ready\ngot SIGTERM\n"
+    killing = [(e.type, e.involved_object.field_path, e.message)
+               for e in processes.events("graceful") if e.reason == "Killing"]
+    assert killing == [("Normal", "spec.containers{main}", "Stopping container main")]
     processes.core.patch_namespaced_pod("graceful", NS, {"metadata": {"finalizers": None}})
     eventually(lambda: processes.read("graceful") is None)
 

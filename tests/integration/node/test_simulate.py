@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
+import pytest
 from kubernetes import client
 
-from engine.cluster.node import LocalNode, running_node
-from tests.integration.node.conftest import NS, Cluster, pod
+from engine.cluster.node import LocalNode, RestartBackoff, running_node
+from tests.integration.node.conftest import NS, Cluster, pod, story
 from tests.polling import eventually
 
 FAST = {"sim.jobmachine.dev/run-seconds": "0.05"}
@@ -59,18 +61,74 @@ def test_a_pod_that_fails_under_never(simulated: Cluster) -> None:
     assert container["restartCount"] == 0
 
 
+def done(version: dict[str, Any]) -> bool:
+    return (version.get("status") or {}).get("phase") in ("Succeeded", "Failed")
+
+
 def test_on_failure_restarts_in_place_through_the_annotated_sequence(simulated: Cluster) -> None:
-    simulated.create(sim("flaky", "137,0", restart_policy="OnFailure"))
-    backing_off = eventually(lambda: simulated.container("flaky").get("state", {}).get("waiting"))
-    assert backing_off["reason"] == "CrashLoopBackOff"
-    status = simulated.wait_phase("flaky", "Succeeded", "Failed")["status"]
-    container = status["containerStatuses"][0]
-    assert status["phase"] == "Succeeded"
-    assert container["restartCount"] == 1
-    assert container["lastState"]["terminated"]["exitCode"] == 137
-    assert container["state"]["terminated"]["exitCode"] == 0
-    assert simulated.log("flaky", previous=True).startswith("simulated attempt 1: exit code 137")
-    assert simulated.log("flaky").startswith("simulated attempt 2: exit code 0")
+    """exits 1, 1, 1, then 0 -> restarted at once, then after 0.5 s and 1 s of CrashLoopBackOff
+    (the kubelet's rules on FAST_BACKOFF); the pod is Running throughout, then Succeeded."""
+    created = simulated.create(sim("flaky", "1,1,1,0", restart_policy="OnFailure"))
+    uid = created["metadata"]["uid"]
+    versions = simulated.history("flaky", created["metadata"]["resourceVersion"], done)
+    assert story(versions) == [
+        ("Running", "running", 0), ("Running", "running", 1),
+        ("Running", "CrashLoopBackOff", 1), ("Running", "running", 2),
+        ("Running", "CrashLoopBackOff", 2), ("Running", "running", 3),
+        ("Succeeded", "Completed", 3)]
+    waits = [c["state"]["waiting"]["message"] for v in versions
+             for c in v["status"].get("containerStatuses") or () if "waiting" in c["state"]]
+    assert sorted(set(waits)) == [
+        f"back-off 1s restarting failed container=main pod=flaky_default({uid})",
+        f"back-off 500ms restarting failed container=main pod=flaky_default({uid})"]
+    container = versions[-1]["status"]["containerStatuses"][0]
+    assert container["lastState"]["terminated"]["exitCode"] == 1
+    assert simulated.log("flaky", previous=True).startswith("simulated attempt 3: exit code 1")
+    assert simulated.log("flaky").startswith("simulated attempt 4: exit code 0")
+    counted = {(e.reason, e.type): e.count for e in simulated.events("flaky")}
+    assert counted == {("ImageIgnored", "Normal"): 1, ("Created", "Normal"): 4,
+                       ("Started", "Normal"): 4, ("BackOff", "Warning"): 2}
+
+
+def test_logs_while_backing_off_are_the_failed_attempts_as_for_the_kubelet(
+        server: Any, api: client.ApiClient, tmp_path: Any) -> None:
+    """While a container waits to restart, both `logs` and `logs --previous` show the attempt
+    that just failed; once it runs again, `--previous` does. A container never restarted has
+    no previous attempt: the kubelet's error."""
+    core = client.CoreV1Api(api)
+    slow = RestartBackoff(initial_s=3.0, max_s=3.0)
+    with running_node(server, mode="simulate", state_dir=tmp_path / "node",
+                      restart_backoff=slow) as node:
+        cluster = Cluster(server, core, api, node, tmp_path / "node")
+        cluster.create(sim("once", "0"))
+        cluster.create(sim("crashy", "1,1,0", restart_policy="OnFailure"))
+        cluster.wait_phase("once", "Succeeded")
+        with pytest.raises(client.ApiException) as error:
+            cluster.log("once", previous=True)
+        assert error.value.status == 400
+        assert json.loads(error.value.body)["message"] == (
+            'previous terminated container "main" in pod "once" not found')
+        eventually(lambda: "waiting" in cluster.container("crashy").get("state", {}))
+        second = "simulated attempt 2: exit code 1 after 0.05s\n"
+        assert (cluster.log("crashy"), cluster.log("crashy", previous=True)) == (second, second)
+        cluster.wait_phase("crashy", "Succeeded")
+        assert cluster.log("crashy", previous=True) == second
+        assert cluster.log("crashy").startswith("simulated attempt 3: exit code 0")
+
+
+def test_termination_messages_from_the_annotation_or_the_log(simulated: Cluster) -> None:
+    said = sim("said", "1", **{"sim.jobmachine.dev/termination-message": "simulated bye"})
+    fallback = pod("fallback", {"name": "main", "image": "x",
+                                "terminationMessagePolicy": "FallbackToLogsOnError"},
+                   annotations={**FAST, "sim.jobmachine.dev/exit-codes": "1"})
+    for body in (said, fallback):
+        simulated.create(body)
+    messages = {}
+    for name in ("said", "fallback"):
+        status = simulated.wait_phase(name, "Failed")["status"]
+        messages[name] = status["containerStatuses"][0]["state"]["terminated"]["message"]
+    assert messages == {"said": "simulated bye",
+                        "fallback": "simulated attempt 1: exit code 1 after 0.05s\n"}
 
 
 def test_named_container_codes(simulated: Cluster) -> None:

@@ -1,4 +1,4 @@
-"""The kubelet's rules: pod phase from container states, conditions, restarts and back-off."""
+"""The kubelet's rules: pod phase from container states, conditions and restart policies."""
 
 from __future__ import annotations
 
@@ -103,6 +103,18 @@ def test_conditions_while_initializing_running_and_completed() -> None:
     assert failed["ContainersReady"]["reason"] == "PodFailed"
 
 
+def test_a_container_waiting_to_restart_keeps_the_pod_running_but_not_ready() -> None:
+    for policy in ("OnFailure", "Always"):
+        statuses = [backing_off("main", 2)]
+        assert phases.pod_phase(spec(policy), [], statuses) == "Running"
+        conditions = conditions_of(spec(policy), [], statuses)
+        assert conditions["Initialized"]["status"] == "True"
+        for kind in ("ContainersReady", "Ready"):
+            assert conditions[kind] == {
+                "type": kind, "status": "False", "reason": "ContainersNotReady",
+                "message": "containers with unready status: [main]"}
+
+
 def test_merged_conditions_keep_other_writers_and_transition_times() -> None:
     previous = [
         {"type": "PodScheduled", "status": "True", "lastTransitionTime": T0},
@@ -123,11 +135,6 @@ def test_merged_conditions_keep_other_writers_and_transition_times() -> None:
 )
 def test_restart_policy(policy: str, code: int, expected: bool) -> None:
     assert phases.should_restart(policy, code) is expected
-
-
-def test_back_off_doubles_from_one_second_up_to_thirty() -> None:
-    assert [phases.restart_delay(n) for n in range(7)] == [1, 2, 4, 8, 16, 30, 30]
-    assert phases.restart_delay(500) == 30
 
 
 def test_terminated_state_reads_as_the_runtime_reports_it() -> None:

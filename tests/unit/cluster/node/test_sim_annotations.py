@@ -1,4 +1,4 @@
-"""Simulated exit codes and run time from pod annotations."""
+"""Simulated exit codes, run time and termination messages from pod annotations."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from engine.cluster.node.sim_annotations import (
     exit_code,
     parse_exit_codes,
     run_seconds,
+    termination_message,
 )
 
 
@@ -63,3 +64,13 @@ def test_bad_exit_codes_name_the_annotation(text: str, words: str) -> None:
 def test_bad_run_seconds(text: str) -> None:
     with pytest.raises(SimulationError, match=re.escape("sim.jobmachine.dev/run-seconds")):
         run_seconds(pod({"sim.jobmachine.dev/run-seconds": text}))
+
+
+def test_a_termination_message_per_container_or_for_the_first() -> None:
+    sim = pod({"sim.jobmachine.dev/termination-message": "first words",
+               "sim.jobmachine.dev/termination-message.sidecar": "side words"})
+    assert termination_message(sim, "main") == "first words"
+    assert termination_message(sim, "sidecar") == "side words"
+    assert termination_message(pod({}), "main") is None
+    assert termination_message(pod({"sim.jobmachine.dev/termination-message": "x"}),
+                               "sidecar") is None

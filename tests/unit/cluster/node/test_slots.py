@@ -55,3 +55,17 @@ def test_status_of_a_running_pod() -> None:
         "started": True, "restartCount": 0, "image": "img", "imageID": "",
     }]
     assert "initContainerStatuses" not in status
+
+
+def test_a_container_waiting_to_restart_keeps_its_last_container_id() -> None:
+    last = phases.terminated(2, started_at=T0, finished_at=T0, container_id="x://7")
+    pod = {"spec": {"containers": [{"name": "a"}]}, "status": {"containerStatuses": [
+        {"name": "a", "state": phases.waiting("CrashLoopBackOff", "back-off 10s ..."),
+         "restartCount": 1, "lastState": last, "containerID": "x://7"}]}}
+    (slot,) = pod_slots(pod)
+    assert slot.startable
+    body = slot.status()
+    assert (body["containerID"], body["restartCount"], body["ready"], body["started"]) == (
+        "x://7", 1, False, False)
+    assert pod_slots({"spec": {"containers": [{"name": "a"}]}})[0].status().get(
+        "containerID") is None
