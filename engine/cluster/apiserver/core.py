@@ -24,6 +24,7 @@ from engine.cluster.apiserver.reactor import Reactor
 from engine.cluster.apiserver.registry import Registry
 from engine.cluster.apiserver.store import Store
 from engine.cluster.apiserver.watch import DEFAULT_HISTORY
+from engine.cluster.apiserver.write_ownership import SERVER_MANAGER
 
 
 @dataclass
@@ -69,7 +70,7 @@ def open_core(
     crds.resume()
     for name in INITIAL_NAMESPACES:
         if table.get(NAMESPACES.key, "", name) is None:
-            store.create(NAMESPACES, "", {"metadata": {"name": name}})
+            store.create(NAMESPACES, "", {"metadata": {"name": name}}, field_manager=SERVER_MANAGER)
     terminator.resume()
     grace.resume()
     collector.scan()

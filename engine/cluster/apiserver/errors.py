@@ -38,7 +38,8 @@ class ApiError(Exception):
         return f"{self.code} {self.reason}: {self.message}"
 
     def to_status(self) -> dict[str, Any]:
-        details = dict(self.details)
+        # Go's omitempty: a core-group error has no "group" at all.
+        details = {k: v for k, v in self.details.items() if v not in ("", None)}
         if self.causes:
             details["causes"] = [cause.to_dict() for cause in self.causes]
         status: dict[str, Any] = {
@@ -50,6 +51,8 @@ class ApiError(Exception):
             "reason": self.reason,
             "code": self.code,
         }
+        if not self.reason:
+            del status["reason"]  # an error that is not a Status (upstream: StatusReasonUnknown)
         if details:
             status["details"] = details
         return status

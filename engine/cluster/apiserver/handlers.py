@@ -24,6 +24,7 @@ from engine.cluster.apiserver.responses import (
     table_bytes,
 )
 from engine.cluster.apiserver.routes import Target
+from engine.cluster.apiserver.server_side_apply import APPLY_YAML, check_options, manager_name
 from engine.cluster.apiserver.store import Written
 from engine.cluster.apiserver.tables import wants_table
 from engine.cluster.apiserver.watch_stream import WatchSettings, stream_watch
@@ -106,6 +107,7 @@ class ResourceHandlers:
             body,
             dry_run=params.dry_run(query),
             field_validation=params.field_validation(query),
+            field_manager=_field_manager(request, "CreateOptions"),
         )
         return await self._written(target, written, status=201)
 
@@ -121,23 +123,33 @@ class ResourceHandlers:
             subresource=target.subresource,
             dry_run=params.dry_run(request.query),
             field_validation=params.field_validation(request.query),
+            field_manager=_field_manager(request, "UpdateOptions"),
         )
         return await self._written(target, written, status=201 if written.created else 200)
 
     async def _patch(self, request: web.Request, target: Target) -> web.Response:
         assert target.name is not None
         self._check_writable(target)
-        written = self._store.patch(
-            target.rt,
-            target.namespace or "",
-            target.name,
-            request.headers.get("Content-Type", ""),
-            await request.read(),
-            subresource=target.subresource,
-            dry_run=params.dry_run(request.query),
-            field_validation=params.field_validation(request.query),
-        )
-        return await self._written(target, written, status=200)
+        query = request.query
+        content_type = request.headers.get("Content-Type", "")
+        is_apply = content_type.split(";", 1)[0].strip().lower() == APPLY_YAML
+        manager = query.get("fieldManager") or ""
+        check_options("PatchOptions", manager, apply=is_apply, force_given="force" in query)
+        dry_run, validation = params.dry_run(query), params.field_validation(query)
+        ns, body = target.namespace or "", await request.read()
+        if is_apply:
+            written = self._store.apply(
+                target.rt, ns, target.name, body, field_manager=manager,
+                force=params.flag(query, "force"), subresource=target.subresource,
+                dry_run=dry_run, field_validation=validation,
+            )
+        else:
+            written = self._store.patch(
+                target.rt, ns, target.name, content_type, body,
+                field_manager=_manager(request, manager), subresource=target.subresource,
+                dry_run=dry_run, field_validation=validation,
+            )
+        return await self._written(target, written, status=201 if written.created else 200)
 
     async def _delete(self, request: web.Request, target: Target) -> web.Response:
         if target.subresource is not None:
@@ -176,6 +188,17 @@ class ResourceHandlers:
     def _check_writable(target: Target) -> None:
         if target.subresource not in (None, "status", "finalize"):
             raise method_not_allowed(f"{target.subresource} does not support this method")
+
+
+def _manager(request: web.Request, field_manager: str) -> str:
+    return manager_name(field_manager, request.headers.get("User-Agent", ""))
+
+
+def _field_manager(request: web.Request, options_kind: str) -> str:
+    """The manager of a create or update, after checking the fieldManager parameter."""
+    field_manager = request.query.get("fieldManager") or ""
+    check_options(options_kind, field_manager, apply=False, force_given=False)
+    return _manager(request, field_manager)
 
 
 def _verb(request: web.Request, target: Target) -> str | None:

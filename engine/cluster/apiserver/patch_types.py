@@ -1,9 +1,9 @@
-"""Which PATCH content types the server accepts, per kind, and what each does.
+"""Which PATCH content types the server accepts, per kind, and what the three patch formats do.
 
-Merge patch and JSON patch work for every kind; strategic merge patch only for
-built-in kinds (custom resources answer 415, as on a real cluster); server-side
-apply is not implemented and says so with a 415, so kubectl's client-side apply
-(a strategic or merge patch) is the way to apply manifests.
+Merge patch, JSON patch and server-side apply work for every kind; strategic
+merge patch only for built-in kinds (custom resources answer 415, as on a
+real cluster). Server-side apply is not a patch of the stored object but a
+merge with ownership, so the store runs it through `server_side_apply.py`.
 """
 
 from __future__ import annotations
@@ -31,18 +31,16 @@ _REASONS = {400: "BadRequest", 409: "Conflict", 422: "Invalid", 500: "InternalEr
 
 
 def accepted_types(rt: ResourceType) -> list[str]:
-    return [JSON_PATCH, MERGE, STRATEGIC] if rt.strategic_merge else [JSON_PATCH, MERGE]
+    """In upstream's order, as its 415 lists them."""
+    if rt.strategic_merge:
+        return [JSON_PATCH, MERGE, STRATEGIC, APPLY]
+    return [JSON_PATCH, MERGE, APPLY]
 
 
 def patched(rt: ResourceType, content_type: str, target: Obj, body: bytes) -> Obj:
     """`target` with the patch in `body` applied; never mutates `target`."""
     media_type = content_type.split(";", 1)[0].strip().lower()
-    if media_type == APPLY:
-        raise unsupported_media_type(
-            "server-side apply (application/apply-patch+yaml) is not supported by the jobmachine "
-            "embedded API server; use client-side apply (kubectl apply without --server-side)"
-        )
-    if media_type not in accepted_types(rt):
+    if media_type not in accepted_types(rt) or media_type == APPLY:
         raise unsupported_media_type(
             "the body of the request was in an unknown format - accepted media types include: "
             + ", ".join(accepted_types(rt))

@@ -2,14 +2,15 @@
 
 Routing, discovery, OpenAPI and storage all ask this one registry, so a CRD's
 kinds appear everywhere at once when it is established and disappear
-everywhere at once when it is deleted. Compiled CRD schemas are cached here,
-once per served version.
+everywhere at once when it is deleted. Compiled CRD schemas and the structure
+server-side apply reads are cached here, once per served version.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
+from engine.cluster.apiserver.apply_schema import TypeNode, builtin_type, custom_resource_type
 from engine.cluster.apiserver.builtins import BUILTIN_TYPES
 from engine.cluster.apiserver.objects import TypeKey
 from engine.cluster.apiserver.resources import ResourceType
@@ -29,6 +30,7 @@ class Registry:
         self._types: dict[VersionKey, ResourceType] = {}
         self._storage: dict[TypeKey, ResourceType] = {}
         self._schemas: dict[VersionKey, CompiledSchema] = {}
+        self._apply_types: dict[VersionKey, TypeNode] = {}
         self._builtin_keys: set[TypeKey] = set()
         self._list: tuple[ResourceType, ...] = ()
         self.revision = 0
@@ -84,10 +86,24 @@ class Registry:
             compiled = self._schemas[version_key] = CompiledSchema(rt.schema)
         return compiled
 
+    def apply_type(self, rt: ResourceType) -> TypeNode:
+        """The structure server-side apply and managed fields see in objects of `rt`."""
+        version_key = _version_key(rt)
+        node = self._apply_types.get(version_key)
+        if node is None:
+            node = (
+                builtin_type(rt.group, rt.kind)
+                if rt.key in self._builtin_keys
+                else custom_resource_type(rt.schema)
+            )
+            self._apply_types[version_key] = node
+        return node
+
     def _drop(self, key: TypeKey) -> None:
         for version_key in [vk for vk, rt in self._types.items() if rt.key == key]:
             del self._types[version_key]
             self._schemas.pop(version_key, None)
+            self._apply_types.pop(version_key, None)
 
     def _changed(self) -> None:
         self._list = tuple(self._types.values())

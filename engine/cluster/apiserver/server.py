@@ -17,7 +17,7 @@ from aiohttp import web
 from aiohttp.typedefs import Handler
 from loguru import logger
 
-from engine.cluster.apiserver import discovery, openapi
+from engine.cluster.apiserver import discovery, openapi, openapi_protobuf
 from engine.cluster.apiserver.auth import bearer_auth_middleware
 from engine.cluster.apiserver.core import Core
 from engine.cluster.apiserver.errors import ApiError, internal
@@ -55,7 +55,13 @@ class ApiApp:
         self._resources = ResourceHandlers(core, logs_dir=logs_dir, watch=watch)
         self._cache: dict[str, tuple[int, bytes]] = {}
 
-    def _cached(self, key: str, build: Callable[[], Any]) -> web.Response:
+    def _cached(
+        self,
+        key: str,
+        build: Callable[[], Any],
+        encode: Callable[[Any], bytes] = orjson.dumps,
+        content_type: str | None = None,
+    ) -> web.Response:
         revision = self._registry.revision
         hit = self._cache.get(key)
         if hit is None or hit[0] != revision:
@@ -63,8 +69,10 @@ class ApiApp:
                 document = build()
             except KeyError as exc:
                 raise not_found_path() from exc
-            hit = (revision, orjson.dumps(document))
+            hit = (revision, encode(document))
             self._cache[key] = hit
+        if content_type is not None:
+            return web.Response(body=hit[1], content_type=content_type)
         return json_response(hit[1])
 
     async def version(self, request: web.Request) -> web.Response:
@@ -99,7 +107,13 @@ class ApiApp:
         return await self._resources.handle(request, target)
 
     async def openapi_v2(self, request: web.Request) -> web.Response:
-        return self._cached("openapi/v2", lambda: openapi.openapi_v2(self._registry.types()))
+        build = lambda: openapi.openapi_v2(self._registry.types())  # noqa: E731
+        if openapi_protobuf.wants_protobuf(request.headers.get("Accept", "")):
+            return self._cached(
+                "openapi/v2.pb", build, openapi_protobuf.document_bytes,
+                openapi_protobuf.PROTOBUF_V2,
+            )
+        return self._cached("openapi/v2", build)
 
     async def openapi_v3(self, request: web.Request) -> web.Response:
         path = request.path.rstrip("/")

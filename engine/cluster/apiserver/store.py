@@ -31,8 +31,10 @@ from engine.cluster.apiserver.patch_types import patched
 from engine.cluster.apiserver.reactor import Reactor
 from engine.cluster.apiserver.registry import Registry
 from engine.cluster.apiserver.resources import ResourceType
+from engine.cluster.apiserver.server_side_apply import applied, decode_config
 from engine.cluster.apiserver.typed_decoding import decode_typed
 from engine.cluster.apiserver.watch import DEFAULT_HISTORY, WatchHub
+from engine.cluster.apiserver.write_ownership import Ownership, with_managed_fields
 from engine.cluster.apiserver.writes import (
     bump_generation,
     check_identity,
@@ -95,8 +97,25 @@ class Store:
         *,
         dry_run: bool = False,
         field_validation: str = DEFAULT_FIELD_VALIDATION,
+        field_manager: str = "",
     ) -> Written:
-        obj = prepare_create(rt, _object(body), ns, now=self.now(), strategy=strategy_for(rt.key))
+        body = _object(body)
+        return self._create(
+            rt, ns, body, Ownership(field_manager, sent=body),
+            dry_run=dry_run, field_validation=field_validation,
+        )
+
+    def _create(
+        self,
+        rt: ResourceType,
+        ns: str,
+        body: Obj,
+        ownership: Ownership,
+        *,
+        dry_run: bool,
+        field_validation: str,
+    ) -> Written:
+        obj = prepare_create(rt, body, ns, now=self.now(), strategy=strategy_for(rt.key))
         metadata = obj["metadata"]
         self._check_namespace(rt, ns, metadata.get("name") or "")
         self._check_type_accepts_creates(rt)
@@ -106,6 +125,9 @@ class Store:
         obj, warnings = admit(self.registry, rt, obj, None, field_validation=field_validation)
         if rt.key == CRDS.key:
             obj = crds.prepare_crd(obj, None, self.registry, now=self.now())
+        obj = with_managed_fields(
+            self.registry, rt, ownership, old=None, new=obj, subresource=None, now=self.now()
+        )
         if self.table.get(rt.key, ns, metadata["name"]) is not None:
             raise already_exists(rt.group, rt.plural, metadata["name"])
         entry = Entry(obj) if dry_run else self.table.put(rt.key, obj)
@@ -121,6 +143,7 @@ class Store:
         subresource: str | None = None,
         dry_run: bool = False,
         field_validation: str = DEFAULT_FIELD_VALIDATION,
+        field_manager: str = "",
     ) -> Written:
         body = _object(body)
         check_type(rt, body)
@@ -130,11 +153,13 @@ class Store:
             if subresource is None and strategy_for(rt.key).create_on_update:
                 body = {**body, "metadata": {**body.get("metadata", {}), "name": name}}
                 return self.create(
-                    rt, ns, body, dry_run=dry_run, field_validation=field_validation
+                    rt, ns, body, dry_run=dry_run, field_validation=field_validation,
+                    field_manager=field_manager,
                 )
             raise not_found(rt.group, rt.plural, name)
         return self._replace(
-            rt, entry, body, name, subresource, dry_run=dry_run, field_validation=field_validation
+            rt, entry, body, name, subresource, ownership=Ownership(field_manager, sent=body),
+            dry_run=dry_run, field_validation=field_validation,
         )
 
     def patch(
@@ -148,13 +173,53 @@ class Store:
         subresource: str | None = None,
         dry_run: bool = False,
         field_validation: str = DEFAULT_FIELD_VALIDATION,
+        field_manager: str = "",
     ) -> Written:
         entry = self.get(rt, ns, name)
         result = patched(rt, content_type, entry.obj, body)
         check_type(rt, result)
         check_identity(rt, result, ns, name)
         return self._replace(
-            rt, entry, result, name, subresource, dry_run=dry_run, field_validation=field_validation
+            rt, entry, result, name, subresource, ownership=Ownership(field_manager, sent=result),
+            dry_run=dry_run, field_validation=field_validation,
+        )
+
+    def apply(
+        self,
+        rt: ResourceType,
+        ns: str,
+        name: str,
+        body: bytes,
+        *,
+        field_manager: str,
+        force: bool = False,
+        subresource: str | None = None,
+        dry_run: bool = False,
+        field_validation: str = DEFAULT_FIELD_VALIDATION,
+    ) -> Written:
+        """Server-side apply: merge the configuration in `body` into the object as
+        `field_manager`, creating the object when it does not exist."""
+        config = decode_config(body)
+        entry = self.table.get(rt.key, ns, name)
+        if entry is None and subresource is not None:
+            raise not_found(rt.group, rt.plural, name)
+        node = self.registry.apply_type(rt)
+        merged, managed = applied(
+            rt, node, entry.obj if entry else None, config, manager=field_manager, force=force,
+            subresource=subresource, now=self.now(), builtin=self.registry.is_builtin(rt.key),
+        )
+        ownership = Ownership.of_apply(field_manager, managed)
+        check_type(rt, merged)
+        if entry is None:
+            _check_applied_name(merged, name)
+            check_identity(rt, merged, ns, name)
+            return self._create(
+                rt, ns, merged, ownership, dry_run=dry_run, field_validation=field_validation
+            )
+        check_identity(rt, merged, ns, name)
+        return self._replace(
+            rt, entry, merged, name, subresource, ownership=ownership,
+            dry_run=dry_run, field_validation=field_validation,
         )
 
     def _replace(
@@ -165,10 +230,11 @@ class Store:
         name: str,
         subresource: str | None,
         *,
+        ownership: Ownership,
         dry_run: bool,
         field_validation: str,
     ) -> Written:
-        """The write both update and patch end in, once the new body is known."""
+        """The write update, patch and apply end in, once the new body is known."""
         old = entry.obj
         check_uid(rt, body, old, name)
         check_resource_version(rt, body, old, strategy=strategy_for(rt.key), name=name)
@@ -178,6 +244,7 @@ class Store:
             entry=entry,
             new=new,
             subresource=subresource,
+            ownership=ownership,
             dry_run=dry_run,
             field_validation=field_validation,
         )
@@ -189,6 +256,7 @@ class Store:
         entry: Entry,
         new: Obj,
         subresource: str | None,
+        ownership: Ownership,
         dry_run: bool,
         field_validation: str,
     ) -> Written:
@@ -203,6 +271,10 @@ class Store:
             raise invalid(rt.group, rt.kind, old["metadata"]["name"], causes)
         if spec_changed(rt, new, old):
             bump_generation(new, old)
+        new = with_managed_fields(
+            self.registry, rt, ownership, old=old, new=new, subresource=subresource,
+            now=self.now(),
+        )
         if unchanged(new, old):
             return Written(entry, warnings)
         if dry_run:
@@ -293,6 +365,16 @@ class Store:
             str(entry.obj.get("spec", {}).get("clusterIP"))
             for entry in self.table.bucket(SERVICES.key).entries.values()
         ]
+
+
+def _check_applied_name(obj: Obj, name: str) -> None:
+    """An apply that creates must name the object in its body as in the URL (checkName)."""
+    metadata = obj.get("metadata")
+    body_name = (metadata.get("name") if isinstance(metadata, dict) else None) or ""
+    if body_name != name:
+        raise bad_request(
+            f"the name of the object ({body_name}) does not match the name on the URL ({name})"
+        )
 
 
 def _object(body: object) -> Obj:
