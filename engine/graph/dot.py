@@ -1,14 +1,17 @@
 """A machine definition as Graphviz DOT text.
 
 DOT is written here directly (not through transitions' GraphMachine) so that
-labels carry the language's own words (observation, guard, actions), the
-wildcard `from: "*"` is one pseudo-state instead of an edge from every state,
-both levels fit in one graph, and the text is the same bytes on every run.
+labels carry the language's own words (reasons and observations on the label,
+the whole `observation [guard] / actions` in the tooltip), the wildcard
+`from: "*"` is one pseudo-state instead of an edge from every state, both
+levels fit in one graph, the replica machine under the job machine so that
+the picture fits a screen's width, and the text is the same bytes on every run.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from itertools import pairwise
 
 from engine.definition.schema import MachineDefinition
 from engine.graph.images import LAYOUT_FONT
@@ -27,16 +30,16 @@ from engine.graph.path import Highlight
 
 FONT = LAYOUT_FONT
 
-_GRAPH = {"fontname": FONT, "fontsize": "12", "nodesep": "0.35", "ranksep": "0.45"}
+_GRAPH = {"fontname": FONT, "fontsize": "14", "nodesep": "0.35", "ranksep": "0.45"}
 _NODE = {
     "fontname": FONT,
-    "fontsize": "10",
+    "fontsize": "12",
     "shape": "box",
     "style": "rounded,filled",
     "fillcolor": "white",
     "color": "#444444",
 }
-_EDGE = {"fontname": FONT, "fontsize": "8", "color": "#555555", "arrowsize": "0.7"}
+_EDGE = {"fontname": FONT, "fontsize": "10", "color": "#555555", "arrowsize": "0.7"}
 _KIND: dict[StateKind, dict[str, str]] = {
     "initial": {"fillcolor": "#dbeafe", "color": "#1d4ed8", "penwidth": "2"},
     "normal": {},
@@ -52,6 +55,8 @@ _ON_PATH = {"color": "#d97706", "penwidth": "2.5"}
 _OFF_PATH = {"color": "#c8c8c8", "fontcolor": "#a8a8a8"}
 _OFF_PATH_NODE = {**_OFF_PATH, "fillcolor": "#f6f6f6", "penwidth": "1"}
 _TITLES = {"job": "job machine", "replica": "replica machine"}
+# Weight 0: the edge only orders the ranks, it does not pull the lower machine sideways.
+_STACK = {"style": "invis", "weight": "0"}
 
 
 def to_dot(
@@ -69,8 +74,25 @@ def to_dot(
             lines.append(f"    graph {_attrs({'label': _TITLES[one.level], 'color': '#999999'})}")
             lines += ["  " + line for line in body]
             lines.append("  }")
+    lines += list(_stacked(drawn))
     lines.append("}")
     return "\n".join(lines) + "\n"
+
+
+def _stacked(drawn: tuple[Picture, ...]) -> Iterator[str]:
+    """Invisible edges from the upper machine's last states to the lower one's start point.
+
+    Graphviz puts unconnected clusters side by side; these put the replica
+    machine under the job machine, so a picture of both is about as wide as
+    the wider one instead of both together. The last states are the terminal ones
+    (every state, in a machine without any).
+    """
+    for above, below in pairwise(drawn):
+        states = [node for node in above.nodes if node.name != WILDCARD]
+        last = [node for node in states if node.kind in ("success", "failure")] or states
+        start = quote(f"{below.level}/start")
+        for node in last:
+            yield f"  {_node_id(above.level, node.name)} -> {start} {_attrs(_STACK)}"
 
 
 def quote(text: str) -> str:
@@ -104,11 +126,13 @@ def _arrow(arrow: Arrow, target_kind: StateKind) -> Iterator[str]:
     """One edge, or, for several sources, edges into a junction point and one labelled edge out.
 
     The junction keeps a transition's label in one place instead of repeating
-    it on an edge from every source.
+    it on an edge from every source. Every piece carries the full text of the
+    arrow's transitions as its tooltip.
     """
     target = _node_id(arrow.level, arrow.target)
-    text = "\n".join(counted(arrow.total, arrow.lines))
-    out = _path_style(arrow.total, {"label": text, **_INTO.get(target_kind, {})})
+    tip = {"tooltip": _tooltip(arrow.detail())}
+    out = {"label": "\n".join(arrow.label()), "labeltooltip": tip["tooltip"], **tip}
+    out = _path_style(arrow.total, {**out, **_INTO.get(target_kind, {})})
     if len(arrow.sources) == 1:
         yield f"  {_node_id(arrow.level, arrow.sources[0])} -> {target} {_attrs(out)}"
         return
@@ -120,10 +144,17 @@ def _arrow(arrow: Arrow, target_kind: StateKind) -> Iterator[str]:
         into = {
             "arrowhead": "none",
             "label": "\n".join(counted(count, ())),
+            **tip,
             **_INTO.get(target_kind, {}),
         }
         yield f"  {_node_id(arrow.level, source)} -> {junction} {_attrs(_path_style(count, into))}"
     yield f"  {junction} -> {target} {_attrs(out)}"
+
+
+def _tooltip(text: str) -> str:
+    """`text` for a tooltip attribute: Graphviz reads a backslash in a tooltip one time more
+    than in a label, so each is doubled once more to show literally."""
+    return text.replace("\\", "\\\\")
 
 
 def _node_attrs(node: Node) -> dict[str, str]:

@@ -71,9 +71,8 @@ def _picture(one: Picture, classes: dict[str, list[str]]) -> Iterator[str]:
             classes.setdefault(name, []).append(ids[node.name])
     yield f"  [*] --> {ids[one.initial]}{_label(counted(one.start_count, ()))}"
     for arrow in one.arrows:
-        counts = arrow.counts or (None,) * len(arrow.sources)
-        for source, count in zip(arrow.sources, counts, strict=True):
-            yield f"  {ids[source]} --> {ids[arrow.target]}{_label(counted(count, arrow.lines))}"
+        for number, source in enumerate(arrow.sources):
+            yield f"  {ids[source]} --> {ids[arrow.target]}{_label(arrow.label(number))}"
     for node in one.nodes:
         if node.kind in ("success", "failure"):
             yield f"  {ids[node.name]} --> [*]"
@@ -89,4 +88,4 @@ def _classes_of(node: Node) -> list[str]:
 
 
 def _label(lines: tuple[str, ...]) -> str:
-    return f" : {escape(' '.join(lines))}" if lines else ""
+    return f" : {escape(', '.join(lines))}" if lines else ""

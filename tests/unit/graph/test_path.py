@@ -54,15 +54,35 @@ def test_visited_states_and_fired_edges_are_coloured_with_counts(sample):
     failed = graph.nodes["replica/s/Failed"]
     assert failed["color"] != ON_PATH and failed["fontcolor"] == "#a8a8a8"
     edges = {(t, h): a for t, h, a in graph.edges}
-    assert edges[("replica/s/Pending", "replica/s/Running")]["label"] == "2x\\npodRunning"
+    assert edges[("replica/s/Pending", "replica/s/Running")]["label"] == "2x on podRunning"
     assert edges[("replica/s/Pending", "replica/s/Running")]["color"] == ON_PATH
     assert edges[("replica/start", "replica/s/Pending")]["label"] == "1x"
     # the multi-source transition: the taken source and the shared edge out are on the path
     assert edges[("replica/s/Running", "replica/junction/3")]["color"] == ON_PATH
+    assert edges[("replica/s/Running", "replica/junction/3")]["label"] == "1x"
     assert edges[("replica/s/Pending", "replica/junction/3")]["color"] != ON_PATH
-    assert edges[("replica/junction/3", "replica/s/Restarting")]["label"].startswith("1x\\n")
-    assert edges[("replica/s/Restarting", "replica/s/Pending")]["label"] == "1x\\npodMissing"
+    assert edges[("replica/junction/3", "replica/s/Restarting")]["label"] == "1x Retry"
+    assert edges[("replica/s/Restarting", "replica/s/Pending")]["label"] == "1x on podMissing"
     assert edges[("replica/junction/4", "replica/s/Failed")]["color"] != ON_PATH
+
+
+def test_the_path_stands_out(sample):
+    """States it never entered show their name only; arrows it did not take keep their words,
+    in grey; an arrow it took names only the transitions it took."""
+    lost = [
+        *HISTORY[:3],
+        {"level": "replica", "from": "Running", "to": "Failed", "reason": "PodLost"},
+    ]
+    graph = parse_dot(to_dot(sample, level="all", highlight=highlight_from_history(lost)))
+    assert graph.nodes["replica/s/Restarting"]["label"] == "Restarting"
+    assert graph.nodes["job/s/Running"]["label"] == "Running"
+    assert graph.nodes["job/s/Created"]["label"] == "Created\\ncondition: Created\\nentered 1x"
+    edges = {(t, h): a for t, h, a in graph.edges}
+    restart = edges[("replica/junction/3", "replica/s/Restarting")]
+    assert restart["label"] == "Retry" and restart["fontcolor"] == "#a8a8a8"
+    # podFailed and podLost share the arrow into Failed; only podLost was taken
+    assert edges[("replica/junction/4", "replica/s/Failed")]["label"] == "1x PodLost"
+    assert edges[("replica/junction/4", "replica/s/Failed")]["color"] == ON_PATH
 
 
 def test_a_step_is_credited_to_the_first_transition_that_could_make_it(sample):
@@ -75,7 +95,7 @@ def test_a_step_is_credited_to_the_first_transition_that_could_make_it(sample):
     )
     graph = parse_dot(to_dot(sample, level="job", highlight=highlight))
     edges = {(t, h): a for t, h, a in graph.edges}
-    assert edges[("job/any", "job/s/Broken")]["label"] == "1x\\ndeadlineExceeded"
+    assert edges[("job/any", "job/s/Broken")]["label"] == "1x DeadlineExceeded"
     assert edges[("job/any", "job/s/Broken")]["color"] == ON_PATH
 
 
@@ -88,7 +108,7 @@ def test_no_history_greys_everything_but_keeps_the_picture(sample):
 def test_mermaid_shows_the_path_with_classes_and_counts(sample):
     text = to_mermaid(sample, level="replica", highlight=highlight_from_history(HISTORY))
     lines = [line.strip() for line in text.splitlines()]
-    assert "replica_0 --> replica_1 : 2x podRunning" in lines
+    assert "replica_0 --> replica_1 : 2x on podRunning" in lines
     assert "replica_1 : entered 2x" in lines
     onpath = next(line for line in lines if line.startswith("class ") and line.endswith(" onpath"))
     assert "replica_1" in onpath.split()[1].split(",")
