@@ -312,18 +312,44 @@ def up(
     workers: Annotated[
         int | None, typer.Option(min=1, help="Reconciles at once (default 4).")
     ] = None,
+    restart_backoff: Annotated[
+        float | None,
+        typer.Option(help="Seconds the local node waits before restarting a crashed container "
+                     "a second time, doubling each time (default 10, as the kubelet)."),
+    ] = None,
+    restart_backoff_max: Annotated[
+        float | None,
+        typer.Option(help="The longest such wait in seconds (default 300, as the kubelet)."),
+    ] = None,
+    quiet: Annotated[
+        bool,
+        typer.Option("--quiet", "-q", help="Print no line per job state change, replica "
+                     "failure or restart."),
+    ] = False,
 ) -> None:
     """Run the API server (with the CRDs), a local node and the engine until Ctrl-C."""
+    from dataclasses import replace
+
     from engine.app.up import UpOptions, serve_until_interrupted
+    from engine.cluster.node import RestartBackoff
     from engine.logs import configure_logging
     from engine.settings import EngineSettings
 
     settings = EngineSettings.from_env(None, **_given(workers=workers))
+    try:
+        backoff = RestartBackoff.from_env()
+        backoff = replace(
+            backoff,
+            initial_s=backoff.initial_s if restart_backoff is None else restart_backoff,
+            max_s=backoff.max_s if restart_backoff_max is None else restart_backoff_max,
+        )
+    except ValueError as exc:
+        _fail(str(exc))
     configure_logging(log_format=settings.log_format)
     serve_until_interrupted(UpOptions(
         data_dir=data_dir.resolve(), port=port, node_mode=node_mode.value, machines=machines,
-        settings=settings,
-    ))
+        settings=settings, restart_backoff=backoff,
+    ), quiet=quiet)
 
 
 @app.command()

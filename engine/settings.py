@@ -57,8 +57,13 @@ class EngineSettings(BaseModel):
     event_aggregation_window_s: float = Field(default=600.0, gt=0)
     """Identical events for one object within this window are aggregated into one (a count)."""
 
-    status_history_limit: int = Field(default=100, ge=1)
-    """Most recent state changes kept in a job's status history; older entries are dropped."""
+    shutdown_grace_s: float = Field(default=25.0, gt=0)
+    """How long stopping may take: reconciles in flight finish, then the events they queued
+    are posted (inside a pod's default terminationGracePeriodSeconds of 30 s)."""
+
+    status_last_transitions: int = Field(default=3, ge=1)
+    """Most recent state changes a job's status shows (`lastTransitions`); the whole path is
+    counted per transition in `status.record`."""
 
     replica_backoff_base_s: float = Field(default=10.0, gt=0)
     """Delay before re-creating a failed replica's pod; doubles per restart."""

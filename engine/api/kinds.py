@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from pydantic import BaseModel
 
-from engine.api.statemachine import SHORTHANDS, StateMachine, without_required_fields
+from engine.api.statemachine import SHORTHANDS, StateMachine, as_written
 from engine.api.structural import Schema, Shorthand
 
 JOBMACHINE_GROUP = "jobmachine.dev"
@@ -84,5 +84,5 @@ STATE_MACHINE_KIND = Kind(
         AGE,
     ),
     shorthands=SHORTHANDS,
-    spec_schema=without_required_fields,
+    spec_schema=as_written,
 )

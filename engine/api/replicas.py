@@ -73,11 +73,13 @@ class LabelSelector(StatusModel):
 
 
 class ReplicaStatus(StatusModel):
-    """Pod counts of one replica type."""
+    """Pod counts of one replica type; a count of 0 is left out, as in Kubeflow (omitempty)."""
 
-    active: int = Field(default=0, ge=0, description="Pods of this type running now.")
-    succeeded: int = Field(default=0, ge=0, description="Pods of this type that succeeded.")
-    failed: int = Field(default=0, ge=0, description="Pods of this type that failed.")
+    active: int | None = Field(default=None, ge=0, description="Pods of this type running now.")
+    succeeded: int | None = Field(
+        default=None, ge=0, description="Pods of this type that succeeded."
+    )
+    failed: int | None = Field(default=None, ge=0, description="Pods of this type that failed.")
     label_selector: LabelSelector | None = Field(
         default=None, description="Deprecated (as in Kubeflow): use selector."
     )

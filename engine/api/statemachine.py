@@ -30,21 +30,24 @@ SHORTHANDS: dict[str, Shorthand] = {
 """How the definition language's shorter YAML forms appear in the CRD schema."""
 
 
-def without_required_fields(node: Schema) -> Schema:
-    """The spec's schema with no field required anywhere below it.
+def as_written(node: Schema) -> Schema:
+    """The spec's schema with no field required and no default anywhere below it.
 
     A machine that extends another (`spec.extends`) writes only what differs: a
     transition by its name alone, no `initial`, no `replica`. What is required is
     known only once the base is merged in, so the engine checks it then and says
     so on the object's status; the API server checks types and unknown fields.
+    For the same reason the API server fills in no defaults: a default written into
+    a derived machine (say `pod.restartPolicy: Never`) would override the base's
+    value in the merge. The engine applies the defaults after merging.
     """
-    relaxed = {k: v for k, v in node.items() if k != "required"}
+    relaxed = {k: v for k, v in node.items() if k not in ("required", "default")}
     for key in ("properties", "additionalProperties", "items"):
         value = relaxed.get(key)
         if key == "properties" and isinstance(value, dict):
-            relaxed[key] = {name: without_required_fields(child) for name, child in value.items()}
+            relaxed[key] = {name: as_written(child) for name, child in value.items()}
         elif isinstance(value, dict):
-            relaxed[key] = without_required_fields(value)
+            relaxed[key] = as_written(value)
     return relaxed
 
 

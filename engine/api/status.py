@@ -1,8 +1,9 @@
 """The status of every job kind: Kubeflow's JobStatus plus the engine's own record.
 
 Kubeflow's fields (conditions, replicaStatuses, times) keep their names so
-Kubeflow's SDK and dashboards read our jobs. The engine's record (phase, state,
-restarts, per-index replica states, history) lives beside them; the status node
+Kubeflow's SDK and dashboards read our jobs. Beside them: what users read of the
+engine's record (phase, state, restarts, the last transitions), and the rest of
+it as one compact text, so `kubectl describe` stays short; the status node
 preserves unknown fields so that record can grow without a CRD change.
 """
 
@@ -77,4 +78,19 @@ class JobStatus(StatusModel):
     )
     observed_generation: int | None = Field(
         default=None, ge=0, description="The metadata.generation this status was computed from."
+    )
+    last_transitions: list[str] | None = Field(
+        default=None,
+        description=(
+            "The most recent state changes, oldest first, one line each: "
+            "`TIME WHO: FROM -> TO (REASON)`, WHO being `job` or a replica such as Worker-1."
+        ),
+    )
+    record: str | None = Field(
+        default=None,
+        description=(
+            "The engine's bookkeeping as compact JSON: every replica's state, restarts per "
+            "index, timers, the transition counts and the bounded history that "
+            "`jobmachine graph --job` draws. Written by the engine only; not an API."
+        ),
     )

@@ -9,11 +9,13 @@ says, so the same run doubles as a smoke test of the whole engine.
 
 from __future__ import annotations
 
+import queue
 import sys
 import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -26,6 +28,7 @@ from engine.app.shipped import shipped_dir
 from engine.app.up import LocalCluster, NodeMode, UpOptions, running_local_cluster
 from engine.controller.client import KubeClient
 from engine.controller.install import crd_resources
+from engine.controller.reconcile import RecordedTransition
 from engine.controller.resources import EVENTS, Resource
 from engine.settings import EngineSettings
 
@@ -105,12 +108,11 @@ def _example(path: Path, document: Any, kinds: Mapping[str, Resource]) -> Exampl
 
 @dataclass
 class _Tracked:
-    """What the demo knows of one submitted job: its last read, what it printed, when it ended."""
+    """What the demo knows of one submitted job: its last read and when it ended."""
 
     example: Example
     job: Mapping[str, Any]
     submitted_at: float
-    printed: int = 0
     finished_at: float | None = None
 
     @property
@@ -142,7 +144,7 @@ def run_demo(options: DemoOptions, *, out: TextIO = sys.stdout) -> bool:
         with running_local_cluster(up) as cluster:
             _say(out, f"cluster up at {cluster.server.url}; submitting "
                       f"{', '.join(e.name for e in examples)}\n")
-            tracked = _run_examples(cluster.client, examples, options.timeout_s, out)
+            tracked = _run_examples(cluster, examples, options.timeout_s, out)
             rows = [one.row() for one in tracked]
             _report(cluster, tracked, options.output, out)
     _say(out, "\n" + verdict(rows).rstrip())
@@ -150,9 +152,12 @@ def run_demo(options: DemoOptions, *, out: TextIO = sys.stdout) -> bool:
 
 
 def _run_examples(
-    client: KubeClient, examples: Sequence[Example], timeout_s: float, out: TextIO
+    cluster: LocalCluster, examples: Sequence[Example], timeout_s: float, out: TextIO
 ) -> list[_Tracked]:
     """Submit every example, print each state change as it is recorded, until all are done."""
+    client = cluster.client
+    changes: queue.SimpleQueue[RecordedTransition] = queue.SimpleQueue()
+    cluster.engine.add_transition_listener(partial(_enqueue, changes))
     started = time.monotonic()
     tracked = [
         _Tracked(example, client.create(example.resource, dict(example.manifest),
@@ -161,10 +166,12 @@ def _run_examples(
     ]
     width = max(len(example.name) for example in examples)
     deadline = started + timeout_s
+    names = {str(one.job["metadata"]["uid"]): one.example.name for one in tracked}
     while True:
+        _print_changes(changes, names, started=started, width=width, out=out)
         for one in tracked:
             if one.finished_at is None:
-                _follow(client, one, started=started, width=width, out=out)
+                _follow(client, one)
         if all(one.finished_at is not None for one in tracked):
             return tracked
         if time.monotonic() >= deadline:
@@ -174,23 +181,35 @@ def _run_examples(
         time.sleep(POLL_INTERVAL_S)
 
 
-def _follow(client: KubeClient, one: _Tracked, *, started: float, width: int, out: TextIO) -> None:
-    """Read the job again and print the state changes recorded since the last read.
+def _enqueue(
+    changes: queue.SimpleQueue[RecordedTransition], recorded: Sequence[RecordedTransition]
+) -> None:
+    for change in recorded:
+        changes.put(change)
 
-    The history is bounded, so what is new is counted from the exact transition
-    counts rather than from the history's length.
-    """
+
+def _print_changes(
+    changes: queue.SimpleQueue[RecordedTransition], names: Mapping[str, str], *,
+    started: float, width: int, out: TextIO,
+) -> None:
+    """Print the state changes of the demo's jobs the engine recorded since the last look."""
+    now = time.monotonic()
+    while True:
+        try:
+            change = changes.get_nowait()
+        except queue.Empty:
+            return
+        name = names.get(change.uid)
+        if name is not None:
+            _say(out, timeline_line(now - started, name, change, width=width))
+
+
+def _follow(client: KubeClient, one: _Tracked) -> None:
+    """Read the job again; note when it has ended."""
     example = one.example
     one.job = client.get(example.resource, example.name, example.namespace)
-    now = time.monotonic()
-    total = sum(int(c.get("count", 0)) for c in one.status.get("transitionCounts") or ())
-    new = total - one.printed
-    if new > 0:
-        for entry in (one.status.get("history") or [])[-new:]:
-            _say(out, timeline_line(now - started, example.name, entry, width=width))
-        one.printed = total
     if one.status.get("phase") in EXPECTATIONS:
-        one.finished_at = now
+        one.finished_at = time.monotonic()
 
 
 def _report(cluster: LocalCluster, tracked: Sequence[_Tracked], output: Path, out: TextIO) -> None:

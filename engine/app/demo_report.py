@@ -11,6 +11,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from engine.controller.reconcile import RecordedTransition
+
 _START = "(new)"
 
 
@@ -29,12 +31,11 @@ class JobRow:
         return self.phase == self.expected
 
 
-def timeline_line(offset_s: float, job: str, entry: Mapping[str, Any], *, width: int) -> str:
+def timeline_line(offset_s: float, job: str, change: RecordedTransition, *, width: int) -> str:
     """One recorded state change: when the demo saw it, whose it is, from -> to, and why."""
-    who = str(entry.get("replica") or "job")
-    source = str(entry.get("from") or _START)
-    change = f"{source} -> {entry.get('to')}"
-    return f"{offset_s:6.1f}s  {job:<{width}}  {who:<10}  {change:<26}  {entry.get('reason', '')}"
+    who = change.replica or "job"
+    change_text = f"{change.source or _START} -> {change.target}"
+    return f"{offset_s:6.1f}s  {job:<{width}}  {who:<10}  {change_text:<26}  {change.reason}"
 
 
 def summary_table(rows: Sequence[JobRow]) -> str:

@@ -16,6 +16,7 @@ from engine.controller.errors import ApiError, NotFound
 from engine.controller.machines.registry import recorded_revision
 from engine.controller.machines.revisions import CONTROLLER_REVISIONS, compile_revision
 from engine.controller.machines.served import CRDS, served_resources
+from engine.controller.record import read_record
 from engine.controller.resources import STATE_MACHINES, Resource
 from engine.definition import CompiledDefinition, DefinitionError
 from engine.graph.path import highlight_from_counts, highlight_from_history
@@ -45,11 +46,13 @@ def job_picture(
     definition = next((d for d in definitions if d.governs.kind == kind), None)
     if definition is None:
         definition = _revision_of(client, job, system_namespace)
-    status = job.get("status") or {}
-    counts = status.get("transitionCounts")
+    record = read_record(job.get("status") or {})
+    counts = [
+        {"level": level, "from": source or None, "to": target, "reason": reason, "count": count}
+        for (level, source, target, reason), count in record.transition_counts.items()
+    ]
     highlight = (
-        highlight_from_counts(counts) if counts
-        else highlight_from_history(status.get("history") or [])
+        highlight_from_counts(counts) if counts else highlight_from_history(record.history)
     )
     return render_definition(definition.definition, level=level, fmt=fmt, highlight=highlight)
 

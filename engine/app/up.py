@@ -8,6 +8,7 @@ reads each job's state back from its status, the write-ahead log.
 from __future__ import annotations
 
 import signal
+import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -15,10 +16,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from engine.app.live import LiveReport, use_colour
 from engine.app.shipped import shipped_dir
 from engine.cluster import running_apiserver
 from engine.cluster.apiserver.serve import RunningApiServer
-from engine.cluster.node import running_node
+from engine.cluster.node import RestartBackoff, running_node
 from engine.controller.client import KubeClient
 from engine.controller.install import prepare_cluster
 from engine.controller.manager import Engine
@@ -36,6 +38,8 @@ class UpOptions:
     node_mode: NodeMode = "process"
     machines: Path | None = None
     settings: EngineSettings = field(default_factory=EngineSettings)
+    restart_backoff: RestartBackoff | None = None
+    """How the local node backs off restarting crashed containers (default: the kubelet's)."""
 
 
 @dataclass(frozen=True)
@@ -61,7 +65,8 @@ def running_local_cluster(options: UpOptions) -> Iterator[LocalCluster]:
         )
         try:
             prepare_cluster(client, crds=crds, machines=machines)
-            with running_node(server, mode=options.node_mode, state_dir=node_dir):
+            with running_node(server, mode=options.node_mode, state_dir=node_dir,
+                              restart_backoff=options.restart_backoff):
                 engine = Engine(client, options.settings)
                 stop = threading.Event()
                 runner = threading.Thread(target=engine.run, args=(stop,), name="jobmachine-engine",
@@ -76,16 +81,23 @@ def running_local_cluster(options: UpOptions) -> Iterator[LocalCluster]:
             client.close()
 
 
-def serve_until_interrupted(options: UpOptions) -> None:
-    """Run `up` in the foreground: print how to reach it, stop cleanly on Ctrl-C or SIGTERM."""
+def serve_until_interrupted(options: UpOptions, *, quiet: bool = False) -> None:
+    """Run `up` in the foreground: print how to reach it, then (unless `quiet`) one line per
+    job state change and per replica failure or restart; stop cleanly on Ctrl-C or SIGTERM."""
     stop = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda *_: stop.set())
+    report = None if quiet else LiveReport(sys.stdout, colour=use_colour(sys.stdout))
     with running_local_cluster(options) as cluster:
         print(f"jobmachine is up at {cluster.server.url} (node mode {options.node_mode})",
               flush=True)
         print(f"export KUBECONFIG={cluster.server.kubeconfig}", flush=True)
         print("Ctrl-C stops everything; run `jobmachine up` again with the same --data-dir to "
               "resume.", flush=True)
+        if report is not None:
+            report.start()
+            cluster.engine.recorder.add_listener(report)
         stop.wait()
         print("stopping...", flush=True)
+    if report is not None:
+        report.stop()

@@ -102,6 +102,7 @@ def _execute_one(run: ActionRun, planned: Planned) -> None:
             run.job, type="Warning" if args.get("type") == "Warning" else "Normal",
             reason=str(args["reason"]),
             message=str(args.get("message") or args["reason"]),
+            replica=None if replica is None else str(replica),
         )
     elif name == "cleanupPods":
         _cleanup_pods(run, planned.action.args.get("policy"))

@@ -17,7 +17,14 @@ from engine.controller.children import ReplicaId
 from engine.controller.cleanup import cleanup_policy, pods_to_clean
 from engine.controller.jobspec import JobSpecView
 from engine.controller.observe import MISSING, PodFacts
-from engine.controller.record import MachineRecord, RestartRecord
+from engine.controller.record import (
+    LAST_TRANSITIONS,
+    POD_UID_KEPT,
+    InPlaceEnds,
+    MachineRecord,
+    RestartRecord,
+    shown_in_history,
+)
 from engine.controller.timestamps import parse_time
 from engine.controller.variables import common_variables, replica_summary, replica_variables
 from engine.definition import (
@@ -123,7 +130,7 @@ def decide(
     *,
     job_observations: frozenset[str],
     now: str,
-    history_limit: int = 100,
+    transitions_kept: int = LAST_TRANSITIONS,
 ) -> Decision:
     """Step every machine of `job` until nothing fires; see the module docstring."""
     progress = _Progress(_without_stale_replicas(record, spec), now, job)
@@ -156,7 +163,7 @@ def decide(
         state = result.state
         progress.record = progress.record.with_changes(state=state)
     holds = state is not None and _holds(definition, state)
-    history = progress.record.history[-history_limit:]
+    history = progress.record.history[-transitions_kept:]
     timers = {} if holds else progress.record.replica_timers
     return Decision(
         progress.record.with_changes(history=history, replica_timers=timers),
@@ -242,13 +249,15 @@ def _without_stale_replicas(record: MachineRecord, spec: JobSpecView) -> Machine
     }
     timers = {r: since for r, since in record.replica_timers.items()
               if r.index < desired.get(r.type, 0)}
-    kept = (len(states), len(restarts), len(backoff), len(timers))
+    ends = {r: e for r, e in record.in_place_ends.items() if r.index < desired.get(r.type, 0)}
+    kept = (len(states), len(restarts), len(backoff), len(timers), len(ends))
     if kept == (len(record.replica_states), len(record.replica_restarts),
-                len(record.replica_backoff), len(record.replica_timers)):
+                len(record.replica_backoff), len(record.replica_timers),
+                len(record.in_place_ends)):
         return record
     return record.with_changes(
         replica_states=states, replica_restarts=restarts, replica_backoff=backoff,
-        replica_timers=timers,
+        replica_timers=timers, in_place_ends=ends,
     )
 
 
@@ -267,18 +276,25 @@ def _step_replicas(
         for index in range(replica_type.replicas):
             replica = ReplicaId(replica_type.name, index)
             facts = pods.get(replica, MISSING)
+            new_ends = _new_ends(progress.record, replica, facts)
+            consumed = {}
+            if new_ends and facts.observation in ("podPending", "podRunning"):
+                consumed = {"podRestarting": facts.observation}
+                facts = replace(facts, observation="podRestarting")
             variables = replica_variables(
                 common, replica, desired=replica_type.replicas,
                 policy=replica_type.restart_policy, record=progress.record, facts=facts,
+                new_restarts=new_ends,
             )
             current = progress.record.replica_states.get(replica)
             observations = {facts.observation}
             if current is not None and _timed_out(definition, replica, current, variables,
                                                   progress):
                 observations.add("timedOut")
-            replica_facts = Facts(frozenset(observations), variables)
+            replica_facts = Facts(frozenset(observations), variables, consumed)
             result = step(definition.replica, current, replica_facts)
             progress.errors += [f"{replica}: {error}" for error in result.errors]
+            _note_ends(replica, facts, bool(result.fired), progress)
             for transition in result.fired:
                 if not transition.self_loop:
                     _count(progress, "replica", transition, replica)
@@ -293,6 +309,33 @@ def _step_replicas(
                 _track_backoff(definition, replica, facts, result.state, progress)
                 _restart_timer(definition, replica, result.state, variables, progress)
     return moved
+
+
+def _new_ends(record: MachineRecord, replica: ReplicaId, facts: PodFacts) -> int:
+    """How many ends of the pod's main container (restarted in place) are not seen yet."""
+    seen = record.in_place_ends.get(replica)
+    before = seen.seen if seen is not None and seen.of(facts.uid) else 0
+    return max(facts.ends - before, 0)
+
+
+_FAILURES = frozenset({"podFailed", "podRestarting", "podLost"})
+
+
+def _note_ends(replica: ReplicaId, facts: PodFacts, moved: bool, progress: _Progress) -> None:
+    """Remember the pod's ends as seen (each is observed once), and a failure the replica's
+    machine took as the job's last failure (`lastFailure`)."""
+    record = progress.record
+    seen = record.in_place_ends.get(replica)
+    wanted = InPlaceEnds(facts.uid[:POD_UID_KEPT], facts.ends) if facts.ends else None
+    if seen != wanted:
+        ends = {r: e for r, e in record.in_place_ends.items() if r != replica}
+        if wanted is not None:
+            ends[replica] = wanted
+        record = record.with_changes(in_place_ends=ends)
+    if moved and facts.observation in _FAILURES:
+        what = "lost with its node" if facts.observation == "podLost" else facts.termination
+        record = record.with_changes(last_failure=f"{replica} ({what})")
+    progress.record = record
 
 
 def _timeout_of(
@@ -400,7 +443,12 @@ def _record_job_transition(
             condition_reason, condition_message = copied
     if transition.source is None:
         transition = replace(transition, message=condition_message)
-    _count(progress, "job", transition, None)
+    said = transition.reason
+    if transition.source is None and entered.condition is not None and entered.condition.reason:
+        # A new job is said under its first condition's reason (PyTorchJobCreated); the count
+        # keeps the language's creation edge, which pictures draw.
+        said = entered.condition.reason
+    _count(progress, "job", transition, None, said=said)
     progress.record = progress.record.with_changes(state_since=progress.now)
     if transition.source is not None:
         left = definition.job.states[transition.source].condition
@@ -438,31 +486,43 @@ def _condition_type(definition: CompiledDefinition, state: str) -> str | None:
 
 
 def _count(
-    progress: _Progress, level: str, transition: FiredTransition, replica: ReplicaId | None
+    progress: _Progress, level: str, transition: FiredTransition, replica: ReplicaId | None,
+    *, said: str | None = None,
 ) -> None:
+    """Record a state change: it fired (`said`: the reason its Event and history give, when
+    not the transition's own), it is counted, and it joins the last transitions."""
+    key = (level, transition.source or "", transition.target, transition.reason)
+    if said is not None and said != transition.reason:
+        transition = replace(transition, reason=said)
     progress.fired.append(Fired(transition, replica))
     entry: dict[str, Any] = {"time": progress.now, "level": level}
     if replica is not None:
         entry["replica"] = str(replica)
     entry.update({"from": transition.source, "to": transition.target, "reason": transition.reason})
-    key = (level, transition.source or "", transition.target, transition.reason)
     counts = dict(progress.record.transition_counts)
     counts[key] = counts.get(key, 0) + 1
-    progress.record = progress.record.with_changes(
-        transition_counts=counts, history=(*progress.record.history, entry)
-    )
+    history = progress.record.history
+    if shown_in_history(entry):
+        history = (*history, entry)
+    progress.record = progress.record.with_changes(transition_counts=counts, history=history)
 
 
 def _apply(action: PlannedAction, replica: ReplicaId | None, progress: _Progress) -> None:
     """Actions on the record happen now; the rest are planned for after the status write."""
     if action.name == "countRestart" and replica is not None:
+        count = action.args.get("count", 1)
+        if not isinstance(count, int) or isinstance(count, bool) or count < 0:
+            progress.errors.append(f"{replica}: countRestart count gave {count!r}, not an int >= 0")
+            return
+        if count == 0:
+            return
         previous = progress.record.replica_restarts.get(replica)
         restarts = {
             **progress.record.replica_restarts,
-            replica: RestartRecord((previous.count if previous else 0) + 1, progress.now),
+            replica: RestartRecord((previous.count if previous else 0) + count, progress.now),
         }
         progress.record = progress.record.with_changes(
-            restarts=progress.record.restarts + 1, replica_restarts=restarts
+            restarts=progress.record.restarts + count, replica_restarts=restarts
         )
     elif action.name == "restartJob":
         record = progress.record

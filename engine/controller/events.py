@@ -76,6 +76,24 @@ class EventStats:
 
 
 @dataclass(frozen=True)
+class RecordedEvent:
+    """An event as it was recorded, for listeners (e.g. `up`'s live lines)."""
+
+    kind: str
+    namespace: str
+    name: str
+    type: EventType
+    reason: str
+    message: str
+    replica: str | None
+    """The replica it is about (`Worker-1`), None for the object as a whole."""
+
+
+EventListener = Callable[[RecordedEvent], None]
+"""Called in the recording thread for every valid event: it must return at once."""
+
+
+@dataclass(frozen=True)
 class _Involved:
     api_version: str
     kind: str
@@ -172,12 +190,22 @@ class EventRecorder:
         self._closed = False
         self._abandon = threading.Event()
         self._thread: threading.Thread | None = None
+        self._listeners: list[EventListener] = []
         self._log = logger.bind(component=component)
 
+    def add_listener(self, listener: EventListener) -> None:
+        """Have `listener` told of every valid event recorded from now on (posted or not)."""
+        self._listeners.append(listener)
+
     def record(
-        self, involved: Mapping[str, Any], *, type: EventType, reason: str, message: str
+        self, involved: Mapping[str, Any], *, type: EventType, reason: str, message: str,
+        replica: str | None = None,
     ) -> None:
-        """Queue an Event about `involved` (a whole object); dropped with a log when full."""
+        """Queue an Event about `involved` (a whole object); dropped with a log when full.
+
+        `replica` names the replica it is about, for listeners only (the Event's message
+        names it for people).
+        """
         try:
             pending = _Pending(_involved(involved), type, reason, message, self._clock())
             if type not in ("Normal", "Warning"):
@@ -188,6 +216,7 @@ class EventRecorder:
             self._log.error("dropping an event that cannot be posted: {}", exc)
             self._count("dropped")
             return
+        self._tell_listeners(pending, replica)
         with self._progress:
             if self._closed:
                 self._count_locked("dropped")
@@ -203,6 +232,18 @@ class EventRecorder:
                     )
                 return
             self._enqueued += 1
+
+    def _tell_listeners(self, pending: _Pending, replica: str | None) -> None:
+        if not self._listeners:
+            return
+        involved = pending.involved
+        event = RecordedEvent(involved.kind, involved.namespace, involved.name, pending.type,
+                              pending.reason, pending.message, replica)
+        for listener in self._listeners:
+            try:
+                listener(event)
+            except Exception:
+                self._log.exception("an event listener failed")
 
     def start(self) -> None:
         """Start the thread that posts queued events."""
@@ -224,7 +265,11 @@ class EventRecorder:
         thread.join(max(0.0, deadline - time.monotonic()))
         if thread.is_alive():
             self._abandon.set()
-            self._log.warning("event recorder stopping: abandoning events not yet posted")
+            with self._progress:
+                left = self._enqueued - self._handled
+            self._log.error(
+                "event recorder stopping: {} events not posted within {:g}s (is the API server "
+                "reachable?); they are dropped", left, flush_timeout_s)
             with contextlib.suppress(queue.Full):
                 self._queue.put(None, timeout=flush_timeout_s)
             thread.join(flush_timeout_s)
@@ -245,30 +290,47 @@ class EventRecorder:
             pending = self._queue.get()
             if pending is None:
                 return
-            try:
-                if self._abandon.is_set():
-                    self._count("dropped")
-                else:
-                    self._post(pending)
-            except Exception:
-                self._log.exception("posting an event failed unexpectedly")
-                self._count("failed")
-            finally:
-                with self._progress:
-                    self._handled += 1
-                    self._progress.notify_all()
+            batch, last = [pending], False
+            if self._closed:
+                batch, last = self._drained(batch)
+            for one, repeats in _folded(batch):
+                try:
+                    if self._abandon.is_set():
+                        self._count("dropped")
+                    else:
+                        self._post(one, repeats)
+                except Exception:
+                    self._log.exception("posting an event failed unexpectedly")
+                    self._count("failed")
+            with self._progress:
+                self._handled += len(batch)
+                self._progress.notify_all()
+            if last:
+                return
 
-    def _post(self, pending: _Pending) -> None:
+    def _drained(self, batch: list[_Pending]) -> tuple[list[_Pending], bool]:
+        """Stopping: everything queued after `batch`, so identical events are posted once with
+        their count (fewer requests fit the grace period); whether the queue's end was met."""
+        while True:
+            try:
+                pending = self._queue.get_nowait()
+            except queue.Empty:
+                return batch, False
+            if pending is None:
+                return batch, True
+            batch.append(pending)
+
+    def _post(self, pending: _Pending, repeats: int = 1) -> None:
         key, message = self._correlate(pending)
         series = self._series.get(key, pending.at)
         timestamp = format_time(datetime.fromtimestamp(pending.at, UTC))
         try:
-            if series is not None and self._patch(series, message, timestamp):
-                series.count += 1
+            if series is not None and self._patch(series, message, timestamp, repeats):
+                series.count += repeats
                 self._series.put(key, series, pending.at)
                 self._count("aggregated")
                 return
-            count = 1 if series is None else series.count + 1
+            count = repeats if series is None else series.count + repeats
             first = timestamp if series is None else series.first_timestamp
             created = self._create(pending, message, count, first, timestamp)
         except ApiError as exc:
@@ -291,9 +353,9 @@ class EventRecorder:
             return (*group_key, pending.message), pending.message
         return (*group_key, None), COMBINED_PREFIX + pending.message
 
-    def _patch(self, series: _Series, message: str, timestamp: str) -> bool:
-        """Count one more occurrence on the existing Event; False if it is gone (expired)."""
-        body = {"count": series.count + 1, "lastTimestamp": timestamp, "message": message}
+    def _patch(self, series: _Series, message: str, timestamp: str, repeats: int) -> bool:
+        """Count `repeats` more occurrences on the existing Event; False if it is gone."""
+        body = {"count": series.count + repeats, "lastTimestamp": timestamp, "message": message}
         try:
             self._with_retries(
                 lambda: self._client.patch(
@@ -360,6 +422,17 @@ class EventRecorder:
 
     def _count_locked(self, what: str) -> None:
         self._counts[what] += 1
+
+
+def _folded(batch: list[_Pending]) -> list[tuple[_Pending, int]]:
+    """Identical events (same object, type, reason and message) as one, the latest, with how
+    often it happened; in the order each first happened."""
+    found: dict[tuple[str, str, str, str], tuple[_Pending, int]] = {}
+    for pending in batch:
+        key = (pending.involved.uid, pending.type, pending.reason, pending.message)
+        seen = found.get(key)
+        found[key] = (pending, 1 if seen is None else seen[1] + 1)
+    return list(found.values())
 
 
 def _involved(obj: Mapping[str, Any]) -> _Involved:

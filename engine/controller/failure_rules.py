@@ -1,4 +1,5 @@
-"""Which failure rule a failed pod matches: the job's rules in order, the first match wins.
+"""Which failure rule a failed (or restarting) pod matches: the job's rules in order, the first
+match wins.
 
 Like the Job API's podFailurePolicy, but per replica type: a rule matches a
 container's exit code (a named container or any, init containers included, 0
@@ -65,7 +66,11 @@ def _reasons(pod: Obj) -> list[str]:
 
 
 def _terminated(pod: Obj) -> list[dict[str, Any]]:
-    """Every terminated container (init containers first), with its name and exit code."""
+    """Every container's last end (init containers first), with its name and exit code.
+
+    That is its current state when it has terminated, else the end before it (the one
+    the kubelet restarted it in place after, in an OnFailure or Always pod).
+    """
     status = pod.get("status") or {}
     found: list[dict[str, Any]] = []
     statuses = [
@@ -73,7 +78,9 @@ def _terminated(pod: Obj) -> list[dict[str, Any]]:
         *(status.get("containerStatuses") or ()),
     ]
     for container in statuses:
-        terminated = (container.get("state") or {}).get("terminated")
+        terminated = (container.get("state") or {}).get("terminated") or (
+            container.get("lastState") or {}
+        ).get("terminated")
         if terminated is not None and terminated.get("exitCode") is not None:
             found.append({**terminated, "name": container.get("name")})
     return found

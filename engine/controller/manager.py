@@ -38,7 +38,7 @@ from engine.controller.machines.registry import MachineRegistry
 from engine.controller.metrics import Metrics
 from engine.controller.observe import node_is_ready
 from engine.controller.queue import WorkQueue
-from engine.controller.reconcile import Caches, Reconciler
+from engine.controller.reconcile import Caches, Reconciler, TransitionListener
 from engine.controller.resources import NAMESPACES, NODES, PODS, SERVICES, Resource
 from engine.controller.scheduler import WakeScheduler
 from engine.controller.watch import Informer
@@ -232,6 +232,10 @@ class Engine:
             if cache.get(namespace, job_name) is not None
         ]
 
+    def add_transition_listener(self, listener: TransitionListener) -> None:
+        """Have `listener` told of every state change the engine records (tools, tests)."""
+        self.reconciler.add_transition_listener(listener)
+
     def enqueue_all(self) -> None:
         """Queue every cached job (the periodic resync, and node readiness changes)."""
         for kind, job in self._all_jobs():
@@ -320,7 +324,9 @@ class Engine:
         self.scheduler.shutdown(wait=False)
 
     def stop(self) -> None:
-        """Stop everything: workers first (no write after this), then watches and events."""
+        """Stop everything: workers first (no write after this), then watches, then the
+        events still queued are posted, all within `settings.shutdown_grace_s`."""
+        deadline = time.monotonic() + self.settings.shutdown_grace_s
         self.stop_working()
         with self._kinds_lock:
             job_informers = [informer for _, informer in self._job_informers.values()]
@@ -329,7 +335,7 @@ class Engine:
             self._object_informers.clear()
         for informer in [*self._informers, *job_informers]:
             informer.stop()
-        self.recorder.stop()
+        self.recorder.stop(flush_timeout_s=max(deadline - time.monotonic(), 1.0))
 
     def run(self, stop: threading.Event, *, leader_election: LeaderElector | None = None) -> None:
         """Run until `stop` is set (or, with leader election, until the lease is lost)."""

@@ -63,7 +63,7 @@ def build_pod(
                                                         decorations.volume_mounts)
     if decorations.volumes:
         spec["volumes"] = _with_named(spec.get("volumes") or [], decorations.volumes)
-    spec["restartPolicy"] = definition.definition.spec.pod.restart_policy
+    spec["restartPolicy"] = decorations.restart_policy
     return {
         "apiVersion": "v1",
         "kind": "Pod",

@@ -1,5 +1,8 @@
 """Which Events a reconcile posts: one per state change, on the job, after the status write.
 
+A transition marked `silent` posts none (an ending's second phase: its first
+already said why); a job's creation is posted under its first condition's reason.
+
 Replica events name the replica (type and index) and the exit code when there
 is one, so `kubectl describe` tells the story of every replica (field notes,
 story 8). Creating a replica's machine is not a state change and posts nothing.
@@ -25,6 +28,8 @@ class Notice:
     type: EventType
     reason: str
     message: str
+    replica: str | None = None
+    """The replica the state change is of (`Worker-1`); None for the job's own."""
 
 
 def notices_for(fired: tuple[Fired, ...], facts: Mapping[ReplicaId, PodFacts]) -> list[Notice]:
@@ -32,13 +37,17 @@ def notices_for(fired: tuple[Fired, ...], facts: Mapping[ReplicaId, PodFacts]) -
     found: list[Notice] = []
     for entry in fired:
         transition = entry.transition
-        if transition.self_loop or (entry.replica is not None and transition.source is None):
+        if transition.self_loop or transition.silent or (
+            entry.replica is not None and transition.source is None
+        ):
             continue
         kind: EventType = "Warning" if transition.event_type == "Warning" else "Normal"
         message = transition.message
+        replica = None
         if entry.replica is not None:
             message = _replica_message(entry.replica, message, facts.get(entry.replica, MISSING))
-        found.append(Notice(kind, transition.reason, message))
+            replica = str(entry.replica)
+        found.append(Notice(kind, transition.reason, message, replica))
     return found
 
 

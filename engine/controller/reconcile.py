@@ -8,7 +8,7 @@ state change; say when to look again. Every module called here owns its step.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
@@ -31,7 +31,6 @@ from engine.controller.decide import Decision, decide
 from engine.controller.errors import Conflict, Invalid, NotFound
 from engine.controller.events import EventRecorder
 from engine.controller.expectations import Expectations
-from engine.controller.failure_rules import failure_action
 from engine.controller.freshness import WrittenVersions
 from engine.controller.jobspec import JobSpecView, managed_by_us, read_job_spec
 from engine.controller.machines.registry import Assignment, MachineRegistry, Unassigned
@@ -43,9 +42,9 @@ from engine.controller.observe import (
     deadline_of,
     job_observations,
     node_is_ready,
-    observe_pod,
+    observe_replica_pod,
 )
-from engine.controller.record import MachineRecord, read_record
+from engine.controller.record import MachineRecord, RecordError, read_record
 from engine.controller.resources import PODS, SERVICES, Resource
 from engine.controller.scheduler import WakeScheduler, utc_now
 from engine.controller.status import build_status, ungoverned_status, write_status
@@ -72,6 +71,29 @@ class Caches:
     services: Cache
     nodes: Cache
     objects: dict[tuple[str, str], tuple[Resource, Cache]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class RecordedTransition:
+    """A state change of a job or one of its replicas, once the status write recording it
+    has succeeded: what `demo` prints and tests follow (status keeps only the last few)."""
+
+    kind: str
+    namespace: str
+    name: str
+    uid: str
+    time: str
+    level: str
+    """`job` or `replica`."""
+    replica: str | None
+    source: str | None
+    """None for the creation of a machine."""
+    target: str
+    reason: str
+
+
+TransitionListener = Callable[[Sequence[RecordedTransition]], None]
+"""Told of each reconcile's state changes, in a worker thread: it must return at once."""
 
 
 @dataclass(frozen=True)
@@ -111,6 +133,7 @@ class Reconciler:
         self._settings = settings
         self._written = written
         self._clock = clock
+        self._transition_listeners: list[TransitionListener] = []
 
     def __call__(self, key: JobKey) -> Outcome:
         """The work-queue handler: conflicts and stale reads retry with back-off."""
@@ -118,7 +141,7 @@ class Reconciler:
             return self.reconcile(key)
         except (Conflict, Invalid) as exc:
             return Retry(exc)
-        except StepError as exc:
+        except (StepError, RecordError) as exc:
             cache = self._caches.jobs.get(key.kind)
             job = cache.get(key.namespace, key.name) if cache is not None else None
             if job is not None:
@@ -154,12 +177,38 @@ class Reconciler:
         decision = self._decide(job, definition, observed, now)
         job = self._write_status(key, job, assignment, spec=observed.spec, decision=decision,
                                  now=now)
+        self._tell_listeners(job, decision, now)
         run = self._act(key, job, definition, observed=observed, decision=decision, now=now)
         for notice in notices_for(decision.fired, observed.facts):
             self._recorder.record(job, type=notice.type, reason=notice.reason,
-                                  message=notice.message)
+                                  message=notice.message, replica=notice.replica)
         return self._next_look(key, job, definition, spec=observed.spec, decision=decision,
                                run=run, now=now)
+
+    def add_transition_listener(self, listener: TransitionListener) -> None:
+        """Have `listener` told of every recorded state change from now on."""
+        self._transition_listeners.append(listener)
+
+    def _tell_listeners(self, job: Obj, decision: Decision, now: datetime) -> None:
+        if not self._transition_listeners or not decision.fired:
+            return
+        metadata = job["metadata"]
+        changes = [
+            RecordedTransition(
+                kind=job["kind"], namespace=metadata["namespace"], name=metadata["name"],
+                uid=metadata["uid"], time=format_time(now),
+                level="job" if fired.replica is None else "replica",
+                replica=None if fired.replica is None else str(fired.replica),
+                source=fired.transition.source, target=fired.transition.target,
+                reason=fired.transition.reason,
+            )
+            for fired in decision.fired
+        ]
+        for listener in self._transition_listeners:
+            try:
+                listener(changes)
+            except Exception:
+                logger.exception("a transition listener failed")
 
     def _observe(self, key: JobKey, job: Obj, definition: CompiledDefinition) -> _Observed:
         spec = read_job_spec(job, definition)
@@ -177,14 +226,11 @@ class Reconciler:
                 continue
             replica_type = spec.replica_type(replica.type)
             template = replica_type.template if replica_type else {}
-            observed = observe_pod(
-                pod, main_container=main_container_name(definition, template),
+            facts[replica] = observe_replica_pod(
+                pod, replica_type=replica.type, failure_rules=spec.failure_rules,
+                main_container=main_container_name(definition, template),
                 node_ready=self._node_ready,
             )
-            if observed.observation == "podFailed" and spec.failure_rules:
-                action = failure_action(spec.failure_rules, replica.type, pod)
-                observed = replace(observed, failure_action=action)
-            facts[replica] = observed
         return _Observed(spec, pods, services, record, facts, frozenset(old_attempt))
 
     def _decide(
@@ -205,7 +251,7 @@ class Reconciler:
         decision = decide(
             definition, job, observed.spec, record, observed.facts,
             job_observations=observations, now=format_time(now),
-            history_limit=self._settings.status_history_limit,
+            transitions_kept=self._settings.status_last_transitions,
         )
         log = logger.bind(job=f"{job['metadata']['namespace']}/{job['metadata']['name']}")
         for error in decision.errors:

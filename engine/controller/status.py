@@ -16,7 +16,7 @@ from engine.controller.client import KubeClient
 from engine.controller.decide import Decision
 from engine.controller.jobspec import JobSpecView
 from engine.controller.machines.registry import MACHINE_STATUS_FIELD, Assignment, Unassigned
-from engine.controller.record import record_fields
+from engine.controller.record import LEGACY_FIELDS, record_fields
 from engine.controller.resources import Resource
 from engine.definition import CompiledDefinition
 
@@ -39,6 +39,8 @@ def build_status(
     definition = assignment.definition
     status = dict(job.get("status") or {})
     status[MACHINE_STATUS_FIELD] = {"name": assignment.machine, "revision": assignment.revision}
+    for legacy in LEGACY_FIELDS:
+        status.pop(legacy, None)
     status.update(record_fields(decision.record))
     state = decision.record.state
     compiled = definition.job.states[state] if state else None
@@ -51,6 +53,8 @@ def build_status(
             now=now,
         )
     for update in decision.conditions:
+        if update.status == "False" and get_condition(conditions, update.type) is None:
+            continue  # a condition the job never had stays absent: absent reads as not true
         conditions = set_condition(
             conditions, type=update.type, status=update.status, reason=update.reason,
             message=update.message, now=now,
@@ -100,17 +104,18 @@ def _resumed(definition: CompiledDefinition, decision: Decision) -> bool:
 def _replica_statuses(
     job: Mapping[str, Any], spec: JobSpecView, decision: Decision
 ) -> dict[str, dict[str, Any]]:
+    """Kubeflow's pod counts per type; a count of 0 is left out, as Kubeflow's omitempty does."""
     summary = decision.variables.get("replicas") or {}
     name = job["metadata"]["name"]
-    return {
-        t.name: {
-            "active": summary.get(t.name, {}).get("active", 0),
-            "succeeded": summary.get(t.name, {}).get("succeeded", 0),
-            "failed": summary.get(t.name, {}).get("failed", 0),
-            "selector": f"{JOB_NAME_LABEL}={name},{REPLICA_TYPE_LABEL}={t.name}",
+    statuses: dict[str, dict[str, Any]] = {}
+    for replica_type in spec.replica_types:
+        counts = summary.get(replica_type.name, {})
+        entry: dict[str, Any] = {
+            key: counts[key] for key in ("active", "succeeded", "failed") if counts.get(key)
         }
-        for t in spec.replica_types
-    }
+        entry["selector"] = f"{JOB_NAME_LABEL}={name},{REPLICA_TYPE_LABEL}={replica_type.name}"
+        statuses[replica_type.name] = entry
+    return statuses
 
 
 def write_status(

@@ -73,6 +73,7 @@ def common_variables(
         "replicas": summary,
         "restarts": record.restarts,
         "error": spec.error,
+        "lastFailure": record.last_failure,
     }
 
 
@@ -84,8 +85,12 @@ def replica_variables(
     policy: str,
     record: MachineRecord,
     facts: PodFacts,
+    new_restarts: int = 0,
 ) -> dict[str, Any]:
-    """The variables one replica's guards see: the common ones plus this replica and its pod."""
+    """The variables one replica's guards see: the common ones plus this replica and its pod.
+
+    `new_restarts`: the ends of its container restarted in place not seen before.
+    """
     restarts = record.replica_restarts.get(replica)
     return {
         **common,
@@ -99,5 +104,8 @@ def replica_variables(
         "pod": facts.pod,
         "exitCode": facts.exit_code,
         "reason": facts.reason,
+        "terminationMessage": facts.message,
+        "termination": facts.termination,
+        "newRestarts": new_restarts,
         "failureAction": facts.failure_action,
     }

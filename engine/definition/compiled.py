@@ -66,6 +66,7 @@ class CompiledTransition:
     reason: str
     message: TextTemplate | None
     event_type: str
+    silent: bool = False
 
 
 @dataclass(frozen=True)
@@ -172,6 +173,9 @@ class CompiledDefinition:
     pod_volumes: CompiledExpression | None = None
     pod_volume_mounts: CompiledExpression | None = None
     pod_command: CompiledExpression | None = None
+    pod_restart_policy: str = "Never"
+    """The pods' restartPolicy when the machine writes it out; else see the expression."""
+    pod_restart_policy_expression: CompiledExpression | None = None
     validations: tuple[CompiledValidation, ...] = ()
     objects: tuple[CompiledObject, ...] = ()
     source: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
@@ -217,6 +221,8 @@ def compile_definition(loaded: LoadedDefinition) -> CompiledDefinition:
         pod_volumes=expressions.get((*pod_path, "volumes")),
         pod_volume_mounts=expressions.get((*pod_path, "volumeMounts")),
         pod_command=expressions.get((*pod_path, "command")),
+        pod_restart_policy=spec.pod.restart_policy,
+        pod_restart_policy_expression=expressions.get((*pod_path, "restartPolicy")),
         validations=tuple(
             CompiledValidation(expressions[("spec", "validations", i, "rule")], rule.message,
                                rule.field_path)
@@ -313,6 +319,7 @@ class _Builder:
             reason=t.reason or t.to,
             message=self.table.templates.get((*path, "message")),
             event_type=t.type or ("Warning" if failure else "Normal"),
+            silent=t.silent,
         )
 
     def _actions(self, base: Path, actions: list[ActionSpec]) -> tuple[CompiledAction, ...]:

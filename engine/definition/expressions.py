@@ -21,6 +21,10 @@ from engine.definition.vocabulary import Level, actions_for
 _GUARD_TYPES = ("bool", "dyn")
 _DELAY_TYPES = ("int", "duration", "dyn")
 _LIST_TYPES = ("list", "dyn")
+_STRING_TYPES = ("string", "dyn")
+
+POD_RESTART_POLICIES = ("Never", "OnFailure", "Always")
+"""A pod's restartPolicy values; `spec.pod.restartPolicy` is one of them or CEL giving one."""
 
 
 @dataclass
@@ -144,6 +148,9 @@ def compile_expressions(loaded: LoadedDefinition) -> ExpressionTable:
     pod_scope = Scope("replica", template=True)
     for path, source in pod_value_paths(loaded):
         compiler.expression(path, source, pod_scope)
+    if spec.pod.restart_policy not in POD_RESTART_POLICIES:
+        compiler.expression(("spec", "pod", "restartPolicy"), spec.pod.restart_policy, pod_scope,
+                            _STRING_TYPES)
     lists = (("volumes", spec.pod.volumes), ("volumeMounts", spec.pod.volume_mounts),
              ("command", spec.pod.command))
     for key, written in lists:

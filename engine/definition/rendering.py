@@ -14,6 +14,7 @@ from typing import Any
 
 from engine.definition.cel import Activation, CelEvaluationError, CompiledExpression
 from engine.definition.compiled import CompiledDefinition, CompiledObject
+from engine.definition.expressions import POD_RESTART_POLICIES
 from engine.definition.templates import render_value
 
 EnvValue = str | Mapping[str, Any]
@@ -31,6 +32,8 @@ class PodDecorations:
     volume_mounts: tuple[Mapping[str, Any], ...] = ()
     command: tuple[str, ...] | None = None
     """The main container's command when its template has none (nor args)."""
+    restart_policy: str = "Never"
+    """The pod's restartPolicy: OnFailure or Always let the kubelet restart it in place."""
 
 
 def _texts(values: Mapping[str, CompiledExpression], activation: Activation) -> dict[str, str]:
@@ -79,8 +82,8 @@ def _objects(expression: CompiledExpression | None, activation: Activation, what
 def render_pod_decorations(
     compiled: CompiledDefinition, variables: Mapping[str, Any]
 ) -> PodDecorations:
-    """The env, labels, annotations, volumes, mounts and default command the definition adds
-    to one pod."""
+    """The env, labels, annotations, volumes, mounts, default command and restartPolicy the
+    definition gives one pod."""
     activation = Activation(variables)
     return PodDecorations(
         _env(compiled.pod_env, activation),
@@ -89,7 +92,23 @@ def render_pod_decorations(
         _objects(compiled.pod_volumes, activation, "pod.volumes"),
         _objects(compiled.pod_volume_mounts, activation, "pod.volumeMounts"),
         _command(compiled.pod_command, activation),
+        render_restart_policy(compiled, activation),
     )
+
+
+def render_restart_policy(
+    compiled: CompiledDefinition, variables: Mapping[str, Any] | Activation
+) -> str:
+    """The pod's restartPolicy: the machine's literal, or its CEL over the replica's variables."""
+    expression = compiled.pod_restart_policy_expression
+    if expression is None:
+        return compiled.pod_restart_policy
+    value = expression.evaluate(variables)
+    if value not in POD_RESTART_POLICIES:
+        raise CelEvaluationError(
+            f"pod.restartPolicy gave {value!r}, not one of {', '.join(POD_RESTART_POLICIES)}"
+        )
+    return str(value)
 
 
 @dataclass(frozen=True)

@@ -109,6 +109,9 @@ class TransitionSpec(_Strict):
     reason: str | None = None  # event reason, CamelCase; default: the target state
     message: str | None = None  # event message template
     type: EventType | None = None  # default: Warning into a failure state, else Normal
+    # Post no Event for this state change (it is still recorded and counted), e.g. the
+    # second phase of an ending whose first phase already said why.
+    silent: bool = False
     description: str | None = None
     # Merge directives, only in a machine that extends another (spec.extends); they are
     # consumed by the merge and never reach the machine that runs.
@@ -165,9 +168,9 @@ class PodSpec(_Strict):
     env: dict[str, str] = Field(default_factory=dict)
     labels: dict[str, str] = Field(default_factory=dict)
     annotations: dict[str, str] = Field(default_factory=dict)
-    restart_policy: Literal["Never", "OnFailure", "Always"] = Field(
-        default="Never", alias="restartPolicy"
-    )
+    # The pod's restartPolicy: Never, OnFailure or Always as written, else CEL over the
+    # replica's variables giving one of them (e.g. from the replica's `policy`).
+    restart_policy: str = Field(default="Never", alias="restartPolicy")
     # CEL giving a list of core/v1 Volumes added to the pod (replacing same-named ones),
     # and a list of VolumeMounts added to the main container; null or [] adds none.
     volumes: str | None = None

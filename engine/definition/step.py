@@ -32,6 +32,9 @@ class Facts:
 
     observations: frozenset[str] = frozenset()
     variables: Mapping[str, Any] = field(default_factory=dict)
+    consumed: Mapping[str, str] = field(default_factory=dict)
+    """Observations that hold once (an event, such as a new end of a container): the
+    transition that takes one uses it up, and the observation mapped to holds instead."""
 
 
 @dataclass(frozen=True)
@@ -45,6 +48,7 @@ class FiredTransition:
     event_type: str
     self_loop: bool = False
     index: int | None = None  # the transition's 0-based position in the file; None on creation
+    silent: bool = False  # posts no Event
 
 
 @dataclass(frozen=True)
@@ -100,7 +104,8 @@ class _Recorder:
         loop = fired.target == source
         message = self.render(fired.message, f"{source} -> {fired.target}")
         self.fired.append(FiredTransition(
-            source, fired.target, fired.reason, message, fired.event_type, loop, fired.index
+            source, fired.target, fired.reason, message, fired.event_type, loop, fired.index,
+            fired.silent,
         ))
         self.plan(fired.actions, transition=fired.index)
         if not loop:
@@ -125,6 +130,10 @@ def step(machine: CompiledMachine, state: str | None, facts: Facts) -> StepResul
     path = [state]
     while (fired := machine.fire(context)) is not None:
         recorder.transition(machine, fired, path[-1])
+        if fired.on is not None and fired.on in facts.consumed:
+            context.observations = (
+                context.observations - {fired.on} | {facts.consumed[fired.on]}
+            ) & machine.observations
         if fired.target == path[-1]:
             break
         path.append(fired.target)

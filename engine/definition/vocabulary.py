@@ -58,12 +58,25 @@ OBSERVATIONS: tuple[Observation, ...] = (
     ),
     Observation("podRunning", "replica", "The pod's main container is running.", POD),
     Observation(
-        "podSucceeded", "replica", "The pod's main container terminated with exit code 0.", POD
+        "podSucceeded",
+        "replica",
+        "The pod's main container terminated with exit code 0 and the kubelet will not "
+        "restart it.",
+        POD,
     ),
     Observation(
         "podFailed",
         "replica",
-        "The pod's main container terminated with a non-zero exit code, or the pod failed.",
+        "The pod's main container terminated with a non-zero exit code and the kubelet will "
+        "not restart it, or the pod failed.",
+        POD,
+    ),
+    Observation(
+        "podRestarting",
+        "replica",
+        "The main container of a pod whose restartPolicy is OnFailure or Always ended and the "
+        "kubelet restarts it in the same pod; holds once per end (`newRestarts` says how many "
+        "ends are new), then the pod reads as podPending or podRunning again.",
         POD,
     ),
     Observation(
@@ -116,7 +129,14 @@ ACTIONS: tuple[Action, ...] = (
     Action(
         "countRestart",
         ("replica",),
-        "Count one restart against the replica index and the job (runPolicy.backoffLimit).",
+        "Count restarts against the replica index and the job (runPolicy.backoffLimit).",
+        (
+            ActionArg(
+                "count",
+                "How many restarts to count, an int (default 1), e.g. newRestarts.",
+                kind="cel",
+            ),
+        ),
     ),
     Action(
         "cleanupPods",
@@ -186,6 +206,12 @@ COMMON_VARIABLES: tuple[Variable, ...] = (
     ),
     Variable("restarts", "int", "Restarts counted for the whole job (countRestart)."),
     Variable("error", "string", "Why the job is invalid, or an empty string."),
+    Variable(
+        "lastFailure",
+        "string",
+        "The last replica failure seen, as `Worker-1 (exit code 2, Error: <message>)`, "
+        "else ''.",
+    ),
 )
 
 REPLICA_VARIABLES: tuple[Variable, ...] = (
@@ -201,17 +227,40 @@ REPLICA_VARIABLES: tuple[Variable, ...] = (
         "The observed pod: name, phase, reason, exitCode, terminationReason, restartCount, "
         "ready; empty when there is none.",
     ),
-    Variable("exitCode", "int", "The main container's exit code; -1 while it has not terminated."),
+    Variable(
+        "exitCode",
+        "int",
+        "The main container's exit code, of its last end when the kubelet restarted it in "
+        "place; -1 while it has not ended.",
+    ),
     Variable(
         "reason",
         "string",
         "The main container's termination reason (OOMKilled, Error, Completed, ...), else ''.",
     ),
     Variable(
+        "terminationMessage",
+        "string",
+        "The main container's termination message (its terminationMessagePath, or the end of "
+        "its log with FallbackToLogsOnError), else ''.",
+    ),
+    Variable(
+        "termination",
+        "string",
+        "The main container's end in words: `exit code 2, Error: <last line of the "
+        "termination message>`; 'no exit code' when it has none.",
+    ),
+    Variable(
+        "newRestarts",
+        "int",
+        "With podRestarting: how many ends of the main container are new since the last "
+        "look (usually 1), else 0.",
+    ),
+    Variable(
         "failureAction",
         "string",
-        "For a failed pod: the action of the job's first failure rule that matches it "
-        "(FailJob, RestartReplica, Ignore, Count), else ''.",
+        "For a failed or restarting pod: the action of the job's first failure rule that "
+        "matches it (FailJob, RestartJob, RestartReplica, Ignore, Count), else ''.",
     ),
 )
 

@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import pytest
 
+from engine.controller.children import ReplicaId
+from engine.controller.record import RestartRecord, read_record
 from tests.scenarios.world import (
     MASTER,
     Step,
     World,
     deleted,
+    ended_in_place,
     exited,
     exited_while_phase_running,
     lost,
@@ -29,7 +32,7 @@ ALL = ("Master-0", "Worker-0", "Worker-1")
 ALL_RUN = {MASTER: running(), worker(0): running(), worker(1): running()}
 STARTED = [
     Step("the job is submitted", phase="Created", created=ALL,
-         conditions={"Created": "True"}, events=["Created"]),
+         conditions={"Created": "True"}, events=["PyTorchJobCreated"]),
     Step("every pod runs", ALL_RUN, phase="Running",
          conditions={"Created": "True", "Running": "True"},
          events=["Running", "Running", "Running", "PyTorchJobRunning"]),
@@ -45,7 +48,7 @@ def test_a_job_whose_master_finishes_succeeds() -> None:
         Step("the master finishes; cleanPodPolicy None deletes nothing, so it is settled",
              {MASTER: exited(0)}, phase="Succeeded", job_actions=["cleanupPods"],
              conditions={"Running": "False", "SuccessCriteriaMet": "True", "Succeeded": "True"},
-             events=["Succeeded", "PyTorchJobSucceeded", "PyTorchJobSucceeded"]),
+             events=["Succeeded", "PyTorchJobSucceeded"]),
         Step("nothing changes afterwards", phase="Succeeded", events=[]),
     ])
     finished = results[3]
@@ -92,8 +95,8 @@ def test_a_worker_killed_with_137_is_restarted_and_the_job_still_succeeds() -> N
     ]
     created = [name for r in results for name in r.planned("createPod")]
     assert created == [*ALL, "Worker-1"]
-    assert world.job["status"]["replicaRestarts"] == {
-        "Worker": {"1": {"count": 1, "last": "2027-01-15T08:00:00Z"}}
+    assert read_record(world.job["status"]).replica_restarts == {
+        ReplicaId("Worker", 1): RestartRecord(1, "2027-01-15T08:00:00Z")
     }
     restart = results[2].notices[0]
     assert (restart.type, restart.reason) == ("Warning", "PodFailed")
@@ -107,7 +110,7 @@ def test_a_worker_exiting_1_fails_the_job() -> None:
         Step("worker-1 exits 1", {worker(1): exited(1, "Error")}, phase="Failed",
              job_actions=["cleanupPods"], restarts=0, states={"Worker-1": "Failed"},
              conditions={"Running": "False", "FailureTarget": "True", "Failed": "True"},
-             events=["PodFailed", "PyTorchJobFailed", "PyTorchJobFailed"]),
+             events=["PodFailed", "PyTorchJobFailed"]),
         Step("the master keeps running; nothing more happens", phase="Failed", events=[]),
     ])
     failed = results[2].condition("Failed")
@@ -120,33 +123,40 @@ def test_a_worker_exiting_1_fails_the_job() -> None:
 @pytest.mark.parametrize(
     ("policy", "code", "outcome"),
     [
-        ("OnFailure", 1, "restart"),
-        ("OnFailure", 137, "restart"),
+        ("OnFailure", 1, "in place"),
+        ("OnFailure", 137, "in place"),
         ("OnFailure", 0, "success"),
-        ("Always", 0, "restart"),
-        ("Always", 1, "restart"),
+        ("Always", 0, "in place"),
+        ("Always", 1, "in place"),
         ("Never", 1, "failure"),
         ("Never", 137, "failure"),
         ("Never", 0, "success"),
         ("ExitCode", 1, "failure"),
         ("ExitCode", 127, "failure"),
-        ("ExitCode", 128, "restart"),
-        ("ExitCode", 137, "restart"),
-        ("ExitCode", 143, "restart"),
+        ("ExitCode", 128, "recreate"),
+        ("ExitCode", 137, "recreate"),
+        ("ExitCode", 143, "recreate"),
         ("ExitCode", 0, "success"),
     ],
 )
 def test_restart_policies_decide_what_an_exit_code_means(
     policy: str, code: int, outcome: str
 ) -> None:
+    """OnFailure and Always pods are restarted in place by the kubelet (their pod stays
+    Running); ExitCode and Never pods run with restartPolicy Never and end for good."""
     world = World(pytorch_job(workers=1, policy=policy))
+    in_place = policy in ("OnFailure", "Always")
+    ends = ended_in_place(code) if in_place and outcome != "success" else exited(code)
     expected = {
-        "restart": Step("worker-0 ends", {worker(0): exited(code)}, phase="Running",
-                        deleted=["Worker-0"], restarts=1, states={"Worker-0": "Restarting"},
-                        conditions={"Restarting": "True"}),
-        "success": Step("worker-0 ends", {worker(0): exited(code)}, phase="Running",
+        "in place": Step("worker-0 ends", {worker(0): ends}, phase="Running",
+                         restarts=1, states={"Worker-0": "RestartingInPlace"},
+                         conditions={"Restarting": "True"}, events=["PodRestarted"]),
+        "recreate": Step("worker-0 ends", {worker(0): ends}, phase="Running",
+                         deleted=["Worker-0"], restarts=1, states={"Worker-0": "Restarting"},
+                         conditions={"Restarting": "True"}),
+        "success": Step("worker-0 ends", {worker(0): ends}, phase="Running",
                         restarts=0, states={"Worker-0": "Succeeded"}),
-        "failure": Step("worker-0 ends", {worker(0): exited(code)}, phase="Failed",
+        "failure": Step("worker-0 ends", {worker(0): ends}, phase="Failed",
                         job_actions=["cleanupPods"], restarts=0,
                         states={"Worker-0": "Failed"}, conditions={"Failed": "True"}),
     }[outcome]
@@ -155,15 +165,30 @@ def test_restart_policies_decide_what_an_exit_code_means(
         Step("both run", {MASTER: running(), worker(0): running()}, phase="Running"),
         expected,
     ])
+    assert world.pods[worker(0)]["spec"]["restartPolicy"] == (policy if in_place else "Never")
+
+
+@pytest.mark.parametrize("policy", ["OnFailure", "Always"])
+def test_a_pod_that_fails_as_a_whole_is_recreated_under_an_in_place_policy(policy: str) -> None:
+    """Phase Failed (evicted, its activeDeadlineSeconds passed): the kubelet will not restart
+    it, so the machine creates it again and counts a restart."""
+    world = World(pytorch_job(workers=1, policy=policy))
+    play(world, [
+        Step("submitted", phase="Created", created=["Master-0", "Worker-0"]),
+        Step("both run", {MASTER: running(), worker(0): running()}, phase="Running"),
+        Step("worker-0's pod fails", {worker(0): exited(1)}, phase="Running",
+             deleted=["Worker-0"], restarts=1, states={"Worker-0": "Restarting"},
+             events=["PodFailed"]),
+    ])
 
 
 def test_a_pod_whose_container_exited_while_it_says_running_is_not_counted_running() -> None:
     """Field notes, story 3: the exit code decides, and the replica is not active."""
-    world = World(pytorch_job(policy="OnFailure"))
+    world = World(pytorch_job(policy="ExitCode"))
     results = play(world, [
         *STARTED,
-        Step("worker-0's container exits 1, the pod still says Running",
-             {worker(0): exited_while_phase_running(1)}, phase="Running",
+        Step("worker-0's container exits 137, the pod still says Running",
+             {worker(0): exited_while_phase_running(137)}, phase="Running",
              deleted=["Worker-0"], restarts=1, states={"Worker-0": "Restarting"}),
     ])
     assert results[-1].status["replicaStatuses"]["Worker"]["active"] == 1
@@ -184,7 +209,7 @@ def test_restarts_beyond_the_backoff_limit_fail_the_job() -> None:
              events=["PodFailed", "BackoffLimitExceeded"]),
         Step("its pod is gone: the job has failed", {worker(0): None}, phase="Failed",
              restarts=2, conditions={"FailureTarget": "True", "Failed": "True"},
-             events=["PyTorchJobFailed"]),
+             events=[]),
         Step("a failed job stays failed", phase="Failed", restarts=2, events=[]),
     ])
     assert results[5].condition_reason("FailureTarget") == "BackoffLimitExceeded"
@@ -262,7 +287,7 @@ NODE_LOST = {worker(1): lost()}
                            events=["PodLost"])),
         ("Never", Step("worker-1's node goes away", NODE_LOST, phase="Failed",
                        job_actions=["cleanupPods"], restarts=0, states={"Worker-1": "Failed"},
-                       events=["PodLost", "PyTorchJobFailed", "PyTorchJobFailed"])),
+                       events=["PodLost", "PyTorchJobFailed"])),
     ],
 )
 def test_a_pod_lost_with_its_node_is_a_retryable_failure(policy: str, then: Step) -> None:
@@ -308,7 +333,7 @@ def test_an_invalid_job_fails_at_once_and_creates_nothing(
     results = play(World(job), [
         Step("submitted", phase="Failed", job_actions=["cleanupPods"],
              conditions={"FailureTarget": "True", "Failed": "True"},
-             events=["Created", "FailedValidation", "PyTorchJobFailed"]),
+             events=["PyTorchJobCreated", "FailedValidation"]),
         Step("looked at again", phase="Failed", events=[]),
     ])
     failed = results[0].condition("Failed")

@@ -8,6 +8,8 @@ never finish by themselves, so they never hold a job back.
 
 from __future__ import annotations
 
+import json
+
 from tests.scenarios.world import (
     CHIEF,
     Step,
@@ -38,10 +40,11 @@ def test_worker_0_finishing_ends_a_job_without_a_chief() -> None:
              {worker(0): exited(0)}, phase="Succeeded", job_actions=["cleanupPods"],
              states={"Worker-0": "SucceededAsChief", "PS-0": "Running"},
              conditions={"SuccessCriteriaMet": "True", "Succeeded": "True", "Running": "False"},
-             events=["SucceededAsChief", "TFJobSucceeded", "TFJobSucceeded"]),
+             events=["SucceededAsChief", "TFJobSucceeded"]),
     ])
     status = results[-1].status
-    assert status["replicaStates"]["Worker"] == {"Succeeded": "1", "SucceededAsChief": "0"}
+    assert json.loads(status["record"])["replicas"]["Worker"] == {
+        "Succeeded": "1", "SucceededAsChief": "0"}
     assert status["replicaStatuses"]["Worker"]["succeeded"] == 2
     assert status["replicaStatuses"]["PS"]["active"] == 1
     assert results[-1].condition_reason("Succeeded") == "TFJobSucceeded"
@@ -78,7 +81,7 @@ def test_a_failed_worker_fails_the_job_under_the_default_never_policy() -> None:
              phase="Running"),
         Step("worker-1 exits 137: Never does not restart", {worker(1): exited(137)},
              phase="Failed", job_actions=["cleanupPods"], restarts=0,
-             events=["PodFailed", "TFJobFailed", "TFJobFailed"]),
+             events=["PodFailed", "TFJobFailed"]),
     ])
     assert results[-1].condition_reason("Failed") == "TFJobFailed"
 
@@ -102,6 +105,6 @@ def test_an_unknown_replica_type_is_invalid() -> None:
     results = play(World(job), [
         Step("submitted", phase="Failed", job_actions=["cleanupPods"],
              conditions={"FailureTarget": "True", "Failed": "True"},
-             events=["Created", "FailedValidation", "TFJobFailed"]),
+             events=["TFJobCreated", "FailedValidation"]),
     ])
     assert results[0].condition_reason("Failed") == "FailedValidation"

@@ -10,21 +10,22 @@ trip. Pure: no server, and time moves only when a test says so.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from engine.api.conditions import get_condition
 from engine.controller.children import RESTART_ATTEMPT_LABEL, ReplicaId, attempt_of
 from engine.controller.decide import Decision, decide
-from engine.controller.failure_rules import failure_action
 from engine.controller.jobspec import JobSpecView, read_job_spec
 from engine.controller.notices import Notice, notices_for
-from engine.controller.observe import PodFacts, job_observations, observe_pod
+from engine.controller.observe import MISSING, PodFacts, job_observations, observe_replica_pod
 from engine.controller.record import read_record
 from engine.controller.status import build_status
 from engine.controller.timestamps import format_time
+from engine.controller.variables import common_variables, replica_summary, replica_variables
 from engine.definition import CompiledDefinition
+from engine.definition.rendering import render_restart_policy
 from tests.kinds import assignment, shipped_definitions
 
 DEFINITIONS: dict[str, CompiledDefinition] = shipped_definitions()
@@ -108,11 +109,15 @@ def _job(
 
 
 def _pod(phase: str, *, state: Mapping[str, Any] | None = None,
-         deleting: bool = False, node: str = "node-a") -> Pod:
+         deleting: bool = False, node: str = "node-a", last: Mapping[str, Any] | None = None,
+         restart_count: int = 0) -> Pod:
     metadata: dict[str, Any] = {"name": "pod"}
     if deleting:
         metadata["deletionTimestamp"] = format_time(T0)
-    statuses = [{"name": "main", "state": dict(state)}] if state is not None else []
+    statuses = []
+    if state is not None:
+        statuses = [{"name": "main", "state": dict(state), "lastState": dict(last or {}),
+                     "restartCount": restart_count}]
     return {
         "metadata": metadata,
         "spec": {"nodeName": node, "containers": [{"name": "main"}]},
@@ -134,6 +139,29 @@ def exited(code: int, reason: str = "") -> Pod:
     """A pod whose main container ended with `code` (phase as the kubelet reports it)."""
     phase = "Succeeded" if code == 0 else "Failed"
     return _pod(phase, state={"terminated": {"exitCode": code, "reason": reason}})
+
+
+def ended_in_place(code: int, restarts: int = 0, *, reason: str = "Error",
+                   message: str = "") -> Pod:
+    """An OnFailure or Always pod whose main container just ended, before the kubelet
+    restarts it in place: still Running, `restarts` restarts so far."""
+    ended = {"exitCode": code, "reason": reason, "message": message}
+    return _pod("Running", state={"terminated": ended}, restart_count=restarts)
+
+
+def backing_off(code: int, restarts: int, *, reason: str = "Error", message: str = "") -> Pod:
+    """An OnFailure or Always pod whose container ended again and waits in CrashLoopBackOff:
+    `restarts` restarts so far, the last end in lastState."""
+    ended = {"exitCode": code, "reason": reason, "message": message}
+    return _pod("Running", state={"waiting": {"reason": "CrashLoopBackOff"}},
+                last={"terminated": ended}, restart_count=restarts)
+
+
+def running_again(restarts: int, last_code: int = 1) -> Pod:
+    """A pod whose container the kubelet restarted in place `restarts` times and that runs."""
+    return _pod("Running", state={"running": {"startedAt": format_time(T0)}},
+                last={"terminated": {"exitCode": last_code, "reason": "Error"}},
+                restart_count=restarts)
 
 
 def exited_while_phase_running(code: int) -> Pod:
@@ -166,12 +194,10 @@ def observe(pods: Mapping[ReplicaId, Pod], spec: JobSpecView,
         terminating += old_attempt or bool(pod["metadata"].get("deletionTimestamp"))
         if old_attempt:
             continue
-        observed = observe_pod(pod, main_container="main",
-                               node_ready=lambda name: name == "node-a")
-        if observed.observation == "podFailed" and spec.failure_rules:
-            action = failure_action(spec.failure_rules, replica.type, pod)
-            observed = replace(observed, failure_action=action)
-        facts[replica] = observed
+        facts[replica] = observe_replica_pod(
+            pod, replica_type=replica.type, failure_rules=spec.failure_rules,
+            main_container="main", node_ready=lambda name: name == "node-a",
+        )
     return facts, terminating
 
 
@@ -194,6 +220,14 @@ class Reconciled:
     def replica_states(self) -> dict[str, str]:
         """`{"Worker-1": "Running", ...}`."""
         return {str(r): s for r, s in sorted(self.decision.record.replica_states.items())}
+
+    @property
+    def events(self) -> list[str]:
+        """The reasons of the Events the reconcile posts, in order: those of `event`
+        actions (posted as the actions run), then one per state change."""
+        posted = [str(p.action.args["reason"]) for p in self.decision.actions
+                  if p.action.name == "event"]
+        return posted + [notice.reason for notice in self.notices]
 
     def planned(self, action: str) -> list[str]:
         """The replicas (`Worker-1`) an action was planned for, in order."""
@@ -255,7 +289,10 @@ class World:
     job: dict[str, Any]
     pods: dict[ReplicaId, Pod] = field(default_factory=dict)
     now: datetime = T0
-    history_limit: int = 100
+    transitions_kept: int = 100
+    """As `EngineSettings.status_last_transitions`; many, so tests read whole paths."""
+    created: int = 0
+    """Pods created so far (each new pod gets a uid of its own)."""
 
     @property
     def definition(self) -> CompiledDefinition:
@@ -278,16 +315,41 @@ class World:
     def put(self, replica: ReplicaId, pod: Pod | None) -> None:
         """Set the replica's pod (None: it is gone).
 
-        A replica that had no pod gets a new one, of the job's current restart attempt;
-        one that had a pod keeps its attempt (the same pod, in a new state).
+        A replica that had no pod gets a new one (a new uid), of the job's current restart
+        attempt, with the restartPolicy the machine gives its pods; one that had a pod keeps
+        its uid, attempt and policy (the same pod, in a new state).
         """
         if pod is None:
             self.pods.pop(replica, None)
             return
         before = self.pods.get(replica)
-        attempt = self.restart_attempt if before is None else attempt_of(before)
+        if before is None:
+            self.created += 1
+            attempt, uid = self.restart_attempt, f"{self.created:08d}-{replica}"
+            policy = self.pod_restart_policy(replica)
+        else:
+            attempt, uid = attempt_of(before), before["metadata"]["uid"]
+            policy = before["spec"]["restartPolicy"]
         labels = {**(pod["metadata"].get("labels") or {}), RESTART_ATTEMPT_LABEL: str(attempt)}
-        self.pods[replica] = {**pod, "metadata": {**pod["metadata"], "labels": labels}}
+        self.pods[replica] = {
+            **pod,
+            "metadata": {**pod["metadata"], "labels": labels, "uid": uid},
+            "spec": {"restartPolicy": policy, **pod["spec"]},
+        }
+
+    def pod_restart_policy(self, replica: ReplicaId) -> str:
+        """The restartPolicy the machine gives the replica's pod, as createPod renders it."""
+        spec = read_job_spec(self.job, self.definition)
+        replica_type = spec.replica_type(replica.type)
+        assert replica_type is not None, replica
+        record = read_record(self.job.get("status") or {})
+        summary = replica_summary(spec, record, {}, self.definition.replica)
+        variables = replica_variables(
+            common_variables(self.job, spec, record, summary), replica,
+            desired=replica_type.replicas, policy=replica_type.restart_policy, record=record,
+            facts=MISSING,
+        )
+        return render_restart_policy(self.definition, variables)
 
     def reconcile(self) -> Reconciled:
         """One pass: record from status, observations, decide, and the status written back."""
@@ -302,7 +364,7 @@ class World:
         decision = decide(
             self.definition, self.job, spec, record, facts,
             job_observations=observations, now=format_time(self.now),
-            history_limit=self.history_limit,
+            transitions_kept=self.transitions_kept,
         )
         written = build_status(self.job, assignment(self.definition), spec, decision,
                                now=format_time(self.now))
@@ -365,7 +427,7 @@ def _actual(step: Step, result: Reconciled) -> dict[str, Any]:
     if step.restarts is not None:
         found["restarts"] = result.status["restarts"]
     if step.events is not None:
-        found["events"] = [notice.reason for notice in result.notices]
+        found["events"] = result.events
     return found
 
 

@@ -21,7 +21,7 @@ def test_defaults_are_the_documented_ones() -> None:
         2.0,
     )
     assert settings.lease_name == "jobmachine-leader"
-    assert settings.status_history_limit == 100
+    assert settings.status_last_transitions == 3
     assert (settings.replica_backoff_base_s, settings.replica_backoff_cap_s) == (10.0, 600.0)
     assert settings.log_format == "text"
 

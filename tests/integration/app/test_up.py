@@ -18,7 +18,9 @@ import pytest
 
 from engine.app.up import LocalCluster, UpOptions, running_local_cluster
 from engine.controller.cache import Cache, project_pod
+from engine.controller.children import ReplicaId
 from engine.controller.client import KubeClient
+from engine.controller.record import read_record
 from engine.controller.resources import EVENTS, PODS
 from engine.controller.watch import Informer
 from engine.settings import EngineSettings
@@ -125,11 +127,12 @@ def test_a_job_resumes_where_it_was_after_up_restarts(tmp_path: Path, stop_when:
 
     assert status["phase"] == "Succeeded", status
     assert status["restarts"] == WORKERS, status
-    assert status["replicaStates"] == {"Worker": {"Succeeded": f"0-{WORKERS - 1}"}}, status
-    restarts = [c for c in status["transitionCounts"]
-                if c["level"] == "replica" and c["to"] == "Restarting"]
-    assert [(c["from"], c["reason"], c["count"]) for c in restarts] == \
-        [("Running", "PodFailed", WORKERS)], status
+    record = read_record(status)
+    assert record.replica_states == {ReplicaId("Worker", i): "Succeeded" for i in range(WORKERS)}
+    restarts = [(source, reason, count)
+                for (level, source, target, reason), count in record.transition_counts.items()
+                if level == "replica" and target == "Restarting"]
+    assert restarts == [("Running", "PodFailed", WORKERS)], status
     assert sum(e.get("count", 1) for e in events if e["reason"] == "PodFailed") == WORKERS
     assert not ledger.overlaps
     assert ledger.names == {("Worker", str(i)): {f"{JOB}-worker-{i}"} for i in range(WORKERS)}

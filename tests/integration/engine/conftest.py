@@ -2,7 +2,8 @@
 
 One local cluster (API server, simulated node, engine) serves a whole test module; each
 test gets its own namespace, so tests never see each other's jobs, pods or events.
-Restarts are fast (replica back-off 50 ms doubling to 0.5 s) so a test takes seconds.
+Restarts are fast (the engine's re-creation back-off and the node's crash-loop back-off
+both 50 ms doubling to 0.5 s) so a test takes seconds.
 Modules that run engines themselves (restarts, leader election) use `engineless` instead.
 """
 
@@ -18,13 +19,22 @@ from engine.cluster.apiserver.serve import RunningApiServer
 from engine.cluster.node import running_node
 from engine.controller.client import KubeClient
 from engine.controller.install import prepare_cluster
-from tests.integration.engine.helpers import FAST, PYTORCHJOBS, get_job, new_namespace
+from tests.integration.engine.helpers import (
+    FAST,
+    FAST_NODE,
+    PYTORCHJOBS,
+    TRANSITIONS,
+    get_job,
+    new_namespace,
+)
 from tests.kinds import CRDS, MACHINES
 
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[LocalCluster]:
-    with running_local_cluster(UpOptions(port=0, node_mode="simulate", settings=FAST)) as up:
+    options = UpOptions(port=0, node_mode="simulate", settings=FAST, restart_backoff=FAST_NODE)
+    with running_local_cluster(options) as up:
+        up.engine.add_transition_listener(TRANSITIONS)
         yield up
 
 
@@ -37,7 +47,7 @@ def engineless() -> Iterator[RunningApiServer]:
             prepare_cluster(admin, crds=CRDS, machines=MACHINES)
         finally:
             admin.close()
-        with running_node(server, mode="simulate"):
+        with running_node(server, mode="simulate", restart_backoff=FAST_NODE):
             yield server
 
 

@@ -9,19 +9,23 @@ waited for by polling with a generous bound; durations are never asserted.
 from __future__ import annotations
 
 import contextlib
+import json
 import threading
 import time
 import uuid
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from engine.app.up import LocalCluster
+from engine.cluster.node import RestartBackoff
 from engine.controller.client import KubeClient
 from engine.controller.errors import ApiError, NotFound
 from engine.controller.leader import LeaderElector
 from engine.controller.manager import Engine
+from engine.controller.reconcile import RecordedTransition
+from engine.controller.record import MachineRecord, read_record
 from engine.controller.resources import EVENTS, NAMESPACES, PODS, Resource
 from engine.settings import EngineSettings
 from tests.kinds import PYTORCHJOBS
@@ -39,6 +43,9 @@ HOLD = "test.jobmachine.dev/hold"
 
 FAST = EngineSettings(replica_backoff_base_s=0.05, replica_backoff_cap_s=0.5)
 """The engine's settings in these tests: production defaults except the restart back-off."""
+
+FAST_NODE = RestartBackoff(initial_s=0.05, max_s=0.5)
+"""The local node's crash-loop back-off in these tests (the kubelet's is 10 s to 5 min)."""
 
 WAIT_S = 15.0
 """Generous bound for something asynchronous to happen; a bound, never a measurement."""
@@ -167,6 +174,51 @@ def status(job: Obj | None) -> Obj:
     return (job or {}).get("status") or {}
 
 
+def record(job: Obj | None) -> MachineRecord:
+    """The engine's record in the job's status, as the engine reads it."""
+    return read_record(status(job))
+
+
+def stored(job: Obj | None) -> Obj:
+    """`status.record` as it is stored: `replicas` as index ranges per state, `restarts`
+    and `backoff` as `[count, last]` per index, `timers`, `counts`, `history`."""
+    text = status(job).get("record")
+    return dict(json.loads(text)) if text else {}
+
+
+class TransitionLog:
+    """Every state change the engines of these tests recorded, per job uid: status keeps only
+    the last few, and the engine tells its listeners of each once its status write succeeded."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._by_uid: dict[str, list[Obj]] = defaultdict(list)
+
+    def __call__(self, changes: Sequence[RecordedTransition]) -> None:
+        with self._lock:
+            for change in changes:
+                entry: Obj = {"time": change.time, "level": change.level}
+                if change.replica is not None:
+                    entry["replica"] = change.replica
+                entry.update({"from": change.source, "to": change.target,
+                              "reason": change.reason})
+                self._by_uid[change.uid].append(entry)
+
+    def of(self, uid: str) -> list[Obj]:
+        with self._lock:
+            return list(self._by_uid.get(uid, ()))
+
+
+TRANSITIONS = TransitionLog()
+"""Every engine these tests start reports to it (`cluster` and `start_engine` do)."""
+
+
+def history(job: Obj | None) -> list[Obj]:
+    """Every recorded state change of the job (time, level, replica, from, to, reason), oldest
+    first, as the engines told `TRANSITIONS`."""
+    return TRANSITIONS.of(str((job or {}).get("metadata", {}).get("uid")))
+
+
 def wait_for_phase(client: KubeClient, namespace: str, name: str, phase: str,
                    *, timeout: float = WAIT_S, kind: Resource = PYTORCHJOBS) -> Obj:
     """Wait until the job's phase is `phase`; the job then."""
@@ -184,7 +236,8 @@ def wait_for_phase(client: KubeClient, namespace: str, name: str, phase: str,
 
 def summary(job: Obj | None) -> dict[str, Any]:
     """The status fields that tell where a job is (for failure messages)."""
-    return {k: status(job).get(k) for k in ("phase", "replicaStates", "restarts")}
+    return {"phase": status(job).get("phase"), "replicas": stored(job).get("replicas"),
+            "restarts": status(job).get("restarts")}
 
 
 def condition(job: Obj, type_: str) -> Obj | None:
@@ -194,13 +247,13 @@ def condition(job: Obj, type_: str) -> Obj | None:
 
 def job_path(job: Obj) -> list[str]:
     """The job-level states the job went through, from its recorded history."""
-    return [h["to"] for h in status(job).get("history") or [] if h["level"] == "job"]
+    return [h["to"] for h in history(job) if h["level"] == "job"]
 
 
 def replica_path(job: Obj, replica: str) -> list[str]:
     """The states one replica (e.g. `Worker-0`) went through, from the history."""
     return [
-        h["to"] for h in status(job).get("history") or []
+        h["to"] for h in history(job)
         if h["level"] == "replica" and h.get("replica") == replica
     ]
 
@@ -256,7 +309,7 @@ def controller_uid(obj: Obj) -> str | None:
 
 def replica_state(job: Obj | None, replica_type: str, index: int) -> str | None:
     """The state status records for one replica index (ranges like `0-3,7` expanded)."""
-    for state, ranges in (status(job).get("replicaStates") or {}).get(replica_type, {}).items():
+    for state, ranges in (stored(job).get("replicas") or {}).get(replica_type, {}).items():
         for part in str(ranges).split(","):
             low, _, high = part.partition("-")
             if int(low) <= index <= int(high or low):
@@ -397,6 +450,7 @@ def start_engine(
     """Run an engine on `client` (which it owns from now on); it runs the StateMachine objects
     the server has (the `engineless` fixture applies the shipped ones)."""
     engine = Engine(client, settings)
+    engine.add_transition_listener(TRANSITIONS)
     stopping = threading.Event()
     thread = threading.Thread(target=engine.run, args=(stopping,),
                               kwargs={"leader_election": elector}, daemon=True, name="engine")

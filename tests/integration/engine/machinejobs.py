@@ -21,6 +21,7 @@ from tests.integration.engine.helpers import (
     WAIT_S,
     Obj,
     Replica,
+    history,
     replica_key,
     replica_spec,
     status,
@@ -92,7 +93,7 @@ def wait_for_phase_of(client: KubeClient, res: Resource, namespace: str, name: s
 
 def history_index(job: Obj, *, to: str, replica: str | None = None) -> int:
     """Where in the job's history the job (or `replica`, e.g. `Worker-0`) first entered `to`."""
-    for index, entry in enumerate(status(job).get("history") or []):
+    for index, entry in enumerate(history(job)):
         if entry["to"] == to and entry.get("replica") == replica and (
                 entry["level"] == ("job" if replica is None else "replica")):
             return index

@@ -27,6 +27,7 @@ from tests.integration.engine.helpers import (
     settle,
     sim_pod,
     status,
+    stored,
     wait_for,
     wait_for_finalizers,
     wait_for_phase,
@@ -120,7 +121,7 @@ def test_owned_children_whose_labels_drifted_are_relabelled_not_released(
         before["Pod"]["metadata"]["uid"]]
     current = client.get(PYTORCHJOBS, "train", ns)
     assert current["metadata"]["uid"] == job["metadata"]["uid"]
-    assert status(current)["replicaStates"] == {"Worker": {"Running": "0"}}
+    assert stored(current)["replicas"] == {"Worker": {"Running": "0"}}
 
 
 def test_no_adoption_while_the_job_is_being_deleted(

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from engine.controller.children import ReplicaId
 from engine.controller.client import KubeClient
 from engine.controller.resources import PODS
 from tests.integration.engine.helpers import (
@@ -19,8 +20,10 @@ from tests.integration.engine.helpers import (
     condition,
     count_events,
     get_pod,
+    history,
     job_events,
     job_path,
+    record,
     replica_path,
     replica_state,
     status,
@@ -84,8 +87,8 @@ def end_pod(client: KubeClient, pod: Obj, *, exit_code: int, disrupted: bool) ->
 
 def backoff_count(job: Obj) -> int:
     """Worker-0's failed attempts in a row (the re-creation back-off), 0 when none."""
-    entry = (status(job).get("replicaBackoff") or {}).get("Worker", {}).get("0")
-    return int(entry["count"]) if entry else 0
+    entry = record(job).replica_backoff.get(ReplicaId("Worker", 0))
+    return entry.count if entry else 0
 
 
 def wait_for_backoff(client: KubeClient, ns: str, name: str, count: int) -> None:
@@ -122,7 +125,7 @@ def test_disrupted_pods_are_recreated_without_counting_a_restart(
     assert replica_path(done, "Worker-0") == [
         "Pending", "Running", "Restarting", "Pending", "Running", "Restarting", "Pending",
         "Running", "Succeeded"]
-    ignored = [h for h in status(done)["history"] if h.get("to") == "Restarting"]
+    ignored = [h for h in history(done) if h.get("to") == "Restarting"]
     assert [h["reason"] for h in ignored] == ["PodFailureIgnored", "PodFailureIgnored"]
     succeeded = condition(done, "Succeeded")
     assert succeeded is not None and succeeded["reason"] == "AllReplicasSucceeded"

@@ -23,10 +23,13 @@ from tests.integration.engine.helpers import (
     PodWatch,
     Replica,
     get_job,
+    history,
     pytorchjob,
+    record,
     replica_path,
     start_engine,
     status,
+    stored,
     wait_for_phase,
     wait_until,
     watching_pods,
@@ -95,19 +98,18 @@ def killed_workers(ns: str) -> Obj:
 def assert_exact_counts(job: Obj, pods: PodWatch) -> None:
     """Every worker restarted once and succeeded once; two pods each, never two at once."""
     done = status(job)
-    assert done["replicaStates"] == {"Worker": {"Succeeded": "0-2"}}
+    assert stored(job)["replicas"] == {"Worker": {"Succeeded": "0-2"}}
     assert done["restarts"] == 3
-    assert {i: r["count"] for i, r in done["replicaRestarts"]["Worker"].items()} == {
+    assert {i: r[0] for i, r in stored(job)["restarts"]["Worker"].items()} == {
         "0": 1, "1": 1, "2": 1}
     for worker in ("Worker-0", "Worker-1", "Worker-2"):
         path = replica_path(job, worker)
-        story = [(h["from"], h["to"], h["reason"]) for h in done["history"]
+        story = [(h["from"], h["to"], h["reason"]) for h in history(job)
                  if h.get("replica") == worker]
         assert (path[0], path.count("Restarting"), path[-1]) == ("Pending", 1, "Succeeded"), story
     into: dict[tuple[str, str], int] = {}
-    for count in done["transitionCounts"]:
-        key = (count["level"], count["to"])
-        into[key] = into.get(key, 0) + count["count"]
+    for (level, _, target, _), count in record(job).transition_counts.items():
+        into[(level, target)] = into.get((level, target), 0) + count
     assert into[("replica", "Restarting")] == 3
     assert into[("replica", "Succeeded")] == 3
     assert into[("job", "Succeeded")] == 1

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from engine.controller.children import ReplicaId
 from engine.controller.client import KubeClient
 from tests.integration.engine.helpers import (
     PYTORCHJOBS,
@@ -11,8 +12,10 @@ from tests.integration.engine.helpers import (
     job_events,
     job_path,
     pytorchjob,
+    record,
     replica_path,
     status,
+    stored,
     wait_for_phase,
     wait_until,
     watching_pods,
@@ -30,7 +33,7 @@ def test_worker_killed_once_is_restarted_then_succeeds(client: KubeClient, ns: s
 
     done = status(job)
     assert done["restarts"] == 1
-    assert done["replicaRestarts"]["Worker"]["0"]["count"] == 1
+    assert stored(job)["restarts"]["Worker"]["0"][0] == 1
     assert job_path(job) == ["Created", "Running", "Succeeding", "Succeeded"]
     assert replica_path(job, "Worker-0") == [
         "Pending", "Running", "Restarting", "Pending", "Running", "Succeeded"]
@@ -57,7 +60,7 @@ def test_exit_code_1_is_permanent(client: KubeClient, ns: str) -> None:
     assert (failed["status"], failed["reason"]) == ("True", "PyTorchJobFailed")
     assert "Worker" in failed["message"]
     assert status(job)["restarts"] == 0
-    assert status(job)["replicaStates"] == {"Worker": {"Failed": "0"}}
+    assert stored(job)["replicas"] == {"Worker": {"Failed": "0"}}
     assert replica_path(job, "Worker-0") == ["Pending", "Running", "Failed"]
     assert status(job)["completionTime"]
     events = job_events(client, job)
@@ -74,5 +77,5 @@ def test_master_killed_by_sigterm_is_retried(client: KubeClient, ns: str) -> Non
 
     job = wait_for_phase(client, ns, "train", "Succeeded")
     assert status(job)["restarts"] == 1
-    assert status(job)["replicaRestarts"] == {"Master": {"0": {
-        "count": 1, "last": status(job)["replicaRestarts"]["Master"]["0"]["last"]}}}
+    assert {replica: entry.count for replica, entry in record(job).replica_restarts.items()} == {
+        ReplicaId("Master", 0): 1}

@@ -7,6 +7,7 @@ back-off without counting a restart.
 
 from __future__ import annotations
 
+from engine.controller.children import ReplicaId
 from engine.controller.client import KubeClient
 from tests.integration.engine.helpers import (
     PYTORCHJOBS,
@@ -15,6 +16,7 @@ from tests.integration.engine.helpers import (
     count_events,
     job_events,
     pytorchjob,
+    record,
     replica_path,
     status,
     wait_for_phase,
@@ -61,7 +63,7 @@ def test_an_ignored_failure_is_recreated_without_counting_but_with_back_off(
     assert status(done)["restarts"] == 0
     assert count_events(job_events(client, done), "PodFailureIgnored") == 2
     # Two failed attempts in a row were recorded for the back-off, then a success reset it.
-    assert "0" not in (status(done).get("replicaBackoff") or {}).get("Worker", {})
+    assert ReplicaId("Worker", 0) not in record(done).replica_backoff
 
 
 def test_restart_replica_counts_and_a_rule_can_be_limited_to_one_type(

@@ -40,6 +40,7 @@ from tests.integration.engine.helpers import (
     reconciles,
     settle,
     status,
+    stored,
     wait_until,
 )
 from tests.integration.engine.machinejobs import get_obj, wait_for_phase_of
@@ -164,7 +165,7 @@ def test_job_whose_revision_was_deleted_is_left_alone(
     assert TRACKING in after["metadata"]["finalizers"]
     job = get_obj(client, kind.resource, ns, "job")
     assert status(job)["phase"] == "Running"
-    assert status(job)["replicaStates"] == {"Worker": {"Running": "0"}}
+    assert stored(job)["replicas"] == {"Worker": {"Running": "0"}}
     assert runs_with(job) == {"name": "lost", "revision": first}
 
 

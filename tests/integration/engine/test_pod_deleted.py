@@ -10,6 +10,7 @@ from tests.integration.engine.helpers import (
     count_events,
     job_events,
     pytorchjob,
+    record,
     replica_path,
     status,
     wait_for_phase,
@@ -33,7 +34,7 @@ def test_deleted_running_pod_is_recreated_without_counting_a_restart(
     assert pods.most_at_once["Worker-0"] == 1
 
     assert status(job)["restarts"] == 0
-    assert status(job)["replicaRestarts"] == {}
+    assert not record(job).replica_restarts
     assert replica_path(job, "Worker-0") == [
         "Pending", "Running", "Restarting", "Pending", "Running", "Succeeded"]
     events = job_events(client, job)

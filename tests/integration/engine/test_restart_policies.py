@@ -9,27 +9,32 @@ from tests.integration.engine.helpers import (
     condition,
     count_events,
     job_events,
+    pods_of,
     pytorchjob,
-    replica_path,
     status,
     wait_for_phase,
-    wait_until,
     watching_pods,
 )
 
 
-def test_on_failure_restarts_on_exit_1(client: KubeClient, ns: str) -> None:
-    """worker-0 exits 1, then 0 -> one restart, 2 pods, Succeeded."""
+def test_on_failure_restarts_on_exit_1_in_place(client: KubeClient, ns: str) -> None:
+    """worker-0 exits 1, then 0 -> the kubelet restarts it in the same pod: one restart
+    counted from its restartCount, one pod, Succeeded."""
     job = pytorchjob("train", ns, workers=Replica(codes="1,0", policy="OnFailure"))
     with watching_pods(client, ns) as pods:
         client.create(PYTORCHJOBS, job, ns)
         job = wait_for_phase(client, ns, "train", "Succeeded")
-        wait_until(lambda: pods.creations() == {"Worker-0": 2}, what="two pods of Worker-0")
+    assert pods.creations() == {"Worker-0": 1}
 
     assert status(job)["restarts"] == 1
-    [failed] = [e for e in job_events(client, job) if e["reason"] == "PodFailed"]
-    assert failed["type"] == "Warning"
-    assert "exit code 1" in failed["message"] and "OnFailure" in failed["message"]
+    [pod] = pods_of(client, ns, "train")
+    assert pod["spec"]["restartPolicy"] == "OnFailure"
+    [main] = pod["status"]["containerStatuses"]
+    assert (main["restartCount"], main["lastState"]["terminated"]["exitCode"]) == (1, 1)
+    [restarted] = [e for e in job_events(client, job) if e["reason"] == "PodRestarted"]
+    assert restarted["type"] == "Warning"
+    assert restarted["message"].startswith("Worker-0 ended (exit code 1, Error")
+    assert "OnFailure" in restarted["message"]
 
 
 def test_on_failure_is_the_default(client: KubeClient, ns: str) -> None:
@@ -41,21 +46,21 @@ def test_on_failure_is_the_default(client: KubeClient, ns: str) -> None:
     assert status(job)["restarts"] == 1
 
 
-def test_always_recreates_even_after_exit_0_until_the_backoff_limit(
+def test_always_restarts_in_place_even_after_exit_0_until_the_backoff_limit(
     client: KubeClient, ns: str
 ) -> None:
-    """worker-0 always exits 0, policy Always, backoffLimit 2 -> 3 pods, 3 restarts, Failed."""
+    """worker-0 always exits 0, policy Always, backoffLimit 2 -> 3 restarts in one pod, Failed."""
     job = pytorchjob("train", ns, workers=Replica(codes="0", policy="Always"), backoff_limit=2)
     with watching_pods(client, ns) as pods:
         client.create(PYTORCHJOBS, job, ns)
         job = wait_for_phase(client, ns, "train", "Failed")
-        wait_until(lambda: pods.creations() == {"Worker-0": 3}, what="three pods of Worker-0")
+    assert pods.creations() == {"Worker-0": 1}
 
     assert status(job)["restarts"] == 3
     failed = condition(job, "Failed")
     assert failed is not None and failed["reason"] == "BackoffLimitExceeded"
-    assert replica_path(job, "Worker-0").count("Restarting") == 3
-    assert count_events(job_events(client, job), "PodExited") == 3
+    assert "Last failure: Worker-0 (exit code 0, Completed" in failed["message"]
+    assert count_events(job_events(client, job), "PodRestarted") == 3
 
 
 def test_never_fails_on_the_first_non_zero_exit(client: KubeClient, ns: str) -> None:

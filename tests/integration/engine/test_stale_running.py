@@ -17,6 +17,7 @@ from tests.integration.engine.helpers import (
     get_pod,
     pytorchjob,
     status,
+    stored,
     wait_for,
     wait_for_replica,
 )
@@ -47,9 +48,9 @@ def test_worker_exited_while_pod_says_running_counts_as_succeeded(
                  subresource="status")
 
     job = wait_for_replica(client, ns, "train", "Worker-1", "Succeeded")
-    assert status(job)["replicaStates"] == {"Worker": {"Running": "0", "Succeeded": "1"}}
+    assert stored(job)["replicas"] == {"Worker": {"Running": "0", "Succeeded": "1"}}
     worker = wait_for(lambda: status(get_job(client, ns, "train"))["replicaStatuses"]["Worker"],
-                      lambda worker: worker["active"] == 1, what="one active worker")
+                      lambda worker: worker.get("active") == 1, what="one active worker")
     assert worker["succeeded"] == 1
     assert status(job)["phase"] == "Running"
     assert (get_pod(client, ns, "train-worker-1") or {})["status"]["phase"] == "Running"

@@ -18,6 +18,7 @@ import pytest
 
 from engine.cluster.apiserver.serve import RunningApiServer
 from engine.controller.client import KubeClient
+from engine.controller.record import read_record
 from engine.controller.timestamps import parse_time
 from tests.integration.engine.helpers import (
     FAST,
@@ -27,14 +28,17 @@ from tests.integration.engine.helpers import (
     count_events,
     get_job,
     get_pod,
+    history,
     job_events,
     job_path,
     new_namespace,
     pytorchjob,
+    record,
     replica_path,
     replica_state,
     start_engine,
     status,
+    stored,
     wait_for,
     wait_for_phase,
     wait_until,
@@ -72,7 +76,7 @@ def stuck_worker(name: str, namespace: str, timeout_s: int) -> Obj:
 
 def transition_time(job: Obj, replica: str, target: str) -> datetime:
     """When the history says the replica entered `target` (the last time it did)."""
-    times = [h["time"] for h in status(job).get("history") or []
+    times = [h["time"] for h in history(job)
              if h.get("replica") == replica and h["to"] == target]
     assert times, f"{replica} never entered {target}: {replica_path(job, replica)}"
     return parse_time(times[-1])
@@ -102,9 +106,9 @@ def assert_failed_by_pending_timeout(client: KubeClient, job: Obj, timeout_s: in
     assert f"stayed Pending longer than {timeout_s}s" in failed["message"]
     assert job_path(job) == ["Created", "Failing", "Failed"]
     assert replica_path(job, "Worker-0") == ["Pending", "PendingTimedOut"]
-    assert status(job)["replicaStates"] == {"Worker": {"PendingTimedOut": "0"}}
+    assert stored(job)["replicas"] == {"Worker": {"PendingTimedOut": "0"}}
     assert status(job)["restarts"] == 0
-    assert not status(job).get("replicaTimers")
+    assert not record(job).replica_timers
 
     wait_until(lambda: count_events(job_events(client, job), "PendingTimeout") == 2,
                what="two PendingTimeout events (the replica's and the job's)")
@@ -152,9 +156,9 @@ def test_running_before_the_timeout_cancels_the_timer(client: KubeClient, ns: st
     assert replica_path(done, "Worker-0") == ["Pending", "Running", "Succeeded"]
     running = [s for s in watch.seen() if replica_state({"status": s}, "Worker", 0) == "Running"]
     assert running, "no status recorded Worker-0 Running"
-    assert all(not s.get("replicaTimers") for s in running), running
+    assert all(not read_record(s).replica_timers for s in running), running
     assert timers_written(watch) == [since]
-    assert not status(done).get("replicaTimers")
+    assert not record(done).replica_timers
     succeeded = condition(done, "Succeeded")
     assert succeeded is not None and succeeded["reason"] == "PyTorchJobSucceeded"
     assert condition(done, "FailureTarget") is None
@@ -170,7 +174,7 @@ def test_suspend_and_resume_restart_the_timer(client: KubeClient, ns: str) -> No
         client.patch(PYTORCHJOBS, "paused", {"spec": {"runPolicy": {"suspend": True}}},
                      namespace=ns)
         suspended = wait_for_phase(client, ns, "paused", "Suspended")
-        assert not status(suspended).get("replicaTimers")
+        assert not record(suspended).replica_timers
         time.sleep(1.1)  # timer starts have a resolution of one second
         client.patch(PYTORCHJOBS, "paused", {"spec": {"runPolicy": {"suspend": False}}},
                      namespace=ns)
@@ -178,7 +182,8 @@ def test_suspend_and_resume_restart_the_timer(client: KubeClient, ns: str) -> No
 
     timers = timers_written(watch)
     assert len(timers) == 2 and timers[0] == before and timers[1] > before, timers
-    assert all(not s.get("replicaTimers") for s in watch.seen() if s.get("state") == "Suspended")
+    assert all(not read_record(s).replica_timers
+               for s in watch.seen() if s.get("state") == "Suspended")
     assert transition_time(failed, "Worker-0", "PendingTimedOut") >= (
         parse_time(timers[1]) + timedelta(seconds=6))
     target = condition(failed, "FailureTarget")

@@ -12,7 +12,9 @@ import contextlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from engine.controller.children import ReplicaId
 from engine.controller.client import KubeClient
+from engine.controller.record import read_record
 from engine.controller.resources import Resource
 from tests.integration.engine.helpers import Obj, Replica, replica_spec
 from tests.integration.engine.machinejobs import WatchLog, recording
@@ -44,8 +46,7 @@ def with_pending_timeout(job: Obj, seconds: int) -> Obj:
 
 def timer_of(job_status: Obj, replica_type: str, index: int) -> str | None:
     """When status says the replica's current state timer started (None: no timer)."""
-    since = (job_status.get("replicaTimers") or {}).get(replica_type, {}).get(str(index))
-    return None if since is None else str(since)
+    return read_record(job_status).replica_timers.get(ReplicaId(replica_type, index))
 
 
 @dataclass

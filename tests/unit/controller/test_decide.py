@@ -9,6 +9,7 @@ replicas in held states, and conditions whose transition times mean something.
 from __future__ import annotations
 
 import copy
+import json
 from datetime import timedelta
 from typing import Any
 
@@ -83,17 +84,12 @@ def test_a_new_job_records_the_creation_of_every_machine() -> None:
     assert record.state_since == NOW
     assert result.replica_states == {"Master-0": "Pending", "Worker-0": "Pending",
                                      "Worker-1": "Pending"}
-    assert result.job_path == [(None, "Created", "Created")]
+    assert result.job_path == [(None, "Created", "PyTorchJobCreated")]
     assert result.replica_path == [("Master-0", None, "Pending"), ("Worker-0", None, "Pending"),
                                    ("Worker-1", None, "Pending")]
+    # The last transitions leave out the creation of replica machines (not news to users).
     assert list(record.history) == [
-        {"time": NOW, "level": "replica", "replica": "Master-0", "from": None, "to": "Pending",
-         "reason": "Pending"},
-        {"time": NOW, "level": "replica", "replica": "Worker-0", "from": None, "to": "Pending",
-         "reason": "Pending"},
-        {"time": NOW, "level": "replica", "replica": "Worker-1", "from": None, "to": "Pending",
-         "reason": "Pending"},
-        {"time": NOW, "level": "job", "from": None, "to": "Created", "reason": "Created"},
+        {"time": NOW, "level": "job", "from": None, "to": "Created", "reason": "PyTorchJobCreated"},
     ]
     assert record.transition_counts == {
         ("replica", "", "Pending", "Pending"): 3,
@@ -226,22 +222,24 @@ def test_restarts_are_counted_per_replica_and_for_the_job() -> None:
     assert record.transition_counts[("replica", "Pending", "Running", "Restarted")] == 3
 
 
-@pytest.mark.parametrize("limit", [1, 3, 7])
-def test_history_is_bounded_and_keeps_the_newest_with_exact_counts(limit: int) -> None:
-    def lifecycle(history_limit: int) -> World:
-        world = World(pytorch_job(policy="OnFailure"), history_limit=history_limit)
+@pytest.mark.parametrize("kept", [1, 3, 7])
+def test_status_keeps_the_last_transitions_and_counts_every_one(kept: int) -> None:
+    def lifecycle(transitions_kept: int) -> World:
+        world = World(pytorch_job(policy="OnFailure"), transitions_kept=transitions_kept)
         started(world)
-        assert len(world.job["status"]["history"]) <= history_limit
+        assert len(read_record(world.job["status"]).history) <= transitions_kept
         restart_worker(world, 0)
         restart_worker(world, 1)
-        assert len(world.job["status"]["history"]) <= history_limit
+        assert len(read_record(world.job["status"]).history) <= transitions_kept
         return world
 
-    bounded, unbounded = lifecycle(limit), lifecycle(1000)
-    full = unbounded.job["status"]["history"]
+    bounded, unbounded = lifecycle(kept), lifecycle(1000)
+    full = read_record(unbounded.job["status"]).history
     assert len(full) > 7
-    assert bounded.job["status"]["history"] == full[-limit:]
-    assert bounded.job["status"]["transitionCounts"] == unbounded.job["status"]["transitionCounts"]
+    assert read_record(bounded.job["status"]).history == full[-kept:]
+    assert len(bounded.job["status"]["lastTransitions"]) == kept
+    assert (read_record(bounded.job["status"]).transition_counts
+            == read_record(unbounded.job["status"]).transition_counts)
 
 
 # Scaling ----------------------------------------------------------------------------------------
@@ -254,8 +252,8 @@ def test_scaling_down_forgets_replicas_beyond_the_desired_count() -> None:
     result = world.reconcile()
     assert result.replica_states == {"Master-0": "Running", "Worker-0": "Running",
                                      "Worker-1": "Running"}
-    assert result.status["replicaStates"] == {"Master": {"Running": "0"},
-                                              "Worker": {"Running": "0-1"}}
+    assert json.loads(result.status["record"])["replicas"] == {"Master": {"Running": "0"},
+                                                               "Worker": {"Running": "0-1"}}
     assert result.decision.fired == ()
     assert result.pod_actions == []
     assert result.status["replicaStatuses"]["Worker"]["active"] == 2
@@ -360,7 +358,7 @@ def test_an_invalid_job_has_no_replicas_and_no_pod_actions() -> None:
     result = World(pytorch_job(masters=2)).reconcile()
     assert result.decision.record.replica_states == {}
     assert result.pod_actions == []
-    assert result.job_path == [(None, "Created", "Created"),
+    assert result.job_path == [(None, "Created", "PyTorchJobCreated"),
                                ("Created", "Failing", "FailedValidation"),
                                ("Failing", "Failed", "PyTorchJobFailed")]
     assert result.condition_reason("Failed") == "FailedValidation"
@@ -385,8 +383,7 @@ def test_build_status_sets_phase_times_generation_and_replica_statuses() -> None
     assert status["startTime"] == NOW
     assert "completionTime" not in status
     assert status["observedGeneration"] == 4
-    assert status["replicaStatuses"]["Worker"] == {
-        "active": 0, "succeeded": 0, "failed": 0,
+    assert status["replicaStatuses"]["Worker"] == {  # counts of 0 are left out, as Kubeflow's
         "selector": "jobmachine.dev/job-name=mnist,jobmachine.dev/replica-type=Worker",
     }
     assert None not in status.values()

@@ -8,6 +8,7 @@ pods and reads the record back from the status it wrote, as a reconcile does.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from typing import Any
@@ -141,7 +142,8 @@ def test_a_failed_job_waits_in_failing_until_the_pods_it_cleans_up_are_gone() ->
     assert final["status"] == target["status"] == "True"
     assert (final["reason"], final["message"]) == (target["reason"], target["message"])
     assert final["message"] == (
-        'PyTorchJob team/mnist has failed because replicas of type ["Worker"] failed.'
+        'PyTorchJob team/mnist has failed because replicas of type ["Worker"] failed. '
+        'Last failure: Worker-0 (exit code 1).'
     )
     assert failed_job.status["completionTime"] == at(30)
 
@@ -164,7 +166,8 @@ def test_the_failed_condition_repeats_why_the_job_failed_not_the_last_step() -> 
     target, final = done.condition("FailureTarget"), done.condition("Failed")
     assert target is not None and final is not None
     assert final["message"] == target["message"] == (
-        "PyTorchJob mnist has failed because it has reached the specified backoff limit (0)."
+        "PyTorchJob mnist has failed because it has reached the specified backoff limit (0). "
+        "Last failure: Worker-1 (exit code 1)."
     )
 
 
@@ -220,7 +223,7 @@ def test_restart_job_starts_a_new_attempt_once_every_pod_is_gone() -> None:
     restarting = world.reconcile()
 
     assert restarting.replica_path == [("Worker-1", "Running", "RestartRequested")]
-    assert restarting.job_path == [("Running", "Restarting", "RestartJob")]
+    assert restarting.job_path == [("Running", "Restarting", "JobRestarting")]
     record = restarting.decision.record
     assert (record.restart_attempt, record.restarts) == (1, 1)
     assert record.replica_states == {}
@@ -272,7 +275,7 @@ def test_a_restart_of_the_job_within_the_limit_counts_one_restart() -> None:
     start(world)
     world.pods[worker(0)] = exited(42)
     result = world.reconcile()
-    assert result.job_path == [("Running", "Restarting", "RestartJob")]
+    assert result.job_path == [("Running", "Restarting", "JobRestarting")]
     assert (result.decision.record.restart_attempt, result.decision.record.restarts) == (1, 1)
 
 
@@ -283,7 +286,7 @@ def test_a_pending_replica_times_out_and_fails_the_job() -> None:
     world = World(machine_job(replicas={"Worker": 2}, run_policy={"pendingTimeoutSeconds": 60}))
     created = world.reconcile()
     assert created.decision.record.replica_timers == {worker(0): NOW, worker(1): NOW}
-    assert created.status["replicaTimers"] == {"Worker": {"0": NOW, "1": NOW}}
+    assert json.loads(created.status["record"])["timers"] == {"Worker": {"0": NOW, "1": NOW}}
     assert created.decision.timer_due == T0 + timedelta(seconds=60)
 
     world.advance(30)
@@ -309,7 +312,7 @@ def test_a_pending_replica_times_out_and_fails_the_job() -> None:
 def test_without_a_pending_timeout_there_are_no_timers() -> None:
     result = World(machine_job(replicas={"Worker": 2})).reconcile()
     assert result.decision.record.replica_timers == {}
-    assert result.status["replicaTimers"] == {}
+    assert "timers" not in json.loads(result.status["record"])
     assert result.decision.timer_due is None
 
 
@@ -344,7 +347,7 @@ def test_a_suspended_job_has_no_timers_and_resuming_starts_them_again() -> None:
     suspended = world.reconcile()
     assert suspended.job_path == [("Created", "Suspended", "JobSuspended")]
     assert suspended.decision.record.replica_timers == {}
-    assert suspended.status["replicaTimers"] == {}
+    assert "timers" not in json.loads(suspended.status["record"])
     assert suspended.decision.timer_due is None
 
     world.advance(300)

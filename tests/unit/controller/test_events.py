@@ -383,3 +383,47 @@ class TestNeverBlocksNorRaises:
             EventRecorder(api, queue_size=0)
         with pytest.raises(ValueError):
             EventRecorder(api, aggregation_window_s=0)
+
+
+class GatedEventClient(FakeEventClient):
+    """Holds every call until `gate` is set, as a slow or rate-limited API server would."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gate = threading.Event()
+
+    def create(
+        self, res: Resource, body: dict[str, Any], namespace: str | None = None
+    ) -> dict[str, Any]:
+        assert self.gate.wait(WAIT)
+        return super().create(res, body, namespace)
+
+
+def test_events_queued_at_shutdown_are_posted_folded_not_abandoned(clock: FakeClock) -> None:
+    """Stopping posts what is queued; identical events become one Event with their count, so
+    a long queue fits the grace period."""
+    api = GatedEventClient()
+    recorder = EventRecorder(api, aggregation_window_s=600, clock=clock)
+    recorder.start()
+    recorder.record(JOB, type="Normal", reason="First", message="held at the gate")
+    for _ in range(300):
+        recorder.record(JOB, type="Warning", reason="PodRestarted", message="Worker-0 ended")
+    recorder.record(OTHER_JOB, type="Warning", reason="PodRestarted", message="Worker-0 ended")
+    stopping = threading.Thread(target=recorder.stop, kwargs={"flush_timeout_s": WAIT})
+    stopping.start()
+    probes = 0
+    while recorder.stats().dropped == 0:  # an event recorded once stopping began is refused
+        assert probes < 100_000
+        probes += 1
+        recorder.record(JOB, type="Normal", reason="Late", message="after stop")
+    api.gate.set()
+    stopping.join(WAIT + 1)
+
+    assert not stopping.is_alive()
+    counts = {(e["involvedObject"]["uid"], e["reason"]): e["count"] for e in api.events.values()}
+    late = counts.pop(("uid-1", "Late"), 0)  # probes queued before stop closed the recorder
+    assert late == probes - 1
+    assert counts == {("uid-1", "First"): 1, ("uid-1", "PodRestarted"): 300,
+                      ("uid-2", "PodRestarted"): 1}
+    assert api.kinds() == ["create"] * (3 + bool(late))
+    assert recorder.stats().dropped == 1  # the probe recorded after stop began

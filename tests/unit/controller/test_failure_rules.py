@@ -80,3 +80,19 @@ def test_pod_conditions_and_reasons() -> None:
     assert failure_action([reasons_rule], "Worker", oom) == "FailJob"
     assert failure_action([reasons_rule], "Worker", evicted) == "FailJob"
     assert failure_action([reasons_rule], "Worker", pod(("main", 1, "Error"))) == ""
+
+
+def test_a_container_restarted_in_place_is_judged_by_its_last_end() -> None:
+    """Waiting in CrashLoopBackOff or running again, the end is in lastState."""
+    rules = [exit_rule("FailJob", "In", [42]), {"action": "Ignore", "onReasons": ["OOMKilled"]}]
+    for state in ({"waiting": {"reason": "CrashLoopBackOff"}}, {"running": {}}):
+        restarted = {"status": {"containerStatuses": [{
+            "name": "main", "state": state, "restartCount": 1,
+            "lastState": {"terminated": {"exitCode": 42, "reason": "Error"}},
+        }]}}
+        assert failure_action(rules, "Worker", restarted) == "FailJob"
+        oom = {"status": {"containerStatuses": [{
+            "name": "main", "state": state, "restartCount": 1,
+            "lastState": {"terminated": {"exitCode": 137, "reason": "OOMKilled"}},
+        }]}}
+        assert failure_action(rules, "Worker", oom) == "Ignore"

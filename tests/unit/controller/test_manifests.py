@@ -8,6 +8,7 @@ the tracking finalizer; the machine's env reaches the main container only.
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -44,6 +45,8 @@ from engine.definition import (
     load_definitions,
     render_pod_decorations,
 )
+from engine.definition.cel import CelEvaluationError
+from engine.definition.rendering import render_restart_policy
 from tests.kinds import MACHINES
 from tests.scenarios.world import DEFINITIONS, pytorch_job, tf_job, worker
 
@@ -65,8 +68,7 @@ def custom(tmp_path_factory: pytest.TempPathFactory) -> CompiledDefinition:
     """machines/job.yaml with a pod restartPolicy, decorations and a Launcher-only service."""
     text = (MACHINES / "job.yaml").read_text()
     text = text.replace(
-        "  pod:\n    env:\n",
-        "  pod:\n"
+        "    restartPolicy: \"policy in ['OnFailure', 'Always'] ? policy : 'Never'\"\n    env:\n",
         "    restartPolicy: OnFailure\n"
         "    labels: {team: \"'ml'\"}\n"
         "    annotations: {example.com/type: 'replica.type'}\n"
@@ -153,14 +155,24 @@ def test_template_labels_and_annotations_are_kept_but_ours_win() -> None:
     }
 
 
-def test_the_pods_restart_policy_comes_from_the_definition(custom: CompiledDefinition) -> None:
-    job = pytorch_job()
-    never = build_pod(job, PYTORCH, replica_type(template_policy="Always"), worker(0),
-                      NO_DECORATIONS)
-    assert never["spec"]["restartPolicy"] == "Never"
-    on_failure = build_pod(job, custom, replica_type(template_policy="Never"), worker(0),
-                           NO_DECORATIONS)
-    assert on_failure["spec"]["restartPolicy"] == "OnFailure"
+@pytest.mark.parametrize(("policy", "pod_policy"), [
+    ("OnFailure", "OnFailure"), ("Always", "Always"), ("ExitCode", "Never"), ("Never", "Never"),
+])
+def test_the_shipped_machines_let_the_kubelet_restart_on_failure_and_always_pods(
+    policy: str, pod_policy: str
+) -> None:
+    assert render_restart_policy(PYTORCH, {"policy": policy}) == pod_policy
+
+
+def test_a_restart_policy_written_out_is_used_as_it_is(custom: CompiledDefinition) -> None:
+    assert render_restart_policy(custom, {"policy": "Never"}) == "OnFailure"
+
+
+def test_the_pod_gets_the_machines_restart_policy_not_its_templates() -> None:
+    decorations = PodDecorations({}, {}, {}, restart_policy="OnFailure")
+    pod = build_pod(pytorch_job(), PYTORCH, replica_type(template_policy="Never"), worker(0),
+                    decorations)
+    assert pod["spec"]["restartPolicy"] == "OnFailure"
 
 
 def test_env_goes_to_the_main_container_only_and_the_machines_values_win() -> None:
@@ -347,3 +359,19 @@ def test_controller_uid_is_the_controller_references_uid(
 ) -> None:
     assert controller_uid({"metadata": {"ownerReferences": references}}) == uid
     assert controller_uid({"metadata": {}}) is None
+
+
+def test_a_restart_policy_expression_giving_another_value_is_a_clear_error(
+    tmp_path: Path,
+) -> None:
+    text = (MACHINES / "job.yaml").read_text().replace(
+        "restartPolicy: \"policy in ['OnFailure', 'Always'] ? policy : 'Never'\"",
+        "restartPolicy: \"policy == 'Always' ? 'Sometimes' : 'Never'\"",
+    )
+    path = tmp_path / "job.yaml"
+    path.write_text(text)
+    (compiled,) = load_definitions([path])
+    assert render_restart_policy(compiled, {"policy": "Never"}) == "Never"
+    with pytest.raises(CelEvaluationError, match=r"pod\.restartPolicy gave 'Sometimes', not one "
+                                                 r"of Never, OnFailure, Always"):
+        render_restart_policy(compiled, {"policy": "Always"})

@@ -63,7 +63,7 @@ def test_replica_messages_name_the_replica_and_the_exit_code() -> None:
     fired = (Fired(transition("Running", "Succeeded"), WORKER_1),)
     facts = {WORKER_1: PodFacts("podSucceeded", exit_code=0)}
     assert notices_for(fired, facts) == [
-        Notice("Normal", "Succeeded", "Worker-1: Running -> Succeeded (exit code 0)")
+        Notice("Normal", "Succeeded", "Worker-1: Running -> Succeeded (exit code 0)", "Worker-1")
     ]
 
 
@@ -72,15 +72,15 @@ def test_a_message_that_names_the_replica_and_exit_code_is_kept_as_it_is() -> No
     fired = (Fired(transition("Running", "Restarting", reason="PodFailed", message=message,
                               event_type="Warning"), WORKER_1),)
     facts = {WORKER_1: PodFacts("podFailed", exit_code=137, reason="OOMKilled")}
-    assert notices_for(fired, facts) == [Notice("Warning", "PodFailed", message)]
+    assert notices_for(fired, facts) == [Notice("Warning", "PodFailed", message, "Worker-1")]
 
 
 def test_no_exit_code_is_added_when_the_pod_has_none() -> None:
     fired = (Fired(transition("Running", "Restarting", message="lost"), WORKER_1),)
     assert notices_for(fired, {WORKER_1: PodFacts("podLost")}) == [
-        Notice("Normal", "Restarting", "Worker-1: lost")
+        Notice("Normal", "Restarting", "Worker-1: lost", "Worker-1")
     ]
-    assert notices_for(fired, {}) == [Notice("Normal", "Restarting", "Worker-1: lost")]
+    assert notices_for(fired, {}) == [Notice("Normal", "Restarting", "Worker-1: lost", "Worker-1")]
 
 
 def test_notices_keep_the_order_the_transitions_fired_in() -> None:
@@ -117,20 +117,21 @@ def test_a_lifecycle_posts_one_notice_per_state_change() -> None:
         result = world.reconcile()
         changes = [
             f for f in result.decision.fired
-            if not f.transition.self_loop
+            if not f.transition.self_loop and not f.transition.silent
             and not (f.replica is not None and f.transition.source is None)
         ]
         assert len(result.notices) == len(changes)
         posted.append([n.reason for n in result.notices])
     assert posted == [
-        ["Created"],
+        ["PyTorchJobCreated"],
         ["Running", "Running", "Running", "PyTorchJobRunning"],
         ["PodFailed"],
         ["PodMissing"],
         ["Restarted"],
         [],
         ["Succeeded", "Succeeded"],
-        # Succeeding, then Succeeded in the same pass: cleanPodPolicy None deletes nothing.
-        ["Succeeded", "PyTorchJobSucceeded", "PyTorchJobSucceeded"],
+        # Succeeding, then Succeeded in the same pass (cleanPodPolicy None deletes nothing):
+        # the ending is said once, the silent second phase posts nothing.
+        ["Succeeded", "PyTorchJobSucceeded"],
         [],
     ]

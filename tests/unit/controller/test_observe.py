@@ -17,6 +17,7 @@ from engine.controller.observe import (
     deadline_of,
     job_observations,
     main_container_status,
+    message_gist,
     observe_pod,
 )
 
@@ -263,6 +264,93 @@ def test_a_main_container_without_a_status_yet_gives_no_status() -> None:
     obj = pod("Pending", states={"sidecar": running_state()}, containers=("pytorch", "sidecar"))
     assert main_container_status(obj, "pytorch") == {}
     assert observation(obj) == "podPending"
+
+
+# Containers the kubelet restarts in place ------------------------------------------------------
+
+
+def in_place(
+    policy: str,
+    state: dict[str, Any],
+    *,
+    last: dict[str, Any] | None = None,
+    restart_count: int = 0,
+    phase: str = "Running",
+) -> dict[str, Any]:
+    """A pod with `restartPolicy: policy` whose main container is in `state`."""
+    obj = pod(phase, states={"pytorch": state}, restart_count=restart_count)
+    obj["metadata"]["uid"] = "uid-1"
+    obj["spec"]["restartPolicy"] = policy
+    if last is not None:
+        obj["status"]["containerStatuses"][0]["lastState"] = last
+    return obj
+
+
+@pytest.mark.parametrize(("policy", "code"), [("OnFailure", 1), ("OnFailure", 137),
+                                                ("Always", 0), ("Always", 2)])
+def test_an_end_the_kubelet_restarts_is_not_an_outcome_but_one_more_end(
+    policy: str, code: int
+) -> None:
+    facts = observe(in_place(policy, terminated_state(code, "Error")))
+    assert (facts.observation, facts.ends, facts.exit_code, facts.uid) == (
+        "podPending", 1, code, "uid-1")
+
+
+def test_an_on_failure_container_that_exits_0_has_succeeded() -> None:
+    facts = observe(in_place("OnFailure", terminated_state(0, "Completed")))
+    assert (facts.observation, facts.ends) == ("podSucceeded", 0)
+
+
+def test_a_container_waiting_in_crash_loop_back_off_counts_the_end_it_waits_after() -> None:
+    facts = observe(in_place("OnFailure", waiting_state("CrashLoopBackOff"),
+                             last=terminated_state(3, "Error"), restart_count=2))
+    assert (facts.observation, facts.ends, facts.exit_code, facts.reason) == (
+        "podPending", 3, 3, "Error")
+
+
+def test_a_container_running_again_has_ended_as_often_as_it_was_restarted() -> None:
+    facts = observe(in_place("OnFailure", running_state(), last=terminated_state(2),
+                             restart_count=2))
+    assert (facts.observation, facts.ends, facts.exit_code) == ("podRunning", 2, 2)
+
+
+def test_a_first_start_is_no_end() -> None:
+    facts = observe(in_place("OnFailure", waiting_state()))
+    assert (facts.observation, facts.ends, facts.exit_code) == ("podPending", 0, -1)
+
+
+def test_a_pod_that_failed_as_a_whole_is_failed_whatever_its_restart_policy() -> None:
+    facts = observe(in_place("OnFailure", terminated_state(1), phase="Failed"))
+    assert (facts.observation, facts.ends) == ("podFailed", 0)
+
+
+def test_a_never_pod_is_not_restarted_in_place() -> None:
+    facts = observe(in_place("Never", terminated_state(1)))
+    assert (facts.observation, facts.ends) == ("podFailed", 0)
+
+
+def test_the_termination_message_is_kept_and_its_last_line_is_the_gist() -> None:
+    ended = {"terminated": {"exitCode": 1, "reason": "Error",
+                            "message": "Traceback (most recent call last):\n  ...\n"
+                                       "ValueError: bad shard\n\n"}}
+    facts = observe(in_place("Never", ended))
+    assert facts.message.startswith("Traceback")
+    assert facts.termination == "exit code 1, Error: ValueError: bad shard"
+
+
+@pytest.mark.parametrize(("message", "gist"), [
+    ("", ""),
+    ("\n  \n", ""),
+    ("one line", "one line"),
+    ("first\nlast  ", "last"),
+    ("x" * 500, "..." + "x" * 197),
+])
+def test_a_messages_gist_is_its_last_line_at_most_200_characters(message: str, gist: str) -> None:
+    assert message_gist(message) == gist
+
+
+def test_no_exit_code_is_said_as_such() -> None:
+    assert MISSING.termination == "no exit code"
 
 
 # Job observations ---------------------------------------------------------------------------

@@ -11,7 +11,9 @@ from hypothesis import strategies as st
 
 from engine.controller.children import ReplicaId
 from engine.controller.record import (
+    InPlaceEnds,
     MachineRecord,
+    RecordError,
     RestartRecord,
     format_ranges,
     parse_ranges,
@@ -126,23 +128,42 @@ def _sample_record() -> MachineRecord:
     )
 
 
-def test_record_fields_store_replica_states_as_ranges_per_state() -> None:
+def test_the_record_is_one_compact_text_with_replica_states_as_ranges() -> None:
     fields = record_fields(_sample_record())
-    assert fields["replicaStates"] == {
+    stored = json.loads(fields["record"])
+    assert " " not in fields["record"]
+    assert stored["replicas"] == {
         "Master": {"Running": "0"},
         "Worker": {"Pending": "4", "Restarting": "1", "Running": "0,2-3,7"},
     }
-    assert fields["restartAttempt"] == 2
-    assert fields["replicaTimers"] == {"Worker": {"4": "2027-01-15T08:06:00Z"}}
-    assert fields["replicaRestarts"] == {
-        "Worker": {
-            "1": {"count": 2, "last": "2027-01-15T08:05:00Z"},
-            "7": {"count": 1, "last": "2027-01-15T08:01:00Z"},
-        }
+    assert stored["timers"] == {"Worker": {"4": "2027-01-15T08:06:00Z"}}
+    assert stored["restarts"] == {
+        "Worker": {"1": [2, "2027-01-15T08:05:00Z"], "7": [1, "2027-01-15T08:01:00Z"]}
     }
-    assert fields["transitionCounts"][0] == {
-        "level": "job", "from": None, "to": "Created", "reason": "Created", "count": 1
-    }
+    # A count leaves out a reason that is the target's name (the language's default).
+    assert stored["counts"] == {"job": [["", "Created", 1]],
+                                "replica": [["Running", "Restarting", "PodFailed", 3]]}
+    assert "history" not in stored
+
+
+def test_status_shows_state_restarts_attempt_and_the_last_transitions_as_text() -> None:
+    fields = record_fields(_sample_record())
+    assert (fields["state"], fields["restarts"], fields["restartAttempt"]) == ("Running", 3, 2)
+    assert fields["lastTransitions"] == [
+        "2027-01-15T08:00:00Z job: -> Created (Created)",
+        "2027-01-15T08:05:00Z Worker-1: Running -> Restarting (PodFailed)",
+    ]
+    assert fields["lastFailure"] is None
+
+
+def test_the_last_transitions_are_read_back_from_their_text() -> None:
+    record = MachineRecord(state="Running", history=_sample_record().history)
+    assert read_record(json.loads(json.dumps(record_fields(record)))).history == record.history
+
+
+def test_a_line_of_the_last_transitions_not_in_its_format_is_skipped() -> None:
+    status = {**record_fields(_sample_record()), "lastTransitions": ["edited by hand"]}
+    assert read_record(status).history == ()
 
 
 def test_record_survives_a_json_round_trip_through_status() -> None:
@@ -151,24 +172,59 @@ def test_record_survives_a_json_round_trip_through_status() -> None:
     assert read_record(stored) == record
 
 
+def test_in_place_ends_and_the_last_failure_survive_the_round_trip() -> None:
+    record = MachineRecord(
+        state="Running",
+        in_place_ends={ReplicaId("Worker", 3): InPlaceEnds("uid-1", 4)},
+        last_failure="Worker-3 (exit code 2, Error: boom)",
+    )
+    fields = record_fields(record)
+    assert fields["lastFailure"] == "Worker-3 (exit code 2, Error: boom)"
+    assert read_record(json.loads(json.dumps(fields))) == record
+
+
 def test_an_empty_status_is_an_empty_record() -> None:
     assert read_record({}) == MachineRecord()
     assert read_record({"replicaStates": None, "history": None}) == MachineRecord()
 
 
-def test_record_fields_of_an_empty_record_are_empty() -> None:
-    assert record_fields(MachineRecord()) == {
-        "state": None,
-        "stateSince": None,
-        "restarts": 0,
-        "replicaStates": {},
-        "replicaRestarts": {},
-        "replicaBackoff": {},
-        "restartAttempt": 0,
-        "replicaTimers": {},
-        "history": [],
-        "transitionCounts": [],
+def test_an_empty_record_says_nothing_it_need_not() -> None:
+    fields = record_fields(MachineRecord())
+    assert {k: v for k, v in fields.items() if v is not None} == {
+        "restarts": 0, "record": '{"v":1}',
     }
+
+
+def test_a_status_written_before_the_record_was_one_field_is_read_from_its_old_fields() -> None:
+    legacy = {
+        "state": "Running",
+        "stateSince": "2027-01-15T08:00:00Z",
+        "restarts": 3,
+        "restartAttempt": 2,
+        "replicaStates": {"Master": {"Running": "0"},
+                          "Worker": {"Pending": "4", "Restarting": "1", "Running": "0,2-3,7"}},
+        "replicaRestarts": {"Worker": {"1": {"count": 2, "last": "2027-01-15T08:05:00Z"},
+                                       "7": {"count": 1, "last": "2027-01-15T08:01:00Z"}}},
+        "replicaBackoff": {},
+        "replicaTimers": {"Worker": {"4": "2027-01-15T08:06:00Z"}},
+        "history": [dict(entry) for entry in _sample_record().history],
+        "lastTransitions": [
+            "2027-01-15T08:00:00Z job: -> Created (Created)",
+            "2027-01-15T08:05:00Z Worker-1: Running -> Restarting (PodFailed)",
+        ],
+        "transitionCounts": [
+            {"level": "job", "from": None, "to": "Created", "reason": "Created", "count": 1},
+            {"level": "replica", "from": "Running", "to": "Restarting", "reason": "PodFailed",
+             "count": 3},
+        ],
+    }
+    assert read_record(legacy) == _sample_record()
+
+
+@pytest.mark.parametrize("garbage", ["not json", "[]", '{"v":99}', '{"v":1,"replicas":{"W":1}}'])
+def test_a_record_edited_by_hand_is_a_clear_error(garbage: str) -> None:
+    with pytest.raises(RecordError, match=r"status\.record cannot be read"):
+        read_record({"record": garbage})
 
 
 REPLICA_STATES = st.dictionaries(

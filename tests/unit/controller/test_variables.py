@@ -78,16 +78,20 @@ def test_a_terminal_state_with_another_name_counts_by_its_phase() -> None:
 def test_replica_variables_add_the_replica_its_policy_and_its_pod() -> None:
     job = pytorch_job()
     spec = read_job_spec(job, PYTORCH)
-    record = MachineRecord(restarts=3, replica_restarts={worker(1): RestartRecord(3, "t")})
+    record = MachineRecord(restarts=3, replica_restarts={worker(1): RestartRecord(3, "t")},
+                           last_failure="Worker-1 (exit code 137, OOMKilled)")
     common = common_variables(job, spec, record, {})
     assert common == {"job": job, "runPolicy": spec.run_policy, "replicas": {},
-                      "restarts": 3, "error": ""}
+                      "restarts": 3, "error": "",
+                      "lastFailure": "Worker-1 (exit code 137, OOMKilled)"}
     facts = observe({worker(1): exited(137, "OOMKilled")}, spec, 0)[0][worker(1)]
     found = replica_variables(common, worker(1), desired=2, policy="ExitCode", record=record,
                               facts=facts)
     assert found["replica"] == {"type": "Worker", "index": 1, "restarts": 3, "desired": 2}
     assert (found["policy"], found["exitCode"], found["reason"]) == ("ExitCode", 137,
                                                                      "OOMKilled")
+    assert (found["termination"], found["terminationMessage"], found["newRestarts"]) == (
+        "exit code 137, OOMKilled", "", 0)
     assert found["pod"] == facts.pod
     fresh = replica_variables(common, ReplicaId("Worker", 0), desired=2, policy="Never",
                               record=record, facts=MISSING)

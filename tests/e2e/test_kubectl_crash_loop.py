@@ -1,0 +1,176 @@
+"""A crash-looping job diagnosed as a user would: `kubectl describe` says which replica ended,
+how and how often; `kubectl logs --previous` shows the attempt that failed.
+
+The job is Kubeflow's `pytorch-simple` example as its users apply it (training-operator
+v1.9, examples/pytorch/simple.yaml, in the test's namespace): the local node runs its
+command, and `/opt/pytorch-mnist/mnist.py` does not exist here, so every attempt exits 2.
+OnFailure replicas are restarted in place by the node, as the kubelet does.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from tests.e2e.conftest import Kubectl
+
+pytestmark = pytest.mark.e2e
+
+PYTORCH_SIMPLE = """
+apiVersion: "kubeflow.org/v1"
+kind: PyTorchJob
+metadata:
+  name: pytorch-simple
+spec:
+  pytorchReplicaSpecs:
+    Master:
+      replicas: 1
+      restartPolicy: OnFailure
+      template:
+        spec:
+          containers:
+            - name: pytorch
+              image: docker.io/kubeflowkatib/pytorch-mnist:v1beta1-45c5727
+              imagePullPolicy: Always
+              command:
+                - "python3"
+                - "/opt/pytorch-mnist/mnist.py"
+                - "--epochs=1"
+    Worker:
+      replicas: 1
+      restartPolicy: OnFailure
+      template:
+        spec:
+          containers:
+            - name: pytorch
+              image: docker.io/kubeflowkatib/pytorch-mnist:v1beta1-45c5727
+              imagePullPolicy: Always
+              command:
+                - "python3"
+                - "/opt/pytorch-mnist/mnist.py"
+                - "--epochs=1"
+"""
+
+MISSING_SCRIPT = "can't open file '/opt/pytorch-mnist/mnist.py'"
+WAIT_S = 60.0
+
+
+def _wait_for_restarts(kubectl: Kubectl, name: str, at_least: int) -> dict[str, object]:
+    deadline = time.monotonic() + WAIT_S
+    while True:
+        job = kubectl.get_json("pytorchjob", name)
+        if int(job.get("status", {}).get("restarts") or 0) >= at_least:
+            return job
+        assert time.monotonic() < deadline, f"fewer than {at_least} restarts: {job.get('status')}"
+        time.sleep(0.5)
+
+
+def test_a_crash_looping_job_is_diagnosed_with_describe_and_logs_previous(
+    cluster_kubectl: Kubectl,
+) -> None:
+    kubectl = cluster_kubectl
+    kubectl.apply(PYTORCH_SIMPLE)
+    _wait_for_restarts(kubectl, "pytorch-simple", 4)
+
+    pods = json.loads(kubectl("get", "pods", "-o", "json").stdout)["items"]
+    assert sorted(p["metadata"]["name"] for p in pods) == [
+        "pytorch-simple-master-0", "pytorch-simple-worker-0"]  # restarted, never recreated
+    for pod in pods:
+        assert pod["spec"]["restartPolicy"] == "OnFailure"
+        [main] = pod["status"]["containerStatuses"]
+        assert main["restartCount"] >= 1
+        assert main["lastState"]["terminated"]["exitCode"] == 2
+
+    described = kubectl("describe", "pytorchjob", "pytorch-simple").stdout
+    events = described.split("Events:", 1)[1]
+    assert "PodRestarted" in events
+    assert "Master-0 ended (exit code 2, Error)" in events
+    assert "the kubelet restarts it in place (restart policy OnFailure)" in events
+    assert "Restarting" in described.split("Events:", 1)[0]
+
+    previous = kubectl("logs", "pytorch-simple-master-0", "--previous")
+    assert MISSING_SCRIPT in previous.stdout + previous.stderr
+    listed = kubectl("get", "pods", "pytorch-simple-master-0", "--no-headers").stdout.split()
+    assert int(listed[3]) >= 1  # the RESTARTS column
+
+
+def test_a_failure_names_the_replica_exit_code_and_termination_message(
+    cluster_kubectl: Kubectl,
+) -> None:
+    """terminationMessagePolicy FallbackToLogsOnError: the end of the log is the message, and
+    the restart event and the Failed condition carry its last line."""
+    kubectl = cluster_kubectl
+    kubectl.apply("""
+apiVersion: kubeflow.org/v1
+kind: PyTorchJob
+metadata:
+  name: bad-shard
+spec:
+  runPolicy: {backoffLimit: 1}
+  pytorchReplicaSpecs:
+    Worker:
+      replicas: 1
+      restartPolicy: OnFailure
+      template:
+        spec:
+          containers:
+            - name: pytorch
+              image: python
+              terminationMessagePolicy: FallbackToLogsOnError
+              command:
+                - python3
+                - -c
+                - "print('loading shard 3'); raise SystemExit('shard 3 is corrupt')"
+""")
+    kubectl("wait", "--for=condition=Failed", "pytorchjob/bad-shard", "--timeout=60s",
+            timeout=90)
+    job = kubectl.get_json("pytorchjob", "bad-shard")
+    [failed] = [c for c in job["status"]["conditions"] if c["type"] == "Failed"]
+    assert failed["reason"] == "BackoffLimitExceeded"
+    assert failed["message"].endswith(
+        "Last failure: Worker-0 (exit code 1, Error: shard 3 is corrupt).")
+    described = kubectl("describe", "pytorchjob", "bad-shard").stdout
+    assert "Worker-0 ended (exit code 1, Error: shard 3 is corrupt)" in described
+    conditions = {c["type"]: c["status"] for c in job["status"]["conditions"]}
+    assert conditions["Restarting"] == "False"  # at an end, nothing is restarting
+
+
+def test_describe_of_a_finished_one_replica_job_fits_one_screen(
+    cluster_kubectl: Kubectl,
+) -> None:
+    kubectl = cluster_kubectl
+    kubectl.apply("""
+apiVersion: kubeflow.org/v1
+kind: PyTorchJob
+metadata:
+  name: one
+spec:
+  pytorchReplicaSpecs:
+    Master:
+      replicas: 1
+      restartPolicy: OnFailure
+      template:
+        spec:
+          containers:
+            - name: pytorch
+              image: docker.io/kubeflowkatib/pytorch-mnist:v1beta1-45c5727
+              command: [python3, -c, "print('epoch 1: loss 0.31')"]
+""")
+    kubectl("wait", "--for=condition=Succeeded", "pytorchjob/one", "--timeout=60s", timeout=90)
+    described = kubectl("describe", "pytorchjob", "one").stdout
+    lines = described.splitlines()
+    status = described.split("\nStatus:\n", 1)[1].split("\nEvents:", 1)[0].splitlines()
+    # 79 lines today: 13 of metadata, 14 of the spec as written, 8 of events and 44 of status,
+    # 24 of which are the four conditions (Created, SuccessCriteriaMet, Running False and
+    # Succeeded). Before, status kept its history and counts as objects: over 120 lines.
+    assert len(status) <= 45, described
+    assert len(lines) <= 80, described
+    assert max(len(line) for line in status) <= 400, "the record is one short line"
+    assert "Last Transitions:" in described
+    events = described.split("Events:", 1)[1]
+    assert [reason for reason in ("PyTorchJobCreated", "PyTorchJobRunning",
+                                  "PyTorchJobSucceeded") if reason in events] == [
+        "PyTorchJobCreated", "PyTorchJobRunning", "PyTorchJobSucceeded"]
+    assert events.count("PyTorchJobSucceeded") == 1  # an ending is said once
