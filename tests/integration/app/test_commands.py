@@ -64,6 +64,65 @@ def test_up_serves_kubectl_ready_cluster_and_stops_cleanly_on_ctrl_c(tmp_path: P
             process.wait()
 
 
+def _up(tmp_path: Path, *flags: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "engine.cli", "up", "--data-dir", str(tmp_path / "data"),
+         "--port", "0", "--node-mode", "simulate", "--restart-backoff", "0.1", *flags],
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+    )
+
+
+def _run_crashing_job(process: subprocess.Popen[str], name: str) -> None:
+    """A worker that exits 2, is restarted in place by the node, then exits 0."""
+    kubeconfig = Path(_read_line(process, "export KUBECONFIG=").split("=", 1)[1])
+    job = workers_job(name, workers=1,
+                      annotations={**FAST, "sim.jobmachine.dev/exit-codes": "2,0"})
+    job["spec"]["pytorchReplicaSpecs"]["Worker"]["restartPolicy"] = "OnFailure"
+    client = KubeClient.from_kubeconfig(kubeconfig)
+    try:
+        client.create(PYTORCHJOBS, job, "default")
+        wait_until(lambda: job_status(client, name).get("phase"),
+                   lambda phase: phase == "Succeeded", what="the job to succeed")
+    finally:
+        client.close()
+    process.send_signal(signal.SIGINT)
+
+
+def test_up_prints_a_line_per_job_state_change_and_replica_restart(tmp_path: Path) -> None:
+    process = _up(tmp_path)
+    try:
+        _run_crashing_job(process, "live")
+        out, _ = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert process.returncode == 0
+    lines = [line for line in out.splitlines() if "default/live" in line]
+    said = [line.split()[3] for line in lines]
+    # The restart may be seen before the job's Running (the worker can end at once).
+    assert (said[0], said[-1]) == ("PyTorchJobCreated", "PyTorchJobSucceeded"), out
+    assert sorted(said[1:-1]) == ["PodRestarted", "PyTorchJobRunning"], out
+    [restarted] = [line for line in lines if "PodRestarted" in line]
+    assert restarted.split()[1:3] == ["default/live", "Worker-0"]
+    assert "Worker-0 ended (exit code 2" in restarted
+    assert "\x1b[" not in out  # plain when piped
+
+
+def test_up_quiet_prints_no_job_lines(tmp_path: Path) -> None:
+    process = _up(tmp_path, "--quiet")
+    try:
+        _run_crashing_job(process, "hush")
+        out, _ = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert process.returncode == 0
+    assert "default/hush" not in out
+    assert "stopping..." in out
+
+
 @pytest.fixture
 def cluster() -> Iterator[RunningApiServer]:
     with running_apiserver(tls=True) as server:
