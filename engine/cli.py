@@ -7,6 +7,7 @@ logic of its own beyond turning results into exit codes.
 
 from __future__ import annotations
 
+import sys
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, NoReturn
@@ -95,7 +96,8 @@ def graph(
     except RenderError as exc:
         _fail(str(exc))
     if output is None:
-        typer.echo(data.decode(), nl=False)
+        sys.stdout.buffer.write(data)  # PNG is bytes: written as they are, not decoded
+        sys.stdout.flush()
     else:
         output.write_bytes(data)
 

@@ -88,16 +88,22 @@ def _run_crashing_job(process: subprocess.Popen[str], name: str) -> None:
     process.send_signal(signal.SIGINT)
 
 
-def test_up_prints_a_line_per_job_state_change_and_replica_restart(tmp_path: Path) -> None:
-    process = _up(tmp_path)
+def _output_of_up_running_a_crashing_job(tmp_path: Path, name: str, *flags: str) -> str:
+    """What `jobmachine up` printed while running the job, once Ctrl-C stopped it cleanly."""
+    process = _up(tmp_path, *flags)
     try:
-        _run_crashing_job(process, "live")
+        _run_crashing_job(process, name)
         out, _ = process.communicate(timeout=60)
     finally:
         if process.poll() is None:
             process.kill()
             process.wait()
     assert process.returncode == 0
+    return out
+
+
+def test_up_prints_a_line_per_job_state_change_and_replica_restart(tmp_path: Path) -> None:
+    out = _output_of_up_running_a_crashing_job(tmp_path, "live")
     lines = [line for line in out.splitlines() if "default/live" in line]
     said = [line.split()[3] for line in lines]
     # The restart may be seen before the job's Running (the worker can end at once).
@@ -110,15 +116,7 @@ def test_up_prints_a_line_per_job_state_change_and_replica_restart(tmp_path: Pat
 
 
 def test_up_quiet_prints_no_job_lines(tmp_path: Path) -> None:
-    process = _up(tmp_path, "--quiet")
-    try:
-        _run_crashing_job(process, "hush")
-        out, _ = process.communicate(timeout=60)
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
-    assert process.returncode == 0
+    out = _output_of_up_running_a_crashing_job(tmp_path, "hush", "--quiet")
     assert "default/hush" not in out
     assert "stopping..." in out
 

@@ -120,3 +120,10 @@ def test_graph_command_reports_errors(tmp_path):
     result = CliRunner().invoke(app, ["graph", str(path)])
     assert result.exit_code == 1
     assert f"error: {path}:1:" in result.output
+
+
+def test_a_png_on_standard_output_is_written_as_bytes() -> None:
+    result = CliRunner().invoke(app, ["graph", str(REPO / "machines" / "job.yaml"),
+                                      "--format", "png"])
+    assert result.exit_code == 0, result.output
+    assert result.stdout_bytes.startswith(b"\x89PNG\r\n\x1a\n")
