@@ -157,9 +157,9 @@ def test_kubeflow_example_succeeds(
     assert status.get("restarts", 0) == 0
     replica_statuses = status["replicaStatuses"]
     assert set(replica_statuses) == set(example.replicas)
-    assert all(counts["failed"] == 0 for counts in replica_statuses.values())
+    assert all(counts.get("failed", 0) == 0 for counts in replica_statuses.values())
     chief = "Master" if "Master" in example.replicas else "Worker"
-    assert replica_statuses[chief]["succeeded"] >= 1
+    assert replica_statuses[chief].get("succeeded", 0) >= 1
     if process_mode:
         for pod, lines in example.evidence.items():
             text = (logs / pod / f"{example.container}.log").read_text()

@@ -51,7 +51,7 @@ def test_worker_exited_while_pod_says_running_counts_as_succeeded(
     assert stored(job)["replicas"] == {"Worker": {"Running": "0", "Succeeded": "1"}}
     worker = wait_for(lambda: status(get_job(client, ns, "train"))["replicaStatuses"]["Worker"],
                       lambda worker: worker.get("active") == 1, what="one active worker")
-    assert worker["succeeded"] == 1
+    assert worker.get("succeeded") == 1
     assert status(job)["phase"] == "Running"
     assert (get_pod(client, ns, "train-worker-1") or {})["status"]["phase"] == "Running"
 

@@ -78,7 +78,7 @@ def test_workers_are_created_once_the_master_runs(client: KubeClient, ns: str) -
         assert replica_path(done, replica) == ["Pending", "Running", "Succeeded"]
     record = status(done)
     assert record["restarts"] == 0
-    assert {t: s["succeeded"] for t, s in record["replicaStatuses"].items()} == {
+    assert {t: s.get("succeeded", 0) for t, s in record["replicaStatuses"].items()} == {
         "Master": 1, "Worker": 2}
     succeeded = condition(done, "Succeeded")
     assert succeeded is not None and succeeded["reason"] == "AllReplicasSucceeded"
@@ -104,7 +104,7 @@ def test_a_chain_of_dependencies_starts_in_order(client: KubeClient, ns: str) ->
     assert is_up(_when_first_seen(events, "B-0", "A-0"))
     assert is_up(_when_first_seen(events, "C-0", "B-0"))
     assert job_path(done) == ["Created", "Running", "Succeeding", "Succeeded"]
-    assert {t: s["succeeded"] for t, s in status(done)["replicaStatuses"].items()} == {
+    assert {t: s.get("succeeded", 0) for t, s in status(done)["replicaStatuses"].items()} == {
         "A": 1, "B": 1, "C": 1}
     assert status(done)["restarts"] == 0
     assert pod_names(client, ns, "chain") == ["chain-a-0", "chain-b-0", "chain-c-0"]
@@ -153,7 +153,7 @@ def test_a_running_master_that_is_not_ready_holds_the_workers(
         assert (then.get("terminated") or {}).get("exitCode") == 0, (
             f"{worker} created before the Master succeeded: {then}")
     assert job_path(done) == ["Created", "Running", "Succeeding", "Succeeded"]
-    assert {t: s["succeeded"] for t, s in status(done)["replicaStatuses"].items()} == {
+    assert {t: s.get("succeeded", 0) for t, s in status(done)["replicaStatuses"].items()} == {
         "Master": 1, "Worker": 2}
 
 

@@ -100,7 +100,7 @@ def test_without_success_policy_every_replica_must_succeed(client: KubeClient, n
     record = status(done)
     assert stored(done)["replicas"] == {"Launcher": {"Succeeded": "0"},
                                        "Worker": {"Succeeded": "0-1"}}
-    assert {t: s["succeeded"] for t, s in record["replicaStatuses"].items()} == {
+    assert {t: s.get("succeeded", 0) for t, s in record["replicaStatuses"].items()} == {
         "Launcher": 1, "Worker": 2}
     assert record["restarts"] == 0
     met, succeeded = condition(done, "SuccessCriteriaMet"), condition(done, "Succeeded")
@@ -152,7 +152,7 @@ def test_any_count_does_not_wait_for_the_last_worker(client: KubeClient, ns: str
     assert job_path(done) == ["Created", "Running", "Succeeding", "Succeeded"]
     record = status(done)
     assert stored(done)["replicas"] == {"Worker": {"Succeeded": "0-1", "Running": "2"}}
-    assert record["replicaStatuses"]["Worker"]["succeeded"] == 2
+    assert record["replicaStatuses"]["Worker"].get("succeeded") == 2
     assert record["restarts"] == 0
 
     # The straggler never finished: the job did not wait for it, the clean-up stopped it.
@@ -199,7 +199,7 @@ def test_all_mode_over_workers_does_not_wait_for_the_launcher(
     for replica in ("Worker-0", "Worker-1"):
         assert history_index(done, to="Succeeded", replica=replica) < succeeding
     record = status(done)
-    assert {t: s["succeeded"] for t, s in record["replicaStatuses"].items()} == {
+    assert {t: s.get("succeeded", 0) for t, s in record["replicaStatuses"].items()} == {
         "Launcher": 0, "Worker": 2}
     [deleted] = [p for k, p in pod_events
                  if k == "DELETED" and replica_key(p) == "Launcher-0"]
