@@ -16,12 +16,13 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import TextIO
 
+import typer
+
 from engine.controller.events import RecordedEvent
 
 _WHO_WIDTH = 10
 _REASON_WIDTH = 24
 
-_RED, _YELLOW, _GREEN, _DIM, _RESET = "\033[31m", "\033[33m", "\033[32m", "\033[2m", "\033[0m"
 
 
 _MACHINE_KIND = "StateMachine"
@@ -48,11 +49,12 @@ def live_line(event: RecordedEvent, at: datetime, *, colour: bool) -> str:
 
 
 def _coloured(event: RecordedEvent, text: str) -> str:
+    """Red: the job fails; yellow: a replica fails or restarts; green: the job moves on."""
     if event.type == "Warning":
-        return f"{_RED if event.replica is None else _YELLOW}{text}{_RESET}"
+        return typer.style(text, fg="red" if event.replica is None else "yellow")
     if event.replica is None:
-        return f"{_GREEN}{text}{_RESET}"
-    return f"{_DIM}{text}{_RESET}"
+        return typer.style(text, fg="green")
+    return typer.style(text, dim=True)
 
 
 def use_colour(out: TextIO) -> bool:
