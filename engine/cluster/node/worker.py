@@ -130,6 +130,13 @@ class PodWorker:
         return str((self._pod.get("spec") or {}).get("restartPolicy") or "Always")
 
     @property
+    def _ended_elsewhere(self) -> bool:
+        """Whether the server has the pod in a terminal phase this node did not write: as the
+        kubelet's status manager, the node never moves a pod back out of a terminal phase."""
+        phase = (self._pod.get("status") or {}).get("phase")
+        return phase in phases.TERMINAL_PHASES and (self._written or {}).get("phase") != phase
+
+    @property
     def _deleting(self) -> bool:
         return bool(self._pod["metadata"].get("deletionTimestamp"))
 
@@ -165,6 +172,11 @@ class PodWorker:
             self._collect()
             if self._deleting:
                 self._shut_down()
+                return
+            if self._ended_elsewhere:
+                self._log.info("another writer set the pod's phase to "
+                               f"{self._pod['status']['phase']}: its containers are stopped "
+                               "and its status left as it is")
                 return
             self._start_due()
             written = self._publish(terminal=False)

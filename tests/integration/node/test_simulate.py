@@ -194,6 +194,30 @@ def test_deleting_a_running_pod_stops_it_and_confirms(simulated: Cluster) -> Non
     eventually(lambda: simulated.read("long") is None)
 
 
+def test_a_pod_another_writer_ended_stays_ended_and_its_container_stops(
+    simulated: Cluster,
+) -> None:
+    """As the kubelet's status manager: a terminal phase is never moved back (here one the
+    eviction API or a test wrote), and a later change to the pod writes nothing."""
+    simulated.create(sim("evicted", restart_policy="OnFailure",
+                         **{"sim.jobmachine.dev/run-seconds": "600"}))
+    running = eventually(lambda: "running" in simulated.container("evicted").get("state", {})
+                         and simulated.read("evicted"))
+    [main] = running["status"]["containerStatuses"]
+    ended = {"terminated": {"exitCode": 137, "reason": "Error",
+                            "startedAt": main["state"]["running"]["startedAt"]}}
+    simulated.core.patch_namespaced_pod_status("evicted", NS, {"status": {
+        "phase": "Failed",
+        "conditions": [{"type": "DisruptionTarget", "status": "True",
+                        "reason": "EvictionByEvictionAPI"}],
+        "containerStatuses": [{**main, "ready": False, "state": ended}],
+    }})
+    eventually(lambda: "stopped by" in simulated.log("evicted"))
+    simulated.core.patch_namespaced_pod("evicted", NS, {"metadata": {"labels": {"seen": "yes"}}})
+    assert simulated.wait_phase("evicted", "Failed")["status"]["containerStatuses"][0]["state"] \
+        == ended
+
+
 def test_a_restarted_node_continues_the_sequence_and_restarts_running_timers(
         simulated: Cluster) -> None:
     simulated.create(sim("resumed", "2,0", restart_policy="OnFailure",
