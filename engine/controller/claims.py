@@ -93,11 +93,11 @@ def claim(
         if owner is not None and owner != uid:
             continue
         obj = candidate
-        if owner is None:
-            if not _matches(obj, job) or not guard.may_adopt():
-                continue
-            obj = _adopt(client, resource, obj, job)
+        if owner is None and (not _matches(obj, job) or not guard.may_adopt()):
+            continue
         replica = _replica(obj, job, replica_types)
+        if owner is None:
+            obj = _adopt(client, resource, obj, job, replica)
         if replica is None:
             unplaced.append(obj)
             continue
@@ -136,9 +136,15 @@ def _replica(obj: Obj, job: Obj, replica_types: Iterable[str]) -> ReplicaId | No
     return None
 
 
-def _adopt(client: KubeClient, resource: Resource, obj: Obj, job: Obj) -> Obj:
+def _adopt(
+    client: KubeClient, resource: Resource, obj: Obj, job: Obj, replica: ReplicaId | None
+) -> Obj:
+    """Owner reference and replica labels in one patch, so no reader sees one without the other."""
     references = [*(obj["metadata"].get("ownerReferences") or []), owner_reference(job)]
-    patch = {"metadata": {"uid": obj["metadata"]["uid"], "ownerReferences": references}}
+    metadata: dict[str, Any] = {"uid": obj["metadata"]["uid"], "ownerReferences": references}
+    if replica is not None:
+        metadata["labels"] = child_labels(job, replica)
+    patch = {"metadata": metadata}
     adopted = _patch(client, resource, obj, patch)
     logger.bind(job=f"{job['metadata']['namespace']}/{job['metadata']['name']}").info(
         f"adopted {resource.kind} {obj['metadata']['name']}"
