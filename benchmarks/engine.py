@@ -71,7 +71,7 @@ def engine_requests(server: RunningApiServer) -> int:
         context = ssl.create_default_context(cafile=str(server.ca_file))
     with urllib.request.urlopen(request, context=context) as response:
         text = response.read().decode()
-    pattern = r'apiserver_request_total\{client="jobmachine",verb="[^"]*",code="\d+"\} (\d+)'
+    pattern = r'apiserver_request_total\{client="jobmachine",[^}]*\} (\d+)'
     return sum(int(n) for n in re.findall(pattern, text))
 
 

@@ -1,8 +1,9 @@
 """Requests served, counted by client, verb and response code, exported at `/metrics`.
 
-The real kube-apiserver exports `apiserver_request_total`; ours adds the client
-(the first word of its User-Agent, e.g. `jobmachine` or `kubectl`), so the
-benchmarks can count what the engine asks of the server per job lifecycle.
+The real kube-apiserver exports `apiserver_request_total` by verb, resource,
+subresource and code; ours adds the client (the first word of its User-Agent,
+e.g. `jobmachine` or `kubectl`), so the benchmarks can count what each
+controller asks of the server per job lifecycle, events apart.
 """
 
 from __future__ import annotations
@@ -12,15 +13,16 @@ from collections import Counter
 from aiohttp import web
 from aiohttp.typedefs import Handler, Middleware
 
+_NAMESPACE_SUBRESOURCES = ("status", "finalize")
 _VERBS = {"GET": "get", "POST": "create", "PUT": "update", "PATCH": "patch",
           "DELETE": "delete"}
 
 
 class RequestCounter:
-    """Counts per (client, verb, code); a watch counts once, when it starts."""
+    """Counts per (client, verb, resource, subresource, code); a watch counts once."""
 
     def __init__(self) -> None:
-        self.counts: Counter[tuple[str, str, int]] = Counter()
+        self.counts: Counter[tuple[str, str, str, str, int]] = Counter()
 
     def middleware(self) -> Middleware:
         """The aiohttp middleware that counts every request it passes on."""
@@ -36,20 +38,22 @@ class RequestCounter:
                 code = exc.status
                 raise
             finally:
-                self.counts[(_client(request), _verb(request), code)] += 1
+                resource, subresource = _resource(request.path)
+                self.counts[(_client(request), _verb(request), resource, subresource, code)] += 1
 
         return count
 
     def exposition(self) -> str:
         """The counts in Prometheus' text format."""
         lines = [
-            "# HELP apiserver_request_total Requests served, by client, verb and code.",
+            "# HELP apiserver_request_total Requests served, by client, verb, resource,"
+            " subresource and code.",
             "# TYPE apiserver_request_total counter",
         ]
-        for (client, verb, code), value in sorted(self.counts.items()):
-            lines.append(
-                f'apiserver_request_total{{client="{client}",verb="{verb}",code="{code}"}} {value}'
-            )
+        for (client, verb, resource, subresource, code), value in sorted(self.counts.items()):
+            labels = (f'client="{client}",verb="{verb}",resource="{resource}",'
+                      f'subresource="{subresource}",code="{code}"')
+            lines.append(f"apiserver_request_total{{{labels}}} {value}")
         return "\n".join(lines) + "\n"
 
     async def serve(self, _request: web.Request) -> web.Response:
@@ -67,3 +71,17 @@ def _verb(request: web.Request) -> str:
     if request.method == "GET":
         return "watch" if request.query.get("watch") in ("1", "true") else "get"
     return _VERBS.get(request.method, request.method.lower())
+
+
+def _resource(path: str) -> tuple[str, str]:
+    """The resource and subresource a request path names ('' for discovery and the like)."""
+    parts = [p for p in path.split("/") if p]
+    if parts[:1] == ["api"]:
+        rest = parts[2:]
+    elif parts[:1] == ["apis"]:
+        rest = parts[3:]
+    else:
+        return "", ""
+    if len(rest) >= 3 and rest[0] == "namespaces" and rest[2] not in _NAMESPACE_SUBRESOURCES:
+        rest = rest[2:]
+    return (rest[0] if rest else ""), (rest[2] if len(rest) > 2 else "")
