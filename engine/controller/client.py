@@ -1,25 +1,29 @@
-"""The engine's only door to the API server: raw JSON over the official client's HTTP layer.
+"""The engine's only door to the API server: raw JSON over kept-alive HTTP connections.
 
-Requests go through `kubernetes`' ApiClient (kubeconfig and in-cluster auth, TLS, token
-refresh) but bodies stay plain dicts parsed with orjson: the typed models cost far more
-than the engine can afford per pod. Failures become the typed errors below, and a token
-bucket shared by all threads keeps the engine within its QPS budget.
+`kubernetes` loads the configuration (kubeconfig or in-cluster, TLS, proxy, token
+refresh), but requests do not go through its ApiClient: that path re-applies the
+kubeconfig and scans the proxy environment on every request, then sends through urllib3;
+together they cost more CPU than the rest of a reconcile (see `engine.controller.http`).
+Bodies stay plain dicts, written and parsed with orjson. Failures become the typed errors
+below, and a token bucket shared by all threads keeps the engine within its QPS budget.
 """
 
 from __future__ import annotations
 
 import contextlib
+import ssl
 import threading
+import time
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, Literal, Self
+from urllib.parse import quote, urlencode, urlsplit
 
 import orjson
-import urllib3
 from kubernetes import config as kube_config
-from kubernetes.client import ApiClient, Configuration
-from kubernetes.client.exceptions import ApiException
+from kubernetes.client import Configuration
+from kubernetes.client.rest import should_bypass_proxies
 
 from engine.controller.errors import (
     ApiError,
@@ -27,6 +31,7 @@ from engine.controller.errors import (
     parse_error_body,
     unavailable,
 )
+from engine.controller.http import TRANSPORT_ERRORS, ConnectionPool, Endpoint, Response
 from engine.controller.ratelimit import TokenBucket
 from engine.controller.resources import Resource
 
@@ -36,6 +41,9 @@ _WATCH_READ_SLACK_S = 30.0
 """A watch's read timeout is its server-side timeout plus this, so a dead peer is noticed."""
 _POOL_SIZE = 32
 _READ_SIZE = 65536
+_AUTH_REFRESH_S = 10.0
+"""How long credentials are reused before the configuration's refresh hook is asked again
+(a 401 asks at once): the hook re-reads the kubeconfig or the service-account token."""
 
 _PATCH_TYPES = {
     "merge": "application/merge-patch+json",
@@ -53,7 +61,7 @@ class WatchStream(Iterator[dict[str, Any]]):
     thread then closes the response. Either way the connection goes back to the pool.
     """
 
-    def __init__(self, response: urllib3.BaseHTTPResponse) -> None:
+    def __init__(self, response: Response) -> None:
         self._response = response
         self._buffer = b""
         self._pending: deque[bytes] = deque()
@@ -88,7 +96,7 @@ class WatchStream(Iterator[dict[str, Any]]):
             self._reading = True
         try:
             chunk = self._response.read1(_READ_SIZE)
-        except (urllib3.exceptions.HTTPError, OSError) as exc:
+        except TRANSPORT_ERRORS as exc:
             with self._lock:
                 self._reading = False
                 if not self._closed:
@@ -124,9 +132,10 @@ class WatchStream(Iterator[dict[str, Any]]):
         if self._finished:
             return
         self._finished = True
-        if not reusable:
+        if reusable:
+            self._response.release()
+        else:
             self._response.close()
-        self._response.release_conn()
 
 
 USER_AGENT = "jobmachine"
@@ -140,9 +149,14 @@ class KubeClient:
         self, configuration: Configuration, *, qps: float = 50, burst: int = 100,
         user_agent: str = USER_AGENT,
     ) -> None:
-        configuration.connection_pool_maxsize = _POOL_SIZE
-        self._api = ApiClient(configuration)
-        self._api.user_agent = user_agent
+        self._configuration = configuration
+        self._pool = ConnectionPool(_endpoint(configuration), _POOL_SIZE)
+        self._prefix = urlsplit(configuration.host).path.rstrip("/")
+        """A server behind a path (e.g. a proxy's /k8s/clusters/NAME) keeps it on every request."""
+        self._user_agent = user_agent
+        self._auth: dict[str, str] = {}
+        self._auth_expires = 0.0
+        self._auth_lock = threading.Lock()
         self._bucket = TokenBucket(qps, burst)
         self._count = 0
         self._count_lock = threading.Lock()
@@ -176,7 +190,7 @@ class KubeClient:
 
     def close(self) -> None:
         """Close every pooled connection."""
-        self._api.close()  # type: ignore[no-untyped-call]
+        self._pool.close()
 
     def get(self, res: Resource, name: str, namespace: str | None = None) -> dict[str, Any]:
         """One object; NotFound if it does not exist."""
@@ -282,10 +296,8 @@ class KubeClient:
         response = self._send(method, path, query=query, body=body, content_type=content_type)
         try:
             data = response.read()
-        except (urllib3.exceptions.HTTPError, OSError) as exc:
+        except TRANSPORT_ERRORS as exc:
             raise unavailable(exc) from exc
-        finally:
-            response.release_conn()
         try:
             parsed = orjson.loads(data)
         except orjson.JSONDecodeError as exc:
@@ -298,29 +310,84 @@ class KubeClient:
         self, method: str, path: str, *, query: Query | None = None, body: Any = None,
         content_type: str = "application/json",
         timeout: tuple[float, float] = (_CONNECT_TIMEOUT_S, _READ_TIMEOUT_S),
-    ) -> urllib3.BaseHTTPResponse:
-        """Send one request; a 2xx answer's response is returned unread, anything else raises."""
-        self._bucket.take()
-        with self._count_lock:
-            self._count += 1
-        headers = {"Accept": "application/json"}
-        if body is not None:
-            headers["Content-Type"] = content_type
-        method, url, headers, _, _ = self._api.param_serialize(
-            method, path, query_params=query, header_params=headers, auth_settings=["BearerToken"]
-        )
-        try:
-            response: urllib3.BaseHTTPResponse = self._api.call_api(
-                method, url, header_params=headers, body=body, _request_timeout=timeout
-            ).response
-        except (ApiException, urllib3.exceptions.HTTPError, OSError) as exc:
-            raise unavailable(exc) from exc  # the TLS handshake fails as an ApiException
-        if 200 <= response.status < 300:
-            return response
-        try:
-            data = response.read()
-        except (urllib3.exceptions.HTTPError, OSError):
-            data = b""
-        finally:
-            response.release_conn()
+    ) -> Response:
+        """Send one request; a 2xx answer's response is returned unread, anything else raises.
+
+        A 401 is retried once with credentials read afresh (a rotated token or an expired
+        exec-plugin credential).
+        """
+        target = self._prefix + quote(path)
+        if query:
+            target += "?" + urlencode([(k, _query_value(v)) for k, v in query])
+        payload = None if body is None else orjson.dumps(body)
+        for fresh_credentials in (False, True):
+            self._bucket.take()
+            with self._count_lock:
+                self._count += 1
+            headers = {"Accept": "application/json", "User-Agent": self._user_agent,
+                       **self._credentials(refresh=fresh_credentials)}
+            if payload is not None:
+                headers["Content-Type"] = content_type
+            try:
+                response = self._pool.request(
+                    method, target, body=payload, headers=headers, timeout=timeout)
+            except TRANSPORT_ERRORS as exc:
+                raise unavailable(exc) from exc
+            if 200 <= response.status < 300:
+                return response
+            try:
+                data = response.read()
+            except TRANSPORT_ERRORS:
+                data = b""
+            if response.status != 401 or fresh_credentials or not self._auth:
+                break
         raise error_from_status(response.status, parse_error_body(data))
+
+    def _credentials(self, *, refresh: bool) -> dict[str, str]:
+        """The authorization header, asked of the configuration at most every few seconds."""
+        with self._auth_lock:
+            now = time.monotonic()
+            if refresh or now >= self._auth_expires:
+                settings: Mapping[str, Any] = self._configuration.auth_settings().get(
+                    "BearerToken") or {}
+                value = settings.get("value")
+                self._auth = {"authorization": value} if value else {}
+                self._auth_expires = now + _AUTH_REFRESH_S
+            return self._auth
+
+
+def _endpoint(configuration: Configuration) -> Endpoint:
+    """The server's address, TLS settings and proxy, as the official client reads them."""
+    url = urlsplit(configuration.host)
+    secure = url.scheme != "http"
+    if url.hostname is None:
+        raise ValueError(f"the cluster's server address has no host: {configuration.host!r}")
+    tls = None
+    if secure:
+        tls = ssl.create_default_context(
+            cafile=configuration.ssl_ca_cert, cadata=configuration.ca_cert_data)
+        if configuration.cert_file:
+            tls.load_cert_chain(configuration.cert_file, configuration.key_file)
+        if not configuration.verify_ssl:
+            tls.check_hostname = False
+            tls.verify_mode = ssl.CERT_NONE
+    proxy = None
+    if configuration.proxy and not should_bypass_proxies(
+            configuration.host, configuration.no_proxy or ""):
+        proxy_url = urlsplit(configuration.proxy)
+        if proxy_url.scheme != "http" or proxy_url.hostname is None:
+            raise ValueError(f"only http:// proxies are supported, not {configuration.proxy!r}")
+        proxy = (proxy_url.hostname, proxy_url.port or 80)
+    return Endpoint(
+        scheme="https" if secure else "http", host=url.hostname,
+        port=url.port or (443 if secure else 80), tls=tls,
+        server_name=configuration.tls_server_name or None, proxy=proxy,
+        proxy_headers=dict(configuration.proxy_headers or {}),
+    )
+
+
+def _query_value(value: Any) -> str:
+    """Booleans as the API server spells them; everything else as text."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)

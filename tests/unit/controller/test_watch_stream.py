@@ -1,5 +1,5 @@
 """Parsing a watch body: events split across reads, a last line without its newline, ERROR
-events as typed errors, and the connection given back however the stream ends."""
+events as typed errors; the connection is given back when read to its end, closed otherwise."""
 
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ class FakeResponse:
     def close(self) -> None:
         self.closed += 1
 
-    def release_conn(self) -> None:
+    def release(self) -> None:
         self.released += 1
 
 
@@ -58,7 +58,7 @@ def test_an_expired_resource_version_raises_gone_and_closes() -> None:
     assert next(events)["type"] == "ADDED"
     with pytest.raises(Gone, match="too old"):
         next(events)
-    assert (response.closed, response.released) == (1, 1)
+    assert (response.closed, response.released) == (1, 0)
 
 
 def test_other_error_events_and_garbage_raise_api_errors() -> None:
@@ -76,7 +76,7 @@ def test_a_broken_connection_is_unavailable() -> None:
     next(events)
     with pytest.raises(Unavailable, match="reset"):
         next(events)
-    assert (response.closed, response.released) == (1, 1)
+    assert (response.closed, response.released) == (1, 0)
 
 
 def test_close_before_reading_releases_once_and_ends_iteration() -> None:
@@ -85,4 +85,4 @@ def test_close_before_reading_releases_once_and_ends_iteration() -> None:
     events.close()
     events.close()
     assert list(events) == []
-    assert (response.closed, response.released) == (1, 1)
+    assert (response.closed, response.released) == (1, 0)
