@@ -42,6 +42,13 @@ class EngineSettings(BaseModel):
     client_burst: int = Field(default=100, ge=1)
     """Requests allowed in a burst above `client_qps`."""
 
+    event_qps: float = Field(default=50.0, gt=0)
+    """Sustained Events per second; a budget apart from `client_qps`, so events never delay
+    pods or status writes."""
+
+    event_burst: int = Field(default=100, ge=1)
+    """Events allowed in a burst above `event_qps`."""
+
     lease_name: str = Field(default="jobmachine-leader", min_length=1)
     """Name of the coordination.k8s.io Lease used for leader election."""
 

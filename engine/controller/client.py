@@ -11,6 +11,7 @@ below, and a token bucket shared by all threads keeps the engine within its QPS 
 from __future__ import annotations
 
 import contextlib
+import copy
 import ssl
 import threading
 import time
@@ -138,6 +139,18 @@ class WatchStream(Iterator[dict[str, Any]]):
             self._response.close()
 
 
+class _Counter:
+    """A count many threads add to."""
+
+    def __init__(self) -> None:
+        self.value = 0
+        self._lock = threading.Lock()
+
+    def add(self) -> None:
+        with self._lock:
+            self.value += 1
+
+
 USER_AGENT = "jobmachine"
 """How the engine names itself to the API server (its audit log and request metrics)."""
 
@@ -158,8 +171,8 @@ class KubeClient:
         self._auth_expires = 0.0
         self._auth_lock = threading.Lock()
         self._bucket = TokenBucket(qps, burst)
-        self._count = 0
-        self._count_lock = threading.Lock()
+        self._sent = _Counter()
+        """Shared with every `with_budget` copy: requests sent through these connections."""
 
     @classmethod
     def from_kubeconfig(
@@ -185,8 +198,17 @@ class KubeClient:
 
     @property
     def request_count(self) -> int:
-        """Requests sent so far (benchmarks count API calls with it)."""
-        return self._count
+        """Requests sent so far through this client and its `with_budget` copies."""
+        return self._sent.value
+
+    def with_budget(self, qps: float, burst: int) -> KubeClient:
+        """The same connections and credentials under a rate limit of their own.
+
+        Events go through one, so a burst of them never delays a pod or a status write.
+        """
+        other = copy.copy(self)
+        other._bucket = TokenBucket(qps, burst)
+        return other
 
     def close(self) -> None:
         """Close every pooled connection."""
@@ -322,8 +344,7 @@ class KubeClient:
         payload = None if body is None else orjson.dumps(body)
         for fresh_credentials in (False, True):
             self._bucket.take()
-            with self._count_lock:
-                self._count += 1
+            self._sent.add()
             headers = {"Accept": "application/json", "User-Agent": self._user_agent,
                        **self._credentials(refresh=fresh_credentials)}
             if payload is not None:

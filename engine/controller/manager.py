@@ -73,7 +73,8 @@ class Engine:
         self.expectations = Expectations(ttl_s=settings.expectations_ttl_s)
         self.scheduler: WakeScheduler[JobKey] = WakeScheduler(self.queue)
         self.recorder = EventRecorder(
-            client, aggregation_window_s=settings.event_aggregation_window_s
+            client.with_budget(settings.event_qps, settings.event_burst),
+            aggregation_window_s=settings.event_aggregation_window_s,
         )
         self.caches = Caches(
             jobs={},

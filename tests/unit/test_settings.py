@@ -15,6 +15,7 @@ def test_defaults_are_the_documented_ones() -> None:
     assert settings.resync_period_s == 300.0
     assert settings.expectations_ttl_s == 300.0
     assert (settings.client_qps, settings.client_burst) == (50.0, 100)
+    assert (settings.event_qps, settings.event_burst) == (50.0, 100)
     assert (settings.lease_duration_s, settings.renew_deadline_s, settings.retry_period_s) == (
         15.0,
         10.0,

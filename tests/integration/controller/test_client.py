@@ -212,3 +212,25 @@ def test_a_stopped_server_is_unavailable() -> None:
         assert isinstance(unavailable.value, ApiError) and unavailable.value.status == 0
     finally:
         kube.close()
+
+
+def test_a_client_with_its_own_budget_is_not_held_by_the_first_ones_limit(
+    server: RunningApiServer,
+) -> None:
+    """Events go through `with_budget`: an exhausted control-path budget must not hold them."""
+    slow = KubeClient.from_kubeconfig(server.kubeconfig, qps=0.001, burst=1)
+    events = slow.with_budget(1000, 1000)
+    try:
+        slow.list(NAMESPACES)  # the only token the slow budget has for the next ~17 minutes
+        sent = threading.Event()
+
+        def send_events() -> None:
+            for _ in range(20):
+                events.list(NAMESPACES)
+            sent.set()
+
+        threading.Thread(target=send_events, daemon=True).start()
+        assert sent.wait(60), "requests under their own budget waited for the other budget"
+        assert slow.request_count == events.request_count == 21
+    finally:
+        slow.close()
