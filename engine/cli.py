@@ -332,12 +332,11 @@ def up(
     """Run the API server (with the CRDs), a local node and the engine until Ctrl-C."""
     from dataclasses import replace
 
-    from engine.app.up import UpOptions, serve_until_interrupted
+    from engine.app.up import UpOptions, local_settings, serve_until_interrupted
     from engine.cluster.node import RestartBackoff
     from engine.logs import configure_logging
-    from engine.settings import EngineSettings
 
-    settings = EngineSettings.from_env(None, **_given(workers=workers))
+    settings = local_settings(None, **_given(workers=workers))
     try:
         backoff = RestartBackoff.from_env()
         backoff = replace(

@@ -25,12 +25,17 @@ from ruamel.yaml.error import YAMLError
 from engine.app.demo_report import JobRow, events_block, summary_table, timeline_line, verdict
 from engine.app.job_graph import job_picture
 from engine.app.shipped import shipped_dir
-from engine.app.up import LocalCluster, NodeMode, UpOptions, running_local_cluster
+from engine.app.up import (
+    LocalCluster,
+    NodeMode,
+    UpOptions,
+    local_settings,
+    running_local_cluster,
+)
 from engine.controller.client import KubeClient
 from engine.controller.install import crd_resources
 from engine.controller.reconcile import RecordedTransition
 from engine.controller.resources import EVENTS, Resource
-from engine.settings import EngineSettings
 
 EXPECT_ANNOTATION = "demo.jobmachine.dev/expect"
 EXPECTATIONS = ("Succeeded", "Failed")
@@ -134,7 +139,7 @@ def run_demo(options: DemoOptions, *, out: TextIO = sys.stdout) -> bool:
     """Run every example on a fresh local cluster; True if each ended as it expects."""
     kinds = {r.kind: r for r in crd_resources(shipped_dir("crds")) if r.namespaced}
     examples = load_examples(options.examples or shipped_dir("examples"), kinds)
-    settings = EngineSettings(replica_backoff_base_s=DEMO_REPLICA_BACKOFF_S)
+    settings = local_settings({}, replica_backoff_base_s=DEMO_REPLICA_BACKOFF_S)
     _say(out, f"jobmachine demo: {len(examples)} jobs, node mode {options.node_mode}, replica "
               f"back-off {DEMO_REPLICA_BACKOFF_S:g}s (doubling per restart); starting a local "
               f"cluster...")

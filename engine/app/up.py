@@ -7,10 +7,12 @@ reads each job's state back from its status, the write-ahead log.
 
 from __future__ import annotations
 
+import math
+import os
 import signal
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,7 +26,7 @@ from engine.cluster.node import RestartBackoff, running_node
 from engine.controller.client import KubeClient
 from engine.controller.install import prepare_cluster
 from engine.controller.manager import Engine
-from engine.settings import EngineSettings
+from engine.settings import ENV_PREFIX, EngineSettings
 
 NodeMode = Literal["process", "simulate"]
 
@@ -40,6 +42,22 @@ class UpOptions:
     settings: EngineSettings = field(default_factory=EngineSettings)
     restart_backoff: RestartBackoff | None = None
     """How the local node backs off restarting crashed containers (default: the kubelet's)."""
+
+
+UNLIMITED_ON_OWN_SERVER = ("client_qps", "event_qps")
+"""Settings `up` leaves unlimited unless the environment sets them: the server is `up`'s
+own, so a client-side rate limit would protect nothing and only slow jobs down."""
+
+
+def local_settings(environ: Mapping[str, str] | None = None, **overrides: object) -> EngineSettings:
+    """The engine's settings under `up`: from the environment, with no client rate limit
+    unless one is set there."""
+    env = os.environ if environ is None else environ
+    unlimited: dict[str, object] = {
+        name: math.inf for name in UNLIMITED_ON_OWN_SERVER
+        if ENV_PREFIX + name.upper() not in env
+    }
+    return EngineSettings.from_env(env, **{**unlimited, **overrides})
 
 
 @dataclass(frozen=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from collections.abc import Callable
@@ -11,7 +12,8 @@ class TokenBucket:
     """client-go's token bucket: `burst` requests at once, then `qps` per second; waits.
 
     Each caller reserves its token under the lock and sleeps outside it, so concurrent
-    callers queue up one 1/qps apart instead of all waking at once.
+    callers queue up one 1/qps apart instead of all waking at once. A `qps` of infinity is
+    no limit (a server of one's own, as under `jobmachine up`).
     """
 
     def __init__(
@@ -30,6 +32,8 @@ class TokenBucket:
 
     def take(self) -> None:
         """Take one token, waiting until it is due."""
+        if math.isinf(self._qps):
+            return
         with self._lock:
             now = self._clock()
             self._tokens = min(self._burst, self._tokens + (now - self._last) * self._qps)

@@ -45,3 +45,11 @@ def test_idle_time_refills_up_to_the_burst_only(clock: FakeClock) -> None:
 def test_rejects_a_bucket_that_could_never_serve(qps: float, burst: int) -> None:
     with pytest.raises(ValueError, match="qps must be positive"):
         TokenBucket(qps, burst)
+
+
+def test_infinite_qps_never_waits(clock: FakeClock) -> None:
+    slept: list[float] = []
+    bucket = TokenBucket(float("inf"), 1, clock=clock, sleep=slept.append)
+    for _ in range(1000):
+        bucket.take()
+    assert slept == []
