@@ -389,6 +389,8 @@ def _endpoint(configuration: Configuration) -> Endpoint:
             cafile=configuration.ssl_ca_cert, cadata=configuration.ca_cert_data)
         if configuration.cert_file:
             tls.load_cert_chain(configuration.cert_file, configuration.key_file)
+        if configuration.assert_hostname is False:
+            tls.check_hostname = False
         if not configuration.verify_ssl:
             tls.check_hostname = False
             tls.verify_mode = ssl.CERT_NONE
@@ -402,9 +404,15 @@ def _endpoint(configuration: Configuration) -> Endpoint:
     return Endpoint(
         scheme="https" if secure else "http", host=url.hostname,
         port=url.port or (443 if secure else 80), tls=tls,
-        server_name=configuration.tls_server_name or None, proxy=proxy,
+        server_name=configuration.tls_server_name or _asserted_name(configuration), proxy=proxy,
         proxy_headers=dict(configuration.proxy_headers or {}),
     )
+
+
+def _asserted_name(configuration: Configuration) -> str | None:
+    """The name `assert_hostname` asks the certificate to carry, when it gives one."""
+    asserted = configuration.assert_hostname
+    return asserted if isinstance(asserted, str) and asserted else None
 
 
 def _query_value(value: Any) -> str:

@@ -21,7 +21,9 @@ TRANSPORT_ERRORS: tuple[type[Exception], ...] = (http.client.HTTPException, OSEr
 """What a broken or closed connection raises while a request is sent or its answer read."""
 
 _STALE = (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError,
-          ConnectionAbortedError)
+          ConnectionAbortedError, ssl.SSLEOFError)
+"""How a kept-alive connection the peer closed or reset while idle fails (over TLS a reset
+is an EOF), before any answer: the request was not taken, so it is sent again."""
 
 
 @dataclass(frozen=True)
@@ -179,5 +181,6 @@ class ConnectionPool:
         """Through a plain-HTTP proxy the request line names the whole URL."""
         endpoint = self._endpoint
         if endpoint.proxy is not None and endpoint.scheme == "http":
-            return f"http://{endpoint.host}:{endpoint.port}{target}"
+            host = f"[{endpoint.host}]" if ":" in endpoint.host else endpoint.host
+            return f"http://{host}:{endpoint.port}{target}"
         return target
