@@ -37,7 +37,8 @@ from engine.definition import (
     state_timeout,
     step,
 )
-from engine.definition.cel import CelEvaluationError
+from engine.definition.cel import Activation, CelEvaluationError
+from engine.definition.vocabulary import job_value
 
 REPLAYABLE_ACTIONS = frozenset(
     {"createPod", "createService", "deletePod", "deleteService", "cleanupPods"}
@@ -136,19 +137,22 @@ def decide(
     progress = _Progress(_without_stale_replicas(record, spec), now, job)
     state = progress.record.state
     variables: dict[str, Any] = {}
+    cel_job = job_value(job)
+    shared = Activation({})
     observations = job_observations
     for _ in range(len(definition.job.states) + len(definition.replica.states) + 2):
         replicas_moved = False
         if state is None or not _holds(definition, state):
-            replicas_moved = _step_replicas(definition, job, spec, pods, progress)
+            replicas_moved = _step_replicas(definition, cel_job, spec, pods, progress,
+                                            shared=shared)
         summary = replica_summary(spec, progress.record, pods, definition.replica)
-        variables = common_variables(job, spec, progress.record, summary)
+        variables = common_variables(cel_job, spec, progress.record, summary)
         staying, staying_errors = ((), ()) if state is None else entry_actions(
-            definition.job, state, Facts(observations, variables))
+            definition.job, state, Facts(observations, variables, sharing=shared))
         planned = (*progress.actions_planned(), *((action, None) for action in staying))
         if _deletions_pending(planned, pods, spec):
             observations = observations - {"settled"}
-        result = step(definition.job, state, Facts(observations, variables))
+        result = step(definition.job, state, Facts(observations, variables, sharing=shared))
         progress.errors += result.errors
         for transition in result.fired:
             _record_job_transition(definition, transition, progress, variables)
@@ -267,6 +271,8 @@ def _step_replicas(
     spec: JobSpecView,
     pods: Mapping[ReplicaId, PodFacts],
     progress: _Progress,
+    *,
+    shared: Activation,
 ) -> bool:
     """Step every replica once; whether any of them changed state."""
     moved = False
@@ -291,7 +297,7 @@ def _step_replicas(
             if current is not None and _timed_out(definition, replica, current, variables,
                                                   progress):
                 observations.add("timedOut")
-            replica_facts = Facts(frozenset(observations), variables, consumed)
+            replica_facts = Facts(frozenset(observations), variables, consumed, shared)
             result = step(definition.replica, current, replica_facts)
             progress.errors += [f"{replica}: {error}" for error in result.errors]
             _note_ends(replica, facts, bool(result.fired), progress)

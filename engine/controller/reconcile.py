@@ -53,6 +53,7 @@ from engine.controller.variables import common_variables, replica_summary
 from engine.controller.workers import Done, Outcome, RequeueAfter, Retry, Terminal
 from engine.definition import CompiledDefinition, StepError, requeue_after, state_timeout
 from engine.definition.cel import CelEvaluationError
+from engine.definition.vocabulary import job_value
 from engine.settings import EngineSettings
 
 Obj = Mapping[str, Any]
@@ -455,6 +456,6 @@ def _state_timed_out(
     if record.state is None or not definition.job.states[record.state].has_timeout:
         return False
     summary = replica_summary(observed.spec, record, observed.facts, definition.replica)
-    variables = common_variables(job, observed.spec, record, summary)
+    variables = common_variables(job_value(job), observed.spec, record, summary)
     timeout_at = _state_timeout_at(definition, record, variables)
     return timeout_at is not None and now >= timeout_at

@@ -66,7 +66,8 @@ def common_variables(
     record: MachineRecord,
     summary: Mapping[str, Any],
 ) -> dict[str, Any]:
-    """The variables every guard sees, at either level."""
+    """The variables every guard sees, at either level; `job` as `job_value` gives it (made
+    once per decision, so every step can share its converted value)."""
     return {
         "job": job,
         "runPolicy": spec.run_policy,

@@ -134,30 +134,46 @@ class Scope:
         return tuple(v.name for v in self.variables)
 
 
+_ABSENT = object()
+
+
 class Activation:
     """The variables of one evaluation round, each converted into the evaluator once.
 
     Converting a value into the evaluator costs about a microsecond per string it
-    holds, far more than evaluating a guard; so only the variables an expression
-    reads are converted, lazily, and expressions of the same step share them.
+    holds, far more than evaluating a guard (the `job` object alone costs about 80 µs);
+    so only the variables an expression reads are converted, lazily, and expressions of
+    the same step share them. Activations made `sharing` another use its evaluator
+    context too: a value already converted there (the same object) is not converted
+    again, so the job's and all its replicas' steps in one decision convert `job` once.
+    Values must not be changed while an activation that holds them is in use, and a
+    shared context must stay in one thread.
     """
 
-    __slots__ = ("_context", "_loaded", "variables")
+    __slots__ = ("_bound", "_context", "variables")
 
-    def __init__(self, variables: Mapping[str, Any]) -> None:
+    def __init__(self, variables: Mapping[str, Any], *, sharing: Activation | None = None
+                 ) -> None:
         self.variables = variables
-        self._context = celpy.Context()
-        self._loaded: set[str] = set()
+        if sharing is None:
+            self._context = celpy.Context()
+            self._bound: dict[str, object] = {}
+        else:
+            self._context, self._bound = sharing._context, sharing._bound
 
     def context_for(self, expression: CompiledExpression) -> Any:
         for name in expression.names:
-            if name not in self._loaded and name in self.variables:
-                self._context.add_variable(name, self.variables[name])
-                self._loaded.add(name)
+            value = self.variables.get(name, _ABSENT)
+            if self._bound.get(name, _ABSENT) is value:
+                continue
+            if value is _ABSENT:
+                raise CelEvaluationError(f"no variable {name!r} here")
+            self._context.add_variable(name, value)
+            self._bound[name] = value
         for name, function in expression.functions.items():
-            if name not in self._loaded:
+            if self._bound.get(name, _ABSENT) is not function:
                 self._context.add_function(name, function)
-                self._loaded.add(name)
+                self._bound[name] = function
         return self._context
 
 

@@ -16,6 +16,7 @@ from engine.definition.cel import Activation, CelEvaluationError, CompiledExpres
 from engine.definition.compiled import CompiledDefinition, CompiledObject
 from engine.definition.expressions import POD_RESTART_POLICIES
 from engine.definition.templates import render_value
+from engine.definition.vocabulary import job_value
 
 EnvValue = str | Mapping[str, Any]
 """An env value: text, or `{valueFrom: {...}}` (a core/v1 EnvVarSource, e.g. the pod's IP)."""
@@ -160,7 +161,7 @@ def broken_rules(compiled: CompiledDefinition, job: Mapping[str, Any]) -> Sequen
     counts as broken, with the evaluator's reason: a job is run only if it is known
     to keep every rule.
     """
-    activation = Activation({"job": job})
+    activation = Activation({"job": job_value(job)})
     found: list[str] = []
     for validation in compiled.validations:
         try:

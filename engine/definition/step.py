@@ -35,6 +35,8 @@ class Facts:
     consumed: Mapping[str, str] = field(default_factory=dict)
     """Observations that hold once (an event, such as a new end of a container): the
     transition that takes one uses it up, and the observation mapped to holds instead."""
+    sharing: Activation | None = None
+    """An activation whose converted values this step may reuse (see `Activation`)."""
 
 
 @dataclass(frozen=True)
@@ -76,7 +78,7 @@ class StepResult:
 
 class _Recorder:
     def __init__(self, facts: Facts) -> None:
-        self.variables = Activation(facts.variables)
+        self.variables = Activation(facts.variables, sharing=facts.sharing)
         self.fired: list[FiredTransition] = []
         self.actions: list[PlannedAction] = []
         self.errors: list[str] = []

@@ -8,8 +8,9 @@ executes exactly these actions, so the language and the engine cannot drift.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 Level = Literal["job", "replica"]
 
@@ -190,7 +191,8 @@ _SUMMARY = "map(string, map(string, dyn))"
 
 COMMON_VARIABLES: tuple[Variable, ...] = (
     Variable(
-        "job", "map(string, dyn)", "The job object: apiVersion, kind, metadata, spec, status."
+        "job", "map(string, dyn)", "The job object: apiVersion, kind, metadata (without "
+        "managedFields), spec, status."
     ),
     Variable(
         "runPolicy",
@@ -327,3 +329,16 @@ FUNCTIONS: tuple[CelFunction, ...] = (
         "The sum of a list of ints (0 for an empty list), e.g. counts across replica types.",
     ),
 )
+
+
+def job_value(job: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The value of the `job` variable: the object without `metadata.managedFields`.
+
+    managedFields is the API server's record of which client wrote which field, often a
+    third of the object; no rule has a reason to read it, and every evaluation round pays
+    to convert what `job` holds.
+    """
+    metadata = job.get("metadata")
+    if not isinstance(metadata, Mapping) or "managedFields" not in metadata:
+        return job
+    return {**job, "metadata": {k: v for k, v in metadata.items() if k != "managedFields"}}

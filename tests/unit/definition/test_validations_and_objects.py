@@ -83,6 +83,15 @@ def test_a_rule_giving_anything_but_true_is_broken() -> None:
     assert broken_rules(rules, {"spec": {"ok": "yes"}}) == ["not ok"]
 
 
+def test_a_rule_does_not_see_managed_fields_and_the_job_is_left_as_it_was() -> None:
+    """managedFields is the server's bookkeeping, left out of `job` (it is costly to convert)."""
+    rules = compiled('  validations:\n    - {rule: "!has(job.metadata.managedFields) && '
+                     'job.metadata.name == \'a\'", message: sees managedFields}\n')
+    job = {"metadata": {"name": "a", "managedFields": [{"manager": "kubectl"}]}, "spec": {}}
+    assert broken_rules(rules, job) == []
+    assert job["metadata"]["managedFields"] == [{"manager": "kubectl"}]
+
+
 @pytest.fixture(scope="module")
 def shipped() -> dict[str, CompiledDefinition]:
     return {c.name: c for c in load_definitions([MACHINES])}
