@@ -8,6 +8,7 @@ import pytest
 from cel_expr_python import cel as celcpp
 
 from engine.definition.cel import (
+    Activation,
     CelCompileError,
     CelEvaluationError,
     CelProblem,
@@ -147,6 +148,29 @@ def test_evaluation_reads_only_the_variables_used() -> None:
     assert expression.names == ("exitCode", "policy")
     assert expression.evaluate({"policy": "ExitCode", "exitCode": 137}) is True
     assert expression.evaluate({"policy": "ExitCode", "exitCode": 1}) is False
+
+
+def test_activations_sharing_a_context_see_their_own_values() -> None:
+    """Replica steps share the job step's context: a value bound by one is reused by the next
+    only while it is the same object; another value for the name replaces it."""
+    expression = compile_expression("job.metadata.name + '/' + string(exitCode)", REPLICA_SCOPE)
+    job = {"metadata": {"name": "a"}}
+    shared = Activation({})
+    first = Activation({"job": job, "exitCode": 1}, sharing=shared)
+    second = Activation({"job": job, "exitCode": 2}, sharing=shared)
+    other_job = Activation({"job": {"metadata": {"name": "b"}}, "exitCode": 2}, sharing=shared)
+    assert expression.evaluate(first) == "a/1"
+    assert expression.evaluate(second) == "a/2"
+    assert expression.evaluate(other_job) == "b/2"
+    assert expression.evaluate(first) == "a/1"
+
+
+def test_a_shared_context_never_lends_a_variable_an_activation_lacks() -> None:
+    expression = compile_expression("exitCode > 0", REPLICA_SCOPE)
+    shared = Activation({})
+    assert expression.evaluate(Activation({"exitCode": 1}, sharing=shared)) is True
+    with pytest.raises(CelEvaluationError, match="no variable 'exitCode' here"):
+        expression.evaluate(Activation({}, sharing=shared))
 
 
 def test_maps_of_dyn_allow_field_selection_and_macros() -> None:
