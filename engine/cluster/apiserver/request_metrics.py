@@ -19,7 +19,8 @@ _VERBS = {"GET": "get", "POST": "create", "PUT": "update", "PATCH": "patch",
 
 
 class RequestCounter:
-    """Counts per (client, verb, resource, subresource, code); a watch counts once."""
+    """Counts per (client, verb, resource, subresource, code); a request counts once, when
+    its answer ends (a watch when its stream ends)."""
 
     def __init__(self) -> None:
         self.counts: Counter[tuple[str, str, str, str, int]] = Counter()
