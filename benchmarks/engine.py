@@ -6,7 +6,10 @@ Measures (medians of --rounds runs):
   2. one PyTorchJob with M Workers (it succeeds when all have), submission to Succeeded;
   3. API requests the engine makes per job lifecycle, counted at the server's
      /metrics (client "jobmachine"; the node and this script are counted apart);
-  4. memory the engine's pod cache holds per 1,000 pods (tracemalloc).
+  4. memory the engine's pod cache holds per 1,000 pods (tracemalloc);
+  5. fairness under the burst: per job, the time from its pod's end (the container's
+     finishedAt) to its Succeeded condition, as median and p99 (timestamps are whole
+     seconds, so each figure is +-1 s).
 Each pod "runs" for --run-seconds. The engine's client is rate limited like
 client-go (EngineSettings.client_qps, default 50); `--qps` changes it.
 
@@ -23,6 +26,7 @@ import threading
 import time
 import tracemalloc
 import urllib.request
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -93,8 +97,36 @@ def wait_all_finished(client: KubeClient, names: set[str], timeout_s: float) -> 
     raise TimeoutError(f"jobs did not finish within {timeout_s}s")
 
 
+def end_to_terminal_lags(client: KubeClient) -> list[float]:
+    """Per finished job: seconds from its last pod's end to its Succeeded condition."""
+    ended: dict[str, datetime] = {}
+    pods, _ = client.list(PODS, "default")
+    for pod in pods:
+        job = (pod["metadata"].get("labels") or {}).get("training.kubeflow.org/job-name")
+        for status in (pod.get("status") or {}).get("containerStatuses") or []:
+            finished = (status.get("state") or {}).get("terminated", {}).get("finishedAt")
+            if job and finished:
+                at = datetime.fromisoformat(finished)
+                ended[job] = max(ended.get(job, at), at)
+    lags = []
+    jobs, _ = client.list(PYTORCHJOBS, "default")
+    for job in jobs:
+        for condition in (job.get("status") or {}).get("conditions") or []:
+            name = job["metadata"]["name"]
+            if condition["type"] == "Succeeded" and name in ended:
+                done = datetime.fromisoformat(condition["lastTransitionTime"])
+                lags.append((done - ended[name]).total_seconds())
+    return lags
+
+
+def percentile(values: list[float], share: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(share * len(ordered)))] if ordered else float("nan")
+
+
 def run_round(args: argparse.Namespace, jobs: int, replicas: int) -> tuple[float, float]:
-    """Seconds from submission to the last success, and engine requests per job."""
+    """Seconds from submission to the last success, and engine requests per job; the lags
+    from pod end to job end are printed."""
     settings = EngineSettings(workers=args.workers, client_qps=args.qps,
                               client_burst=max(int(args.qps * 2), 1))
     with running_apiserver(tls=True) as server:
@@ -119,6 +151,10 @@ def run_round(args: argparse.Namespace, jobs: int, replicas: int) -> tuple[float
             wait_all_finished(submitter, names, args.timeout)
             elapsed = time.perf_counter() - started
             requests = engine_requests(server) - before
+            lags = end_to_terminal_lags(submitter)
+            print(f"  {jobs} job(s) x {replicas}: pod end to job Succeeded: median "
+                  f"{percentile(lags, 0.5):.0f} s, p99 {percentile(lags, 0.99):.0f} s, "
+                  f"max {max(lags, default=float('nan')):.0f} s", flush=True)
             stop.set()
             runner.join(60)
             engine_client.close()

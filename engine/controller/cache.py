@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar
 
 from engine.controller.children import JOB_NAME_LABEL
+from engine.definition.vocabulary import job_value
 
 Obj = dict[str, Any]
 Change = tuple[str, Obj | None, Obj | None]
@@ -45,11 +46,8 @@ def identity(obj: Obj) -> Obj:
 
 
 def project_job(obj: Obj) -> Obj:
-    """The whole job except `metadata.managedFields` (large, and no guard reads it)."""
-    metadata = obj.get("metadata") or {}
-    if "managedFields" not in metadata:
-        return obj
-    return {**obj, "metadata": {k: v for k, v in metadata.items() if k != "managedFields"}}
+    """The job as guards see it (`job_value`): whole but for `metadata.managedFields`."""
+    return dict(job_value(obj))
 
 
 def project_pod(obj: Obj) -> Obj:

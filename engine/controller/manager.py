@@ -206,7 +206,7 @@ class Engine:
                     self.expectations.creation_observed(expectation)
                 elif event == "DELETED" or _started_deleting(old, new):
                     self.expectations.deletion_observed(expectation, name)
-            self.queue.add(key)
+            self.queue.add(key, urgent=True)
 
     def _on_child(self, _event: str, old: Obj | None, new: Obj | None) -> None:
         obj = new or old

@@ -3,6 +3,10 @@
 A burst of watch events for one job costs one reconcile, and the reconcile always reads the
 latest cache. Delayed adds and per-key exponential back-off live here too (client-go's
 workqueue semantics), served by the getters themselves: no timer thread to start or stop.
+
+Urgent keys (a job whose pods changed: work in progress) are handed out before the others
+(new jobs, resyncs, the engine's own writes seen back), so a burst of new jobs does not hold
+up the ends of jobs already running.
 """
 
 from __future__ import annotations
@@ -46,7 +50,8 @@ class WorkQueue(Generic[K]):
     """A thread-safe queue of keys that never hands one key to two workers at once.
 
     A key added while queued is queued once; a key added while being processed is queued again
-    once its `done` is called. After `shut_down`, adds are ignored and `get` returns None.
+    once its `done` is called. An urgent add of a key already queued moves it ahead. After
+    `shut_down`, adds are ignored and `get` returns None.
     """
 
     def __init__(
@@ -65,6 +70,10 @@ class WorkQueue(Generic[K]):
         self._clock = clock
         self._cond = threading.Condition()
         self._ready: deque[K] = deque()
+        self._urgent: deque[K] = deque()
+        """Handed out before `_ready`. Either may hold a key that was handed out from the other
+        (an urgent add moves a queued key ahead by a second entry): `get` skips those."""
+        self._urgent_keys: set[K] = set()
         self._dirty: set[K] = set()
         self._processing: dict[K, float] = {}
         self._waiting: list[tuple[float, int, K]] = []
@@ -77,10 +86,13 @@ class WorkQueue(Generic[K]):
         self._processed = 0
         self._work_seconds = 0.0
 
-    def add(self, key: K) -> None:
-        """Queue `key` unless it is already queued; if it is in flight, queue it after `done`."""
+    def add(self, key: K, *, urgent: bool = False) -> None:
+        """Queue `key` unless it is already queued; if it is in flight, queue it after `done`.
+
+        `urgent` (work in progress) puts it ahead of keys that are not.
+        """
         with self._cond:
-            self._add_locked(key)
+            self._add_locked(key, urgent=urgent)
 
     def add_after(self, key: K, delay_s: float) -> None:
         """Queue `key` once `delay_s` has passed; an earlier pending delay for it is kept."""
@@ -118,9 +130,10 @@ class WorkQueue(Generic[K]):
             while not self._shutting_down:
                 now = self._clock()
                 self._promote_due(now)
-                if self._ready:
-                    key = self._ready.popleft()
+                key = self._next_ready()
+                if key is not None:
                     self._dirty.discard(key)
+                    self._urgent_keys.discard(key)
                     self._processing[key] = now
                     return key
                 if deadline is not None and now >= deadline:
@@ -137,7 +150,7 @@ class WorkQueue(Generic[K]):
             self._processed += 1
             self._work_seconds += self._clock() - started
             if key in self._dirty:
-                self._ready.append(key)
+                (self._urgent if key in self._urgent_keys else self._ready).append(key)
                 self._cond.notify()
             if self._shutting_down:
                 self._cond.notify_all()
@@ -151,6 +164,8 @@ class WorkQueue(Generic[K]):
         with self._cond:
             self._shutting_down = True
             self._ready.clear()
+            self._urgent.clear()
+            self._urgent_keys.clear()
             self._dirty.clear()
             self._waiting.clear()
             self._due.clear()
@@ -172,7 +187,7 @@ class WorkQueue(Generic[K]):
             self._promote_due(now)
             running = [now - started for started in self._processing.values()]
             return QueueMetrics(
-                depth=len(self._ready),
+                depth=self._depth(),
                 adds=self._adds,
                 retries=self._retries,
                 processed=self._processed,
@@ -185,15 +200,35 @@ class WorkQueue(Generic[K]):
         """Keys ready to be handed out now."""
         with self._cond:
             self._promote_due(self._clock())
-            return len(self._ready)
+            return self._depth()
 
-    def _add_locked(self, key: K) -> None:
-        if self._shutting_down or key in self._dirty:
+    def _depth(self) -> int:
+        return sum(1 for key in self._dirty if key not in self._processing)
+
+    def _next_ready(self) -> K | None:
+        """The first queued key, urgent ones first; entries made stale by a move are dropped."""
+        for entries in (self._urgent, self._ready):
+            while entries:
+                key = entries.popleft()
+                if key in self._dirty and key not in self._processing:
+                    return key
+        return None
+
+    def _add_locked(self, key: K, *, urgent: bool = False) -> None:
+        if self._shutting_down:
+            return
+        if key in self._dirty:
+            if urgent and key not in self._urgent_keys:
+                self._urgent_keys.add(key)
+                if key not in self._processing:
+                    self._urgent.append(key)
             return
         self._dirty.add(key)
         self._adds += 1
+        if urgent:
+            self._urgent_keys.add(key)
         if key not in self._processing:
-            self._ready.append(key)
+            (self._urgent if urgent else self._ready).append(key)
             self._cond.notify()
 
     def _add_after_locked(self, key: K, delay_s: float) -> None:

@@ -6,6 +6,8 @@ import random
 import threading
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from engine.controller.queue import WorkQueue
 
@@ -95,6 +97,76 @@ def test_one_key_is_never_on_two_workers_at_once() -> None:
     assert not any(thread.is_alive() for thread in workers)
     assert overlaps == []
     assert queue.metrics().processed >= 5
+
+
+class TestUrgency:
+    """Work in progress (a job whose pods changed) goes before new arrivals."""
+
+    def test_urgent_keys_come_first_each_in_order(self) -> None:
+        queue: WorkQueue[str] = WorkQueue()
+        for key in ["new-1", "new-2"]:
+            queue.add(key)
+        for key in ["busy-1", "busy-2"]:
+            queue.add(key, urgent=True)
+        assert drain_ready(queue) == ["busy-1", "busy-2", "new-1", "new-2"]
+
+    def test_an_urgent_add_moves_a_queued_key_ahead_once(self) -> None:
+        queue: WorkQueue[str] = WorkQueue()
+        for key in ["a", "b", "c"]:
+            queue.add(key)
+        queue.add("c", urgent=True)
+        assert len(queue) == 3
+        assert drain_ready(queue) == ["c", "a", "b"]
+        assert queue.metrics().adds == 3
+
+    def test_an_urgent_add_while_processing_goes_first_after_done(self) -> None:
+        queue: WorkQueue[str] = WorkQueue()
+        queue.add("a")
+        assert queue.get(timeout=0) == "a"
+        queue.add("b")
+        queue.add("a", urgent=True)
+        queue.done("a")
+        assert drain_ready(queue) == ["a", "b"]
+
+
+OPERATIONS = st.lists(st.one_of(
+    st.tuples(st.just("add"), st.sampled_from("abcd"), st.booleans()),
+    st.tuples(st.just("get"), st.just(""), st.just(False)),
+    st.tuples(st.just("done"), st.sampled_from("abcd"), st.just(False)),
+), max_size=60)
+
+
+@given(OPERATIONS)
+def test_any_sequence_hands_each_key_out_alone_and_urgent_ones_first(
+    operations: list[tuple[str, str, bool]],
+) -> None:
+    """Against a model: queued keys, keys in flight, and which queued keys are urgent."""
+    queue: WorkQueue[str] = WorkQueue()
+    queued: set[str] = set()
+    urgent: set[str] = set()
+    in_flight: set[str] = set()
+    for operation, key, is_urgent in operations:
+        if operation == "add":
+            queue.add(key, urgent=is_urgent)
+            queued.add(key)
+            if is_urgent:
+                urgent.add(key)
+        elif operation == "get":
+            ready = queued - in_flight
+            got = queue.get(timeout=0)
+            if not ready:
+                assert got is None
+                continue
+            assert got in ready
+            if ready & urgent:
+                assert got in urgent
+            queued.discard(got)
+            urgent.discard(got)
+            in_flight.add(got)
+        elif key in in_flight:
+            queue.done(key)
+            in_flight.discard(key)
+        assert len(queue) == len(queued - in_flight)
 
 
 class TestBackOff:
