@@ -252,9 +252,22 @@ class EventRecorder:
         self._thread = threading.Thread(target=self._run, name="event-recorder", daemon=True)
         self._thread.start()
 
-    def stop(self, *, flush_timeout_s: float = 5) -> None:
-        """Post what is queued (for up to `flush_timeout_s`), then stop; later events drop."""
+    @property
+    def pending(self) -> int:
+        """Events recorded and not yet handled (posted, folded or dropped)."""
         with self._progress:
+            return self._enqueued - self._handled
+
+    def stop(self, *, flush_timeout_s: float = 5, flush_client: EventClient | None = None
+             ) -> None:
+        """Post what is queued (for up to `flush_timeout_s`), then stop; later events drop.
+
+        `flush_client` posts what is left instead of the recorder's own client: at shutdown
+        the steady-state rate limit may be too slow to post the queue within the grace.
+        """
+        with self._progress:
+            if flush_client is not None:
+                self._client = flush_client
             self._closed = True
         thread = self._thread
         if thread is None:

@@ -188,7 +188,7 @@ class Engine:
                 metadata = obj["metadata"]
                 key = JobKey(kind, metadata["namespace"], metadata["name"])
                 self.written.seen(key.id, metadata["resourceVersion"])
-                self.queue.add(key)
+                self.queue.add(key, urgent=_started(obj))
 
         return handle
 
@@ -336,7 +336,15 @@ class Engine:
             self._object_informers.clear()
         for informer in [*self._informers, *job_informers]:
             informer.stop()
-        self.recorder.stop(flush_timeout_s=max(deadline - time.monotonic(), 1.0))
+        grace = max(deadline - time.monotonic(), 1.0)
+        self.recorder.stop(flush_timeout_s=grace, flush_client=self._flush_client(grace))
+
+    def _flush_client(self, grace_s: float) -> KubeClient:
+        """Events left at shutdown go out at the rate that posts them all within the grace
+        (never slower than `event_qps`), so none is abandoned for the rate limit's sake."""
+        needed = 1.25 * self.recorder.pending / grace_s
+        qps = max(self.settings.event_qps, needed)
+        return self._client.with_budget(qps, max(self.settings.event_burst, int(qps)))
 
     def run(self, stop: threading.Event, *, leader_election: LeaderElector | None = None) -> None:
         """Run until `stop` is set (or, with leader election, until the lease is lost)."""
@@ -373,6 +381,12 @@ _RESULT_NAMES: dict[type, str] = {
 
 def _result_name(outcome: Outcome) -> str:
     return _RESULT_NAMES.get(type(outcome), "unknown")
+
+
+def _started(job: Obj) -> bool:
+    """Whether the engine has written the job's status: from then on it is work in progress,
+    not a new arrival (a two-phase end, a restart, a deletion go before jobs not begun)."""
+    return bool((job.get("status") or {}).get("record"))
 
 
 def _started_deleting(old: Obj | None, new: Obj | None) -> bool:

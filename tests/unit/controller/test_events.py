@@ -399,6 +399,31 @@ class GatedEventClient(FakeEventClient):
         return super().create(res, body, namespace)
 
 
+def test_what_is_left_at_stop_goes_through_the_flush_client(clock: FakeClock) -> None:
+    """The engine hands a client with a higher budget to `stop`, so the queue fits the grace:
+    the event in flight finishes on the old client, the rest go through the new one."""
+    api = GatedEventClient()
+    recorder = EventRecorder(api, clock=clock)
+    recorder.start()
+    for index in range(5):
+        record(recorder, f"m{index}")
+    assert recorder.pending == 5
+    flush = FakeEventClient()
+    stopping = threading.Thread(target=recorder.stop,
+                                kwargs={"flush_timeout_s": WAIT, "flush_client": flush})
+    stopping.start()
+    probes = 0
+    while recorder.stats().dropped == 0:  # refused once stopping began: the swap is done
+        assert probes < 100_000
+        probes += 1
+        record(recorder, "late")
+    api.gate.set()
+    stopping.join(WAIT + 1)
+    assert api.messages() + flush.messages() == [f"m{i}" for i in range(5)]
+    assert len(api.messages()) <= 1, "only the event held at the gate used the old client"
+    assert recorder.pending == 0
+
+
 def test_events_queued_at_shutdown_are_posted_folded_not_abandoned(clock: FakeClock) -> None:
     """Stopping posts what is queued; identical events become one Event with their count, so
     a long queue fits the grace period."""
