@@ -163,7 +163,8 @@ def run_round(args: argparse.Namespace, jobs: int, replicas: int) -> tuple[float
 
 
 def cache_bytes_per_1000_pods(server_pod: dict[str, Any]) -> float:
-    """Bytes the projected pod cache holds for 1,000 realistic pods."""
+    """Bytes the projected pod cache holds for 1,000 realistic pods, each of its own job
+    (the worst case for what pods share: every owner and job label differs)."""
     import orjson
 
     raw = orjson.dumps(server_pod)
@@ -172,8 +173,16 @@ def cache_bytes_per_1000_pods(server_pod: dict[str, Any]) -> float:
     baseline = tracemalloc.take_snapshot()
     for i in range(1000):
         pod = orjson.loads(raw)
-        pod["metadata"]["name"] = f"pod-{i}"
-        pod["metadata"]["uid"] = f"uid-{i}"
+        pod["metadata"]["name"] = f"job-{i:04}-master-0"
+        pod["metadata"]["uid"] = f"{i:08}-2592-4228-aa84-9b75cd52dc2f"
+        job_uid = f"{i:08}-1111-4228-aa84-9b75cd52dc2f"
+        for key, value in list(pod["metadata"].get("labels", {}).items()):
+            if value == "sample":
+                pod["metadata"]["labels"][key] = f"job-{i:04}"
+            elif key.endswith("job-uid"):
+                pod["metadata"]["labels"][key] = job_uid
+        for reference in pod["metadata"].get("ownerReferences", []):
+            reference.update(name=f"job-{i:04}", uid=job_uid)
         cache.apply("ADDED", pod)
         del pod
     grown = tracemalloc.take_snapshot().compare_to(baseline, "filename")

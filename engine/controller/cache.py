@@ -8,6 +8,7 @@ mutated, so readers may keep them without copying.
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
@@ -26,8 +27,21 @@ _META_FIELDS = (
     "name", "namespace", "uid", "resourceVersion", "labels", "annotations", "ownerReferences",
     "deletionTimestamp", "finalizers", "creationTimestamp",
 )
-_CONTAINER_STATUS_FIELDS = ("name", "state", "lastState", "restartCount", "ready")
-_POD_STATUS_FIELDS = ("phase", "reason", "message", "podIP", "startTime", "conditions")
+_POD_META_FIELDS = (
+    "name", "namespace", "uid", "resourceVersion", "labels", "ownerReferences",
+    "deletionTimestamp", "finalizers",
+)
+"""A pod's annotations and creation time are written by the engine and never read back."""
+_OUR_LABELS = "jobmachine.dev/"
+"""The only labels of a pod the engine reads back (Kubeflow's are for others to select by)."""
+_CONTAINER_STATUS_FIELDS = ("name", "restartCount", "ready")
+_POD_STATUS_FIELDS = ("phase", "reason", "message")
+_STATE_FIELDS = {
+    "running": (),
+    "waiting": ("reason", "message"),
+    "terminated": ("exitCode", "signal", "reason", "message"),
+}
+"""Of a container state, what observing it reads: which state it is, and how it ended."""
 
 
 def _pick(source: Mapping[str, Any], fields: Iterable[str]) -> Obj:
@@ -51,19 +65,123 @@ def project_job(obj: Obj) -> Obj:
 
 
 def project_pod(obj: Obj) -> Obj:
-    """What observing a replica needs: identity, ownership, node, phase, container states."""
-    view = _type_and_meta(obj, _META_FIELDS)
+    """What observing a replica needs: identity, ownership, node, phase, container states,
+    and each condition's type and status (failure rules match them).
+
+    Thousands of pods are cached, so a view keeps nothing else (no annotations, no
+    timestamps, no container IDs, only jobmachine's labels), the strings pods share are
+    interned, and equal parts (a spec, conditions, a container's state) are shared by all
+    pods that have them.
+    """
+    view = _type_and_meta(obj, _POD_META_FIELDS)
+    metadata = view["metadata"]
+    if "namespace" in metadata:
+        metadata["namespace"] = _intern(metadata["namespace"])
+    if "labels" in metadata:
+        metadata["labels"] = _interned({
+            key: value for key, value in (metadata["labels"] or {}).items()
+            if key.startswith(_OUR_LABELS)})
+    if "ownerReferences" in metadata:
+        metadata["ownerReferences"] = tuple(  # one job's own: not worth a shared entry
+            _interned(ref) for ref in metadata["ownerReferences"] or ())
+    if "finalizers" in metadata:
+        metadata["finalizers"] = _shared_tuple(metadata["finalizers"] or ())
     spec = obj.get("spec") or {}
-    view["spec"] = _pick(spec, ("nodeName", "restartPolicy"))
-    view["spec"]["containers"] = [{"name": c.get("name")} for c in spec.get("containers") or []]
+    view["spec"] = _shared({
+        **_pick(spec, ("nodeName", "restartPolicy")),
+        "containers": _shared_tuple(
+            _shared({"name": c.get("name")}) for c in spec.get("containers") or ()),
+    })
     status = obj.get("status") or {}
-    view["status"] = _pick(status, _POD_STATUS_FIELDS)
+    view["status"] = _interned(_pick(status, _POD_STATUS_FIELDS))
+    if "conditions" in status:
+        view["status"]["conditions"] = _shared_tuple(
+            _shared(_pick(c, ("type", "status"))) for c in status["conditions"] or ())
     for field in ("containerStatuses", "initContainerStatuses"):
         if field in status:
-            view["status"][field] = [
-                _pick(s, _CONTAINER_STATUS_FIELDS) for s in status[field] or []
-            ]
+            view["status"][field] = _shared_tuple(_container_status(s) for s in status[field] or ())
     return view
+
+
+def _container_status(status: Mapping[str, Any]) -> Obj:
+    view = _pick(status, _CONTAINER_STATUS_FIELDS)
+    for field in ("state", "lastState"):
+        if status.get(field):
+            view[field] = _shared({
+                name: _shared(_pick(detail or {}, _STATE_FIELDS[name]))
+                for name, detail in (status[field] or {}).items() if name in _STATE_FIELDS
+            })
+    return _shared(view)
+
+
+_SHARED_LIMIT = 4096
+_SHARED_TEXT = 64
+"""Longer strings (a termination message) are one pod's own: the table is not kept for them."""
+_shared_views: dict[tuple[tuple[str, Any], ...], Obj] = {}
+_canonical: set[int] = set()
+"""Ids of the dicts in `_shared_views`: kept for the life of the process, so a mapping that
+holds one may be keyed by its id."""
+_shared_lock = threading.Lock()
+
+
+def _shared(mapping: Mapping[str, Any]) -> Obj:
+    """One dict for all equal mappings (a condition, a container's state): views
+    are never mutated, so pods may share them. A mapping holding anything but short
+    strings, numbers and shared dicts, and new mappings once `_SHARED_LIMIT` are kept, get a
+    dict of their own."""
+    view = _interned(mapping)
+    key: list[tuple[str, Any]] = []
+    for name, value in view.items():
+        if isinstance(value, dict):
+            if id(value) not in _canonical:
+                return view
+            key.append((name, ("shared", id(value))))
+        elif isinstance(value, tuple):
+            if not all(isinstance(v, dict) and id(v) in _canonical for v in value):
+                return view
+            key.append((name, ("shared", *map(id, value))))
+        elif isinstance(value, str) and len(value) > _SHARED_TEXT:
+            return view
+        elif isinstance(value, str | int | float | bool | None):
+            key.append((name, value))
+        else:
+            return view
+    with _shared_lock:
+        found = _shared_views.get(tuple(key))
+        if found is None and len(_shared_views) < _SHARED_LIMIT:
+            _shared_views[tuple(key)] = found = view
+            _canonical.add(id(view))
+    return found if found is not None else view
+
+
+_shared_tuples: dict[tuple[Any, ...], tuple[Any, ...]] = {}
+
+
+def _shared_tuple(values: Iterable[Any]) -> tuple[Any, ...]:
+    """One tuple for all equal lists of strings and shared dicts (conditions, finalizers)."""
+    items = tuple(_intern(value) for value in values)
+    key: list[Any] = []
+    for item in items:
+        if isinstance(item, dict) and id(item) in _canonical:
+            key.append(("shared", id(item)))
+        elif isinstance(item, str | int | bool | None):
+            key.append(item)
+        else:
+            return items
+    with _shared_lock:
+        found = _shared_tuples.get(tuple(key))
+        if found is None and len(_shared_tuples) < _SHARED_LIMIT:
+            _shared_tuples[tuple(key)] = found = items
+    return found if found is not None else items
+
+
+def _intern(value: Any) -> Any:
+    return sys.intern(value) if isinstance(value, str) else value
+
+
+def _interned(mapping: Mapping[str, Any]) -> Obj:
+    """The mapping with its keys and string values interned: one copy for all pods."""
+    return {sys.intern(key): _intern(value) for key, value in mapping.items()}
 
 
 def project_service(obj: Obj) -> Obj:

@@ -3,6 +3,7 @@ reports what differed, and concurrent writers and readers never see a broken ind
 
 from __future__ import annotations
 
+import copy
 import threading
 from typing import Any
 
@@ -35,7 +36,8 @@ FULL_POD: dict[str, Any] = {
     "kind": "Pod",
     "metadata": {
         "name": "a-worker-0", "namespace": "ns", "uid": "u1", "resourceVersion": "7",
-        "labels": {JOB_NAME_LABEL: "a"}, "annotations": {"x": "y"},
+        "labels": {JOB_NAME_LABEL: "a", "training.kubeflow.org/job-name": "a"},
+        "annotations": {"x": "y"},
         "ownerReferences": [{"uid": "job-uid", "controller": True}],
         "deletionTimestamp": "2024-01-01T00:00:00Z", "finalizers": ["jobmachine.dev/tracking"],
         "creationTimestamp": "2024-01-01T00:00:00Z", "managedFields": [{"manager": "kubectl"}],
@@ -50,7 +52,10 @@ FULL_POD: dict[str, Any] = {
         "startTime": "2024-01-01T00:00:01Z", "qosClass": "BestEffort",
         "conditions": [{"type": "Ready"}],
         "containerStatuses": [{
-            "name": "main", "state": {"terminated": {"exitCode": 137}}, "lastState": {},
+            "name": "main", "lastState": {},
+            "state": {"terminated": {"exitCode": 137, "reason": "Error", "message": "oom",
+                                     "startedAt": "2024-01-01T00:00:02Z",
+                                     "containerID": "c1"}},
             "restartCount": 2, "ready": False, "image": "busybox", "imageID": "sha",
         }],
         "initContainerStatuses": [{"name": "init", "state": {}, "restartCount": 0,
@@ -64,23 +69,42 @@ def test_pod_projection_keeps_only_what_the_engine_reads() -> None:
     assert view == {
         "apiVersion": "v1",
         "kind": "Pod",
-        "metadata": {k: v for k, v in FULL_POD["metadata"].items()
-                     if k not in ("managedFields", "generateName")},
-        "spec": {"nodeName": "local", "restartPolicy": "Never", "containers": [{"name": "main"}]},
+        "metadata": {
+            "name": "a-worker-0", "namespace": "ns", "uid": "u1", "resourceVersion": "7",
+            "labels": {JOB_NAME_LABEL: "a"},
+            "ownerReferences": ({"uid": "job-uid", "controller": True},),
+            "deletionTimestamp": "2024-01-01T00:00:00Z",
+            "finalizers": ("jobmachine.dev/tracking",),
+        },
+        "spec": {"nodeName": "local", "restartPolicy": "Never", "containers": ({"name": "main"},)},
         "status": {
-            "phase": "Failed", "reason": "Error", "message": "m", "podIP": "10.0.0.1",
-            "startTime": "2024-01-01T00:00:01Z", "conditions": [{"type": "Ready"}],
-            "containerStatuses": [{"name": "main", "state": {"terminated": {"exitCode": 137}},
-                                   "lastState": {}, "restartCount": 2, "ready": False}],
-            "initContainerStatuses": [{"name": "init", "state": {}, "restartCount": 0,
-                                       "ready": True}],
+            "phase": "Failed", "reason": "Error", "message": "m",
+            "conditions": ({"type": "Ready"},),
+            "containerStatuses": ({
+                "name": "main", "restartCount": 2, "ready": False,
+                "state": {"terminated": {"exitCode": 137, "reason": "Error", "message": "oom"}},
+            },),
+            "initContainerStatuses": ({"name": "init", "restartCount": 0, "ready": True},),
         },
     }
 
 
+def test_pods_share_their_equal_parts_and_keep_their_own() -> None:
+    """Thousands of pods are cached: equal specs, conditions and container states are one
+    object; names, owners and labels are each pod's own."""
+    other = copy.deepcopy(FULL_POD)
+    other["metadata"].update(name="a-worker-1", uid="u2")
+    first, second = project_pod(FULL_POD), project_pod(other)
+    assert first["spec"] is second["spec"]
+    assert first["status"]["conditions"] is second["status"]["conditions"]
+    assert first["status"]["containerStatuses"] is second["status"]["containerStatuses"]
+    assert first["metadata"]["labels"] is not second["metadata"]["labels"]
+    assert second["metadata"]["uid"] == "u2"
+
+
 def test_pod_projection_of_a_pod_without_status() -> None:
     view = project_pod({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c"}]}})
-    assert view == {"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c"}]},
+    assert view == {"metadata": {"name": "p"}, "spec": {"containers": ({"name": "c"},)},
                     "status": {}}
 
 
@@ -185,7 +209,7 @@ def test_a_projection_is_a_new_object() -> None:
     cache.apply("ADDED", pod)
     pod["spec"]["containers"].append({"name": "d"})
     view = cache.get("default", "p")
-    assert view is not None and view["spec"]["containers"] == [{"name": "c"}]
+    assert view is not None and view["spec"]["containers"] == ({"name": "c"},)
 
 
 def test_concurrent_writers_and_readers_keep_indexes_consistent() -> None:
