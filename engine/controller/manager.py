@@ -10,6 +10,7 @@ to match, with nothing restarted.
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from collections import Counter
@@ -344,7 +345,9 @@ class Engine:
         (never slower than `event_qps`), so none is abandoned for the rate limit's sake."""
         needed = 1.25 * self.recorder.pending / grace_s
         qps = max(self.settings.event_qps, needed)
-        return self._client.with_budget(qps, max(self.settings.event_burst, int(qps)))
+        burst = self.settings.event_burst if math.isinf(qps) else max(
+            self.settings.event_burst, int(qps))
+        return self._client.with_budget(qps, burst)
 
     def run(self, stop: threading.Event, *, leader_election: LeaderElector | None = None) -> None:
         """Run until `stop` is set (or, with leader election, until the lease is lost)."""
