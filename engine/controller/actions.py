@@ -23,6 +23,7 @@ from engine.controller.decide import Decision, Planned
 from engine.controller.errors import AlreadyExists, Invalid, NotFound
 from engine.controller.events import EventRecorder
 from engine.controller.expectations import ExpectationKey, Expectations
+from engine.controller.freshness import ReleasedFinalizers
 from engine.controller.jobspec import JobSpecView, ReplicaTypeSpec
 from engine.controller.manifests import (
     build_pod,
@@ -63,6 +64,8 @@ class ActionRun:
     now: datetime
     old_attempt: frozenset[ReplicaId] = frozenset()
     """Replicas whose pod is of an older restart attempt: it is deleted, whatever the state."""
+    released: ReleasedFinalizers | None = None
+    """Tracking finalizers already removed, while the cache shows pods from before."""
     wait_s: list[float] = field(default_factory=list)
     """Delays after which a blocked action can go ahead (back-off, unmet expectations)."""
     objects_wait_s: float = 0.0
@@ -293,17 +296,23 @@ def release_tracking(run: ActionRun) -> None:
     for replica, pod in run.pods.by_replica.items():
         stale = replica.index >= desired.get(replica.type, 0) or replica in run.old_attempt
         if done or stale or run.facts.get(replica, MISSING).terminal:
-            remove_finalizer(run.client, pod, TRACKING_FINALIZER)
+            remove_finalizer(run.client, pod, TRACKING_FINALIZER, released=run.released)
     for pod in run.pods.unplaced:
-        remove_finalizer(run.client, pod, TRACKING_FINALIZER)
+        remove_finalizer(run.client, pod, TRACKING_FINALIZER, released=run.released)
 
 
 def remove_finalizer(
-    client: KubeClient, obj: Obj, finalizer: str, *, resource: Resource = PODS
+    client: KubeClient, obj: Obj, finalizer: str, *, resource: Resource = PODS,
+    released: ReleasedFinalizers | None = None,
 ) -> None:
-    """A JSON patch that removes one finalizer only if the list is still what we saw."""
-    current = list(obj["metadata"].get("finalizers") or [])
+    """A JSON patch that removes one finalizer only if the list is still what we saw;
+    not sent again while the cache still shows the copy from before our removal."""
+    metadata = obj["metadata"]
+    current = list(metadata.get("finalizers") or [])
     if finalizer not in current:
+        return
+    uid, version = str(metadata.get("uid") or ""), str(metadata.get("resourceVersion") or "")
+    if released is not None and released.pending(uid, finalizer, version):
         return
     patch = [
         {"op": "test", "path": "/metadata/finalizers", "value": current},
@@ -311,8 +320,10 @@ def remove_finalizer(
          "value": [f for f in current if f != finalizer]},
     ]
     try:
-        client.patch(resource, obj["metadata"]["name"], patch,
-                     namespace=obj["metadata"].get("namespace"), patch_type="json")
+        patched = client.patch(resource, metadata["name"], patch,
+                               namespace=metadata.get("namespace"), patch_type="json")
     except (NotFound, Invalid):
         # Gone, or the list changed since our read: its watch event queues the job again.
         return
+    if released is not None:
+        released.released(uid, finalizer, str(patched["metadata"].get("resourceVersion") or ""))

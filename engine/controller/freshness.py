@@ -61,3 +61,38 @@ class WrittenVersions:
         with self._lock:
             self._versions.pop(job_id, None)
             self._recently_seen.pop(job_id, None)
+
+
+class ReleasedFinalizers:
+    """Finalizers the engine removed, until the cache shows the object without them.
+
+    A reconcile right after a release reads the cached copy from before it and would
+    send the same removal again, which the server refuses (its `test` no longer holds).
+    Entries expire, so a lost watch event costs one refused request, not a stuck object.
+    """
+
+    def __init__(self, *, ttl_s: float = 30.0, clock: Callable[[], float] = time.monotonic):
+        self._ttl = ttl_s
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._released: dict[tuple[str, str], tuple[str, float]] = {}
+
+    def released(self, uid: str, finalizer: str, resource_version: str) -> None:
+        """The engine's patch removed `finalizer` from the object; the answer had this version."""
+        now = self._clock()
+        with self._lock:
+            if len(self._released) > 1024:
+                self._released = {key: entry for key, entry in self._released.items()
+                                  if now - entry[1] <= self._ttl}
+            self._released[(uid, finalizer)] = (resource_version, now)
+
+    def pending(self, uid: str, finalizer: str, cached_version: str) -> bool:
+        """Whether the cached copy (at `cached_version`) predates our removal of `finalizer`."""
+        with self._lock:
+            entry = self._released.get((uid, finalizer))
+            if entry is None:
+                return False
+            if entry[0] == cached_version or self._clock() - entry[1] > self._ttl:
+                del self._released[(uid, finalizer)]
+                return False
+            return True

@@ -31,7 +31,7 @@ from engine.controller.decide import Decision, decide
 from engine.controller.errors import Conflict, Invalid, NotFound
 from engine.controller.events import EventRecorder
 from engine.controller.expectations import Expectations
-from engine.controller.freshness import WrittenVersions
+from engine.controller.freshness import ReleasedFinalizers, WrittenVersions
 from engine.controller.jobspec import JobSpecView, managed_by_us, read_job_spec
 from engine.controller.machines.registry import Assignment, MachineRegistry, Unassigned
 from engine.controller.manifests import main_container_name
@@ -133,6 +133,7 @@ class Reconciler:
         self._scheduler = scheduler
         self._settings = settings
         self._written = written
+        self._released = ReleasedFinalizers()
         self._clock = clock
         self._transition_listeners: list[TransitionListener] = []
 
@@ -279,7 +280,7 @@ class Reconciler:
             settings=self._settings, key=key, job=job, definition=definition,
             spec=observed.spec, decision=decision, pods=observed.pods,
             services=observed.services, facts=observed.facts, now=now,
-            old_attempt=observed.old_attempt,
+            old_attempt=observed.old_attempt, released=self._released,
         )
         if not decision.holds_replicas and not job["metadata"].get("deletionTimestamp"):
             run.objects_wait_s = self._sync_objects(key, job, definition, run)
@@ -415,7 +416,7 @@ class Reconciler:
             references = pod["metadata"].get("ownerReferences") or []
             ours = any(r.get("controller") and r.get("kind") == key.kind for r in references)
             if ours and TRACKING_FINALIZER in (pod["metadata"].get("finalizers") or []):
-                remove_finalizer(self._client, pod, TRACKING_FINALIZER)
+                remove_finalizer(self._client, pod, TRACKING_FINALIZER, released=self._released)
 
     def _node_ready(self, name: str) -> bool:
         if len(self._caches.nodes) == 0:

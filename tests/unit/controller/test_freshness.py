@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from engine.controller.freshness import WrittenVersions
+from engine.controller.freshness import ReleasedFinalizers, WrittenVersions
 
 
 class Clock:
@@ -50,3 +50,23 @@ def test_other_jobs_are_not_held_back() -> None:
     versions = WrittenVersions(clock=Clock())
     versions.wrote("a", "12")
     assert versions.caught_up("b", "3")
+
+
+def test_a_released_finalizer_is_pending_until_the_cache_shows_the_release() -> None:
+    """A reconcile from the copy before our removal must not send it again (a 422)."""
+    clock = Clock()
+    released = ReleasedFinalizers(ttl_s=30, clock=clock)
+    assert not released.pending("pod-uid", "jobmachine.dev/tracking", "5")
+    released.released("pod-uid", "jobmachine.dev/tracking", "6")
+    assert released.pending("pod-uid", "jobmachine.dev/tracking", "5")
+    assert not released.pending("pod-uid", "other", "5")
+    assert not released.pending("pod-uid", "jobmachine.dev/tracking", "6")
+    assert not released.pending("pod-uid", "jobmachine.dev/tracking", "5"), "cleared once seen"
+
+
+def test_a_release_never_seen_expires() -> None:
+    clock = Clock()
+    released = ReleasedFinalizers(ttl_s=30, clock=clock)
+    released.released("pod-uid", "f", "6")
+    clock.now = 31
+    assert not released.pending("pod-uid", "f", "5")
