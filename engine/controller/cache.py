@@ -8,13 +8,13 @@ mutated, so readers may keep them without copying.
 
 from __future__ import annotations
 
-import sys
 import threading
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar
 
 from engine.controller.children import JOB_NAME_LABEL
+from engine.controller.sharing import intern_value, interned, shared, shared_tuple
 from engine.definition.vocabulary import job_value
 
 Obj = dict[str, Any]
@@ -76,30 +76,31 @@ def project_pod(obj: Obj) -> Obj:
     view = _type_and_meta(obj, _POD_META_FIELDS)
     metadata = view["metadata"]
     if "namespace" in metadata:
-        metadata["namespace"] = _intern(metadata["namespace"])
+        metadata["namespace"] = intern_value(metadata["namespace"])
     if "labels" in metadata:
-        metadata["labels"] = _interned({
+        metadata["labels"] = interned({
             key: value for key, value in (metadata["labels"] or {}).items()
             if key.startswith(_OUR_LABELS)})
     if "ownerReferences" in metadata:
         metadata["ownerReferences"] = tuple(  # one job's own: not worth a shared entry
-            _interned(ref) for ref in metadata["ownerReferences"] or ())
+            interned(ref) for ref in metadata["ownerReferences"] or ())
     if "finalizers" in metadata:
-        metadata["finalizers"] = _shared_tuple(metadata["finalizers"] or ())
+        metadata["finalizers"] = shared_tuple(metadata["finalizers"] or ())
     spec = obj.get("spec") or {}
-    view["spec"] = _shared({
+    view["spec"] = shared({
         **_pick(spec, ("nodeName", "restartPolicy")),
-        "containers": _shared_tuple(
-            _shared({"name": c.get("name")}) for c in spec.get("containers") or ()),
+        "containers": shared_tuple(
+            shared({"name": c.get("name")}) for c in spec.get("containers") or ()),
     })
     status = obj.get("status") or {}
-    view["status"] = _interned(_pick(status, _POD_STATUS_FIELDS))
+    status_view = _pick(status, _POD_STATUS_FIELDS)
     if "conditions" in status:
-        view["status"]["conditions"] = _shared_tuple(
-            _shared(_pick(c, ("type", "status"))) for c in status["conditions"] or ())
+        status_view["conditions"] = shared_tuple(
+            shared(_pick(c, ("type", "status"))) for c in status["conditions"] or ())
     for field in ("containerStatuses", "initContainerStatuses"):
         if field in status:
-            view["status"][field] = _shared_tuple(_container_status(s) for s in status[field] or ())
+            status_view[field] = shared_tuple(_container_status(s) for s in status[field] or ())
+    view["status"] = shared(status_view)
     return view
 
 
@@ -107,81 +108,11 @@ def _container_status(status: Mapping[str, Any]) -> Obj:
     view = _pick(status, _CONTAINER_STATUS_FIELDS)
     for field in ("state", "lastState"):
         if status.get(field):
-            view[field] = _shared({
-                name: _shared(_pick(detail or {}, _STATE_FIELDS[name]))
+            view[field] = shared({
+                name: shared(_pick(detail or {}, _STATE_FIELDS[name]))
                 for name, detail in (status[field] or {}).items() if name in _STATE_FIELDS
             })
-    return _shared(view)
-
-
-_SHARED_LIMIT = 4096
-_SHARED_TEXT = 64
-"""Longer strings (a termination message) are one pod's own: the table is not kept for them."""
-_shared_views: dict[tuple[tuple[str, Any], ...], Obj] = {}
-_canonical: set[int] = set()
-"""Ids of the dicts in `_shared_views`: kept for the life of the process, so a mapping that
-holds one may be keyed by its id."""
-_shared_lock = threading.Lock()
-
-
-def _shared(mapping: Mapping[str, Any]) -> Obj:
-    """One dict for all equal mappings (a condition, a container's state): views
-    are never mutated, so pods may share them. A mapping holding anything but short
-    strings, numbers and shared dicts, and new mappings once `_SHARED_LIMIT` are kept, get a
-    dict of their own."""
-    view = _interned(mapping)
-    key: list[tuple[str, Any]] = []
-    for name, value in view.items():
-        if isinstance(value, dict):
-            if id(value) not in _canonical:
-                return view
-            key.append((name, ("shared", id(value))))
-        elif isinstance(value, tuple):
-            if not all(isinstance(v, dict) and id(v) in _canonical for v in value):
-                return view
-            key.append((name, ("shared", *map(id, value))))
-        elif isinstance(value, str) and len(value) > _SHARED_TEXT:
-            return view
-        elif isinstance(value, str | int | float | bool | None):
-            key.append((name, value))
-        else:
-            return view
-    with _shared_lock:
-        found = _shared_views.get(tuple(key))
-        if found is None and len(_shared_views) < _SHARED_LIMIT:
-            _shared_views[tuple(key)] = found = view
-            _canonical.add(id(view))
-    return found if found is not None else view
-
-
-_shared_tuples: dict[tuple[Any, ...], tuple[Any, ...]] = {}
-
-
-def _shared_tuple(values: Iterable[Any]) -> tuple[Any, ...]:
-    """One tuple for all equal lists of strings and shared dicts (conditions, finalizers)."""
-    items = tuple(_intern(value) for value in values)
-    key: list[Any] = []
-    for item in items:
-        if isinstance(item, dict) and id(item) in _canonical:
-            key.append(("shared", id(item)))
-        elif isinstance(item, str | int | bool | None):
-            key.append(item)
-        else:
-            return items
-    with _shared_lock:
-        found = _shared_tuples.get(tuple(key))
-        if found is None and len(_shared_tuples) < _SHARED_LIMIT:
-            _shared_tuples[tuple(key)] = found = items
-    return found if found is not None else items
-
-
-def _intern(value: Any) -> Any:
-    return sys.intern(value) if isinstance(value, str) else value
-
-
-def _interned(mapping: Mapping[str, Any]) -> Obj:
-    """The mapping with its keys and string values interned: one copy for all pods."""
-    return {sys.intern(key): _intern(value) for key, value in mapping.items()}
+    return shared(view)
 
 
 def project_service(obj: Obj) -> Obj:
