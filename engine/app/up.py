@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Literal
 
 from engine.app.live import LiveReport, use_colour
+from engine.app.run import tune_collector
 from engine.app.shipped import shipped_dir
 from engine.cluster import running_apiserver
 from engine.cluster.apiserver.serve import RunningApiServer
@@ -102,6 +103,7 @@ def running_local_cluster(options: UpOptions) -> Iterator[LocalCluster]:
 def serve_until_interrupted(options: UpOptions, *, quiet: bool = False) -> None:
     """Run `up` in the foreground: print how to reach it, then (unless `quiet`) one line per
     job state change and per replica failure or restart; stop cleanly on Ctrl-C or SIGTERM."""
+    tune_collector()
     stop = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda *_: stop.set())

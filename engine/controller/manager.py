@@ -304,8 +304,17 @@ class Engine:
                     f"{sorted(self.machines.watched())}")
 
     def _ensure_system_namespace(self) -> None:
-        """The namespace machine revisions live in exists (created if it does not)."""
+        """The namespace machine revisions live in exists (created if it does not).
+
+        Read first, so a restart writes nothing when it exists; a read that is not allowed
+        falls back to the create (a cluster may grant one and not the other).
+        """
         name = self.settings.system_namespace
+        try:
+            self._client.get(NAMESPACES, name)
+            return
+        except ApiError:
+            pass
         try:
             self._client.create(NAMESPACES, {"apiVersion": "v1", "kind": "Namespace",
                                              "metadata": {"name": name}})

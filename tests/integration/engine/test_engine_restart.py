@@ -8,7 +8,10 @@ status write (before it could act on it).
 
 from __future__ import annotations
 
+import re
+import ssl
 import threading
+import urllib.request
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -33,6 +36,9 @@ from tests.integration.engine.helpers import (
     wait_for_phase,
     wait_until,
     watching_pods,
+)
+from tests.integration.engine.helpers import (
+    pytorchjob as make_pytorchjob,
 )
 
 Obj = dict[str, Any]
@@ -163,3 +169,44 @@ def test_died_right_after_a_status_write(
         finally:
             second.stop()
     assert_exact_counts(job, pods)
+
+
+def _writes_by(server: RunningApiServer, client_name: str) -> dict[str, int]:
+    """The server's count of create/update/patch/delete requests of one client, by resource."""
+    request = urllib.request.Request(
+        server.url + "/metrics", headers={"Authorization": f"Bearer {server.token}"})
+    context = ssl.create_default_context(cafile=str(server.ca_file)) if server.ca_file else None
+    with urllib.request.urlopen(request, context=context) as response:
+        text = response.read().decode()
+    writes: dict[str, int] = {}
+    pattern = (rf'apiserver_request_total\{{client="{client_name}",verb="(create|update|patch|'
+               r'delete)",resource="([^"]*)",subresource="([^"]*)",code="\d+"\} (\d+)')
+    for verb, resource, subresource, count in re.findall(pattern, text):
+        key = f"{verb} {resource}{'/' + subresource if subresource else ''}"
+        writes[key] = writes.get(key, 0) + int(count)
+    return writes
+
+
+def test_a_restart_over_finished_jobs_writes_nothing(
+    engineless: RunningApiServer, client: KubeClient, ns: str
+) -> None:
+    """A new engine reads finished jobs back and has nothing to write: no status rewritten
+    (it builds the same status), no finalizer, no event, not even its own namespace."""
+    first = start_engine(KubeClient.from_kubeconfig(engineless.kubeconfig), FAST)
+    try:
+        names = [f"done-{i}" for i in range(3)]
+        for name in names:
+            client.create(PYTORCHJOBS, make_pytorchjob(name, ns, master=Replica()), ns)
+        for name in names:
+            wait_for_phase(client, ns, name, "Succeeded")
+    finally:
+        first.stop()
+    second = start_engine(
+        KubeClient.from_kubeconfig(engineless.kubeconfig, user_agent="restarted"), FAST)
+    try:
+        queue = second.engine.queue
+        wait_until(lambda: second.engine.synced and queue.metrics().processed >= len(names)
+                   and len(queue) == 0, what="every job reconciled once by the new engine")
+    finally:
+        second.stop()
+    assert _writes_by(engineless, "restarted") == {}
