@@ -50,13 +50,15 @@ class Recorder:
 
 
 class CountingClient(KubeClient):
-    """Counts lists, so a test can tell a relist from a resumed watch."""
+    """Counts lists once answered, so a test can tell a relist from a resumed watch (and
+    knows what a list already holds)."""
 
     lists = 0
 
     def list(self, *args: Any, **kwargs: Any) -> tuple[list[Obj], str]:
+        answered = super().list(*args, **kwargs)
         self.lists += 1
-        return super().list(*args, **kwargs)
+        return answered
 
 
 @pytest.fixture(scope="module")
