@@ -40,6 +40,7 @@ from engine.controller.metrics import Metrics
 from engine.controller.observe import node_is_ready
 from engine.controller.queue import WorkQueue
 from engine.controller.reconcile import Caches, Reconciler, TransitionListener
+from engine.controller.record import RECORD_FIELD
 from engine.controller.resources import NAMESPACES, NODES, PODS, SERVICES, Resource
 from engine.controller.scheduler import WakeScheduler
 from engine.controller.watch import Informer
@@ -398,7 +399,7 @@ def _result_name(outcome: Outcome) -> str:
 def _started(job: Obj) -> bool:
     """Whether the engine has written the job's status: from then on it is work in progress,
     not a new arrival (a two-phase end, a restart, a deletion go before jobs not begun)."""
-    return bool((job.get("status") or {}).get("record"))
+    return bool((job.get("status") or {}).get(RECORD_FIELD))
 
 
 def _started_deleting(old: Obj | None, new: Obj | None) -> bool:
