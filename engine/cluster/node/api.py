@@ -79,8 +79,9 @@ class WatchStream:
             if self._closed:
                 return
             self._closed = True
-        # Unblocks a read in progress in another thread; a finished stream is already released.
-        with contextlib.suppress(RuntimeError):
+        # Unblocks a read in progress in another thread; a finished stream is already released,
+        # and a socket the stream already closed (the server ended it) has nothing to unblock.
+        with contextlib.suppress(RuntimeError, OSError):
             self._response.shutdown()
         self._response.release_conn()
 
