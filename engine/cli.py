@@ -272,8 +272,13 @@ def run(
     leader_elect: Annotated[
         bool, typer.Option("--leader-elect", help="Act only while holding the leader Lease.")
     ] = False,
+    shards: Annotated[
+        int | None,
+        typer.Option(min=1, max=1024, help="Split jobs into this many shards, shared out among "
+                     "all replicas run with the same number (one Lease per shard).")
+    ] = None,
     lease_namespace: Annotated[
-        str, typer.Option(help="Namespace of the leader Lease.")
+        str, typer.Option(help="Namespace of the leader Lease or the shard Leases.")
     ] = "default",
     metrics_port: Annotated[
         int | None, typer.Option(help="Serve /metrics, /healthz and /readyz on this port.")
@@ -289,11 +294,14 @@ def run(
 
     if in_cluster and kubeconfig is not None:
         _fail("give either --kubeconfig or --in-cluster, not both")
+    if leader_elect and shards is not None:
+        _fail("give either --leader-elect or --shards, not both: with shards every replica "
+              "works, on its share of the jobs")
     settings = EngineSettings.from_env(None, **_given(workers=workers, log_format=log_format))
     configure_logging(log_format=settings.log_format)
     code = run_engine(RunOptions(
         kubeconfig=kubeconfig, in_cluster=in_cluster, machines=machines, namespace=namespace,
-        leader_elect=leader_elect, lease_namespace=lease_namespace,
+        leader_elect=leader_elect, shards=shards, lease_namespace=lease_namespace,
         metrics_port=metrics_port, settings=settings,
     ))
     raise typer.Exit(code=code)

@@ -52,8 +52,13 @@ class EngineSettings(BaseModel):
     lease_name: str = Field(default="jobmachine-leader", min_length=1)
     """Name of the coordination.k8s.io Lease used for leader election."""
 
+    shard_lease_prefix: str = Field(default="jobmachine", min_length=1, max_length=40,
+                                    pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+    """Sharded engines name their Leases PREFIX-shard-I and PREFIX-member-HASH."""
+
     lease_duration_s: float = Field(default=15.0, gt=0)
-    """How long a candidate waits after the last renewal before taking the lease over."""
+    """How long a candidate waits after the last renewal before taking the lease over (the
+    leader lease and every shard lease)."""
 
     renew_deadline_s: float = Field(default=10.0, gt=0)
     """The leader stops all work if it could not renew within this long (field notes, story 9)."""

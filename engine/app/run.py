@@ -8,7 +8,6 @@ its supervisor restarts it as a fresh candidate).
 from __future__ import annotations
 
 import gc
-import os
 import signal
 import socket
 import threading
@@ -23,6 +22,8 @@ from engine.controller.health import serve_metrics_and_health
 from engine.controller.install import apply_machines
 from engine.controller.leader import LeaderElector
 from engine.controller.manager import Engine
+from engine.controller.shard_leases import LeaseTimings, ShardCoordinator
+from engine.controller.shards import ShardGate
 from engine.settings import EngineSettings
 
 
@@ -35,6 +36,9 @@ class RunOptions:
     machines: Path | None = None
     namespace: str | None = None
     leader_elect: bool = False
+    shards: int | None = None
+    """Split jobs into this many shards, shared out among the replicas (None: one engine
+    does everything)."""
     lease_namespace: str = "default"
     metrics_port: int | None = None
     settings: EngineSettings = field(default_factory=EngineSettings)
@@ -54,6 +58,9 @@ def tune_collector() -> None:
 
 def run_engine(options: RunOptions, *, stop: threading.Event | None = None) -> int:
     """Run until `stop` (default: SIGINT/SIGTERM); the process exit code."""
+    if options.shards is not None and options.leader_elect:
+        raise ValueError("choose leader election or shards, not both: with shards every "
+                         "replica works")
     tune_collector()
     stop = stop or _stop_on_signals()
     settings = options.settings
@@ -67,8 +74,21 @@ def run_engine(options: RunOptions, *, stop: threading.Event | None = None) -> i
     if options.machines is not None:
         applied = apply_machines(client, [options.machines])
         logger.info(f"applied StateMachine objects {', '.join(applied)} from {options.machines}")
-    engine = Engine(client, settings, namespace=options.namespace)
-    elector = _elector(client, options) if options.leader_elect else None
+    identity = f"{socket.gethostname()}-{uuid.uuid4().hex[:8]}"
+    gate = ShardGate(options.shards) if options.shards is not None else None
+    engine = Engine(client, settings, namespace=options.namespace, shards=gate,
+                    identity=identity)
+    elector = _elector(client, options, identity) if options.leader_elect else None
+    coordinator = (
+        ShardCoordinator(
+            client, gate, namespace=options.lease_namespace,
+            prefix=settings.shard_lease_prefix, identity=identity,
+            timings=LeaseTimings(settings.lease_duration_s, settings.renew_deadline_s,
+                                 settings.retry_period_s),
+            on_granted=engine.shard_granted,
+        )
+        if gate is not None else None
+    )
     health = (
         serve_metrics_and_health(
             options.metrics_port, engine.metrics, lambda: engine.synced,
@@ -78,7 +98,7 @@ def run_engine(options: RunOptions, *, stop: threading.Event | None = None) -> i
         else None
     )
     try:
-        engine.run(stop, leader_election=elector)
+        engine.run(stop, leader_election=elector, sharding=coordinator)
     finally:
         if health is not None:
             health.stop()
@@ -89,9 +109,8 @@ def run_engine(options: RunOptions, *, stop: threading.Event | None = None) -> i
     return 0
 
 
-def _elector(client: KubeClient, options: RunOptions) -> LeaderElector:
+def _elector(client: KubeClient, options: RunOptions, identity: str) -> LeaderElector:
     settings = options.settings
-    identity = f"{socket.gethostname()}_{os.getpid()}_{uuid.uuid4().hex[:8]}"
     return LeaderElector(
         client, namespace=options.lease_namespace, name=settings.lease_name, identity=identity,
         lease_duration_s=settings.lease_duration_s, renew_deadline_s=settings.renew_deadline_s,

@@ -43,6 +43,8 @@ from engine.controller.reconcile import Caches, Reconciler, TransitionListener
 from engine.controller.record import RECORD_FIELD
 from engine.controller.resources import NAMESPACES, NODES, PODS, SERVICES, Resource
 from engine.controller.scheduler import WakeScheduler
+from engine.controller.shard_leases import ShardCoordinator
+from engine.controller.shards import ShardGate
 from engine.controller.watch import Informer
 from engine.controller.workers import Done, Outcome, RequeueAfter, Retry, Terminal, run_workers
 from engine.settings import EngineSettings
@@ -64,10 +66,15 @@ class Engine:
         settings: EngineSettings,
         *,
         namespace: str | None = None,
+        shards: ShardGate | None = None,
+        identity: str | None = None,
     ) -> None:
+        """`shards`, when given, limits the engine to the jobs of the shards it holds (see
+        `shards.py`); `identity` names this replica in its events (`reportingInstance`)."""
         self._client = client
         self.settings = settings
         self._namespace = namespace
+        self.shards = shards
         self.machines = MachineRegistry()
         self.queue: WorkQueue[JobKey] = WorkQueue(
             backoff_base_s=settings.queue_backoff_base_s, backoff_cap_s=settings.queue_backoff_cap_s
@@ -76,7 +83,7 @@ class Engine:
         self.scheduler: WakeScheduler[JobKey] = WakeScheduler(self.queue)
         self.recorder = EventRecorder(
             client.with_budget(settings.event_qps, settings.event_burst),
-            aggregation_window_s=settings.event_aggregation_window_s,
+            aggregation_window_s=settings.event_aggregation_window_s, host=identity,
         )
         self.caches = Caches(
             jobs={},
@@ -95,6 +102,7 @@ class Engine:
             watch_kinds=self.watch_kinds, watch_objects=self.watch_objects,
             enqueue_kind=self.enqueue_kind,
             jobs=self._all_jobs, kind_synced=self._kind_synced,
+            may_write=(lambda: shards.holds(0)) if shards is not None else (lambda: True),
         )
         self.reconciler = Reconciler(
             client=client, caches=self.caches, machines=self.machines,
@@ -106,6 +114,7 @@ class Engine:
             queue=self.queue.metrics, api_requests=lambda: client.request_count,
             events=self.recorder.stats, jobs_by_phase=self._jobs_by_phase,
             is_leader=self._leading.is_set,
+            shards_held=(lambda: len(shards.held)) if shards is not None else None,
         )
         self._informers = self._build_informers()
         self._workers_stop = threading.Event()
@@ -239,6 +248,18 @@ class Engine:
         """Have `listener` told of every state change the engine records (tools, tests)."""
         self.reconciler.add_transition_listener(listener)
 
+    def shard_granted(self, shard: int) -> None:
+        """This replica now holds `shard`: look at every job in it (and write the machines'
+        revisions and status if it is shard 0)."""
+        assert self.shards is not None
+        for kind, job in self._all_jobs():
+            metadata = job["metadata"]
+            key = JobKey(kind, metadata["namespace"], metadata["name"])
+            if self.shards.shard(key) == shard:
+                self.queue.add(key)
+        if shard == 0:
+            self.machine_controller.resync()
+
     def enqueue_all(self) -> None:
         """Queue every cached job (the periodic resync, and node readiness changes)."""
         for kind, job in self._all_jobs():
@@ -359,11 +380,21 @@ class Engine:
             self.settings.event_burst, int(qps))
         return self._client.with_budget(qps, burst)
 
-    def run(self, stop: threading.Event, *, leader_election: LeaderElector | None = None) -> None:
-        """Run until `stop` is set (or, with leader election, until the lease is lost)."""
+    def run(
+        self, stop: threading.Event, *, leader_election: LeaderElector | None = None,
+        sharding: ShardCoordinator | None = None,
+    ) -> None:
+        """Run until `stop` is set (or, with leader election, until the lease is lost).
+
+        With `sharding`, jobs are worked on only in the shards the coordinator holds, and
+        every shard is given back before the engine stops.
+        """
         self.start_watching()
         try:
-            if leader_election is None:
+            if sharding is not None:
+                self.start_working()
+                sharding.run(stop)
+            elif leader_election is None:
                 self.start_working()
                 stop.wait()
             else:
@@ -376,6 +407,17 @@ class Engine:
             self.stop()
 
     def _handle(self, key: JobKey) -> Outcome:
+        if self.shards is None:
+            return self._reconcile(key)
+        shard = self.shards.enter(key)
+        if shard is None:
+            return Done()
+        try:
+            return self._reconcile(key)
+        finally:
+            self.shards.leave(shard)
+
+    def _reconcile(self, key: JobKey) -> Outcome:
         started = time.perf_counter()
         result = "error"
         try:

@@ -43,6 +43,7 @@ class Metrics:
         events: Callable[[], EventStats] | None = None,
         jobs_by_phase: Callable[[], Mapping[tuple[str, str], int]] | None = None,
         is_leader: Callable[[], bool] | None = None,
+        shards_held: Callable[[], int] | None = None,
     ) -> None:
         """Each source is read at every scrape; a missing one is simply not exported.
 
@@ -61,7 +62,7 @@ class Metrics:
         self.registry.register(
             _Sources(
                 queue=queue, api_requests=api_requests, events=events,
-                jobs_by_phase=jobs_by_phase, is_leader=is_leader,
+                jobs_by_phase=jobs_by_phase, is_leader=is_leader, shards_held=shards_held,
             )
         )
 
@@ -86,6 +87,7 @@ class _Sources:
         events: Callable[[], EventStats] | None,
         jobs_by_phase: Callable[[], Mapping[tuple[str, str], int]] | None,
         is_leader: Callable[[], bool] | None,
+        shards_held: Callable[[], int] | None,
     ) -> None:
         self._readers: list[tuple[str, Callable[[], Iterator[Metric]]]] = []
         if queue is not None:
@@ -98,6 +100,9 @@ class _Sources:
             self._readers.append(("jobs", lambda: _job_metrics(jobs_by_phase())))
         if is_leader is not None:
             self._readers.append(("leader", lambda: _leader_metrics(is_leader())))
+        if shards_held is not None:
+            self._readers.append(("shards", lambda: iter([_gauge(
+                "shards_held", "Shards this replica holds (sharded engines).", shards_held())])))
 
     def collect(self) -> Iterator[Metric]:
         """Every source's families; a failing source is logged and left out of this scrape."""

@@ -45,7 +45,7 @@ JOB_FINALIZERS_VERBS = {"update"}  # blockOwnerDeletion on children needs update
 CHILD_VERBS = WATCHED | {"create", "patch", "delete"}  # actions.py, claims.py
 EVENT_VERBS = {"create", "patch"}  # events.py: new events, aggregated repeats
 NODE_VERBS = WATCHED  # reconcile.py: a pod on a node that is not Ready is lost
-LEASE_VERBS = {"get", "create", "update"}  # leader.py
+LEASE_VERBS = {"get", "list", "create", "update", "delete"}  # leader.py, shard_leases.py
 MACHINE_VERBS = WATCHED  # machines/controller.py: the StateMachine informer
 MACHINE_STATUS_VERBS = {"update"}  # machines/status.py: replace of /status
 REVISION_VERBS = WATCHED | {"create", "delete"}  # machines/controller.py
@@ -166,15 +166,37 @@ def test_the_deployment_runs_the_engine_in_cluster_with_leader_election() -> Non
     assert DEPLOYMENT["spec"]["replicas"] >= 1
 
 
-def test_the_deployments_arguments_are_real_options_of_jobmachine_run() -> None:
+def run_options(args: list[str]) -> dict[str, Any]:
+    """`jobmachine run`'s options as its real parser reads `args` (an unknown one raises)."""
     command = typer.main.get_command(app)
     assert isinstance(command, typer.core.TyperGroup)
-    run = command.commands[ARGS[0]]
-    context = run.make_context("run", list(ARGS[1:]))  # an unknown option raises here
-    assert context.params["in_cluster"] is True
-    assert context.params["leader_elect"] is True
-    assert context.params["kubeconfig"] is None
-    assert context.params["machines"] is None  # the machines are StateMachine objects
+    assert args[0] == "run"
+    params: dict[str, Any] = command.commands["run"].make_context("run", list(args[1:])).params
+    return params
+
+
+def test_the_deployments_arguments_are_real_options_of_jobmachine_run() -> None:
+    params = run_options(ARGS)
+    assert params["in_cluster"] is True
+    assert params["leader_elect"] is True
+    assert params["kubeconfig"] is None
+    assert params["machines"] is None  # the machines are StateMachine objects
+
+
+def test_the_sharded_deployment_differs_only_in_replicas_and_sharding() -> None:
+    sharded = one(documents("sharded/20-deployment.yaml"), "Deployment")
+    engine = sharded["spec"]["template"]["spec"]["containers"][0]
+    params = run_options(engine["args"])
+    assert params["shards"] is not None and params["leader_elect"] is False
+    assert params["shards"] >= sharded["spec"]["replicas"] > 1
+    assert params["lease_namespace"] == ROLE["metadata"]["namespace"]
+    same_args = [a for a in ARGS if a != "--leader-elect"]
+    assert [a for a in engine["args"] if not a.startswith("--shards=")] == same_args
+    assert {**sharded, "spec": {**sharded["spec"], "replicas": 0}} == {
+        **DEPLOYMENT, "spec": {**DEPLOYMENT["spec"], "replicas": 0,
+                               "template": sharded["spec"]["template"]}}
+    assert {k: v for k, v in engine.items() if k != "args"} == {
+        k: v for k, v in ENGINE.items() if k != "args"}
 
 
 def test_probes_ask_healthz_and_readyz_on_the_metrics_port() -> None:

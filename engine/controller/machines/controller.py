@@ -74,7 +74,10 @@ class MachineController:
         enqueue_kind: Callable[[str], None],
         jobs: Callable[[], Iterable[tuple[str, Obj]]],
         kind_synced: Callable[[str], bool],
+        may_write: Callable[[], bool] = lambda: True,
     ) -> None:
+        """`may_write` says whether this replica writes revisions and machine status (with
+        sharded engines, only the holder of shard 0 does; every replica still judges)."""
         self._client = client
         self._registry = registry
         self._recorder = recorder
@@ -85,6 +88,7 @@ class MachineController:
         self._enqueue_kind = enqueue_kind
         self._jobs = jobs
         self._kind_synced = kind_synced
+        self._may_write = may_write
         self.machines = Cache()
         self.crds = Cache(project_crd)
         self.revisions = Cache()
@@ -109,6 +113,10 @@ class MachineController:
         ]
 
     def _changed(self, _event: str, _old: Obj | None, _new: Obj | None) -> None:
+        self._queue.add(_SYNC)
+
+    def resync(self) -> None:
+        """Sync again soon (this replica may write now)."""
         self._queue.add(_SYNC)
 
     def start_working(self) -> None:
@@ -177,15 +185,19 @@ class MachineController:
             body = revision_object(verdict.new_revision, namespace=self._namespace,
                                    number=max(numbers, default=0) + 1,
                                    generation=verdict.generation)
-            with contextlib.suppress(AlreadyExists):
-                self._client.create(CONTROLLER_REVISIONS, body, self._namespace)
-                self._log.info(f"machine {verdict.name}: kept revision {body['metadata']['name']}")
+            if self._may_write():
+                with contextlib.suppress(AlreadyExists):
+                    self._client.create(CONTROLLER_REVISIONS, body, self._namespace)
+                    self._log.info(f"machine {verdict.name}: kept revision "
+                                   f"{body['metadata']['name']}")
             created[body["metadata"]["name"]] = body
         return created
 
     def _write_statuses(
         self, objects: Iterable[Obj], decided: Mapping[str, MachineVerdict]
     ) -> None:
+        if not self._may_write():
+            return
         now = format_time(utc_now())
         for obj in objects:
             verdict = decided[obj["metadata"]["name"]]
@@ -223,6 +235,8 @@ class MachineController:
         """Delete revisions no machine has in force and no job runs with, after a grace period
         (a job may be recording one right now); keep the newest of a kind nobody governs, so
         the engine still watches that kind and tells its new jobs why they do not start."""
+        if not self._may_write():
+            return
         needed = {v.current_revision for v in decided.values() if v.current_revision}
         needed |= _tombstones(revisions, governed, served)
         for _kind, job in self._jobs():

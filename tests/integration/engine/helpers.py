@@ -356,11 +356,13 @@ class PodWatch:
     """Every pod event in one namespace, watched from the start, for 'at any time' checks.
 
     It remembers every pod object it saw (by uid), how many existed at once per replica,
-    and the uids created per replica.
+    and the uids created per replica. `key` names a pod's replica (`Worker-0` by default;
+    tests with several jobs in one namespace put the job's name in it).
     """
 
     client: KubeClient
     namespace: str
+    key: Callable[[Obj], str] = replica_key
     created: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
     seen: set[str] = field(default_factory=set)
     most_at_once: Counter[str] = field(default_factory=Counter)
@@ -401,7 +403,7 @@ class PodWatch:
     def _apply(self, kind: str, pod: Obj) -> None:
         if kind not in ("ADDED", "MODIFIED", "DELETED"):
             return
-        replica, uid = replica_key(pod), str(pod["metadata"]["uid"])
+        replica, uid = self.key(pod), str(pod["metadata"]["uid"])
         with self._lock:
             self.seen.add(uid)
             if kind == "DELETED":
@@ -415,9 +417,11 @@ class PodWatch:
 
 
 @contextlib.contextmanager
-def watching_pods(client: KubeClient, namespace: str) -> Iterator[PodWatch]:
+def watching_pods(
+    client: KubeClient, namespace: str, key: Callable[[Obj], str] = replica_key
+) -> Iterator[PodWatch]:
     """A `PodWatch` for the length of the block."""
-    watch = PodWatch(client, namespace).start()
+    watch = PodWatch(client, namespace, key).start()
     try:
         yield watch
     finally:
