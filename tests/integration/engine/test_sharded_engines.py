@@ -34,7 +34,6 @@ from engine.controller.shard_leases import ROLE_LABEL, SHARD_LABEL
 from engine.controller.shards import shard_of
 from tests.integration.engine.helpers import (
     JOB_NAME,
-    PYTORCHJOBS,
     Replica,
     get_job,
     new_namespace,
@@ -45,6 +44,7 @@ from tests.integration.engine.helpers import (
     wait_for,
     watching_pods,
 )
+from tests.kinds import PYTORCHJOBS
 
 Obj = dict[str, Any]
 
