@@ -35,14 +35,17 @@ class WrittenVersions:
                 return  # its watch event came before the write call returned
             self._versions[job_id] = (resource_version, self._clock())
 
-    def seen(self, job_id: str, resource_version: str) -> None:
-        """The cache now holds this version of the job (called by the watch handler)."""
+    def seen(self, job_id: str, resource_version: str) -> bool:
+        """The cache now holds this version of the job (called by the watch handler); whether
+        it is the engine's own last write (the reconcile that wrote it already acted on it)."""
         with self._lock:
             recent = self._recently_seen.setdefault(job_id, deque(maxlen=_RECENT))
             recent.append(resource_version)
             entry = self._versions.get(job_id)
             if entry is not None and entry[0] == resource_version:
                 del self._versions[job_id]
+                return True
+            return False
 
     def caught_up(self, job_id: str, cached_version: str) -> bool:
         """Whether the cached copy is (at least) what the engine last wrote."""

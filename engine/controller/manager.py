@@ -193,13 +193,16 @@ class Engine:
     # Watch handlers: they only lower expectations and queue keys.
 
     def _job_handler(self, kind: str) -> Any:
-        def handle(_event: str, old: Obj | None, new: Obj | None) -> None:
+        def handle(event: str, old: Obj | None, new: Obj | None) -> None:
             obj = new or old
-            if obj is not None:
-                metadata = obj["metadata"]
-                key = JobKey(kind, metadata["namespace"], metadata["name"])
-                self.written.seen(key.id, metadata["resourceVersion"])
-                self.queue.add(key, urgent=_started(obj))
+            if obj is None:
+                return
+            metadata = obj["metadata"]
+            key = JobKey(kind, metadata["namespace"], metadata["name"])
+            own = self.written.seen(key.id, metadata["resourceVersion"])
+            if own and _only_ours_changed(old, new):
+                return  # the echo of our own write: the reconcile that wrote it acted on it
+            self.queue.add(key, urgent=_started(obj))
 
         return handle
 
@@ -442,6 +445,20 @@ def _started(job: Obj) -> bool:
     """Whether the engine has written the job's status: from then on it is work in progress,
     not a new arrival (a two-phase end, a restart, a deletion go before jobs not begun)."""
     return bool((job.get("status") or {}).get(RECORD_FIELD))
+
+
+def _only_ours_changed(old: Obj | None, new: Obj | None) -> bool:
+    """Whether nothing the engine did not write changed between two versions of a job: the
+    same generation (spec), labels, annotations and deletion. A version the engine wrote can
+    still carry someone else's change when the watch skipped the one before it (a relist)."""
+    if old is None or new is None:
+        return False
+    before, after = old["metadata"], new["metadata"]
+    return all(before.get(field) == after.get(field) for field in _NOT_OURS)
+
+
+_NOT_OURS = ("generation", "labels", "annotations", "deletionTimestamp")
+"""Job metadata only others change (the engine writes status and its own finalizer)."""
 
 
 def _started_deleting(old: Obj | None, new: Obj | None) -> bool:

@@ -22,6 +22,18 @@ def test_a_job_is_not_caught_up_until_the_cache_holds_the_written_version() -> N
     assert versions.caught_up("PyTorchJob/ns/a", "11") is True  # the event cleared it
 
 
+def test_seen_tells_whether_the_version_is_the_engines_own_last_write() -> None:
+    """The watch handler skips the reconcile an echo of our own write would cost."""
+    versions = WrittenVersions(clock=Clock())
+    versions.wrote("k", "12")
+    assert versions.seen("k", "11") is False  # someone else's version, before ours
+    assert versions.seen("k", "12") is True
+    assert versions.seen("k", "12") is False  # told once
+    versions.seen("k", "13")
+    versions.wrote("k", "13")  # the event beat the reply: not known as ours, reconciled
+    assert versions.seen("k", "14") is False
+
+
 def test_the_cached_copy_equal_to_the_write_is_caught_up() -> None:
     versions = WrittenVersions(clock=Clock())
     versions.wrote("k", "12")
