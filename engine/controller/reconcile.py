@@ -32,7 +32,12 @@ from engine.controller.errors import Conflict, Invalid, NotFound
 from engine.controller.events import EventRecorder
 from engine.controller.expectations import Expectations
 from engine.controller.freshness import ReleasedFinalizers, WrittenVersions
-from engine.controller.jobspec import JobSpecView, managed_by_us, read_job_spec
+from engine.controller.jobspec import (
+    JobSpecView,
+    ValidationVerdicts,
+    managed_by_us,
+    read_job_spec,
+)
 from engine.controller.machines.registry import Assignment, MachineRegistry, Unassigned
 from engine.controller.manifests import main_container_name
 from engine.controller.notices import notices_for
@@ -134,6 +139,7 @@ class Reconciler:
         self._settings = settings
         self._written = written
         self._released = ReleasedFinalizers()
+        self._verdicts = ValidationVerdicts()
         self._clock = clock
         self._transition_listeners: list[TransitionListener] = []
 
@@ -213,7 +219,7 @@ class Reconciler:
                 logger.exception("a transition listener failed")
 
     def _observe(self, key: JobKey, job: Obj, definition: CompiledDefinition) -> _Observed:
-        spec = read_job_spec(job, definition)
+        spec = read_job_spec(job, definition, verdicts=self._verdicts)
         guard = AdoptionGuard(self._client, self._resource(key), job)
         types = [t.name for t in spec.replica_types]
         pods = claim(self._client, PODS, self._caches.pods, job, replica_types=types, guard=guard)
