@@ -286,6 +286,13 @@ def run(
     log_format: Annotated[
         LogFormat | None, typer.Option(help="text (default), or json for clusters.")
     ] = None,
+    live: Annotated[
+        bool, typer.Option("--live", help="Print one line per job state change and per "
+                           "replica failure or restart, as `up` does.")
+    ] = False,
+    parent_pid: Annotated[
+        int | None, typer.Option(hidden=True, help="Stop when this process is gone (`up`).")
+    ] = None,
 ) -> None:
     """Run the engine against a cluster until SIGINT or SIGTERM."""
     from engine.app.run import RunOptions, run_engine
@@ -302,7 +309,7 @@ def run(
     code = run_engine(RunOptions(
         kubeconfig=kubeconfig, in_cluster=in_cluster, machines=machines, namespace=namespace,
         leader_elect=leader_elect, shards=shards, lease_namespace=lease_namespace,
-        metrics_port=metrics_port, settings=settings,
+        metrics_port=metrics_port, live=live, parent_pid=parent_pid, settings=settings,
     ))
     raise typer.Exit(code=code)
 

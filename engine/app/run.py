@@ -8,8 +8,10 @@ its supervisor restarts it as a fresh candidate).
 from __future__ import annotations
 
 import gc
+import os
 import signal
 import socket
+import sys
 import threading
 import uuid
 from dataclasses import dataclass, field
@@ -17,6 +19,7 @@ from pathlib import Path
 
 from loguru import logger
 
+from engine.app.live import LiveReport, use_colour
 from engine.controller.client import KubeClient
 from engine.controller.health import serve_metrics_and_health
 from engine.controller.install import apply_machines
@@ -41,6 +44,10 @@ class RunOptions:
     does everything)."""
     lease_namespace: str = "default"
     metrics_port: int | None = None
+    live: bool = False
+    """Print one line per job state change and replica failure or restart (as `up` does)."""
+    parent_pid: int | None = None
+    """Stop when this process is no longer our parent (`up` runs the engine so)."""
     settings: EngineSettings = field(default_factory=EngineSettings)
 
 
@@ -97,12 +104,20 @@ def run_engine(options: RunOptions, *, stop: threading.Event | None = None) -> i
         if options.metrics_port is not None
         else None
     )
+    report = LiveReport(sys.stdout, colour=use_colour(sys.stdout)) if options.live else None
+    if report is not None:
+        report.start()
+        engine.recorder.add_listener(report)
+    if options.parent_pid is not None:
+        _stop_when_orphaned(options.parent_pid, stop)
     try:
         engine.run(stop, leader_election=elector, sharding=coordinator)
     finally:
         if health is not None:
             health.stop()
         client.close()
+        if report is not None:
+            report.stop()
     if elector is not None and not stop.is_set():
         logger.error("leadership lost: exiting so that a supervisor restarts a fresh candidate")
         return 1
@@ -116,6 +131,22 @@ def _elector(client: KubeClient, options: RunOptions, identity: str) -> LeaderEl
         lease_duration_s=settings.lease_duration_s, renew_deadline_s=settings.renew_deadline_s,
         retry_period_s=settings.retry_period_s,
     )
+
+
+def _stop_when_orphaned(parent_pid: int, stop: threading.Event) -> None:
+    """Set `stop` once `parent_pid` is no longer our parent (it died, even by SIGKILL)."""
+
+    def watch() -> None:
+        while not stop.wait(_ORPHAN_CHECK_S):
+            if os.getppid() != parent_pid:
+                logger.warning(f"process {parent_pid} that started the engine is gone: "
+                               "stopping")
+                stop.set()
+
+    threading.Thread(target=watch, name="parent-watch", daemon=True).start()
+
+
+_ORPHAN_CHECK_S = 1.0
 
 
 def _stop_on_signals() -> threading.Event:

@@ -1,5 +1,8 @@
-"""`jobmachine up`: the API server with the CRDs, the local node and the engine, in one process.
+"""`jobmachine up`: the API server with the CRDs, the local node and the engine.
 
+The command runs the engine as a child process (`jobmachine run --live` against the
+server), so the engine and the server each have a core; `running_local_cluster` runs all
+three in one process, for tests and the demo, which look into the engine.
 With a data dir everything persists (objects, the node's state, the token and
 CA), so stopping and starting again resumes every job where it was: the engine
 reads each job's state back from its status, the write-ahead log.
@@ -10,6 +13,7 @@ from __future__ import annotations
 import math
 import os
 import signal
+import subprocess
 import sys
 import threading
 from collections.abc import Iterator, Mapping
@@ -18,7 +22,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from engine.app.live import LiveReport, use_colour
 from engine.app.run import tune_collector
 from engine.app.shipped import shipped_dir
 from engine.cluster import running_apiserver
@@ -71,9 +74,9 @@ class LocalCluster:
 
 
 @contextmanager
-def running_local_cluster(options: UpOptions) -> Iterator[LocalCluster]:
-    """Start the server, install the CRDs, apply the machines as StateMachine objects, start
-    the node and the engine; stop all on exit."""
+def running_local_server(options: UpOptions) -> Iterator[tuple[RunningApiServer, KubeClient]]:
+    """Start the server, install the CRDs, apply the machines as StateMachine objects and
+    start the node (no engine); stop all on exit."""
     crds = shipped_dir("crds")
     machines = options.machines or shipped_dir("machines")
     node_dir = options.data_dir / "node" if options.data_dir else None
@@ -86,18 +89,25 @@ def running_local_cluster(options: UpOptions) -> Iterator[LocalCluster]:
             prepare_cluster(client, crds=crds, machines=machines)
             with running_node(server, mode=options.node_mode, state_dir=node_dir,
                               restart_backoff=options.restart_backoff):
-                engine = Engine(client, options.settings)
-                stop = threading.Event()
-                runner = threading.Thread(target=engine.run, args=(stop,), name="jobmachine-engine",
-                                          daemon=True)
-                runner.start()
-                try:
-                    yield LocalCluster(server, client, engine)
-                finally:
-                    stop.set()
-                    runner.join(60)
+                yield server, client
         finally:
             client.close()
+
+
+@contextmanager
+def running_local_cluster(options: UpOptions) -> Iterator[LocalCluster]:
+    """The local server and node with the engine in this process (tests, the demo)."""
+    with running_local_server(options) as (server, client):
+        engine = Engine(client, options.settings)
+        stop = threading.Event()
+        runner = threading.Thread(target=engine.run, args=(stop,), name="jobmachine-engine",
+                                  daemon=True)
+        runner.start()
+        try:
+            yield LocalCluster(server, client, engine)
+        finally:
+            stop.set()
+            runner.join(60)
 
 
 def serve_until_interrupted(options: UpOptions, *, quiet: bool = False) -> None:
@@ -107,17 +117,43 @@ def serve_until_interrupted(options: UpOptions, *, quiet: bool = False) -> None:
     stop = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda *_: stop.set())
-    report = None if quiet else LiveReport(sys.stdout, colour=use_colour(sys.stdout))
-    with running_local_cluster(options) as cluster:
-        print(f"jobmachine is up at {cluster.server.url} (node mode {options.node_mode})",
-              flush=True)
-        print(f"export KUBECONFIG={cluster.server.kubeconfig}", flush=True)
-        print("Ctrl-C stops everything; run `jobmachine up` again with the same --data-dir to "
-              "resume.", flush=True)
-        if report is not None:
-            report.start()
-            cluster.engine.recorder.add_listener(report)
-        stop.wait()
-        print("stopping...", flush=True)
-    if report is not None:
-        report.stop()
+    with running_local_server(options) as (server, _):
+        engine = _start_engine_process(server, options.settings, live=not quiet)
+        try:
+            print(f"jobmachine is up at {server.url} (node mode {options.node_mode})",
+                  flush=True)
+            print(f"export KUBECONFIG={server.kubeconfig}", flush=True)
+            print("Ctrl-C stops everything; run `jobmachine up` again with the same --data-dir "
+                  "to resume.", flush=True)
+            while not stop.wait(1.0):
+                if engine.poll() is not None:
+                    print(f"the engine exited with code {engine.returncode}; stopping",
+                          file=sys.stderr, flush=True)
+                    break
+            print("stopping...", flush=True)
+        finally:
+            _stop_engine_process(engine, options.settings)
+
+
+def _start_engine_process(
+    server: RunningApiServer, settings: EngineSettings, *, live: bool
+) -> subprocess.Popen[bytes]:
+    """`jobmachine run` against the local server, with `up`'s settings, as a child that
+    shares this terminal and stops when this process goes (even when killed outright)."""
+    env = {**os.environ, **{ENV_PREFIX + name.upper(): str(value)
+                            for name, value in settings.model_dump().items()}}
+    command = [sys.executable, "-m", "engine.cli", "run", "--kubeconfig",
+               str(server.kubeconfig), "--parent-pid", str(os.getpid()),
+               *(["--live"] if live else [])]
+    return subprocess.Popen(command, env=env)
+
+
+def _stop_engine_process(engine: subprocess.Popen[bytes], settings: EngineSettings) -> None:
+    """SIGTERM, and the engine's own grace (its queued events are posted) before SIGKILL."""
+    if engine.poll() is None:
+        engine.send_signal(signal.SIGTERM)
+    try:
+        engine.wait(settings.shutdown_grace_s + 5)
+    except subprocess.TimeoutExpired:
+        engine.kill()
+        engine.wait()

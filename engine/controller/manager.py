@@ -52,6 +52,9 @@ from engine.settings import EngineSettings
 Obj = Mapping[str, Any]
 
 
+_SYNC_POLL_S = 0.2
+"""While caches fill, how often a stop request is looked at."""
+
 _KIND_SYNC_TIMEOUT_S = 60.0
 """How long starting to lead waits for the jobs of the watched kinds to be listed."""
 
@@ -277,15 +280,25 @@ class Engine:
 
     # Lifetimes.
 
-    def start_watching(self, *, timeout_s: float = 60.0) -> None:
-        """Start every informer and the event recorder; wait until every cache has synced."""
+    def start_watching(
+        self, *, timeout_s: float = 60.0, stop: threading.Event | None = None
+    ) -> bool:
+        """Start every informer and the event recorder; wait until every cache has synced.
+
+        False if `stop` was set meanwhile (the engine is stopping before it began).
+        """
         self.recorder.start()
         for informer in self._informers:
             informer.start()
         deadline = time.monotonic() + timeout_s
         for informer in self._informers:
-            if not informer.wait_synced(max(deadline - time.monotonic(), 0.0)):
-                raise TimeoutError(f"caches did not sync within {timeout_s:.0f}s")
+            while not informer.wait_synced(min(max(deadline - time.monotonic(), 0.0),
+                                               _SYNC_POLL_S)):
+                if stop is not None and stop.is_set():
+                    return False
+                if time.monotonic() >= deadline:
+                    raise TimeoutError(f"caches did not sync within {timeout_s:.0f}s")
+        return True
 
     def wait_until_governed(self, kind: str, *, timeout_s: float) -> None:
         """Wait until a machine governs `kind` and its jobs are listed (tools and benchmarks
@@ -392,8 +405,9 @@ class Engine:
         With `sharding`, jobs are worked on only in the shards the coordinator holds, and
         every shard is given back before the engine stops.
         """
-        self.start_watching()
         try:
+            if not self.start_watching(stop=stop):
+                return
             if sharding is not None:
                 self.start_working()
                 sharding.run(stop)

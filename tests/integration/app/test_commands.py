@@ -64,6 +64,47 @@ def test_up_serves_kubectl_ready_cluster_and_stops_cleanly_on_ctrl_c(tmp_path: P
             process.wait()
 
 
+def _children(pid: int) -> set[int]:
+    found: set[int] = set()
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        found |= {int(child) for child in (task / "children").read_text().split()}
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return False
+    return state != "Z"
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="needs Linux's /proc")
+def test_up_runs_the_engine_as_its_own_process_which_ends_when_up_is_killed(
+    tmp_path: Path,
+) -> None:
+    """The engine has a core of its own, and `kill -9` of `up` leaves no engine behind."""
+    process = _up(tmp_path)
+    engine: set[int] = set()
+    try:
+        _read_line(process, "export KUBECONFIG=")
+        engine = _children(process.pid)
+        assert len(engine) == 1
+        (pid,) = engine
+        assert b"run" in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        process.kill()
+        process.wait()
+        wait_until(lambda: _alive(pid), lambda alive: not alive,
+                   what="the engine to stop once up is gone", timeout_s=30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        for pid in engine:
+            if _alive(pid):
+                os.kill(pid, signal.SIGKILL)
+
+
 def _up(tmp_path: Path, *flags: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [sys.executable, "-m", "engine.cli", "up", "--data-dir", str(tmp_path / "data"),
