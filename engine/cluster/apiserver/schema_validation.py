@@ -66,11 +66,14 @@ class _Node:
     additional: _Node | None
     combined: list[_Node]
     rules: list[Rule]
+    ratchets: bool = False
+    """No rule in this subtree reads `oldSelf`: an unchanged value here needs no rule
+    evaluated (see `_rules`)."""
 
     @classmethod
     def build(cls, schema: Mapping[str, Any]) -> _Node:
         additional = schema.get("additionalProperties")
-        return cls(
+        node = cls(
             schema=schema,
             properties={k: cls.build(v) for k, v in (schema.get("properties") or {}).items()},
             items=cls.build(schema["items"]) if isinstance(schema.get("items"), Mapping) else None,
@@ -80,6 +83,10 @@ class _Node:
             ],
             rules=[compile_rule(r) for r in schema.get("x-kubernetes-validations") or []],
         )
+        children = [*node.properties.values(), node.items, node.additional]
+        node.ratchets = not any(rule.transition for rule in node.rules) and all(
+            child.ratchets for child in children if child is not None)
+        return node
 
     @property
     def preserves_unknown(self) -> bool:
@@ -257,7 +264,15 @@ def _has_rules(node: _Node) -> bool:
 
 
 def _rules(value: Any, node: _Node, path: str, old: Any, *, correlated: bool) -> list[Cause]:
-    if value is None:
+    """The causes of the rules broken under `node`.
+
+    Ratcheting, as kube-apiserver does it (CRD validation ratcheting, on by default since
+    1.30): a rule's error on a value equal to its correlated old value is not reported, so
+    a subtree that did not change and holds no transition rule is not evaluated at all (a
+    status write leaves the spec's rules alone, and a rule added to the CRD later does not
+    block writes that leave old values as they were).
+    """
+    if value is None or (correlated and node.ratchets and value == old):
         return []
     causes = []
     for rule in node.rules:

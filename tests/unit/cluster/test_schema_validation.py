@@ -571,3 +571,35 @@ def test_kubernetes_string_and_list_functions() -> None:
     assert check_crd_schema(schema, "s") == []
     result = CompiledSchema(schema).apply({"s": "abcb", "l": ["a", "b"], "n": [1, 2, 3]})
     assert result.causes == []
+
+
+RATCHETED = {
+    "type": "object",
+    "properties": {
+        "spec": {"type": "object", "properties": {"replicas": {"type": "integer"}},
+                 "x-kubernetes-validations": [{"rule": "self.replicas <= 5",
+                                               "message": "too many replicas"}]},
+        "status": {"type": "object", "properties": {"phase": {"type": "string"}}},
+    },
+}
+
+
+def test_unchanged_values_ratchet_their_rules() -> None:
+    """An object stored before a rule existed (or under a looser one) can still be written
+    where it leaves the offending value as it was (a status write); a change to that value,
+    or a new object, is checked (kube-apiserver's CRD validation ratcheting)."""
+    stored = _obj({"replicas": 9})
+    too_many = ['spec: Invalid value: "object": too many replicas']
+    assert _messages(RATCHETED, {**stored, "status": {"phase": "Running"}}, stored) == []
+    assert _messages(RATCHETED, _obj({"replicas": 10}), stored) == too_many
+    assert _messages(RATCHETED, stored) == too_many
+
+
+def test_transition_rules_are_evaluated_even_on_unchanged_values() -> None:
+    """A rule reading oldSelf is not ratcheted: it holds for every write."""
+    schema = _schema({"properties": {"v": {"type": "integer"}},
+                      "x-kubernetes-validations": [{"rule": "self.v > oldSelf.v",
+                                                    "message": "v must grow"}]})
+    stored = _obj({"v": 1})
+    assert _messages(schema, _obj({"v": 1}), stored) == [
+        'spec: Invalid value: "object": v must grow']
