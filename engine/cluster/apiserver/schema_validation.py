@@ -272,11 +272,14 @@ def _rules(value: Any, node: _Node, path: str, old: Any, *, correlated: bool) ->
     status write leaves the spec's rules alone, and a rule added to the CRD later does not
     block writes that leave old values as they were).
     """
-    if value is None or (correlated and node.ratchets and value == old):
+    if value is None:
+        return []
+    unchanged = correlated and value == old
+    if unchanged and node.ratchets:
         return []
     causes = []
     for rule in node.rules:
-        if rule.transition and not correlated:
+        if (rule.transition and not correlated) or (unchanged and not rule.transition):
             continue
         passed, message = evaluate(rule, value, old)
         if not passed:

@@ -603,3 +603,24 @@ def test_transition_rules_are_evaluated_even_on_unchanged_values() -> None:
     stored = _obj({"v": 1})
     assert _messages(schema, _obj({"v": 1}), stored) == [
         'spec: Invalid value: "object": v must grow']
+
+
+def test_a_transition_rule_below_does_not_unratchet_the_rules_above_it() -> None:
+    """An unchanged spec holding an immutable field (a transition rule, as Kubeflow's
+    runPolicy.managedBy) still ratchets the spec's own rules; the transition rule runs."""
+    schema = _schema({
+        "properties": {"replicas": {"type": "integer"},
+                       "policy": {"type": "object",
+                                  "properties": {"owner": {"type": "string"}},
+                                  "x-kubernetes-validations": [
+                                      {"rule": "self.owner == oldSelf.owner",
+                                       "message": "owner is immutable"}]}},
+        "x-kubernetes-validations": [{"rule": "self.replicas <= 5",
+                                      "message": "too many replicas"}],
+    })
+    stored = _obj({"replicas": 9, "policy": {"owner": "a"}})
+    assert _messages(schema, _obj({"replicas": 9, "policy": {"owner": "a"}}), stored) == []
+    assert _messages(schema, _obj({"replicas": 9, "policy": {"owner": "b"}}), stored) == [
+        'spec: Invalid value: "object": too many replicas',
+        'spec.policy: Invalid value: "object": owner is immutable',
+    ]
