@@ -7,6 +7,8 @@ local node in simulate mode, both run by this script. Per workload it measures:
     its requests per lifecycle counted at the server once it is quiet (events apart from the
     control path), and its peak memory (VmHWM); and, for context, the CPU this process spent
     meanwhile (the API server, the node, submitting and watching): both share the machine;
+    and fairness: per job, the time from its pod seen ended to the job seen ended (this
+    script's watches), median and p99, since all jobs arrive at once;
   - one PyTorchJob with M Workers: seconds to Succeeded, requests, CPU and memory.
 A warm-up job, run first on every server, is left out of the figures. jobmachine runs with the
 client rate limit `--qps` (its events too); kopf has none.
@@ -50,11 +52,13 @@ from engine.cluster.node import running_node  # noqa: E402
 from engine.controller.client import KubeClient  # noqa: E402
 from engine.controller.errors import ApiError, Gone  # noqa: E402
 from engine.controller.install import crd_resources, prepare_cluster  # noqa: E402
+from engine.controller.resources import PODS, Resource  # noqa: E402
 
 CRDS, MACHINES = ROOT / "crds", ROOT / "machines"
 PYTORCHJOBS = next(r for r in crd_resources(CRDS) if r.kind == "PyTorchJob")
 NAMESPACE = "default"
 HARNESS_AGENT = "compare"
+JOB_LABEL = "training.kubeflow.org/job-name"
 METRIC = re.compile(r"^apiserver_request_total\{([^}]*)\} (\d+)$", re.MULTILINE)
 LABEL = re.compile(r'(\w+)="([^"]*)"')
 
@@ -227,11 +231,14 @@ def pytorchjob(name: str, replicas: int, run_seconds: float) -> dict[str, Any]:
 
 
 class Endings:
-    """When each PyTorchJob reached a final phase, as seen by a watch of this script."""
+    """When each PyTorchJob (or pod) reached a final phase, as seen by a watch of this script."""
 
-    def __init__(self, client: KubeClient) -> None:
+    def __init__(self, client: KubeClient, resource: Resource = PYTORCHJOBS) -> None:
         self._client = client
+        self._resource = resource
         self._ended: dict[str, tuple[str, float]] = {}
+        self.jobs: dict[str, str] = {}
+        """Pod name -> its job's name (the job-name label both controllers set)."""
         self._changed = threading.Condition()
         self._stop = threading.Event()
         self._stream: Any = None
@@ -265,10 +272,10 @@ class Endings:
         while not self._stop.is_set():
             try:
                 if not version:
-                    jobs, version = self._client.list(PYTORCHJOBS, NAMESPACE)
-                    for job in jobs:
-                        self._note(job)
-                self._stream = self._client.watch(PYTORCHJOBS, NAMESPACE,
+                    found, version = self._client.list(self._resource, NAMESPACE)
+                    for obj in found:
+                        self._note(obj)
+                self._stream = self._client.watch(self._resource, NAMESPACE,
                                                   resource_version=version)
                 for event in self._stream:
                     job = event["object"]
@@ -281,9 +288,17 @@ class Endings:
                 if not self._stop.is_set():
                     time.sleep(0.5)
 
-    def _note(self, job: dict[str, Any]) -> None:
-        phase = (job.get("status") or {}).get("phase")
-        name = job["metadata"]["name"]
+    def ended_at(self) -> dict[str, float]:
+        """Name -> the monotonic time it was seen in a final phase."""
+        with self._changed:
+            return {name: at for name, (_, at) in self._ended.items()}
+
+    def _note(self, obj: dict[str, Any]) -> None:
+        phase = (obj.get("status") or {}).get("phase")
+        name = obj["metadata"]["name"]
+        job = (obj["metadata"].get("labels") or {}).get(JOB_LABEL)
+        if job:
+            self.jobs[name] = job
         if phase in ("Succeeded", "Failed") and name not in self._ended:
             with self._changed:
                 self._ended[name] = (phase, time.monotonic())
@@ -321,7 +336,7 @@ def measure_running(*, controller: Controller, workload: Workload, args: argpars
                     server: RunningApiServer, client: KubeClient,
                     process: subprocess.Popen[bytes], log: Path) -> dict[str, Any]:
     check = alive_check(process, log)
-    endings = Endings(client)
+    endings, pod_endings = Endings(client), Endings(client, PODS)
     try:
         client.create(PYTORCHJOBS, pytorchjob("warmup", 1, args.run_seconds), NAMESPACE)
         endings.wait({"warmup"}, args.startup_timeout, check)
@@ -335,17 +350,38 @@ def measure_running(*, controller: Controller, workload: Workload, args: argpars
         cpu = cpu_seconds(process.pid) - cpu_before
         harness_cpu = time.process_time() - harness_before
         memory = peak_memory_mib(process.pid)
+        lags = end_lags(names, endings, pod_endings)
     finally:
         endings.close()
+        pod_endings.close()
     requests = after - before
     return {
         "controller": controller.name, "jobs": workload.jobs, "replicas": workload.replicas,
         "seconds": elapsed, "submit_seconds": submitted, "cpu_seconds": cpu,
         "peak_memory_mib": memory, "harness_cpu_seconds": harness_cpu,
+        "lag_p50_seconds": percentile(lags, 0.5), "lag_p99_seconds": percentile(lags, 0.99),
         "event_requests": sum(n for k, n in requests.items() if is_event(k)),
         "control_requests": sum(n for k, n in requests.items() if not is_event(k)),
         "requests": dict(sorted(requests.items())),
     }
+
+
+def end_lags(names: set[str], jobs: Endings, pods: Endings) -> list[float]:
+    """Per job: seconds from its last pod seen ended to the job seen ended (fairness: work
+    in progress should not wait behind new arrivals)."""
+    pod_ends: dict[str, float] = {}
+    for pod, at in pods.ended_at().items():
+        job = pods.jobs.get(pod)
+        if job in names:
+            pod_ends[job] = max(pod_ends.get(job, at), at)
+    job_ends = jobs.ended_at()
+    return [job_ends[name] - pod_ends[name] for name in names
+            if name in job_ends and name in pod_ends]
+
+
+def percentile(values: list[float], share: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(share * len(ordered)))] if ordered else 0.0
 
 
 # --- reporting ------------------------------------------------------------------------------
@@ -356,13 +392,15 @@ def summary(runs: list[dict[str, Any]]) -> dict[str, float]:
     per = runs[0]["jobs"] if runs[0]["replicas"] == 1 else 1
     med = {key: statistics.median(run[key] for run in runs)
            for key in ("seconds", "cpu_seconds", "harness_cpu_seconds", "peak_memory_mib",
-                       "event_requests", "control_requests")}
+                       "event_requests", "control_requests", "lag_p50_seconds",
+                       "lag_p99_seconds")}
     return {
         "seconds": med["seconds"], "per_second": runs[0]["jobs"] / med["seconds"],
         "cpu_ms": med["cpu_seconds"] * 1000 / per, "memory_mib": med["peak_memory_mib"],
         "harness_cpu_ms": med["harness_cpu_seconds"] * 1000 / per,
         "events": med["event_requests"] / per, "control": med["control_requests"] / per,
         "requests": (med["event_requests"] + med["control_requests"]) / per,
+        "lag_p50": med["lag_p50_seconds"], "lag_p99": med["lag_p99_seconds"],
     }
 
 
@@ -372,7 +410,9 @@ ROWS_MANY = (("lifecycles/s", "per_second", "{:.1f}"),
              ("  control path", "control", "{:.1f}"),
              ("  events", "events", "{:.1f}"),
              ("peak memory MiB", "memory_mib", "{:.0f}"),
-             ("server + node CPU ms per lifecycle", "harness_cpu_ms", "{:.1f}"))
+             ("server + node CPU ms per lifecycle", "harness_cpu_ms", "{:.1f}"),
+             ("pod end to job end, median s", "lag_p50", "{:.2f}"),
+             ("pod end to job end, p99 s", "lag_p99", "{:.2f}"))
 ROWS_WIDE = (("seconds to Succeeded", "seconds", "{:.1f}"), ("CPU ms", "cpu_ms", "{:.0f}"),
              ("requests", "requests", "{:.0f}"), ("  control path", "control", "{:.0f}"),
              ("  events", "events", "{:.0f}"), ("peak memory MiB", "memory_mib", "{:.0f}"),

@@ -35,6 +35,9 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from compare import stop_process  # noqa: E402
 
 from engine.cluster import running_apiserver  # noqa: E402
 from engine.cluster.apiserver.serve import RunningApiServer  # noqa: E402
@@ -121,13 +124,7 @@ class Replicas:
 
     def stop_all(self) -> None:
         for process in self.processes.values():
-            if process.poll() is None:
-                process.send_signal(signal.SIGTERM)
-        for process in self.processes.values():
-            try:
-                process.wait(60)
-            except subprocess.TimeoutExpired:
-                process.kill()
+            stop_process(process, 60)
 
 
 def submit(client: KubeClient, start: int, count: int) -> None:

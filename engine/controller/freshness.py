@@ -27,6 +27,9 @@ class WrittenVersions:
         self._lock = threading.Lock()
         self._versions: dict[str, tuple[str, float]] = {}
         self._recently_seen: dict[str, deque[str]] = {}
+        self._waiting: set[str] = set()
+        """Jobs a reconcile was put off for, until the cache shows the engine's write: the
+        watch event then queues the job (as work in progress, ahead of new arrivals)."""
 
     def wrote(self, job_id: str, resource_version: str) -> None:
         """Remember that the engine's write of this job produced `resource_version`."""
@@ -37,18 +40,22 @@ class WrittenVersions:
 
     def seen(self, job_id: str, resource_version: str) -> bool:
         """The cache now holds this version of the job (called by the watch handler); whether
-        it is the engine's own last write (the reconcile that wrote it already acted on it)."""
+        it is the engine's own last write and no reconcile waits for it (the reconcile that
+        wrote it already acted on it, so it needs no reconcile of its own)."""
         with self._lock:
             recent = self._recently_seen.setdefault(job_id, deque(maxlen=_RECENT))
             recent.append(resource_version)
             entry = self._versions.get(job_id)
+            waited = job_id in self._waiting
+            self._waiting.discard(job_id)
             if entry is not None and entry[0] == resource_version:
                 del self._versions[job_id]
-                return True
+                return not waited
             return False
 
     def caught_up(self, job_id: str, cached_version: str) -> bool:
-        """Whether the cached copy is (at least) what the engine last wrote."""
+        """Whether the cached copy is (at least) what the engine last wrote; when not, the
+        watch event of the write is owed a reconcile (see `seen`)."""
         with self._lock:
             entry = self._versions.get(job_id)
             if entry is None or entry[0] == cached_version:
@@ -57,6 +64,7 @@ class WrittenVersions:
             if self._clock() - entry[1] > self._ttl:
                 del self._versions[job_id]
                 return True
+            self._waiting.add(job_id)
             return False
 
     def forget(self, job_id: str) -> None:
@@ -64,6 +72,7 @@ class WrittenVersions:
         with self._lock:
             self._versions.pop(job_id, None)
             self._recently_seen.pop(job_id, None)
+            self._waiting.discard(job_id)
 
 
 class ReleasedFinalizers:

@@ -34,6 +34,17 @@ def test_seen_tells_whether_the_version_is_the_engines_own_last_write() -> None:
     assert versions.seen("k", "14") is False
 
 
+def test_the_echo_a_reconcile_waited_for_is_not_skipped() -> None:
+    """A reconcile put off until the cache shows our write is owed the event of that write:
+    it queues the job at once, ahead of new arrivals (a delayed retry would not be)."""
+    versions = WrittenVersions(clock=Clock())
+    versions.wrote("k", "12")
+    assert not versions.caught_up("k", "11")
+    assert versions.seen("k", "12") is False
+    versions.wrote("k", "13")
+    assert versions.seen("k", "13") is True  # nobody waited this time
+
+
 def test_the_cached_copy_equal_to_the_write_is_caught_up() -> None:
     versions = WrittenVersions(clock=Clock())
     versions.wrote("k", "12")
