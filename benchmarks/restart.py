@@ -182,6 +182,41 @@ def job_name(index: int, width: int) -> str:
     return f"restart-{index:0{width}d}"
 
 
+KOPF_COMMAND = [sys.executable, "-m", "kopf", "run", "--standalone", "--all-namespaces",
+                str(ROOT / "benchmarks" / "kopf_operator.py")]
+KOPF_CLIENTS = ("kopf", "OpenAPI-Generator")
+"""kopf's own requests and its handlers' official client (as in compare.py)."""
+JOB_NAME_LABEL = "training.kubeflow.org/job-name"
+"""Kubeflow's label, which both jobmachine and the kopf operator put on a job's children."""
+
+
+def run_template_job_kopf(server: RunningApiServer, client: KubeClient, name: str,
+                          timeout_s: float) -> Templates:
+    """Run one real job to Succeeded with the real node (simulate mode) and the kopf
+    operator as its own process; both are stopped before this returns."""
+    with running_node(server, mode="simulate"):
+        process = subprocess.Popen(
+            KOPF_COMMAND, env={**os.environ, "KUBECONFIG": str(server.kubeconfig)}, cwd=ROOT,
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        try:
+            client.create(PYTORCHJOBS, pytorchjob(name, 0.05), NAMESPACE)
+            deadline = time.monotonic() + timeout_s
+            while (client.get(PYTORCHJOBS, name, NAMESPACE).get("status") or {}).get(
+                    "phase") not in ("Succeeded", "Failed"):
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"the template job {name} did not finish under kopf")
+                time.sleep(0.1)
+            time.sleep(2.0)  # kopf's last annotation patch follows the status patch
+        finally:
+            _stop(process)
+    job = client.get(PYTORCHJOBS, name, NAMESPACE)
+    phase = (job.get("status") or {}).get("phase")
+    if phase != "Succeeded":
+        raise RuntimeError(f"the template job ended {phase}, not Succeeded")
+    pods, _ = client.list(PODS, NAMESPACE, label_selector=f"{JOB_NAME_LABEL}={name}")
+    return Templates(job, pods, [])
+
+
 def run_template_job(server: RunningApiServer, client: KubeClient, name: str,
                      timeout_s: float) -> Templates:
     """Run one real job to Succeeded with the real node (simulate mode) and a real engine
@@ -355,7 +390,7 @@ def check_copies(client: KubeClient, templates: Templates, names: list[str]) -> 
 
     def children(resource: Any, job: str) -> list[Obj]:
         items, _ = client.list(resource, NAMESPACE,
-                               label_selector=f"jobmachine.dev/job-name={job}")
+                               label_selector=f"{JOB_NAME_LABEL}={job}")
         return sorted(items, key=lambda o: o["metadata"]["name"])
 
     for name in names:
@@ -599,6 +634,67 @@ def restart_engine(server: RunningApiServer, *, label: str, qps: float | None, j
     return result
 
 
+def kopf_counts(server: RunningApiServer) -> Counts:
+    counts: Counts = Counter()
+    for name in KOPF_CLIENTS:
+        counts += server_counts(server, name)
+    return counts
+
+
+def restart_kopf(server: RunningApiServer, *, label: str, jobs: int, args: argparse.Namespace,
+                 log_dir: Path) -> Restart:
+    """Start the kopf operator over the finished jobs. kopf has no readiness to ask, so it is
+    *ready* once it has gone quiet: no request and under 10% of a core for `args.quiet` s;
+    the time is that of its last activity. Always stopped before this returns."""
+    result = Restart(label=label, qps=None, jobs=jobs, load_before=load_average())
+    before = kopf_counts(server)
+    server_cpu = time.process_time()
+    log_path = log_dir / f"kopf-{label.replace(' ', '-')}.log"
+    with log_path.open("wb") as log:
+        started = time.perf_counter()
+        process = subprocess.Popen(
+            KOPF_COMMAND, env={**os.environ, "KUBECONFIG": str(server.kubeconfig)}, cwd=ROOT,
+            stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        last_total, last_cpu, last_change = -1, 0.0, started
+        while time.perf_counter() < started + args.timeout:
+            if process.poll() is not None:
+                result.error = f"kopf exited with code {process.returncode}"
+                break
+            total = sum(diff(kopf_counts(server), before).values())
+            cpu, now = process_cpu_s(process.pid), time.perf_counter()
+            if total != last_total or cpu - last_cpu > 0.1 * args.poll:
+                last_total, last_cpu, last_change = total, cpu, now
+            elif total > 0 and now - last_change >= args.quiet:
+                result.ready_s = last_change - started
+                result.cpu_at_ready_s = result.cpu_s = last_cpu
+                break
+            time.sleep(args.poll)
+        else:
+            result.error = f"not quiet within {args.timeout:.0f} s"
+        window = diff(kopf_counts(server), before)
+        result.server_cpu_s = time.process_time() - server_cpu
+        result.rss_mib, result.peak_rss_mib = process_memory_mib(process.pid)
+        result.reads = split(window, READ_VERBS)
+        result.writes = split(window, WRITE_VERBS)
+    finally:
+        _stop(process)
+    result.load_after = load_average()
+    return result
+
+
+def print_kopf_restart(r: Restart) -> None:
+    print(f"\n{r.label}: quiet (ready) after {_seconds(r.ready_s)} s; CPU {r.cpu_s:.1f} s; "
+          f"memory {r.rss_mib:.0f} MiB, peak {r.peak_rss_mib:.0f} MiB; load {r.load_before} "
+          f"-> {r.load_after}")
+    if r.error:
+        print(f"  ERROR: {r.error}")
+    print(f"  reads  {sum(r.reads.values()):>6}: " + ", ".join(
+        f"{k} x{n}" for k, n in r.reads.items()))
+    print(f"  writes {sum(r.writes.values()):>6}: " + (", ".join(
+        f"{k} x{n}" for k, n in r.writes.items()) or "none"))
+
+
 def _wait_ready(process: subprocess.Popen[bytes], *, port: int, jobs: int, result: Restart,
                 started: float, args: argparse.Namespace) -> dict[str, float]:
     """Poll the engine every `args.poll` s until it is ready (or the timeout): /healthz,
@@ -755,6 +851,11 @@ def parse_args() -> argparse.Namespace:
                         "jobs)")
     parser.add_argument("--timeout", type=float, default=900.0,
                         help="seconds a restart may take to become ready")
+    parser.add_argument("--controller", choices=("jobmachine", "kopf"), default="jobmachine",
+                        help="kopf: the template job is finished by benchmarks/kopf_operator.py "
+                        "and kopf is restarted instead (needs the .[bench] extra)")
+    parser.add_argument("--quiet", type=float, default=3.0,
+                        help="kopf: seconds without requests and CPU that count as ready")
     parser.add_argument("--json", type=Path, help="write the raw results here")
     parser.add_argument("--logs", type=Path,
                         help="keep the engines' logs in this folder (default: a temporary one)")
@@ -783,9 +884,10 @@ def fill_cluster(server: RunningApiServer, client: KubeClient, args: argparse.Na
     width = max(5, len(str(args.jobs - 1)))
     names = [job_name(i, width) for i in range(args.jobs)]
     started = time.perf_counter()
-    templates = run_template_job(server, client, names[0], timeout_s=120)
+    run = run_template_job_kopf if args.controller == "kopf" else run_template_job
+    templates = run(server, client, names[0], timeout_s=120)
     results["template_s"] = time.perf_counter() - started
-    print(f"template job {names[0]} succeeded with the real node and engine in "
+    print(f"template job {names[0]} succeeded with the real node and {args.controller} in "
           f"{results['template_s']:.1f} s ({len(templates.pods)} pod, "
           f"{len(templates.services)} service); node and engine stopped")
 
@@ -834,13 +936,20 @@ def main() -> None:
         prepare_cluster(client, crds=CRDS, machines=MACHINES)
         fill_cluster(server, client, args, results)
         restarts = []
-        for label, qps in planned_restarts(args):
+        if args.controller == "kopf":
+            for i in range(args.restarts):
+                restart = restart_kopf(server, label=f"kopf #{i + 1}", jobs=args.jobs,
+                                       args=args, log_dir=log_dir)
+                results["restarts"].append(asdict(restart))
+                print_kopf_restart(restart)
+        for label, qps in planned_restarts(args) if args.controller == "jobmachine" else []:
             restart = restart_engine(server, label=label, qps=qps, jobs=args.jobs, args=args,
                                      log_dir=log_dir)
             restarts.append(restart)
             results["restarts"].append(asdict(restart))
             print_restart(restart)
-        print_table(restarts)
+        if restarts:
+            print_table(restarts)
         if args.logs:
             print(f"engine logs in {log_dir}")
     if args.json:
