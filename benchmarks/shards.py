@@ -29,7 +29,6 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +45,7 @@ from engine.controller.client import KubeClient  # noqa: E402
 from engine.controller.install import crd_resources, prepare_cluster  # noqa: E402
 from engine.controller.resources import LEASES  # noqa: E402
 from engine.controller.shard_leases import ROLE_LABEL  # noqa: E402
+from engine.controller.timestamps import parse_time  # noqa: E402
 
 CRDS, MACHINES = ROOT / "crds", ROOT / "machines"
 PYTORCHJOBS = next(r for r in crd_resources(CRDS) if r.kind == "PyTorchJob")
@@ -53,7 +53,8 @@ NAMESPACE = "default"
 
 
 def seconds(stamp: str) -> float:
-    return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+    """A metav1.Time or MicroTime as seconds since the epoch."""
+    return parse_time(stamp).timestamp()
 
 
 def pytorchjob(name: str) -> dict[str, Any]:

@@ -14,7 +14,7 @@ import math
 import threading
 import time
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from loguru import logger
@@ -258,9 +258,7 @@ class Engine:
         """This replica now holds `shard`: look at every job in it (and write the machines'
         revisions and status if it is shard 0)."""
         assert self.shards is not None
-        for kind, job in self._all_jobs():
-            metadata = job["metadata"]
-            key = JobKey(kind, metadata["namespace"], metadata["name"])
+        for key in self._job_keys():
             if self.shards.shard(key) == shard:
                 self.queue.add(key)
         if shard == 0:
@@ -268,9 +266,13 @@ class Engine:
 
     def enqueue_all(self) -> None:
         """Queue every cached job (the periodic resync, and node readiness changes)."""
+        for key in self._job_keys():
+            self.queue.add(key)
+
+    def _job_keys(self) -> Iterator[JobKey]:
         for kind, job in self._all_jobs():
             metadata = job["metadata"]
-            self.queue.add(JobKey(kind, metadata["namespace"], metadata["name"]))
+            yield JobKey(kind, metadata["namespace"], metadata["name"])
 
     def _jobs_by_phase(self) -> dict[tuple[str, str], int]:
         counts: Counter[tuple[str, str]] = Counter()

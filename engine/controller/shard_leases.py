@@ -27,7 +27,6 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any, Protocol
 
 from loguru import logger
@@ -36,6 +35,7 @@ from engine.controller.errors import ApiError, NotFound
 from engine.controller.leader import micro_time
 from engine.controller.resources import LEASES, Resource
 from engine.controller.shards import ShardGate
+from engine.controller.timestamps import parse_time
 
 GROUP_LABEL = "jobmachine.dev/shard-group"
 """Label on every lease of one sharded engine: they are listed by it."""
@@ -387,8 +387,7 @@ def _stale(lease: Mapping[str, Any], now: float) -> bool:
     renewed = spec.get("renewTime")
     if not renewed:
         return True
-    at = datetime.fromisoformat(str(renewed).replace("Z", "+00:00")).timestamp()
-    return now > at + float(spec.get("leaseDurationSeconds") or 0)
+    return now > parse_time(str(renewed)).timestamp() + float(spec.get("leaseDurationSeconds") or 0)
 
 
 def _labels(obj: Mapping[str, Any]) -> Mapping[str, str]:

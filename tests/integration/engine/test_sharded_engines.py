@@ -20,7 +20,6 @@ import time
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +31,7 @@ from engine.controller.errors import ApiError
 from engine.controller.resources import EVENTS, LEASES
 from engine.controller.shard_leases import ROLE_LABEL, SHARD_LABEL
 from engine.controller.shards import shard_of
+from engine.controller.timestamps import parse_time
 from tests.integration.engine.helpers import (
     JOB_NAME,
     Replica,
@@ -67,7 +67,8 @@ def client(engineless: RunningApiServer) -> Iterator[KubeClient]:
 
 
 def seconds(stamp: str) -> float:
-    return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+    """A metav1.Time or MicroTime as seconds since the epoch."""
+    return parse_time(stamp).timestamp()
 
 
 @dataclass
