@@ -16,6 +16,7 @@ from engine.cluster.apiserver.names import dns1123_subdomain_errors
 from engine.cluster.apiserver.objects import Obj
 from engine.cluster.apiserver.registry import Registry
 from engine.cluster.apiserver.resources import ResourceType
+from engine.cluster.apiserver.scale import scale_causes
 
 FIELD_VALIDATION_MODES = ("Strict", "Warn", "Ignore")
 DEFAULT_FIELD_VALIDATION = "Warn"
@@ -32,18 +33,30 @@ def field_validation_mode(value: str | None) -> str:
 
 
 def admit(
-    registry: Registry, rt: ResourceType, obj: Obj, old: Obj | None, *, field_validation: str
+    registry: Registry,
+    rt: ResourceType,
+    obj: Obj,
+    old: Obj | None,
+    *,
+    field_validation: str,
+    subresource: str | None = None,
 ) -> tuple[Obj, list[str]]:
     """The object as it will be stored (pruned, defaulted) and the warnings to send.
 
-    Raises 400 for unknown fields under Strict and 422 with every cause otherwise.
+    Raises 400 for unknown fields under Strict and 422 with every cause otherwise. A custom
+    resource with a scale subresource also keeps its scale paths readable (spec replicas
+    only where the write may change the spec: not through /status).
     """
     compiled = registry.compiled_schema(rt)
     if compiled is None:
         obj, pruned = prune_unknown(rt.kind, obj)
         causes = validate_builtin(rt.kind, obj, old)
     else:
-        result = compiled.apply(obj, old=old)
+        paths = rt.scale
+        checks = None if paths is None else (
+            lambda new: scale_causes(paths, new, spec=subresource != "status")
+        )
+        result = compiled.apply(obj, old=old, checks=checks)
         obj, pruned = result.obj, result.pruned
         causes = [*validate_metadata(obj["metadata"], dns1123_subdomain_errors), *result.causes]
     unknown = [f'unknown field "{path}"' for path in pruned]

@@ -89,6 +89,7 @@ _BUILTIN_ROOTS = {
     ("", "Node"): "Node",
     ("apps", "ControllerRevision"): "apps.ControllerRevision",
     ("coordination.k8s.io", "Lease"): "coordination.Lease",
+    ("scheduling.k8s.io", "PriorityClass"): "scheduling.PriorityClass",
 }
 
 

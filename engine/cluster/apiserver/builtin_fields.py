@@ -70,6 +70,10 @@ SHAPES: dict[str, Shape] = {
     "ControllerRevision": {**_TYPED, "data": None, "revision": None},
     "Node": {**_TYPED, "spec": None, "status": None},
     "Lease": {**_TYPED, "spec": None},
+    "PriorityClass": {
+        **_TYPED, "value": None, "globalDefault": None, "description": None,
+        "preemptionPolicy": None,
+    },
     "CustomResourceDefinition": {**_TYPED, "spec": None, "status": None},
     "Event": {
         **_TYPED,

@@ -3,7 +3,8 @@
 Each takes the whole object and returns its causes; `builtin_validation.py`
 adds the ObjectMeta checks and the update rules. Only fields clients can get
 wrong and the real server rejects are checked. ConfigMaps and Secrets share
-their data-map rules, which live in `config_kinds.py`.
+their data-map rules, which live in `config_kinds.py`; PriorityClass rules
+live with the kind in `priority_classes.py`.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from engine.cluster.apiserver.names import (
     dns1123_label_errors,
     dns1123_subdomain_errors,
 )
+from engine.cluster.apiserver.priority_classes import validate_priority_class
 from engine.cluster.apiserver.schema_validation import check_crd_schema
 
 _PORT_RANGE = "must be between 1 and 65535, inclusive"
@@ -257,6 +259,9 @@ def _crd_versions(versions: list[Any]) -> list[Cause]:
             causes.append(required(f"{path}.schema.openAPIV3Schema", "schemas are required"))
         else:
             causes += check_crd_schema(schema, f"{path}.schema.openAPIV3Schema")
+        scale = (version.get("subresources") or {}).get("scale")
+        if scale is not None:
+            causes += _scale_path_causes(scale, f"{path}.subresources.scale")
     if sum(1 for v in versions if v.get("storage")) != 1:
         causes.append(
             invalid(
@@ -276,6 +281,35 @@ def _crd_versions(versions: list[Any]) -> list[Cause]:
     return causes
 
 
+_SCALE_PATHS = (
+    ("specReplicasPath", (".spec.",), "should be a json path under .spec"),
+    ("statusReplicasPath", (".status.",), "should be a json path under .status"),
+    (
+        "labelSelectorPath",
+        (".spec.", ".status."),
+        "should be a json path under either .spec or .status",
+    ),
+)
+
+
+def _scale_path_causes(scale: Any, path: str) -> list[Cause]:
+    """A scale subresource names its fields by simple dot paths: replicas under `.spec` and
+    `.status`, the optional selector under either."""
+    scale = scale if isinstance(scale, dict) else {}
+    causes: list[Cause] = []
+    for name, prefixes, under in _SCALE_PATHS:
+        value = scale.get(name)
+        where = f"{path}.{name}"
+        if not value:
+            if name != "labelSelectorPath":
+                causes.append(required(where))
+        elif not isinstance(value, str) or not value.startswith("."):
+            causes.append(invalid(where, value, "must be a simple json path starting with ."))
+        elif not value.startswith(prefixes):
+            causes.append(invalid(where, value, under))
+    return causes
+
+
 def _is_ip(value: str) -> bool:
     try:
         ipaddress.ip_address(value)
@@ -292,6 +326,7 @@ KIND_VALIDATORS: dict[str, Callable[[Spec], list[Cause]]] = {
     "Event": validate_event,
     "ControllerRevision": validate_controller_revision,
     "Lease": validate_lease,
+    "PriorityClass": validate_priority_class,
     "Node": validate_node,
     "CustomResourceDefinition": validate_crd,
 }

@@ -354,6 +354,10 @@ BUILTIN_TYPES: dict[str, str] = {
         "acquireTime:s holderIdentity:s leaseDurationSeconds:s leaseTransitions:s "
         "preferredHolder:s renewTime:s strategy:s"
     ),
+    "scheduling.PriorityClass": (
+        "apiVersion:s description:s globalDefault:s kind:s metadata:meta.ObjectMeta "
+        "preemptionPolicy:s value:s"
+    ),
     "meta.Condition": (
         "lastTransitionTime:s message:s observedGeneration:s reason:s status:s type:s="
     ),

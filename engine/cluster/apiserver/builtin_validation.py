@@ -2,9 +2,9 @@
 
 Covers what a client can get wrong and the real server rejects with a 422:
 object metadata, the Pod, Service, Namespace, ConfigMap, Secret, Event, Lease,
-Node, ControllerRevision and CustomResourceDefinition fields that matter, and
-the fields an update may not change. Kinds not listed get the ObjectMeta
-checks only.
+PriorityClass, Node, ControllerRevision and CustomResourceDefinition fields
+that matter, and the fields an update may not change. Kinds not listed get
+the ObjectMeta checks only.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from engine.cluster.apiserver.names import (
     label_key_errors,
     label_value_errors,
 )
+from engine.cluster.apiserver.priority_classes import priority_class_immutable
 
 _ANNOTATIONS_LIMIT = 256 * 1024
 _POD_MUTABLE = (
@@ -142,5 +143,6 @@ _IMMUTABLE: dict[str, Callable[[Mapping[str, Any], Mapping[str, Any]], list[Caus
     "ConfigMap": configmap_immutable,
     "Secret": secret_immutable,
     "ControllerRevision": _controller_revision_immutable,
+    "PriorityClass": priority_class_immutable,
     "CustomResourceDefinition": _crd_immutable,
 }

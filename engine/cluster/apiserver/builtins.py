@@ -2,10 +2,10 @@
 
 These are the records discovery, routing, storage and printing read for the
 kinds a job engine needs (namespaces, pods, services, events, configmaps,
-secrets, nodes, controllerrevisions, leases, CRDs). The strategy says what the
-real API server's registry does differently per kind (create on update,
-unconditional update, status on create); custom resources use the default
-strategy.
+secrets, nodes, controllerrevisions, leases, priorityclasses, CRDs). The
+strategy says what the real API server's registry does differently per kind
+(create on update, unconditional update, status on create, generation);
+custom resources use the default strategy.
 """
 
 from __future__ import annotations
@@ -100,6 +100,15 @@ LEASES = ResourceType(
     singular="lease",
     namespaced=True,
 )
+PRIORITY_CLASSES = ResourceType(
+    group="scheduling.k8s.io",
+    version="v1",
+    kind="PriorityClass",
+    plural="priorityclasses",
+    singular="priorityclass",
+    namespaced=False,
+    short_names=("pc",),
+)
 CRDS = ResourceType(
     group="apiextensions.k8s.io",
     version="v1",
@@ -122,6 +131,7 @@ BUILTIN_TYPES: tuple[ResourceType, ...] = (
     NODES,
     CONTROLLER_REVISIONS,
     LEASES,
+    PRIORITY_CLASSES,
     CRDS,
 )
 
@@ -139,6 +149,9 @@ class Strategy:
     unconditional_update: bool = True
     # Status given on create is kept (the kubelet registers nodes with their status).
     keep_status_on_create: bool = False
+    # An update that changes more than metadata moves metadata.generation (PriorityClass's
+    # registry sets generation 1 on create and never moves it).
+    generation_on_update: bool = True
 
 
 DEFAULT_STRATEGY = Strategy()
@@ -147,6 +160,7 @@ _STRATEGIES: dict[TypeKey, Strategy] = {
     EVENTS.key: Strategy(create_on_update=True),
     LEASES.key: Strategy(create_on_update=True),
     NODES.key: Strategy(keep_status_on_create=True),
+    PRIORITY_CLASSES.key: Strategy(generation_on_update=False),
     CRDS.key: Strategy(unconditional_update=False),
 }
 

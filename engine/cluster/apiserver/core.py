@@ -2,8 +2,10 @@
 
 One place decides the start-up order that makes a restart lossless: replay
 the journal, compact it, serve the stored CRDs' types, make sure the initial
-namespaces exist, then let the garbage collector, namespace terminator and
-pod grace periods pick up whatever was pending when the last process died.
+namespaces and the system PriorityClasses exist (recreated when deleted, as
+kube-apiserver's post-start hook does), then let the garbage collector,
+namespace terminator and pod grace periods pick up whatever was pending when
+the last process died.
 """
 
 from __future__ import annotations
@@ -13,13 +15,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from engine.cluster.apiserver.builtins import INITIAL_NAMESPACES, NAMESPACES
+from engine.cluster.apiserver.builtins import INITIAL_NAMESPACES, NAMESPACES, PRIORITY_CLASSES
 from engine.cluster.apiserver.crds import CrdLifecycle
 from engine.cluster.apiserver.deletion import GracePeriods
 from engine.cluster.apiserver.gc import GarbageCollector
 from engine.cluster.apiserver.namespaces import NamespaceTerminator
 from engine.cluster.apiserver.objects import ObjectTable
 from engine.cluster.apiserver.persistence import Journal
+from engine.cluster.apiserver.priority_classes import SYSTEM_CLASSES
 from engine.cluster.apiserver.reactor import Reactor
 from engine.cluster.apiserver.registry import Registry
 from engine.cluster.apiserver.store import Store
@@ -71,6 +74,9 @@ def open_core(
     for name in INITIAL_NAMESPACES:
         if table.get(NAMESPACES.key, "", name) is None:
             store.create(NAMESPACES, "", {"metadata": {"name": name}}, field_manager=SERVER_MANAGER)
+    for system in SYSTEM_CLASSES:
+        if table.get(PRIORITY_CLASSES.key, "", system.name) is None:
+            store.create(PRIORITY_CLASSES, "", system.as_object(), field_manager=SERVER_MANAGER)
     terminator.resume()
     grace.resume()
     collector.scan()

@@ -18,7 +18,7 @@ from engine.cluster.apiserver.deletion import DeleteOptions, delete, drop_finali
 from engine.cluster.apiserver.errors import ApiError, Cause, invalid
 from engine.cluster.apiserver.objects import Change, Entry, Obj, TypeKey
 from engine.cluster.apiserver.registry import Registry
-from engine.cluster.apiserver.resources import ResourceType
+from engine.cluster.apiserver.resources import ResourceType, ScalePaths
 
 if TYPE_CHECKING:
     from engine.cluster.apiserver.store import Store
@@ -38,7 +38,11 @@ def crd_types(crd: Obj) -> tuple[list[ResourceType], ResourceType]:
     storage: ResourceType | None = None
     served: list[ResourceType] = []
     for version in spec["versions"]:
-        status = (version.get("subresources") or {}).get("status")
+        subresources = version.get("subresources") or {}
+        scale = scale_paths(subresources.get("scale"))
+        served_subresources = {"status"} if subresources.get("status") is not None else set()
+        if scale is not None:
+            served_subresources.add("scale")
         rt = ResourceType(
             group=spec["group"],
             version=version["name"],
@@ -48,10 +52,11 @@ def crd_types(crd: Obj) -> tuple[list[ResourceType], ResourceType]:
             namespaced=spec.get("scope", "Namespaced") == "Namespaced",
             short_names=tuple(names.get("shortNames") or ()),
             categories=tuple(names.get("categories") or ()),
-            subresources=frozenset({"status"}) if status is not None else frozenset(),
+            subresources=frozenset(served_subresources),
             schema=(version.get("schema") or {}).get("openAPIV3Schema"),
             printer_columns=tuple(version.get("additionalPrinterColumns") or ()),
             strategic_merge=False,
+            scale=scale,
         )
         if version.get("served", True):
             served.append(rt)
@@ -61,6 +66,17 @@ def crd_types(crd: Obj) -> tuple[list[ResourceType], ResourceType]:
         name = crd["metadata"]["name"]
         raise ValueError(f"CustomResourceDefinition {name} has no storage version")
     return served, storage
+
+
+def scale_paths(scale: Any) -> ScalePaths | None:
+    """A CRD version's `subresources.scale` (validated when the CRD was written), or None."""
+    if not isinstance(scale, dict):
+        return None
+    return ScalePaths(
+        spec_replicas=scale["specReplicasPath"],
+        status_replicas=scale["statusReplicasPath"],
+        label_selector=scale.get("labelSelectorPath") or "",
+    )
 
 
 def prepare_crd(obj: Obj, old: Obj | None, registry: Registry, *, now: str) -> Obj:

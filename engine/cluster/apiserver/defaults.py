@@ -1,10 +1,12 @@
 """Defaulting of built-in kinds: the fields a real API server fills in on every write.
 
 Clients (kubectl, controllers, the node) read these back (a pod's phase and
-restart policy, a service's cluster IP and port protocol, a namespace's
-finalizer and phase, a secret's type), so they are set here the way the real
-defaulters and registries set them. Objects are copied where changed, never
-mutated in place.
+restart policy, a container's requests taken from its limits, a service's
+cluster IP and port protocol, a namespace's finalizer and phase, a secret's
+type, a PriorityClass's preemption policy), so they are set here the way the
+real defaulters and registries set them. A pod's priority is not a default:
+the Priority admission plugin sets it (`priority_admission.py`). Objects are
+copied where changed, never mutated in place.
 """
 
 from __future__ import annotations
@@ -14,8 +16,16 @@ import secrets
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from engine.cluster.apiserver.builtins import NAMESPACES, PODS, SECRETS, SERVICES
+from engine.cluster.apiserver.builtins import (
+    NAMESPACES,
+    PODS,
+    PRIORITY_CLASSES,
+    SECRETS,
+    SERVICES,
+)
 from engine.cluster.apiserver.objects import Obj, TypeKey
+from engine.cluster.apiserver.priority_classes import with_defaults as priority_class_defaults
+from engine.cluster.apiserver.qos import qos_class
 
 # The real server's default service CIDR (10.96.0.0/12), minus network and the
 # first address (10.96.0.1 is the `kubernetes` service's).
@@ -36,6 +46,8 @@ def apply_defaults(key: TypeKey, obj: Obj, old: Obj | None, used_ips: UsedIps) -
         return _namespace(obj, creating=old is None)
     if key == SECRETS.key:
         return _secret(obj)
+    if key == PRIORITY_CLASSES.key:
+        return priority_class_defaults(obj)
     return obj
 
 
@@ -73,34 +85,40 @@ def _pod(obj: Obj, *, creating: bool) -> Obj:
         "schedulerName": "default-scheduler",
         "securityContext": {},
         "enableServiceLinks": True,
-        "priority": 0,
     }
     spec = {**defaults, **spec}
     for field in ("containers", "initContainers"):
         if isinstance(spec.get(field), list):
-            spec[field] = [_container(c) for c in spec[field]]
+            spec[field] = [_requests_from_limits(_container(c)) for c in spec[field]]
     obj = {**obj, "spec": spec}
     if creating:
         status = obj.get("status")
         given = status if isinstance(status, dict) else {}
-        obj["status"] = {"phase": "Pending", "qosClass": _qos_class(spec), **given}
+        obj["status"] = {"phase": "Pending", "qosClass": qos_class(spec), **given}
     return obj
 
 
-def _qos_class(spec: dict[str, Any]) -> str:
-    resources = [
-        c.get("resources") or {} for c in spec.get("containers") or () if isinstance(c, dict)
-    ]
-    if not any(r.get("requests") or r.get("limits") for r in resources):
-        return "BestEffort"
-    guaranteed = all(_guaranteed(r) for r in resources)
-    return "Guaranteed" if guaranteed else "Burstable"
+def _requests_from_limits(container: Any) -> Any:
+    """SetDefaults_Pod: a resource limited but not requested is requested at its limit.
 
-
-def _guaranteed(resources: dict[str, Any]) -> bool:
-    limits = resources.get("limits") or {}
-    requests = resources.get("requests") or limits
-    return all(k in limits and requests.get(k) == limits[k] for k in ("cpu", "memory"))
+    Pods only (not templates), containers and init containers (not ephemeral).
+    """
+    if not isinstance(container, dict):
+        return container
+    resources = container.get("resources")
+    if not isinstance(resources, dict):
+        return container
+    limits = resources.get("limits")
+    if not isinstance(limits, dict) or not limits:
+        return container
+    requests = resources.get("requests")
+    if requests is not None and not isinstance(requests, dict):
+        return container  # not a map: left as sent
+    given = requests or {}
+    missing = {name: value for name, value in limits.items() if name not in given}
+    if not missing:
+        return container
+    return {**container, "resources": {**resources, "requests": {**given, **missing}}}
 
 
 def _service(obj: Obj, old: Obj | None, used_ips: UsedIps) -> Obj:

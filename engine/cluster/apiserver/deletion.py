@@ -13,9 +13,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from engine.cluster.apiserver.builtins import INITIAL_NAMESPACES, NAMESPACES, PODS
+from engine.cluster.apiserver.builtins import INITIAL_NAMESPACES, NAMESPACES, PODS, PRIORITY_CLASSES
 from engine.cluster.apiserver.errors import ApiError, bad_request, conflict
 from engine.cluster.apiserver.objects import Change, Entry, Obj, TypeKey
+from engine.cluster.apiserver.priority_classes import check_deletable
 from engine.cluster.apiserver.resources import ResourceType
 from engine.cluster.apiserver.writes import parse_timestamp, timestamp
 
@@ -49,11 +50,25 @@ def ready_to_remove(key: TypeKey, obj: Obj) -> bool:
     return not metadata.get("deletionGracePeriodSeconds")
 
 
-def delete(store: Store, rt: ResourceType, ns: str, name: str, options: DeleteOptions) -> Entry:
-    """Delete now, or start a deletion that waits; returns the object as it now is."""
+def delete(
+    store: Store,
+    rt: ResourceType,
+    ns: str,
+    name: str,
+    options: DeleteOptions,
+    *,
+    collection: bool = False,
+) -> Entry:
+    """Delete now, or start a deletion that waits; returns the object as it now is.
+
+    `collection`: part of a deletecollection, which upstream runs past the system
+    PriorityClasses' guard (it sits on their REST.Delete only).
+    """
     entry = store.get(rt, ns, name)
     obj = entry.obj
     _check_preconditions(rt, obj, options)
+    if rt.key == PRIORITY_CLASSES.key and not collection:
+        check_deletable(name)
     if rt.key == NAMESPACES.key and name in INITIAL_NAMESPACES:
         raise ApiError(
             403,

@@ -114,6 +114,14 @@ def forbidden(message: str) -> ApiError:
     return ApiError(403, "Forbidden", message)
 
 
+def forbidden_resource(group: str, plural: str, name: str, why: str) -> ApiError:
+    """403 naming the object, as apierrors.NewForbidden words it (admission refusals too)."""
+    resource = f"{plural}.{group}" if group else plural
+    return ApiError(
+        403, "Forbidden", f'{resource} "{name}" is forbidden: {why}', _details(plural, name, group)
+    )
+
+
 def method_not_allowed(message: str) -> ApiError:
     return ApiError(405, "MethodNotAllowed", message)
 

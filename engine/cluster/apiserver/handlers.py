@@ -1,8 +1,9 @@
 """The resource endpoints: one aiohttp handler that dispatches method and path to a verb.
 
 get, list, watch, create, update, patch, delete and deletecollection on every
-served type, plus the status, finalize, binding and log subresources. Each
-write is acknowledged only once the journal has it on disk.
+served type, plus the status, finalize, binding and log subresources (a custom
+resource's scale has its own endpoint). Each write is acknowledged only once the
+journal has it on disk.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from engine.cluster.apiserver.responses import (
     table_bytes,
 )
 from engine.cluster.apiserver.routes import Target
+from engine.cluster.apiserver.scale_endpoint import ScaleEndpoint
 from engine.cluster.apiserver.server_side_apply import APPLY_YAML, check_options, manager_name
 from engine.cluster.apiserver.store import Written
 from engine.cluster.apiserver.tables import wants_table
@@ -38,8 +40,11 @@ class ResourceHandlers:
         self._store = core.store
         self._logs_dir = logs_dir
         self._watch = watch
+        self._scale = ScaleEndpoint(core)
 
     async def handle(self, request: web.Request, target: Target) -> web.StreamResponse:
+        if target.subresource == "scale":
+            return await self._scale.handle(request, target)
         method = request.method
         verb = _verb(request, target)
         if target.subresource is None and verb is not None and verb not in target.rt.verbs:
@@ -171,7 +176,7 @@ class ResourceHandlers:
             deleted.append(
                 deletion.delete(
                     self._store, target.rt, metadata.get("namespace") or "", metadata["name"],
-                    options,
+                    options, collection=True,
                 )
             )
         await self._core.flushed()

@@ -60,6 +60,7 @@ _BY_KIND: dict[str, dict[str, str]] = {
     "ControllerRevision": {},
     "Event": {},
     "Lease": {},
+    "PriorityClass": {},
     "CustomResourceDefinition": {},
 }
 

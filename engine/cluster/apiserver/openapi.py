@@ -20,6 +20,7 @@ from typing import Any
 from engine.cluster.apiserver.discovery import KUBERNETES_VERSION
 from engine.cluster.apiserver.openapi_schemas import (
     DELETE_OPTIONS,
+    SCALE,
     STATUS,
     Schema,
     gvk_extension,
@@ -27,6 +28,7 @@ from engine.cluster.apiserver.openapi_schemas import (
     list_schema,
     meta_schemas,
     ref,
+    scale_schemas,
     schema_name,
     to_swagger2,
 )
@@ -91,6 +93,7 @@ class _Operation:
     query: tuple[str, ...]
     body: str | None  # "object", "patch", "delete" or None
     response: str  # component name of the 200 response
+    reads: str = ""  # component name of an "object" body when it is not the resource's kind
 
 
 def openapi_v3_paths(types: Sequence[ResourceType]) -> dict[str, Any]:
@@ -113,6 +116,8 @@ def openapi_v3_document(group: str, version: str, types: Sequence[ResourceType])
             paths[path] = _v3_path_item(rt, path, operations)
         schemas[schema_name(rt)] = kind_schema(rt, _V3_PREFIX)
         schemas[schema_name(rt, rt.list_kind)] = list_schema(rt, _V3_PREFIX)
+        if rt.scale is not None:
+            schemas.update(scale_schemas(_V3_PREFIX))
     return {
         "openapi": "3.0.0",
         "info": {"title": "Kubernetes", "version": KUBERNETES_VERSION},
@@ -136,6 +141,10 @@ def openapi_v2(types: Sequence[ResourceType]) -> dict[str, Any]:
             paths[path] = _v2_path_item(rt, path, operations)
         definitions[schema_name(rt)] = to_swagger2(kind_schema(rt, _V2_PREFIX))
         definitions[schema_name(rt, rt.list_kind)] = to_swagger2(list_schema(rt, _V2_PREFIX))
+        if rt.scale is not None:
+            definitions.update(
+                {name: to_swagger2(s) for name, s in scale_schemas(_V2_PREFIX).items()}
+            )
     return {
         "swagger": "2.0",
         "info": {"title": "Kubernetes", "version": KUBERNETES_VERSION},
@@ -213,10 +222,13 @@ def _resource_paths(rt: ResourceType) -> dict[str, list[_Operation]]:
     item.extend(_item_operations(rt, scope, verbs, kind))
     for sub in sorted(rt.subresources & {"status", "scale"}):
         suffix = sub.capitalize()
+        # A custom resource's /scale reads and writes an autoscaling/v1 Scale.
+        shown = SCALE if sub == "scale" else kind
         paths[f"{collection}/{{name}}/{sub}"] = [
-            _Operation("get", "get", _operation_id("read", rt, scope, suffix), (), None, kind),
+            _Operation("get", "get", _operation_id("read", rt, scope, suffix), (), None, shown),
             _Operation(
-                "put", "put", _operation_id("replace", rt, scope, suffix), _WRITE, "object", kind
+                "put", "put", _operation_id("replace", rt, scope, suffix), _WRITE, "object",
+                shown, shown,
             ),
             _Operation(
                 "patch",
@@ -224,7 +236,7 @@ def _resource_paths(rt: ResourceType) -> dict[str, list[_Operation]]:
                 _operation_id("patch", rt, scope, suffix),
                 (*_WRITE, "force"),
                 "patch",
-                kind,
+                shown,
             ),
         ]
     return {path: operations for path, operations in paths.items() if operations}
@@ -315,7 +327,7 @@ def _v3_operation(rt: ResourceType, operation: _Operation) -> dict[str, Any]:
     }
     if operation.body == "object":
         body["requestBody"] = {
-            "content": {"*/*": {"schema": ref(schema_name(rt), _V3_PREFIX)}},
+            "content": {"*/*": {"schema": ref(operation.reads or schema_name(rt), _V3_PREFIX)}},
             "required": True,
         }
     elif operation.body == "patch":
@@ -357,7 +369,7 @@ def _v2_path_item(rt: ResourceType, path: str, operations: list[_Operation]) -> 
             schema = (
                 {"type": "object"}
                 if operation.body == "patch"
-                else ref(schema_name(rt), _V2_PREFIX)
+                else ref(operation.reads or schema_name(rt), _V2_PREFIX)
             )
             if operation.body == "delete":
                 schema = ref(DELETE_OPTIONS, _V2_PREFIX)

@@ -20,6 +20,9 @@ META = "io.k8s.apimachinery.pkg.apis.meta.v1"
 OBJECT_META = f"{META}.ObjectMeta"
 LIST_META = f"{META}.ListMeta"
 STATUS = f"{META}.Status"
+SCALE = "io.k8s.api.autoscaling.v1.Scale"
+_SCALE_SPEC = f"{SCALE}Spec"
+_SCALE_STATUS = f"{SCALE}Status"
 DELETE_OPTIONS = f"{META}.DeleteOptions"
 _OWNER_REFERENCE = f"{META}.OwnerReference"
 _MANAGED_FIELDS = f"{META}.ManagedFieldsEntry"
@@ -30,6 +33,18 @@ _STRING_MAP: Schema = {"type": "object", "additionalProperties": {"type": "strin
 _TIME: Schema = {"type": "string", "format": "date-time"}
 # A field doc the ControllerRevision printer shows too, as upstream's reads SwaggerDoc.
 REVISION_DESCRIPTION = "Revision indicates the revision of the state represented by Data."
+# PriorityClass field docs, shared with its Table columns for the same reason.
+PRIORITY_VALUE_DESCRIPTION = (
+    "value is the priority, a 32-bit integer, that pods naming this class receive."
+)
+GLOBAL_DEFAULT_DESCRIPTION = (
+    "globalDefault marks the class whose value pods without a priority class get; at most one "
+    "class may be marked."
+)
+PREEMPTION_POLICY_DESCRIPTION = (
+    "preemptionPolicy says whether pods of this class may preempt pods of lower priority: "
+    "PreemptLowerPriority (the default) or Never."
+)
 
 # Top-level fields of the built-in kinds besides apiVersion, kind and metadata.
 _BUILTIN_FIELDS: dict[tuple[str, str], dict[str, Schema]] = {
@@ -76,6 +91,19 @@ _BUILTIN_FIELDS: dict[tuple[str, str], dict[str, Schema]] = {
         },
     },
     ("coordination.k8s.io", "Lease"): {"spec": _OPEN},
+    ("scheduling.k8s.io", "PriorityClass"): {
+        "value": {"type": "integer", "format": "int32", "description": PRIORITY_VALUE_DESCRIPTION},
+        "globalDefault": {"type": "boolean", "description": GLOBAL_DEFAULT_DESCRIPTION},
+        "description": {
+            "type": "string",
+            "description": "description says when this priority class should be used.",
+        },
+        "preemptionPolicy": {
+            "type": "string",
+            "enum": ["Never", "PreemptLowerPriority"],
+            "description": PREEMPTION_POLICY_DESCRIPTION,
+        },
+    },
     ("apiextensions.k8s.io", "CustomResourceDefinition"): {"spec": _OPEN, "status": _OPEN},
 }
 
@@ -95,6 +123,8 @@ _BUILTIN_DESCRIPTIONS: dict[tuple[str, str], str] = {
     "can not be updated. The API Server will fail validation of all requests that attempt to "
     "mutate the Data field. ControllerRevisions may, however, be deleted.",
     ("coordination.k8s.io", "Lease"): "Lease defines a lease concept.",
+    ("scheduling.k8s.io", "PriorityClass"): "PriorityClass maps a priority class name to the "
+    "integer priority of the pods that name it.",
     ("apiextensions.k8s.io", "CustomResourceDefinition"): "CustomResourceDefinition represents "
     "a resource that should be exposed on the API server.",
 }
@@ -103,6 +133,7 @@ _BUILTIN_DESCRIPTIONS: dict[tuple[str, str], str] = {
 # Fields the Go types carry without omitempty, which `kubectl explain` marks -required-.
 _BUILTIN_REQUIRED: dict[tuple[str, str], list[str]] = {
     ("apps", "ControllerRevision"): ["revision"],
+    ("scheduling.k8s.io", "PriorityClass"): ["value"],
 }
 
 
@@ -284,6 +315,53 @@ def meta_schemas(prefix: str) -> dict[str, Schema]:
                 "orphanDependents": {"type": "boolean"},
                 "preconditions": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
                 "propagationPolicy": _STRING,
+            },
+        },
+    }
+
+
+def scale_schemas(prefix: str) -> dict[str, Schema]:
+    """autoscaling/v1 Scale and its parts, which a custom resource's /scale reads and writes."""
+    return {
+        SCALE: {
+            "type": "object",
+            "description": "A request to scale a resource, and how far it is scaled now.",
+            "properties": {
+                "apiVersion": _STRING,
+                "kind": _STRING,
+                "metadata": {"allOf": [ref(OBJECT_META, prefix)], "default": {}},
+                "spec": {"allOf": [ref(_SCALE_SPEC, prefix)], "default": {}},
+                "status": {"allOf": [ref(_SCALE_STATUS, prefix)], "default": {}},
+            },
+            "x-kubernetes-group-version-kind": [
+                {"group": "autoscaling", "version": "v1", "kind": "Scale"}
+            ],
+        },
+        _SCALE_SPEC: {
+            "type": "object",
+            "properties": {
+                "replicas": {
+                    "type": "integer",
+                    "format": "int32",
+                    "description": "How many instances the scaled resource should have.",
+                },
+            },
+        },
+        _SCALE_STATUS: {
+            "type": "object",
+            "required": ["replicas"],
+            "properties": {
+                "replicas": {
+                    "type": "integer",
+                    "format": "int32",
+                    "default": 0,
+                    "description": "How many instances the scaled resource has now.",
+                },
+                "selector": {
+                    "type": "string",
+                    "description": "The label selector of those instances, in query-string "
+                    "form.",
+                },
             },
         },
     }

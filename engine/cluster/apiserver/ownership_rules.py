@@ -10,8 +10,9 @@ subresource owns nothing under `status`, and a write to `/status` nothing
 under `spec` (pods: nor `metadata.deletionTimestamp`, `metadata.ownerReferences`).
 *Registry fields*: what the registry or admission fills in after the field
 manager has run (a Service's cluster IPs and IP families, a Namespace's
-`kubernetes` finalizer, a CRD's cleanup finalizer, a pod's priority) belongs
-to nobody unless the client sent it.
+`kubernetes` finalizer, a CRD's cleanup finalizer, a pod's priority,
+preemption policy and default priority class name) belongs to nobody unless
+the client sent it.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from engine.cluster.apiserver.builtins import (
     NAMESPACES,
     NODES,
     PODS,
+    PRIORITY_CLASSES,
     SECRETS,
     SERVICES,
 )
@@ -42,7 +44,11 @@ _STATUS_RESETS: dict[TypeKey, tuple[Path, ...]] = {
     ),
 }
 _REGISTRY_FIELDS: dict[TypeKey, tuple[tuple[str, ...], ...]] = {
-    PODS.key: (("spec", "priority"),),  # the Priority admission plugin's
+    PODS.key: (  # the Priority admission plugin's
+        ("spec", "priority"),
+        ("spec", "preemptionPolicy"),
+        ("spec", "priorityClassName"),
+    ),
     SERVICES.key: (
         ("spec", "clusterIP"),
         ("spec", "clusterIPs"),
@@ -82,6 +88,7 @@ _EMPTY: dict[TypeKey, dict[str, Any]] = {
     SECRETS.key: {},
     CONTROLLER_REVISIONS.key: {"data": None, "revision": 0},
     LEASES.key: {"spec": {}},
+    PRIORITY_CLASSES.key: {"value": 0},
     CRDS.key: {
         "spec": {"group": "", "names": {"plural": "", "kind": ""}, "scope": "", "versions": None},
         "status": {"acceptedNames": {"plural": "", "kind": ""}, "storedVersions": None},

@@ -1,9 +1,9 @@
 """Column printers for the other built-in kinds, ported from kube-apiserver's printers.
 
-Services, events, nodes, namespaces, configmaps, secrets, controllerrevisions
-and leases print the columns and cells a real server sends; pods have their
-own module. Kinds without a printer here fall back to the server's NAME/CREATED
-AT table.
+Services, events, nodes, namespaces, configmaps, secrets, controllerrevisions,
+leases and priorityclasses print the columns and cells a real server sends;
+pods have their own module. Kinds without a printer here fall back to the
+server's NAME/CREATED AT table.
 """
 
 from __future__ import annotations
@@ -11,7 +11,12 @@ from __future__ import annotations
 import datetime
 from typing import Any
 
-from engine.cluster.apiserver.openapi_schemas import REVISION_DESCRIPTION
+from engine.cluster.apiserver.openapi_schemas import (
+    GLOBAL_DEFAULT_DESCRIPTION,
+    PREEMPTION_POLICY_DESCRIPTION,
+    PRIORITY_VALUE_DESCRIPTION,
+    REVISION_DESCRIPTION,
+)
 from engine.cluster.apiserver.pod_printer import POD_PRINTER
 from engine.cluster.apiserver.printing import (
     AGE_COLUMN,
@@ -146,7 +151,7 @@ _EVENT = Printer(
 )
 
 
-# --- nodes, namespaces, configmaps, secrets, controllerrevisions, leases -----------------------
+# --- nodes, namespaces, configmaps, secrets, controllerrevisions, leases, priorityclasses -----
 
 
 def _node_cells(node: Object, now: datetime.datetime) -> list[Any]:
@@ -280,6 +285,24 @@ _LEASE = Printer(
     ],
 )
 
+# AGE comes before PREEMPTIONPOLICY, as upstream added the column at the end.
+_PRIORITY_CLASS = Printer(
+    (
+        NAME_COLUMN,
+        Column("Value", "integer", PRIORITY_VALUE_DESCRIPTION),
+        Column("Global-Default", "boolean", GLOBAL_DEFAULT_DESCRIPTION),
+        AGE_COLUMN,
+        Column("PreemptionPolicy", "string", PREEMPTION_POLICY_DESCRIPTION),
+    ),
+    lambda pc, now: [
+        meta(pc).get("name", ""),
+        int(pc.get("value") or 0),
+        bool(pc.get("globalDefault")),
+        created(pc, now),
+        pc.get("preemptionPolicy") or "",
+    ],
+)
+
 _BUILTIN: dict[tuple[str, str], Printer] = {
     ("", "pods"): POD_PRINTER,
     ("", "services"): _SERVICE,
@@ -290,6 +313,7 @@ _BUILTIN: dict[tuple[str, str], Printer] = {
     ("", "secrets"): _SECRET,
     ("apps", "controllerrevisions"): _CONTROLLER_REVISION,
     ("coordination.k8s.io", "leases"): _LEASE,
+    ("scheduling.k8s.io", "priorityclasses"): _PRIORITY_CLASS,
 }
 
 

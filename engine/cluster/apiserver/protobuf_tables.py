@@ -258,6 +258,16 @@ CONTROLLER_REVISION: Table = {
     3: integer("revision", keep_zero=True),
 }
 
+# k8s.io/api/scheduling/v1: PriorityClass. `value` has no omitempty; preemptionPolicy is a
+# pointer, so an empty one on the wire was set.
+PRIORITY_CLASS: Table = {
+    1: message("metadata", OBJECT_META),
+    2: integer("value", keep_zero=True),
+    3: boolean("globalDefault"),
+    4: string("description"),
+    5: string("preemptionPolicy", keep_zero=True),
+}
+
 # DeleteOptions is registered in every group version, so its envelope names
 # the version of the resource it deletes.
 KINDS: Mapping[tuple[str, str], Table] = {
@@ -268,6 +278,7 @@ KINDS: Mapping[tuple[str, str], Table] = {
     ("v1", "Event"): EVENT,
     ("coordination.k8s.io/v1", "Lease"): LEASE,
     ("apps/v1", "ControllerRevision"): CONTROLLER_REVISION,
+    ("scheduling.k8s.io/v1", "PriorityClass"): PRIORITY_CLASS,
     **{
         (version, "DeleteOptions"): DELETE_OPTIONS
         for version in (
@@ -275,6 +286,7 @@ KINDS: Mapping[tuple[str, str], Table] = {
             "meta.k8s.io/v1",
             "apps/v1",
             "coordination.k8s.io/v1",
+            "scheduling.k8s.io/v1",
             "apiextensions.k8s.io/v1",
         )
     },

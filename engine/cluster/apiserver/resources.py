@@ -24,6 +24,16 @@ ALL_VERBS: tuple[str, ...] = (
 
 
 @dataclass(frozen=True)
+class ScalePaths:
+    """Where a custom resource keeps what its `scale` subresource shows: the CRD version's
+    `subresources.scale` paths (dot notation, leading dot); no selector path is ""."""
+
+    spec_replicas: str
+    status_replicas: str
+    label_selector: str = ""
+
+
+@dataclass(frozen=True)
 class ResourceType:
     """One servable resource: enough for discovery, routing, storage and printing."""
 
@@ -35,7 +45,7 @@ class ResourceType:
     namespaced: bool
     short_names: tuple[str, ...] = ()
     categories: tuple[str, ...] = ()
-    subresources: frozenset[str] = frozenset()  # e.g. {"status", "log", "binding"}
+    subresources: frozenset[str] = frozenset()  # e.g. {"status", "log", "binding", "scale"}
     verbs: tuple[str, ...] = ALL_VERBS
     # openAPIV3Schema of a CRD version; None for built-ins (validated in code).
     schema: dict[str, Any] | None = None
@@ -43,6 +53,8 @@ class ResourceType:
     printer_columns: tuple[dict[str, Any], ...] = ()
     # Built-in kinds get strategic merge patch; custom resources do not.
     strategic_merge: bool = True
+    # The paths behind the `scale` subresource of a custom resource that declares it.
+    scale: ScalePaths | None = None
     # Where generation is bumped only on spec changes (true when status is a subresource).
     extra: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
 

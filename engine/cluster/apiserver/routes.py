@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from urllib.parse import unquote
 
-from engine.cluster.apiserver.errors import ApiError
+from engine.cluster.apiserver.errors import ApiError, not_found
 from engine.cluster.apiserver.registry import Registry
 from engine.cluster.apiserver.resources import ResourceType
 
@@ -71,6 +71,9 @@ def parse_target(registry: Registry, path: str) -> Target | None:
     if name is not None and rt.namespaced and namespace is None:
         raise not_found_path()
     if subresource is not None and subresource not in rt.subresources:
+        # The apiextensions server answers a custom resource's unknown subresource itself.
+        if rt.schema is not None and name:
+            raise not_found(rt.group, rt.plural, name)
         raise not_found_path()
     if not name and len(rest) > 1:
         raise not_found_path()

@@ -11,7 +11,7 @@ unless a type error already makes the object unreadable.
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,7 +21,7 @@ from engine.cluster.apiserver.json_documents import json_copy
 from engine.cluster.apiserver.schema_values import check_keywords, check_type, render
 from engine.cluster.apiserver.structural import structural_causes, walk_schema
 
-_OBJECT_META_FIELDS = frozenset(
+OBJECT_META_FIELDS = frozenset(
     {
         "name",
         "generateName",
@@ -110,12 +110,22 @@ class CompiledSchema:
     def __init__(self, schema: Mapping[str, Any]) -> None:
         self.root = _Node.build(schema)
 
-    def apply(self, obj: dict[str, Any], old: dict[str, Any] | None = None) -> SchemaResult:
+    def apply(
+        self,
+        obj: dict[str, Any],
+        old: dict[str, Any] | None = None,
+        *,
+        checks: Callable[[dict[str, Any]], list[Cause]] | None = None,
+    ) -> SchemaResult:
+        """`checks` run after the OpenAPI keywords and before the CEL rules (the place of
+        upstream's scale subresource checks)."""
         new = json_copy(obj)
         pruned: list[str] = []
         _prune(new, self.root, "", pruned, root=True)
         _default(new, self.root)
         causes = _validate(new, self.root, "")
+        if checks is not None:
+            causes += checks(new)
         if not any(c.reason == "FieldValueTypeInvalid" for c in causes):
             causes += _rules(new, self.root, "", old, correlated=old is not None)
         elif _has_rules(self.root):
@@ -174,7 +184,7 @@ def _prune(value: Any, node: _Node, path: str, pruned: list[str], *, root: bool 
 
 
 def _prune_metadata(meta: dict[str, Any], path: str, pruned: list[str]) -> None:
-    for key in [k for k in meta if k not in _OBJECT_META_FIELDS]:
+    for key in [k for k in meta if k not in OBJECT_META_FIELDS]:
         del meta[key]
         pruned.append(f"{path}.{key}")
 

@@ -2,7 +2,8 @@
 
 Each write runs the same pipeline as a real API server's registry: identity
 and precondition checks, server-owned metadata, typed decoding, defaulting,
-admission (validation, schema, pruning), generation, the no-op rule, then one
+mutating admission (pod priority), validation (schema, pruning), validating
+admission (one default PriorityClass), generation, the no-op rule, then one
 commit to the table, which tells the watch hub, the journal and the background
 duties. `dry_run` runs everything but the commit.
 """
@@ -15,7 +16,14 @@ from dataclasses import dataclass, field
 
 from engine.cluster.apiserver import crds, deletion
 from engine.cluster.apiserver.admission import DEFAULT_FIELD_VALIDATION, admit
-from engine.cluster.apiserver.builtins import CRDS, NAMESPACES, SERVICES, strategy_for
+from engine.cluster.apiserver.builtins import (
+    CRDS,
+    NAMESPACES,
+    PODS,
+    PRIORITY_CLASSES,
+    SERVICES,
+    strategy_for,
+)
 from engine.cluster.apiserver.defaults import apply_defaults
 from engine.cluster.apiserver.errors import (
     ApiError,
@@ -28,9 +36,16 @@ from engine.cluster.apiserver.errors import (
 )
 from engine.cluster.apiserver.objects import Entry, Obj, ObjectTable
 from engine.cluster.apiserver.patch_types import patched
+from engine.cluster.apiserver.priority_admission import (
+    StoredClasses,
+    admit_pod,
+    check_priority_class,
+)
 from engine.cluster.apiserver.reactor import Reactor
 from engine.cluster.apiserver.registry import Registry
 from engine.cluster.apiserver.resources import ResourceType
+from engine.cluster.apiserver.scale import SUBRESOURCE as SCALE
+from engine.cluster.apiserver.scale import ScaleChange
 from engine.cluster.apiserver.server_side_apply import applied, decode_config
 from engine.cluster.apiserver.typed_decoding import decode_typed
 from engine.cluster.apiserver.watch import DEFAULT_HISTORY, WatchHub
@@ -79,6 +94,7 @@ class Store:
         self.table = table if table is not None else ObjectTable()
         self.hub = WatchHub(self.table, capacity=history)
         self.clock = clock
+        self._priority_classes = StoredClasses(self.table)
 
     def now(self) -> str:
         return timestamp(self.clock())
@@ -119,10 +135,14 @@ class Store:
         metadata = obj["metadata"]
         self._check_namespace(rt, ns, metadata.get("name") or "")
         self._check_type_accepts_creates(rt)
+        # Admission refusals name the object as sent: upstream admits before generating names.
+        requested_name = str(metadata.get("name") or metadata.get("generateName") or "")
         if not metadata.get("name"):
             metadata["name"] = self._generate_name(rt, ns, metadata.get("generateName"))
         obj = apply_defaults(rt.key, decode_typed(rt, obj), None, self._service_ips)
+        obj = self._mutating_admission(rt, obj, None, name=requested_name)
         obj, warnings = admit(self.registry, rt, obj, None, field_validation=field_validation)
+        self._validating_admission(rt, obj, None)
         if rt.key == CRDS.key:
             obj = crds.prepare_crd(obj, None, self.registry, now=self.now())
         obj = with_managed_fields(
@@ -222,6 +242,28 @@ class Store:
             dry_run=dry_run, field_validation=field_validation,
         )
 
+    def write_scale(
+        self,
+        rt: ResourceType,
+        ns: str,
+        name: str,
+        change: Callable[[Obj], ScaleChange],
+        *,
+        manager: str,
+        dry_run: bool = False,
+    ) -> Written:
+        """A write through a custom resource's `scale` subresource: `change` makes the resource
+        with its new spec replicas (and their ownership) from the stored one, which is then
+        stored as any spec change is (validation, generation, watch event)."""
+        entry = self.get(rt, ns, name)
+        scaled = change(entry.obj)
+        written = self._write(
+            rt, entry=entry, new=scaled.obj, subresource=SCALE,
+            ownership=Ownership.precomputed(manager, scaled.managed), dry_run=dry_run,
+            field_validation="Ignore",
+        )
+        return Written(written.entry, [*scaled.warnings, *written.warnings])
+
     def _replace(
         self,
         rt: ResourceType,
@@ -263,13 +305,18 @@ class Store:
         old = entry.obj
         if subresource is None:
             new = apply_defaults(rt.key, decode_typed(rt, new), old, self._service_ips)
-        new, warnings = admit(self.registry, rt, new, old, field_validation=field_validation)
+            new = self._mutating_admission(rt, new, old, name=old["metadata"]["name"])
+        new, warnings = admit(
+            self.registry, rt, new, old, field_validation=field_validation, subresource=subresource
+        )
+        if subresource is None:
+            self._validating_admission(rt, new, old)
         if rt.key == CRDS.key:
             new = crds.prepare_crd(new, old, self.registry, now=self.now())
         causes = new_finalizer_causes(new, old)
         if causes:
             raise invalid(rt.group, rt.kind, old["metadata"]["name"], causes)
-        if spec_changed(rt, new, old):
+        if strategy_for(rt.key).generation_on_update and spec_changed(rt, new, old):
             bump_generation(new, old)
         new = with_managed_fields(
             self.registry, rt, ownership, old=old, new=new, subresource=subresource,
@@ -312,6 +359,17 @@ class Store:
         new = {**pod, "spec": {**pod["spec"], "nodeName": node}, "status": status,
                "metadata": dict(pod["metadata"])}
         return Entry(new) if dry_run else self.table.put(rt.key, new)
+
+    def _mutating_admission(self, rt: ResourceType, obj: Obj, old: Obj | None, *, name: str) -> Obj:
+        """The Priority plugin's pod part (the only mutating admission served)."""
+        if rt.key != PODS.key:
+            return obj
+        return admit_pod(obj, old, self._priority_classes, name=name)
+
+    def _validating_admission(self, rt: ResourceType, obj: Obj, old: Obj | None) -> None:
+        """The Priority plugin's PriorityClass part (the only validating admission served)."""
+        if rt.key == PRIORITY_CLASSES.key:
+            check_priority_class(obj, old, self._priority_classes)
 
     def _check_namespace(self, rt: ResourceType, ns: str, name: str) -> None:
         if not rt.namespaced:

@@ -3,7 +3,7 @@
 kube-apiserver reads every body into typed structs: `[]byte` values must be
 base64 (Secret data, ConfigMap binaryData) and are kept in canonical form,
 scalars must have their Go type, an empty map is left out (omitempty), a
-non-omitempty int64 reads 0 when absent, and the v1 conversion folds a
+non-omitempty integer reads 0 when absent, and the v1 conversion folds a
 Secret's write-only `stringData` into `data` (stringData wins) and drops it.
 What the decoder refuses is a 400, worded as the real one.
 """
@@ -14,12 +14,24 @@ from collections.abc import Callable
 from typing import Any
 
 from engine.cluster.apiserver import base64_values
-from engine.cluster.apiserver.builtins import CONFIGMAPS, CONTROLLER_REVISIONS, SECRETS
+from engine.cluster.apiserver.builtins import (
+    CONFIGMAPS,
+    CONTROLLER_REVISIONS,
+    PRIORITY_CLASSES,
+    SECRETS,
+)
 from engine.cluster.apiserver.errors import ApiError, cannot_decode
 from engine.cluster.apiserver.objects import Obj, TypeKey
 from engine.cluster.apiserver.resources import ResourceType
 
 _INT64 = range(-(1 << 63), 1 << 63)
+_INT32 = range(-(1 << 31), 1 << 31)
+# PriorityClass's scalar fields besides `value`, with their Go types.
+_PRIORITY_CLASS_FIELDS = (
+    ("globalDefault", bool, "bool"),
+    ("description", str, "string"),
+    ("preemptionPolicy", str, "v1.PreemptionPolicy"),
+)
 
 
 def decode_typed(rt: ResourceType, obj: Obj) -> Obj:
@@ -49,6 +61,31 @@ def _controller_revision(rt: ResourceType, obj: Obj) -> Obj:
     if isinstance(revision, bool) or not isinstance(revision, int) or revision not in _INT64:
         raise _wrong_type(rt, "revision", revision, "int64")
     return obj
+
+
+def _priority_class(rt: ResourceType, obj: Obj) -> Obj:
+    """`value` is an int32 without omitempty (absent or null reads 0); null is unset elsewhere,
+    and a false globalDefault or empty description is left out, as Go writes them."""
+    value = obj.get("value")
+    if isinstance(value, bool) or not isinstance(value, int | float | None):
+        raise _wrong_type(rt, "value", value, "int32")
+    if isinstance(value, float) or (value is not None and value not in _INT32):
+        detail = f"json: cannot unmarshal number {value} into Go struct field PriorityClass.value"
+        raise cannot_decode(rt.kind, rt.version, f"{detail} of type int32")
+    for field, python_type, go_type in _PRIORITY_CLASS_FIELDS:
+        given = obj.get(field)
+        if given is not None and not isinstance(given, python_type):
+            raise _wrong_type(rt, field, given, go_type)
+    decoded = {key: item for key, item in obj.items() if _priority_class_keeps(key, item)}
+    return {**decoded, "value": value or 0}
+
+
+def _priority_class_keeps(key: str, item: Any) -> bool:
+    if item is None:
+        return key == "metadata"
+    if key == "globalDefault":
+        return item is not False
+    return key != "description" or item != ""
 
 
 def _byte_map(rt: ResourceType, obj: Obj, field: str) -> dict[str, str]:
@@ -116,4 +153,5 @@ _DECODERS: dict[TypeKey, Callable[[ResourceType, Obj], Obj]] = {
     CONFIGMAPS.key: _configmap,
     SECRETS.key: _secret,
     CONTROLLER_REVISIONS.key: _controller_revision,
+    PRIORITY_CLASSES.key: _priority_class,
 }

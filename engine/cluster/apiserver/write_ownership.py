@@ -28,10 +28,16 @@ class Ownership:
 
     manager: str
     sent: Obj | None = None  # the object the client asked for, before defaulting
-    applied: tuple[list[dict[str, Any]] | None] | None = None  # an apply's managedFields
+    # managedFields worked out before the write (an apply's, a /scale write's)
+    applied: tuple[list[dict[str, Any]] | None] | None = None
 
     @classmethod
     def of_apply(cls, manager: str, managed: list[dict[str, Any]] | None) -> Ownership:
+        return cls(manager, applied=(managed,))
+
+    @classmethod
+    def precomputed(cls, manager: str, managed: list[dict[str, Any]] | None) -> Ownership:
+        """A write whose managedFields were worked out before (through /scale)."""
         return cls(manager, applied=(managed,))
 
 

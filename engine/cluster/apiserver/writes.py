@@ -30,7 +30,7 @@ SERVER_METADATA = (
 _CLIENT_IGNORED = ("resourceVersion", "selfLink", "managedFields")
 _NAME_SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 _MAX_GENERATED_BASE = 58
-_LATEST_RV_MESSAGE = (
+LATEST_RV_MESSAGE = (
     "the object has been modified; please apply your changes to the latest version and try again"
 )
 
@@ -123,7 +123,7 @@ def check_resource_version(
             raise invalid(rt.group, rt.kind, name, [cause])
         return
     if str(wanted) != old["metadata"]["resourceVersion"]:
-        raise conflict(rt.group, rt.plural, name, _LATEST_RV_MESSAGE)
+        raise conflict(rt.group, rt.plural, name, LATEST_RV_MESSAGE)
 
 
 def check_uid(rt: ResourceType, body: Obj, old: Obj, name: str) -> None:
