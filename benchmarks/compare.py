@@ -323,7 +323,7 @@ def measure(controller: Controller, workload: Workload, args: argparse.Namespace
         client = KubeClient.from_kubeconfig(server.kubeconfig, qps=100_000, burst=100_000,
                                             user_agent=HARNESS_AGENT)
         try:
-            prepare_cluster(client, crds=CRDS, machines=MACHINES)
+            prepare_cluster(client, crds=[CRDS], machines=MACHINES)
             with running_node(server, mode="simulate"), \
                     running_controller(controller, server, args, log) as process:
                 return measure_running(controller=controller, workload=workload, args=args,

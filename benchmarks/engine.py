@@ -132,7 +132,7 @@ def run_round(args: argparse.Namespace, jobs: int, replicas: int) -> tuple[float
     with running_apiserver(tls=True) as server:
         submitter = KubeClient.from_kubeconfig(server.kubeconfig, qps=10_000, burst=10_000,
                                                user_agent="benchmark")
-        prepare_cluster(submitter, crds=CRDS, machines=MACHINES)
+        prepare_cluster(submitter, crds=[CRDS], machines=MACHINES)
         with running_node(server, mode="simulate"):
             engine_client = KubeClient.from_kubeconfig(
                 server.kubeconfig, qps=settings.client_qps, burst=settings.client_burst
@@ -194,7 +194,7 @@ def sample_pod() -> dict[str, Any]:
     """A pod as the server returns it once it has run (what the cache is fed)."""
     with running_apiserver() as server:
         client = KubeClient.from_kubeconfig(server.kubeconfig)
-        prepare_cluster(client, crds=CRDS, machines=MACHINES)
+        prepare_cluster(client, crds=[CRDS], machines=MACHINES)
         with running_node(server, mode="simulate"):
             engine = Engine(client, EngineSettings())
             stop = threading.Event()

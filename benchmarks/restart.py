@@ -933,7 +933,7 @@ def main() -> None:
         server = stack.enter_context(running_apiserver(tls=True))
         client = stack.enter_context(_closing(KubeClient.from_kubeconfig(
             server.kubeconfig, qps=1e9, burst=10**9, user_agent="benchmark")))
-        prepare_cluster(client, crds=CRDS, machines=MACHINES)
+        prepare_cluster(client, crds=[CRDS], machines=MACHINES)
         fill_cluster(server, client, args, results)
         restarts = []
         if args.controller == "kopf":

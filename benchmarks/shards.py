@@ -171,7 +171,7 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as logs, running_apiserver(tls=True) as server:
         client = KubeClient.from_kubeconfig(server.kubeconfig)
-        prepare_cluster(client, crds=CRDS, machines=MACHINES)
+        prepare_cluster(client, crds=[CRDS], machines=MACHINES)
         replicas = Replicas(server, client, args.shards, Path(logs))
         with running_node(server, mode="simulate"):
             try:

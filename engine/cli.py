@@ -252,6 +252,24 @@ class LogFormat(StrEnum):
     json = "json"
 
 
+class GangSchedulerName(StrEnum):
+    volcano = "volcano"
+    scheduler_plugins = "scheduler-plugins"
+
+
+GangSchedulerOption = Annotated[
+    GangSchedulerName | None,
+    typer.Option(help="The PodGroup API gang scheduled jobs use: volcano "
+                 "(scheduling.volcano.sh, the default) or scheduler-plugins "
+                 "(scheduling.x-k8s.io)."),
+]
+GangSchedulingOption = Annotated[
+    bool,
+    typer.Option("--gang-scheduling", help="Gang schedule every job, not only those whose "
+                 "runPolicy has a schedulingPolicy."),
+]
+
+
 @app.command()
 def run(
     kubeconfig: Annotated[
@@ -290,6 +308,8 @@ def run(
         bool, typer.Option("--live", help="Print one line per job state change and per "
                            "replica failure or restart, as `up` does.")
     ] = False,
+    gang_scheduler_name: GangSchedulerOption = None,
+    gang_scheduling: GangSchedulingOption = False,
     parent_pid: Annotated[
         int | None, typer.Option(hidden=True, help="Stop when this process is gone (`up`).")
     ] = None,
@@ -304,7 +324,9 @@ def run(
     if leader_elect and shards is not None:
         _fail("give either --leader-elect or --shards, not both: with shards every replica "
               "works, on its share of the jobs")
-    settings = EngineSettings.from_env(None, **_given(workers=workers, log_format=log_format))
+    settings = EngineSettings.from_env(None, **_given(
+        workers=workers, log_format=log_format, gang_scheduler_name=gang_scheduler_name,
+        gang_scheduling=gang_scheduling or None))
     configure_logging(log_format=settings.log_format)
     code = run_engine(RunOptions(
         kubeconfig=kubeconfig, in_cluster=in_cluster, machines=machines, namespace=namespace,
@@ -338,6 +360,14 @@ def up(
         float | None,
         typer.Option(help="The longest such wait in seconds (default 300, as the kubelet)."),
     ] = None,
+    gang_scheduler_name: GangSchedulerOption = None,
+    gang_scheduling: GangSchedulingOption = False,
+    node_capacity: Annotated[
+        str | None,
+        typer.Option(help="What the local node offers pods, e.g. cpu=8,memory=16Gi,"
+                     "nvidia.com/gpu=2 (default: this machine's CPUs and memory, 110 pods, no "
+                     "GPUs); pods that do not fit stay Pending."),
+    ] = None,
     quiet: Annotated[
         bool,
         typer.Option("--quiet", "-q", help="Print no line per job state change, replica "
@@ -348,11 +378,14 @@ def up(
     from dataclasses import replace
 
     from engine.app.up import UpOptions, local_settings, serve_until_interrupted
-    from engine.cluster.node import RestartBackoff
+    from engine.cluster.node import Capacity, RestartBackoff
     from engine.logs import configure_logging
 
-    settings = local_settings(None, **_given(workers=workers))
+    settings = local_settings(None, **_given(
+        workers=workers, gang_scheduler_name=gang_scheduler_name,
+        gang_scheduling=gang_scheduling or None))
     try:
+        capacity = Capacity.parse(node_capacity) if node_capacity is not None else None
         backoff = RestartBackoff.from_env()
         backoff = replace(
             backoff,
@@ -364,7 +397,7 @@ def up(
     configure_logging(log_format=settings.log_format)
     serve_until_interrupted(UpOptions(
         data_dir=data_dir.resolve(), port=port, node_mode=node_mode.value, machines=machines,
-        settings=settings, restart_backoff=backoff,
+        settings=settings, restart_backoff=backoff, node_capacity=capacity,
     ), quiet=quiet)
 
 

@@ -91,6 +91,15 @@ class EngineSettings(BaseModel):
     """A machine revision no job runs with and no machine has in force is deleted after this
     long (a job may be recording it at that moment)."""
 
+    gang_scheduler_name: Literal["volcano", "scheduler-plugins"] = "volcano"
+    """The PodGroup API gang-scheduled jobs use (`--gang-scheduler-name`), as training-operator's
+    flag of that name: Volcano's (scheduling.volcano.sh) or scheduler-plugins'
+    (scheduling.x-k8s.io)."""
+
+    gang_scheduling: bool = False
+    """Gang schedule every job (`--gang-scheduling`), not only those whose run policy has a
+    schedulingPolicy."""
+
     log_format: Literal["text", "json"] = "text"
     """`text` for people, `json` (one flat object per line) for log collectors."""
 

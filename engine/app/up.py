@@ -26,7 +26,7 @@ from engine.app.run import tune_collector
 from engine.app.shipped import shipped_dir
 from engine.cluster import running_apiserver
 from engine.cluster.apiserver.serve import RunningApiServer
-from engine.cluster.node import RestartBackoff, running_node
+from engine.cluster.node import Capacity, RestartBackoff, running_node
 from engine.controller.client import KubeClient
 from engine.controller.install import prepare_cluster
 from engine.controller.manager import Engine
@@ -46,6 +46,8 @@ class UpOptions:
     settings: EngineSettings = field(default_factory=EngineSettings)
     restart_backoff: RestartBackoff | None = None
     """How the local node backs off restarting crashed containers (default: the kubelet's)."""
+    node_capacity: Capacity | None = None
+    """What the local node offers pods (default: this machine's CPUs and memory)."""
 
 
 UNLIMITED_ON_OWN_SERVER = ("client_qps", "event_qps")
@@ -75,9 +77,10 @@ class LocalCluster:
 
 @contextmanager
 def running_local_server(options: UpOptions) -> Iterator[tuple[RunningApiServer, KubeClient]]:
-    """Start the server, install the CRDs, apply the machines as StateMachine objects and
-    start the node (no engine); stop all on exit."""
-    crds = shipped_dir("crds")
+    """Start the server, install the CRDs (the job kinds', and the PodGroups' of the two gang
+    schedulers the local node stands in for), apply the machines as StateMachine objects
+    and start the node (no engine); stop all on exit."""
+    crds = [shipped_dir("crds"), shipped_dir("crds") / "podgroups"]
     machines = options.machines or shipped_dir("machines")
     node_dir = options.data_dir / "node" if options.data_dir else None
     with running_apiserver(data_dir=options.data_dir, tls=True, port=options.port) as server:
@@ -88,7 +91,8 @@ def running_local_server(options: UpOptions) -> Iterator[tuple[RunningApiServer,
         try:
             prepare_cluster(client, crds=crds, machines=machines)
             with running_node(server, mode=options.node_mode, state_dir=node_dir,
-                              restart_backoff=options.restart_backoff):
+                              restart_backoff=options.restart_backoff,
+                              capacity=options.node_capacity):
                 yield server, client
         finally:
             client.close()
@@ -121,6 +125,9 @@ def serve_until_interrupted(options: UpOptions, *, quiet: bool = False) -> None:
         engine = _start_engine_process(server, options.settings, live=not quiet)
         try:
             print(f"jobmachine is up at {server.url} (node mode {options.node_mode})",
+                  flush=True)
+            capacity = options.node_capacity or Capacity.of_this_machine()
+            print("node capacity: " + ", ".join(f"{k}={v}" for k, v in capacity.written.items()),
                   flush=True)
             print(f"export KUBECONFIG={server.kubeconfig}", flush=True)
             print("Ctrl-C stops everything; run `jobmachine up` again with the same --data-dir "

@@ -101,9 +101,11 @@ def _create_or_update(client: KubeClient, document: dict[str, Any]) -> str:
     return name
 
 
-def prepare_cluster(client: KubeClient, *, crds: Path, machines: Path) -> list[str]:
-    """Install the CRDs in `crds`, wait until they are served, apply the machines in
-    `machines` as StateMachine objects; the machines applied."""
-    install_crds(client, crds)
-    wait_until_served(client, crd_resources(crds))
+def prepare_cluster(client: KubeClient, *, crds: Iterable[Path], machines: Path) -> list[str]:
+    """Install the CRDs in each folder of `crds`, wait until they are served, apply the
+    machines in `machines` as StateMachine objects; the machines applied."""
+    folders = list(crds)
+    for folder in folders:
+        install_crds(client, folder)
+    wait_until_served(client, [r for folder in folders for r in crd_resources(folder)])
     return apply_machines(client, [machines])

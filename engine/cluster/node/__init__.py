@@ -2,11 +2,12 @@
 
 `LocalNode` is the node itself; `running_node` runs one against a running
 embedded API server for the length of a `with` block; `RestartBackoff` says how
-containers restarted in place back off.
+containers restarted in place back off; `Capacity` what pods may request of it.
 """
 
 from engine.cluster.node.backoff import RestartBackoff
 from engine.cluster.node.node import LocalNode
 from engine.cluster.node.running import running_node
+from engine.cluster.node.scheduling.capacity import Capacity
 
-__all__ = ["LocalNode", "RestartBackoff", "running_node"]
+__all__ = ["Capacity", "LocalNode", "RestartBackoff", "running_node"]

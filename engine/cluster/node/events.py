@@ -1,4 +1,5 @@
-"""Events the node posts about pods (source component `jobmachine-node`), as a kubelet does.
+"""Events the node posts about pods, as a kubelet (source component `jobmachine-node`) and
+kube-scheduler (`default-scheduler`) do.
 
 An event about one container names it in `involvedObject.fieldPath`
 (`spec.containers{main}`), as the kubelet's do. An event identical to one already posted for
@@ -22,6 +23,7 @@ from engine.cluster.node.api import ApiError, NodeApi
 from engine.cluster.node.times import now
 
 COMPONENT = "jobmachine-node"
+SCHEDULER = "default-scheduler"
 
 # (pod uid, fieldPath, type, reason, message) of an event already posted.
 _Key = tuple[str, str, str, str, str]
@@ -33,7 +35,8 @@ def field_path(container: str, *, init: bool) -> str:
 
 
 def event_body(pod: Mapping[str, Any], *, node: str, reason: str, message: str, kind: str,
-               name: str, at: str, path: str = "") -> dict[str, Any]:
+               name: str, at: str, path: str = "", component: str = COMPONENT
+               ) -> dict[str, Any]:
     metadata = pod["metadata"]
     involved = {
         "apiVersion": "v1",
@@ -52,9 +55,9 @@ def event_body(pod: Mapping[str, Any], *, node: str, reason: str, message: str, 
         "reason": reason,
         "message": message,
         "type": kind,
-        "source": {"component": COMPONENT, "host": node},
-        "reportingComponent": COMPONENT,
-        "reportingInstance": node,
+        "source": {"component": component, **({"host": node} if component == COMPONENT else {})},
+        "reportingComponent": component,
+        "reportingInstance": node if component == COMPONENT else f"{component}-{node}",
         "firstTimestamp": at,
         "lastTimestamp": at,
         "count": 1,
@@ -62,11 +65,12 @@ def event_body(pod: Mapping[str, Any], *, node: str, reason: str, message: str, 
 
 
 class EventPoster:
-    """Posts pod events for one node."""
+    """Posts pod events for one node, as its kubelet or (`component` SCHEDULER) its scheduler."""
 
-    def __init__(self, api: NodeApi, node: str) -> None:
+    def __init__(self, api: NodeApi, node: str, component: str = COMPONENT) -> None:
         self._api = api
         self._node = node
+        self._component = component
         self._lock = threading.Lock()
         # Events posted per key: their name and count (forgotten with their pod).
         self._posted: dict[_Key, tuple[str, int]] = {}
@@ -82,7 +86,7 @@ class EventPoster:
         suffix = f"{metadata.get('uid')}.{reason.lower()}" if once else uuid.uuid4().hex[:16]
         body = event_body(pod, node=self._node, reason=reason, message=message, kind=kind,
                           name=f"{metadata['name'][:200].rstrip('-.')}.{suffix}", at=now(),
-                          path=path)
+                          path=path, component=self._component)
         try:
             self._api.post(f"/api/v1/namespaces/{metadata['namespace']}/events", body)
         except ApiError as exc:

@@ -1,5 +1,5 @@
-"""The local node: registers a Node, heartbeats, binds every unscheduled pod to itself and runs
-the pods bound to it, as local processes or as simulations.
+"""The local node: registers a Node, heartbeats, binds unscheduled pods to itself as they fit
+its capacity and runs the pods bound to it, as local processes or as simulations.
 
 It is the embedded cluster's kubelet and scheduler in one: it talks to the API
 server over HTTP like any client, so the engine cannot tell it from a real node.
@@ -17,15 +17,18 @@ from typing import Any, Literal
 from loguru import logger
 
 from engine.cluster.node import leftovers, phases
-from engine.cluster.node.api import ApiError, NodeApi, pod_path
+from engine.cluster.node.api import ApiError, NodeApi
 from engine.cluster.node.attempts import AttemptCounter
 from engine.cluster.node.backoff import RestartBackoff
 from engine.cluster.node.events import EventPoster
 from engine.cluster.node.isolation import MountIsolation
 from engine.cluster.node.layout import NodeFiles
+from engine.cluster.node.lease import renew_lease
 from engine.cluster.node.process import ProcessRuntime
 from engine.cluster.node.registration import conditions, node_object
 from engine.cluster.node.runtime import Runtime
+from engine.cluster.node.scheduling.capacity import Capacity
+from engine.cluster.node.scheduling.scheduler import LocalScheduler
 from engine.cluster.node.simulate import SimulatedRuntime
 from engine.cluster.node.sources import SourceRef, Sources, fetch_sources
 from engine.cluster.node.times import now
@@ -55,10 +58,12 @@ class LocalNode:
         name: str = "jobmachine-local",
         heartbeat_s: float = 10.0,
         restart_backoff: RestartBackoff | None = None,
+        capacity: Capacity | None = None,
     ) -> None:
         """`restart_backoff`: how containers restarted in place back off; by default the
         kubelet's (10 s doubling up to 5 min), or what the node's environment variables
-        JOBMACHINE_NODE_RESTART_BACKOFF_S and ..._MAX_S say."""
+        JOBMACHINE_NODE_RESTART_BACKOFF_S and ..._MAX_S say. `capacity`: what pods may
+        request of the node all together; by default this machine's CPUs and memory."""
         if mode not in ("process", "simulate"):
             raise ValueError(f"node mode must be 'process' or 'simulate', not {mode!r}")
         self.name = name
@@ -66,6 +71,8 @@ class LocalNode:
         self._heartbeat_s = heartbeat_s
         self._restart_backoff = restart_backoff or RestartBackoff.from_env()
         self._api = NodeApi(url, token, ca_file)
+        self.capacity = capacity or Capacity.of_this_machine()
+        self._scheduler = LocalScheduler(self._api, name, self.capacity)
         self._files = NodeFiles(logs_dir=logs_dir, state_dir=state_dir)
         self._events = EventPoster(self._api, name)
         self._attempts = AttemptCounter(self._files.attempts_file)
@@ -81,6 +88,7 @@ class LocalNode:
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._registered_at = now()
+        self._node: dict[str, Any] = {}
         self._log = logger.bind(node=name)
         self._heartbeat = threading.Thread(target=self._beat, name=f"{name} heartbeat",
                                            daemon=True)
@@ -91,6 +99,7 @@ class LocalNode:
         if self.mode == "process":
             leftovers.kill_leftovers(self._files.processes_dir)
         self._register()
+        self._scheduler.start()
         self._pods.start()
         self._heartbeat.start()
         self._log.info(f"local node {self.name} is ready ({self.mode} mode)")
@@ -99,6 +108,7 @@ class LocalNode:
         """Stop watching, end every container (SIGTERM, then SIGKILL), join the threads."""
         self._stopping.set()
         self._pods.stop()
+        self._scheduler.stop()
         if self._heartbeat.is_alive():
             self._heartbeat.join(10)
         with self._lock:
@@ -113,15 +123,19 @@ class LocalNode:
 
     def _register(self) -> None:
         version = str(self._api.get("/version").get("gitVersion") or "v0.0.0")
-        node = node_object(self.name, mode=self.mode, version=version, now=self._registered_at)
+        node = node_object(self.name, mode=self.mode, version=version, now=self._registered_at,
+                           capacity=self.capacity)
         try:
-            self._api.post("/api/v1/nodes", node)
+            registered = self._api.post("/api/v1/nodes", node)
         except ApiError as exc:
             if exc.status != 409:
                 raise
             self._api.merge_patch(f"/api/v1/nodes/{self.name}",
                                   {"metadata": {"labels": node["metadata"]["labels"]}})
-            self._api.merge_patch(f"/api/v1/nodes/{self.name}/status", {"status": node["status"]})
+            registered = self._api.merge_patch(f"/api/v1/nodes/{self.name}/status",
+                                               {"status": node["status"]})
+        self._node = registered
+        renew_lease(self._api, registered)
 
     def _beat(self) -> None:
         while not self._stopping.wait(self._heartbeat_s):
@@ -137,14 +151,17 @@ class LocalNode:
         status = {"conditions": conditions(heartbeat=now(), since=self._registered_at)}
         try:
             self._api.merge_patch(f"/api/v1/nodes/{self.name}/status", {"status": status})
+            renew_lease(self._api, self._node)
         except ApiError as exc:
             if exc.status != 404:
                 raise
             self._log.warning("the Node object was deleted: registering again")
             self._register()
+        self._scheduler.watch_served_groups()
 
     def _resync(self) -> None:
         """Bind and run what a failed call or a missed event left behind."""
+        self._scheduler.wake()
         for pod in self._pods.objects():
             try:
                 self._on_pod("MODIFIED", pod)
@@ -157,27 +174,11 @@ class LocalNode:
     def _on_pod(self, kind: str, pod: dict[str, Any]) -> None:
         if self._stopping.is_set():
             return
+        self._scheduler.observe(kind, pod)
         if kind == "DELETED":
             self._forget(pod)
-            return
-        node = (pod.get("spec") or {}).get("nodeName")
-        if not node and not _meta(pod).get("deletionTimestamp"):
-            self._bind(pod)
-        elif node == self.name:
+        elif (pod.get("spec") or {}).get("nodeName") == self.name:
             self._run(pod)
-
-    def _bind(self, pod: dict[str, Any]) -> None:
-        metadata = _meta(pod)
-        body = {"apiVersion": "v1", "kind": "Binding",
-                "metadata": {"name": metadata["name"], "namespace": metadata["namespace"]},
-                "target": {"apiVersion": "v1", "kind": "Node", "name": self.name}}
-        try:
-            self._api.post(pod_path(metadata["namespace"], metadata["name"], "binding"), body)
-        except ApiError as exc:
-            if exc.status not in (404, 409):
-                self._log.bind(pod=f"{metadata['namespace']}/{metadata['name']}").warning(
-                    f"binding failed (retried at the next heartbeat): {exc}"
-                )
 
     def _run(self, pod: dict[str, Any]) -> None:
         metadata = _meta(pod)

@@ -1,31 +1,20 @@
 """The Node object the local node registers, and its heartbeat, as a kubelet writes them.
 
-Capacity is this machine's (CPUs, memory, 110 pods as the kubelet's default);
-the Ready condition's lastHeartbeatTime is what tells a controller the node is
-alive.
+Capacity and allocatable are the node's `Capacity` (by default this machine's CPUs
+and memory and 110 pods, the kubelet's default); the Ready condition's
+lastHeartbeatTime is what tells a controller the node is alive.
 """
 
 from __future__ import annotations
 
-import os
 import platform
 from pathlib import Path
 from typing import Any
 
 from engine.cluster.node.env import POD_IP
+from engine.cluster.node.scheduling.capacity import Capacity
 
-MAX_PODS = 110
 _ARCHITECTURES = {"x86_64": "amd64", "aarch64": "arm64", "armv7l": "arm"}
-
-
-def _memory_kib() -> int:
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemTotal:"):
-                return int(line.split()[1])
-    except (OSError, ValueError, IndexError):
-        pass
-    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 1024
 
 
 def _os_image() -> str:
@@ -60,10 +49,10 @@ def conditions(*, heartbeat: str, since: str) -> list[dict[str, Any]]:
     ]
 
 
-def node_object(name: str, *, mode: str, version: str, now: str) -> dict[str, Any]:
+def node_object(name: str, *, mode: str, version: str, now: str, capacity: Capacity
+                ) -> dict[str, Any]:
     """The Node to register, status included."""
-    resources = {"cpu": str(os.cpu_count() or 1), "memory": f"{_memory_kib()}Ki",
-                 "pods": str(MAX_PODS)}
+    resources = dict(capacity.written)
     architecture = _ARCHITECTURES.get(platform.machine(), platform.machine())
     return {
         "apiVersion": "v1",

@@ -9,15 +9,16 @@ from pathlib import Path
 from engine.cluster.apiserver.serve import RunningApiServer
 from engine.cluster.node.backoff import RestartBackoff
 from engine.cluster.node.node import LocalNode, Mode
+from engine.cluster.node.scheduling.capacity import Capacity
 
 
 @contextmanager
 def running_node(
     server: RunningApiServer, *, mode: Mode = "process", state_dir: Path | None = None,
-    restart_backoff: RestartBackoff | None = None,
+    restart_backoff: RestartBackoff | None = None, capacity: Capacity | None = None,
 ) -> Iterator[LocalNode]:
     """Start a node against `server` (state kept in `state_dir`, by default the server's data
-    directory's `node/`; `restart_backoff` as for LocalNode), stop it on exit."""
+    directory's `node/`; `restart_backoff` and `capacity` as for LocalNode), stop it on exit."""
     node = LocalNode(
         url=server.url,
         token=server.token,
@@ -26,6 +27,7 @@ def running_node(
         state_dir=state_dir or server.data_dir / "node",
         mode=mode,
         restart_backoff=restart_backoff,
+        capacity=capacity,
     )
     node.start()
     try:

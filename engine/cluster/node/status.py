@@ -48,7 +48,8 @@ def pod_status(
         "podIP": POD_IP,
         "podIPs": [{"ip": POD_IP}],
         "startTime": start_time,
-        "qosClass": "BestEffort",
+        # The API server classes the pod when it is created; the kubelet only reports it.
+        "qosClass": (pod.get("status") or {}).get("qosClass") or "BestEffort",
         "containerStatuses": statuses,
     }
     if init_statuses:

@@ -166,7 +166,7 @@ def test_up_quiet_prints_no_job_lines(tmp_path: Path) -> None:
 def cluster() -> Iterator[RunningApiServer]:
     with running_apiserver(tls=True) as server:
         client = KubeClient.from_kubeconfig(server.kubeconfig)
-        prepare_cluster(client, crds=CRDS, machines=MACHINES)
+        prepare_cluster(client, crds=[CRDS], machines=MACHINES)
         client.close()
         with running_node(server, mode="simulate"):
             yield server

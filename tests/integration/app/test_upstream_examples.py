@@ -17,6 +17,7 @@ import yaml
 
 from engine.app.shipped import shipped_dir
 from engine.app.up import LocalCluster, UpOptions, running_local_cluster
+from engine.cluster.node import Capacity
 from engine.controller.resources import CONFIGMAPS, NAMESPACES, PODS, SERVICES
 from engine.settings import EngineSettings
 from tests.integration.app.support import wait_until
@@ -28,8 +29,11 @@ FILES = sorted(p for p in UPSTREAM.rglob("*.yaml"))
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[LocalCluster]:
+    # Room for every example at once, GPUs included (paddlepaddle/simple-gpu.yaml asks
+    # for two): the local node binds a pod only when its requests fit.
     options = UpOptions(port=0, node_mode="simulate",
-                        settings=EngineSettings(replica_backoff_base_s=0.2))
+                        settings=EngineSettings(replica_backoff_base_s=0.2),
+                        node_capacity=Capacity.parse("cpu=64,memory=256Gi,nvidia.com/gpu=8"))
     with running_local_cluster(options) as running:
         running.client.create(NAMESPACES, {"apiVersion": "v1", "kind": "Namespace",
                                            "metadata": {"name": "kubeflow"}})

@@ -44,7 +44,7 @@ def engineless() -> Iterator[RunningApiServer]:
     with running_apiserver(tls=True) as server:
         admin = KubeClient.from_kubeconfig(server.kubeconfig)
         try:
-            prepare_cluster(admin, crds=CRDS, machines=MACHINES)
+            prepare_cluster(admin, crds=[CRDS], machines=MACHINES)
         finally:
             admin.close()
         with running_node(server, mode="simulate", restart_backoff=FAST_NODE):

@@ -91,6 +91,7 @@ def test_on_failure_restarts_in_place_as_the_kubelet_does(processes: Cluster) ->
     counted = {(e.reason, e.type, e.involved_object.field_path, e.message): e.count
                for e in processes.events("retry") if e.reason != "ImageIgnored"}
     assert counted == {
+        ("Scheduled", "Normal", None, "Successfully assigned default/retry to jobmachine-local"): 1,
         ("Created", "Normal", "spec.containers{main}", "Created container main"): 3,
         ("Started", "Normal", "spec.containers{main}", "Started container main"): 3,
         ("BackOff", "Warning", "spec.containers{main}",

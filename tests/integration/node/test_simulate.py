@@ -86,7 +86,8 @@ def test_on_failure_restarts_in_place_through_the_annotated_sequence(simulated: 
     assert simulated.log("flaky", previous=True).startswith("simulated attempt 3: exit code 1")
     assert simulated.log("flaky").startswith("simulated attempt 4: exit code 0")
     counted = {(e.reason, e.type): e.count for e in simulated.events("flaky")}
-    assert counted == {("ImageIgnored", "Normal"): 1, ("Created", "Normal"): 4,
+    assert counted == {("Scheduled", "Normal"): 1, ("ImageIgnored", "Normal"): 1,
+                       ("Created", "Normal"): 4,
                        ("Started", "Normal"): 4, ("BackOff", "Warning"): 2}
 
 
@@ -240,8 +241,8 @@ def test_unbound_pods_are_bound_even_when_created_before_the_node(
         eventually(lambda: core.read_namespaced_pod("early", NS).status.phase == "Succeeded")
 
 
-def test_heartbeats_refresh_the_ready_condition(server: Any, api: client.ApiClient,
-                                                tmp_path: Any) -> None:
+def test_heartbeats_refresh_the_ready_condition_and_the_node_lease(
+        server: Any, api: client.ApiClient, tmp_path: Any) -> None:
     core = client.CoreV1Api(api)
     node = LocalNode(url=server.url, token=server.token, ca_file=server.ca_file,
                      logs_dir=server.logs_dir, state_dir=tmp_path / "node", mode="simulate",
@@ -251,9 +252,19 @@ def test_heartbeats_refresh_the_ready_condition(server: Any, api: client.ApiClie
         conditions = core.read_node("beating").status.conditions
         return str(next(c for c in conditions if c.type == "Ready").last_heartbeat_time)
 
+    def renewed() -> str:
+        return str(leases.read_namespaced_lease("beating", "kube-node-lease").spec.renew_time)
+
+    leases = client.CoordinationV1Api(api)
     node.start()
     try:
-        first = heartbeat()
+        first, first_renewal = heartbeat(), renewed()
         eventually(lambda: heartbeat() != first, timeout=10)
+        eventually(lambda: renewed() != first_renewal, timeout=10)
+        lease = leases.read_namespaced_lease("beating", "kube-node-lease")
+        assert (lease.spec.holder_identity, lease.spec.lease_duration_seconds) == ("beating", 40)
+        (owner,) = lease.metadata.owner_references
+        assert (owner.kind, owner.name, owner.uid) == (
+            "Node", "beating", core.read_node("beating").metadata.uid)
     finally:
         node.stop()
