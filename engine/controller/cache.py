@@ -122,9 +122,13 @@ def project_service(obj: Obj) -> Obj:
     return view
 
 
-def project_metadata(obj: Obj) -> Obj:
-    """Identity and ownership only: a child object is compared by the hash in its annotations."""
-    return _type_and_meta(obj, _META_FIELDS)
+def project_child_object(obj: Obj) -> Obj:
+    """Identity, ownership and status: a child object is compared by the hash in its
+    annotations, and machines read its status (a PodGroup's phase)."""
+    view = _type_and_meta(obj, _META_FIELDS)
+    if isinstance(obj.get("status"), dict):
+        view["status"] = obj["status"]
+    return view
 
 
 def project_node(obj: Obj) -> Obj:

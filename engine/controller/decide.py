@@ -26,7 +26,12 @@ from engine.controller.record import (
     shown_in_history,
 )
 from engine.controller.timestamps import parse_time
-from engine.controller.variables import common_variables, replica_summary, replica_variables
+from engine.controller.variables import (
+    Surroundings,
+    common_variables,
+    replica_summary,
+    replica_variables,
+)
 from engine.definition import (
     CompiledDefinition,
     CompiledMachine,
@@ -132,8 +137,12 @@ def decide(
     job_observations: frozenset[str],
     now: str,
     transitions_kept: int = LAST_TRANSITIONS,
+    surroundings: Surroundings | None = None,
 ) -> Decision:
-    """Step every machine of `job` until nothing fires; see the module docstring."""
+    """Step every machine of `job` until nothing fires; see the module docstring.
+    `surroundings`: by default, not gang scheduled and no child object seen yet."""
+    if surroundings is None:
+        surroundings = Surroundings(objects={child.name: {} for child in definition.objects})
     progress = _Progress(_without_stale_replicas(record, spec), now, job)
     state = progress.record.state
     variables: dict[str, Any] = {}
@@ -144,9 +153,9 @@ def decide(
         replicas_moved = False
         if state is None or not _holds(definition, state):
             replicas_moved = _step_replicas(definition, cel_job, spec, pods, progress,
-                                            shared=shared)
+                                            shared=shared, surroundings=surroundings)
         summary = replica_summary(spec, progress.record, pods, definition.replica)
-        variables = common_variables(cel_job, spec, progress.record, summary)
+        variables = common_variables(cel_job, spec, progress.record, summary, surroundings)
         staying, staying_errors = ((), ()) if state is None else entry_actions(
             definition.job, state, Facts(observations, variables, sharing=shared))
         planned = (*progress.actions_planned(), *((action, None) for action in staying))
@@ -273,11 +282,12 @@ def _step_replicas(
     progress: _Progress,
     *,
     shared: Activation,
+    surroundings: Surroundings,
 ) -> bool:
     """Step every replica once; whether any of them changed state."""
     moved = False
     summary = replica_summary(spec, progress.record, pods, definition.replica)
-    common = common_variables(job, spec, progress.record, summary)
+    common = common_variables(job, spec, progress.record, summary, surroundings)
     for replica_type in spec.replica_types:
         for index in range(replica_type.replicas):
             replica = ReplicaId(replica_type.name, index)

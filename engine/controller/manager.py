@@ -21,8 +21,8 @@ from loguru import logger
 
 from engine.controller.cache import (
     Cache,
+    project_child_object,
     project_job,
-    project_metadata,
     project_node,
     project_pod,
     project_service,
@@ -169,7 +169,7 @@ class Engine:
                     continue
                 if key in self._object_informers:
                     self._object_informers.pop(key).stop()
-                cache = Cache(project_metadata)
+                cache = Cache(project_child_object)
                 informer = Informer(self._client, resource, namespace=self._namespace,
                                     cache=cache, handler=self._on_child,
                                     label_selector=JOB_NAME_LABEL)

@@ -64,6 +64,9 @@ def build_pod(
     if decorations.volumes:
         spec["volumes"] = _with_named(spec.get("volumes") or [], decorations.volumes)
     spec["restartPolicy"] = decorations.restart_policy
+    for name, value in decorations.spec_fields.items():
+        if spec.get(name) in (None, ""):
+            spec[name] = value
     return {
         "apiVersion": "v1",
         "kind": "Pod",

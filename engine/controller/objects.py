@@ -85,8 +85,11 @@ def sync_objects(run: ObjectRun) -> float:
     return wait
 
 
-def object_name(job: Obj, name: str) -> str:
-    """`<job>-<name>`: the API name of a job's child object."""
+def object_name(job: Obj, name: str, naming: str = "JobNameSuffixed") -> str:
+    """The API name of a job's child object: `<job>-<name>`, or the job's own name when the
+    machine names it so (naming JobName)."""
+    if naming == "JobName":
+        return str(job["metadata"]["name"])
     return f"{job['metadata']['name']}-{name}"
 
 
@@ -97,7 +100,7 @@ def build_object(job: Obj, rendered: RenderedObject) -> dict[str, Any]:
         "apiVersion": rendered.api_version,
         "kind": rendered.kind,
         "metadata": {
-            "name": object_name(job, rendered.name),
+            "name": object_name(job, rendered.name, rendered.naming),
             "namespace": metadata["namespace"],
             "labels": {
                 **rendered.labels,
@@ -145,7 +148,7 @@ def _create(run: ObjectRun, resource: Resource, body: dict[str, Any]) -> float:
 
 def _update(run: ObjectRun, resource: Resource, body: dict[str, Any], existing: Obj) -> float:
     name = body["metadata"]["name"]
-    if not _ours(run.job, existing):
+    if not ours(run.job, existing):
         _warn(run, "NameConflict", f"{resource.kind} {name} exists and is not this job's: its "
               "pods wait until it is removed or renamed")
         return _LATER_S
@@ -167,11 +170,12 @@ def _remove(run: ObjectRun, name: str) -> None:
     for spec in run.definition.objects:
         if spec.name != name:
             continue
-        located = _located(run, spec.api_version, spec.kind)
-        if located is None:
+        # A kind the server does not serve has nothing of ours to delete: no warning.
+        resource = run.resources.get((spec.api_version, spec.kind))
+        cache = run.caches.get((spec.api_version, spec.kind))
+        if resource is None or cache is None:
             return
-        resource, cache = located
-        existing = cache.get(run.key.namespace, object_name(run.job, name))
+        existing = cache.get(run.key.namespace, object_name(run.job, name, spec.naming))
         if existing is None or controller_uid(existing) != run.job["metadata"]["uid"]:
             return
         metadata = existing["metadata"]
@@ -193,7 +197,7 @@ def _located(run: ObjectRun, api_version: str, kind: str) -> tuple[Resource, Cac
     return resource, cache
 
 
-def _ours(job: Obj, existing: Obj) -> bool:
+def ours(job: Obj, existing: Obj) -> bool:
     """Owned by this job, or an orphan whose labels name this job (it is adopted on update)."""
     owner = controller_uid(existing)
     if owner is not None:

@@ -41,7 +41,7 @@ from engine.controller.jobspec import (
 from engine.controller.machines.registry import Assignment, MachineRegistry, Unassigned
 from engine.controller.manifests import main_container_name
 from engine.controller.notices import notices_for
-from engine.controller.objects import ObjectRun, sync_objects
+from engine.controller.objects import ObjectRun, object_name, ours, sync_objects
 from engine.controller.observe import (
     PodFacts,
     deadline_of,
@@ -54,7 +54,12 @@ from engine.controller.resources import PODS, SERVICES, Resource
 from engine.controller.scheduler import WakeScheduler, utc_now
 from engine.controller.status import build_status, ungoverned_status, write_status
 from engine.controller.timestamps import format_time, parse_time
-from engine.controller.variables import common_variables, replica_summary
+from engine.controller.variables import (
+    Surroundings,
+    common_variables,
+    gang_scheduler_of,
+    replica_summary,
+)
 from engine.controller.workers import Done, Outcome, RequeueAfter, Retry, Terminal
 from engine.definition import CompiledDefinition, StepError, requeue_after, state_timeout
 from engine.definition.cel import CelEvaluationError
@@ -112,6 +117,7 @@ class _Observed:
     facts: Mapping[ReplicaId, PodFacts]
     old_attempt: frozenset[ReplicaId]
     """Replicas whose pod is of an older restart attempt: not observed, only deleted."""
+    surroundings: Surroundings
 
 
 class Reconciler:
@@ -239,7 +245,23 @@ class Reconciler:
                 main_container=main_container_name(definition, template),
                 node_ready=self._node_ready,
             )
-        return _Observed(spec, pods, services, record, facts, frozenset(old_attempt))
+        return _Observed(spec, pods, services, record, facts, frozenset(old_attempt),
+                         self._surroundings(job, definition, spec))
+
+    def _surroundings(self, job: Obj, definition: CompiledDefinition, spec: JobSpecView
+                      ) -> Surroundings:
+        objects: dict[str, Mapping[str, Any]] = {}
+        for child in definition.objects:
+            found = self._caches.objects.get((child.api_version, child.kind))
+            seen = None if found is None else found[1].get(
+                job["metadata"]["namespace"], object_name(job, child.name, child.naming))
+            objects[child.name] = seen if seen is not None and ours(job, seen) else {}
+        return Surroundings(
+            gang_scheduler=gang_scheduler_of(
+                spec.run_policy, scheduler_name=self._settings.gang_scheduler_name,
+                for_every_job=self._settings.gang_scheduling),
+            objects=objects,
+        )
 
     def _decide(
         self, job: Obj, definition: CompiledDefinition, observed: _Observed, now: datetime
@@ -260,6 +282,7 @@ class Reconciler:
             definition, job, observed.spec, record, observed.facts,
             job_observations=observations, now=format_time(now),
             transitions_kept=self._settings.status_last_transitions,
+            surroundings=observed.surroundings,
         )
         log = logger.bind(job=f"{job['metadata']['namespace']}/{job['metadata']['name']}")
         for error in decision.errors:
@@ -463,6 +486,7 @@ def _state_timed_out(
     if record.state is None or not definition.job.states[record.state].has_timeout:
         return False
     summary = replica_summary(observed.spec, record, observed.facts, definition.replica)
-    variables = common_variables(job_value(job), observed.spec, record, summary)
+    variables = common_variables(job_value(job), observed.spec, record, summary,
+                                 observed.surroundings)
     timeout_at = _state_timeout_at(definition, record, variables)
     return timeout_at is not None and now >= timeout_at

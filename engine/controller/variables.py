@@ -8,6 +8,7 @@ lists each variable; engine.definition.vocabulary declares them).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from engine.controller.children import ReplicaId
@@ -60,14 +61,35 @@ def replica_summary(
     return summary
 
 
+@dataclass(frozen=True)
+class Surroundings:
+    """What a job's guards see beyond the job and its pods."""
+
+    gang_scheduler: str = ""
+    """The PodGroup API the job is gang scheduled with, '' when it is not."""
+    objects: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    """Each child object the machine declares, by its name there, as last seen ({} when
+    absent)."""
+
+
+def gang_scheduler_of(run_policy: Mapping[str, Any], *, scheduler_name: str,
+                      for_every_job: bool) -> str:
+    """The PodGroup API a job is gang scheduled with: the engine's, when the engine gang
+    schedules every job or the job's run policy asks with a schedulingPolicy; else ''."""
+    asked = run_policy.get("schedulingPolicy") is not None
+    return scheduler_name if for_every_job or asked else ""
+
+
 def common_variables(
     job: Mapping[str, Any],
     spec: JobSpecView,
     record: MachineRecord,
     summary: Mapping[str, Any],
+    surroundings: Surroundings | None = None,
 ) -> dict[str, Any]:
     """The variables every guard sees, at either level; `job` as `job_value` gives it (made
     once per decision, so every step can share its converted value)."""
+    around = surroundings or Surroundings()
     return {
         "job": job,
         "runPolicy": spec.run_policy,
@@ -75,6 +97,8 @@ def common_variables(
         "restarts": record.restarts,
         "error": spec.error,
         "lastFailure": record.last_failure,
+        "gangScheduler": around.gang_scheduler,
+        "objects": around.objects,
     }
 
 

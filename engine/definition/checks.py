@@ -306,8 +306,10 @@ _OBJECT_ROOT_FIELDS = ("apiVersion", "kind", "metadata")
 
 
 def _object_checks(loaded: LoadedDefinition) -> Iterator[Diagnostic]:
-    """Child objects: one name each, and `fields` that leave type and metadata to the engine."""
+    """Child objects: one name each (one object per kind named like the job), and `fields`
+    that leave type and metadata to the engine."""
     seen: dict[str, int] = {}
+    named_like_job: dict[tuple[str, str], int] = {}
     for index, spec in enumerate(loaded.definition.spec.objects):
         path = ("spec", "objects", index)
         first = seen.setdefault(spec.name, index)
@@ -315,6 +317,12 @@ def _object_checks(loaded: LoadedDefinition) -> Iterator[Diagnostic]:
             yield error(loaded.positions.value((*path, "name")),
                         f"object name '{spec.name}' is already used by objects[{first}]: each "
                         "object of a job is named <job>-<name>")
+        if spec.naming == "JobName":
+            first = named_like_job.setdefault((spec.api_version, spec.kind), index)
+            if first != index:
+                yield error(loaded.positions.value((*path, "naming")),
+                            f"objects[{first}] is already a {spec.kind} ({spec.api_version}) "
+                            "named like the job: two would have the same name")
         for field in _OBJECT_ROOT_FIELDS:
             if field in spec.fields:
                 yield error(loaded.positions.key((*path, "fields", field)),

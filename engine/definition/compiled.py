@@ -150,6 +150,8 @@ class CompiledObject:
     name: str
     api_version: str
     kind: str
+    naming: str
+    """JobNameSuffixed (`<job>-<name>`) or JobName (the job's own name)."""
     when: CompiledExpression | None
     labels: Mapping[str, CompiledExpression]
     annotations: Mapping[str, CompiledExpression]
@@ -167,6 +169,7 @@ class CompiledDefinition:
     pod_env: Mapping[str, CompiledExpression]
     pod_labels: Mapping[str, CompiledExpression]
     pod_annotations: Mapping[str, CompiledExpression]
+    pod_spec_fields: Mapping[str, CompiledExpression]
     services: tuple[ServiceSpec, ...]
     default_failure_rules: tuple[Mapping[str, Any], ...] = ()
     """The machine's failure rules as a job spec writes them (after the job's own)."""
@@ -213,6 +216,9 @@ def compile_definition(loaded: LoadedDefinition) -> CompiledDefinition:
         pod_annotations={
             k: table.expressions[(*pod_path, "annotations", k)] for k in spec.pod.annotations
         },
+        pod_spec_fields={
+            k: table.expressions[(*pod_path, "specFields", k)] for k in spec.pod.spec_fields
+        },
         services=tuple(spec.services),
         default_failure_rules=tuple(
             rule.model_dump(by_alias=True, exclude_none=True)
@@ -241,6 +247,7 @@ def _object(
         name=child.name,
         api_version=child.api_version,
         kind=child.kind,
+        naming=child.naming,
         when=expressions.get((*path, "when")),
         labels={k: expressions[(*path, "labels", k)] for k in child.labels},
         annotations={k: expressions[(*path, "annotations", k)] for k in child.annotations},

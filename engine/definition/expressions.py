@@ -125,7 +125,7 @@ def is_delay_expression(value: str) -> bool:
 def pod_value_paths(loaded: LoadedDefinition) -> Iterator[tuple[Path, str]]:
     pod = loaded.definition.spec.pod
     for section, values in (("env", pod.env), ("labels", pod.labels),
-                            ("annotations", pod.annotations)):
+                            ("annotations", pod.annotations), ("specFields", pod.spec_fields)):
         for key, source in values.items():
             yield ("spec", "pod", section, key), source
 

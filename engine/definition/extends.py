@@ -9,8 +9,8 @@ in the base's file (or object) at its own line.
 Merge rules: mappings merge key by key, the extending side winning, and a key
 of the base set to null is removed (a new key may be null: `Paused:` is an
 empty state); lists and other values are replaced whole,
-except the transitions of each level, which are matched by `name`: a named
-transition replaces the base's fields it sets (in place), `remove: true`
+except the transitions of each level and the child objects, which are matched by
+`name`: a named item replaces the base's fields it sets (in place), `remove: true`
 drops it, and a new one goes `before:` or `after:` a named one, else last.
 """
 
@@ -24,7 +24,8 @@ from engine.definition.errors import Diagnostic, error
 from engine.definition.positions import NodeInfo, Path, PositionIndex
 
 DIRECTIVES = ("before", "after", "remove")
-"""Transition keys that say how to merge; they never reach the merged machine."""
+"""Keys of transitions and objects that say how to merge; they never reach the merged
+machine."""
 
 LEVELS = ("job", "replica")
 _MAX_DEPTH = 16
@@ -158,14 +159,15 @@ class _Merger:
                 merged[key] = self.take(_child(base, key), (*out, key))
             elif key not in base.value and not _merged_deeper(out, key):
                 merged[key] = self.take(_child(derived, key), (*out, key))
-            elif _is_transitions(out, key):
-                merged[key] = self.transitions(_child(base, key), _child(derived, key),
-                                               (*out, key))
+            elif (noun := _named_list(out, key)) is not None:
+                merged[key] = self.named_items(_child(base, key), _child(derived, key),
+                                               (*out, key), noun)
             else:
                 merged[key] = self.merge(_child(base, key), _child(derived, key), (*out, key))
         return merged
 
-    def transitions(self, base: _Side, derived: _Side, out: Path) -> Any:
+    def named_items(self, base: _Side, derived: _Side, out: Path, noun: str) -> Any:
+        """A list merged by `name` (transitions, child objects): see the module docstring."""
         if not isinstance(base.value, list) or not isinstance(derived.value, list):
             return self.take(derived, out)
         placed: list[tuple[_Side, _Side | None]] = [
@@ -176,10 +178,10 @@ class _Merger:
         for i, item in enumerate(derived.value):
             name = _name(item)
             if name is not None and name in seen:
-                self._problem(_child(derived, i), "name", f"transition name '{name}' is "
+                self._problem(_child(derived, i), "name", f"{noun} name '{name}' is "
                               "already used earlier in this machine: name each change once")
                 continue
-            self._place(placed, _child(derived, i), item, after)
+            self._place(placed, _child(derived, i), item, after, noun)
             if name is not None:
                 seen.add(name)
         self.index.nodes[out] = (derived.positions.nodes.get(derived.path)
@@ -195,8 +197,9 @@ class _Merger:
         return result
 
     def _place(self, placed: list[tuple[_Side, _Side | None]], side: _Side, item: Any,
-               after: dict[str, int]) -> None:
-        """Apply one transition of the extending machine to the base's list.
+               after: dict[str, int], noun: str) -> None:
+        """Apply one item (a transition, an object) of the extending machine to the base's
+        list.
 
         `after` counts what this machine already put after each named transition, so
         several transitions `after:` one keep the order they are written in.
@@ -213,28 +216,28 @@ class _Merger:
                 return
             entry: tuple[_Side, _Side | None] = (first, side)
             moved = "before" in item or "after" in item
-            position = self._anchor(side, item, _names(placed), after) if moved else at
+            position = self._anchor(side, item, _names(placed), after, noun) if moved else at
         else:
             if item.get("remove") is True:
-                wanted = ("'remove: true' needs the 'name' of a transition of the base"
-                          if name is None else f"no transition named '{name}' to remove")
+                wanted = (f"'remove: true' needs the 'name' of a {noun} of the base"
+                          if name is None else f"no {noun} named '{name}' to remove")
                 self._problem(side, "remove", wanted)
                 return
             entry = (side, None)
-            position = self._anchor(side, item, names, after)
+            position = self._anchor(side, item, names, after, noun)
         placed.insert(len(placed) if position is None else position, entry)
 
     def _anchor(self, side: _Side, item: dict[str, Any], names: list[str | None],
-                after: dict[str, int]) -> int | None:
-        """Where `before:`/`after:` puts the transition; None: where it is (or last)."""
+                after: dict[str, int], noun: str) -> int | None:
+        """Where `before:`/`after:` puts the item; None: where it is (or last)."""
         for key in ("before", "after"):
             anchor = item.get(key)
             if anchor is None:
                 continue
             if anchor not in names:
                 known = ", ".join(n for n in names if n) or "(none)"
-                self._problem(side, key, f"no transition named '{anchor}' to go {key}; "
-                                         f"named transitions: {known}")
+                self._problem(side, key, f"no {noun} named '{anchor}' to go {key}; "
+                                         f"named {noun}s: {known}")
                 return None
             if key == "before":
                 return names.index(anchor)
@@ -273,6 +276,14 @@ def _child(side: _Side, key: str | int) -> _Side:
 
 def _is_transitions(out: Path, key: str) -> bool:
     return key == "transitions" and len(out) == 2 and out[0] == "spec" and out[1] in LEVELS
+
+
+def _named_list(out: Path, key: str) -> str | None:
+    """What the items of a list merged by name are called: the transitions of each level
+    and the child objects; None for any other field."""
+    if _is_transitions(out, key):
+        return "transition"
+    return "object" if out == ("spec",) and key == "objects" else None
 
 
 def _merge_documents(

@@ -35,12 +35,21 @@ class PodDecorations:
     """The main container's command when its template has none (nor args)."""
     restart_policy: str = "Never"
     """The pod's restartPolicy: OnFailure or Always let the kubelet restart it in place."""
+    spec_fields: Mapping[str, Any] = field(default_factory=dict)
+    """Pod spec fields set where the template leaves them unset (schedulerName...)."""
 
 
 def _texts(values: Mapping[str, CompiledExpression], activation: Activation) -> dict[str, str]:
     """Each value as text; a null leaves the key out (a label only some replicas carry)."""
     found = {key: expr.evaluate(activation) for key, expr in values.items()}
     return {key: render_value(value) for key, value in found.items() if value is not None}
+
+
+def _values(values: Mapping[str, CompiledExpression], activation: Activation
+            ) -> dict[str, Any]:
+    """Each value as CEL gives it; a null leaves the key out."""
+    found = {key: expr.evaluate(activation) for key, expr in values.items()}
+    return {key: value for key, value in found.items() if value is not None}
 
 
 def _env(values: Mapping[str, CompiledExpression], activation: Activation) -> dict[str, EnvValue]:
@@ -94,6 +103,7 @@ def render_pod_decorations(
         _objects(compiled.pod_volume_mounts, activation, "pod.volumeMounts"),
         _command(compiled.pod_command, activation),
         render_restart_policy(compiled, activation),
+        _values(compiled.pod_spec_fields, activation),
     )
 
 
@@ -117,12 +127,14 @@ class RenderedObject:
     """One child object of a job as the machine wants it now (without name and owner)."""
 
     name: str
-    """The object's name in the machine; the API object is `<job>-<name>`."""
+    """The object's name in the machine; the API object is `<job>-<name>` (or, with
+    naming JobName, the job's name)."""
     api_version: str
     kind: str
     labels: Mapping[str, str] = field(default_factory=dict)
     annotations: Mapping[str, str] = field(default_factory=dict)
     fields: Mapping[str, Any] = field(default_factory=dict)
+    naming: str = "JobNameSuffixed"
 
 
 def render_objects(
@@ -140,9 +152,19 @@ def render_objects(
         wanted.append(RenderedObject(
             child.name, child.api_version, child.kind,
             _texts(child.labels, activation), _texts(child.annotations, activation),
-            {key: value for key, value in fields.items() if value is not None},
+            _without_nulls(fields), child.naming,
         ))
     return wanted, absent
+
+
+def _without_nulls(value: Any) -> Any:
+    """A null value in a map leaves its key out, at any depth (an optional field of a spec);
+    list items are kept as they are."""
+    if isinstance(value, dict):
+        return {k: _without_nulls(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_without_nulls(item) for item in value]
+    return value
 
 
 def _wanted(child: CompiledObject, activation: Activation) -> bool:

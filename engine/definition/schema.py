@@ -178,6 +178,9 @@ class PodSpec(_Strict):
     # CEL giving the main container's command (a list of strings) when its template sets
     # neither command nor args (e.g. MPI Workers that only wait to be reached); null: none.
     command: str | None = None
+    # Pod spec field -> CEL value, set where the template leaves the field unset (the
+    # template's own value wins); null leaves it unset (a gang's schedulerName).
+    spec_fields: dict[str, str] = Field(default_factory=dict, alias="specFields")
 
 
 class ValidationRule(_Strict):
@@ -195,7 +198,8 @@ class ValidationRule(_Strict):
 class ObjectSpec(_Strict):
     """A namespaced object every job of the kind has besides its pods and services.
 
-    It is named `<job>-<name>`, owned by the job, created before the job's pods,
+    It is named `<job>-<name>` (or, with `naming: JobName`, like the job itself, as Kubeflow
+    names a job's PodGroup), owned by the job, created before the job's pods,
     updated when what it is rendered from changes, and removed with the job.
     Every value is CEL over the job-level variables (and the template variables).
     """
@@ -205,6 +209,7 @@ class ObjectSpec(_Strict):
     ]
     api_version: str = Field(alias="apiVersion")
     kind: str
+    naming: Literal["JobNameSuffixed", "JobName"] = "JobNameSuffixed"
     when: str | None = None  # CEL bool; while false the object does not exist
     labels: dict[str, str] = Field(default_factory=dict)
     annotations: dict[str, str] = Field(default_factory=dict)

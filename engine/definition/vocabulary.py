@@ -214,6 +214,21 @@ COMMON_VARIABLES: tuple[Variable, ...] = (
         "The last replica failure seen, as `Worker-1 (exit code 2, Error: <message>)`, "
         "else ''.",
     ),
+    Variable(
+        "gangScheduler",
+        "string",
+        "The PodGroup API the job is gang scheduled with: 'volcano' "
+        "(scheduling.volcano.sh/v1beta1) or 'scheduler-plugins' (scheduling.x-k8s.io/v1alpha1), "
+        "the engine's --gang-scheduler-name; '' when the job is not gang scheduled (it is when "
+        "its run policy has a schedulingPolicy, or the engine runs with --gang-scheduling).",
+    ),
+    Variable(
+        "objects",
+        "map(string, map(string, dyn))",
+        "Per child object the machine declares (spec.objects), by its name there: the object "
+        "as last seen (metadata and status, e.g. a PodGroup's phase), or an empty map while "
+        "it does not exist.",
+    ),
 )
 
 REPLICA_VARIABLES: tuple[Variable, ...] = (

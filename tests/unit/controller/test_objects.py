@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.controller.cache import Cache, project_metadata
+from engine.controller.cache import Cache, project_child_object
 from engine.controller.children import JobKey
 from engine.controller.errors import AlreadyExists, NotFound
 from engine.controller.objects import (
@@ -30,8 +30,9 @@ JOB = {
                    "template": {"spec": {"containers": [{"name": "mpi", "image": "x"}]}}},
     }},
 }
-VARIABLES = {"job": JOB, "hosts": {"Launcher": ["ring-launcher-0"],
-                                   "Worker": ["ring-worker-0", "ring-worker-1"]}}
+VARIABLES = {"job": JOB, "gangScheduler": "",
+             "hosts": {"Launcher": ["ring-launcher-0"],
+                       "Worker": ["ring-worker-0", "ring-worker-1"]}}
 
 
 @dataclass
@@ -82,7 +83,7 @@ def run(cache: Cache, client: RecordingClient, recorder: RecordingRecorder,
 def test_a_missing_object_is_created_owned_by_the_job_with_its_hash() -> None:
     client, recorder = RecordingClient(), RecordingRecorder()
 
-    assert run(Cache(project_metadata), client, recorder) is True
+    assert run(Cache(project_child_object), client, recorder) is True
 
     assert client.writes == [("create", "ring-config")]
     (body,) = client.bodies
@@ -93,7 +94,7 @@ def test_a_missing_object_is_created_owned_by_the_job_with_its_hash() -> None:
 
 
 def test_an_object_as_rendered_is_left_alone_and_a_changed_one_is_replaced() -> None:
-    cache = Cache(project_metadata)
+    cache = Cache(project_child_object)
     current = build_object(JOB, _rendered(VARIABLES))
     current["metadata"].update(resourceVersion="7", uid="cm-uid")
     cache.apply("ADDED", current)
@@ -109,7 +110,7 @@ def test_an_object_as_rendered_is_left_alone_and_a_changed_one_is_replaced() -> 
 
 
 def test_an_object_of_another_owner_is_never_touched_and_the_pods_wait() -> None:
-    cache = Cache(project_metadata)
+    cache = Cache(project_child_object)
     foreign = build_object(JOB, _rendered(VARIABLES))
     foreign["metadata"]["ownerReferences"] = [{"uid": "other", "controller": True}]
     foreign["metadata"]["labels"] = {}
@@ -129,7 +130,7 @@ def test_an_object_the_cache_does_not_show_is_read_and_reported_when_it_is_not_o
                             "uid": "cm-uid", "labels": {}}}
     client, recorder = RecordingClient(existing=foreign), RecordingRecorder()
 
-    assert run(Cache(project_metadata), client, recorder) is False
+    assert run(Cache(project_child_object), client, recorder) is False
 
     assert client.writes == []
     assert [reason for reason, _ in recorder.events] == ["NameConflict"]
@@ -141,7 +142,7 @@ def test_an_orphan_labelled_for_the_job_is_adopted_on_create() -> None:
     orphan["metadata"].update(resourceVersion="3", uid="cm-uid")
     client = RecordingClient(existing=orphan)
 
-    assert run(Cache(project_metadata), client, RecordingRecorder()) is True
+    assert run(Cache(project_child_object), client, RecordingRecorder()) is True
 
     assert client.writes == [("replace", "ring-config")]
     assert client.bodies[0]["metadata"]["ownerReferences"][0]["uid"] == "job-uid"

@@ -568,10 +568,17 @@ def test_tfjob_puts_its_chief_rule_right_before_the_inherited_succeed() -> None:
 
 
 def test_pytorchjob_changes_only_the_guards_it_writes() -> None:
+    """...and adds the elastic maxRestarts bound right after the backoff limit."""
     (kubeflow,) = load_file(MACHINES / "kubeflow.yaml")
     (pytorch,) = load_file(MACHINES / "pytorchjob.yaml")
     base = {t.name: t for t in kubeflow.definition.spec.job.transitions}
+    added = [t.name for t in pytorch.definition.spec.job.transitions if t.name not in base]
+    assert added == ["elastic-max-restarts"]
+    order = [t.name for t in pytorch.definition.spec.job.transitions]
+    assert order[order.index("backoff-limit") + 1] == "elastic-max-restarts"
     for mine in pytorch.definition.spec.job.transitions:
+        if mine.name in added:
+            continue
         theirs = base[mine.name]
         assert mine.source == theirs.source and mine.to == theirs.to
         assert mine.message == theirs.message
