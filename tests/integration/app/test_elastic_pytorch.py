@@ -115,8 +115,14 @@ def test_bounds_default_to_each_other_then_to_the_worker_count(cluster: LocalClu
     assert found["elastic-none"]["PET_RDZV_BACKEND"] == "etcd"
 
 
+def _scale(cluster: LocalCluster, name: str, count: int) -> dict[str, Any]:
+    return cluster.client.patch(PYTORCHJOBS, name, {"spec": {"replicas": count}},
+                                namespace="default", subresource="scale")
+
+
 def test_scaling_down_and_up_keeps_the_workers_that_stay(cluster: LocalCluster) -> None:
-    """2 -> 1 -> 2 Workers: Worker 0 is the same pod throughout, and the job succeeds."""
+    """2 -> 1 (a spec edit) -> 2 (/scale) Workers: Worker 0 is the same pod throughout, and
+    the job succeeds."""
     cluster.client.create(PYTORCHJOBS, elastic_job("elastic-scale", run_seconds=8,
                                                    minReplicas=1, maxReplicas=3), "default")
     pods = wait_until(lambda: _pods(cluster, "elastic-scale"),
@@ -128,7 +134,8 @@ def test_scaling_down_and_up_keeps_the_workers_that_stay(cluster: LocalCluster) 
     _set_workers(cluster, "elastic-scale", 1)
     wait_until(lambda: set(_pods(cluster, "elastic-scale")), lambda seen: seen == {
         "elastic-scale-worker-0"}, what="Worker 1 to go")
-    _set_workers(cluster, "elastic-scale", 2)
+    scale = _scale(cluster, "elastic-scale", 2)
+    assert (scale["kind"], scale["spec"]["replicas"]) == ("Scale", 2)
     again = wait_until(lambda: _pods(cluster, "elastic-scale"), lambda seen: len(seen) == 2,
                        what="Worker 1 to come back")
     status = _finished(cluster, "elastic-scale")
@@ -179,7 +186,12 @@ def test_scaling_outside_the_bounds_is_refused(cluster: LocalCluster) -> None:
     cluster.client.create(PYTORCHJOBS, elastic_job("elastic-bounded", run_seconds=5,
                                                    minReplicas=1, maxReplicas=2), "default")
 
-    with pytest.raises(Invalid) as refused:
+    with pytest.raises(Invalid) as edited:
         _set_workers(cluster, "elastic-bounded", 3)
+    with pytest.raises(Invalid) as scaled:
+        _scale(cluster, "elastic-bounded", 0)
 
-    assert "Worker replicas must be within" in str(refused.value)
+    assert "Worker replicas must be within" in str(edited.value)
+    assert "Worker replicas must be within" in str(scaled.value)
+    job = cluster.client.get(PYTORCHJOBS, "elastic-bounded", "default")
+    assert job["spec"]["pytorchReplicaSpecs"]["Worker"]["replicas"] == 2
