@@ -8,7 +8,7 @@ first and act after (the write-ahead rule of the architecture page).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
@@ -94,6 +94,9 @@ class Decision:
     """Whether the final job state holds its replicas (terminal, or `holdReplicas`)."""
     timer_due: datetime | None = None
     """When the earliest replica state timeout that has not passed yet runs out."""
+    restarts: tuple[tuple[str, int], ...] = ()
+    """Restarts counted in this decision, each with the reason of the transition that
+    counted it (PodFailed, PodRestarted, RestartJob...): what the restart metric counts."""
 
 
 @dataclass
@@ -107,6 +110,18 @@ class _Progress:
     errors: list[str] = field(default_factory=list)
     seen_actions: set[tuple[Any, ...]] = field(default_factory=set)
     timer_due: datetime | None = None
+    restarts: list[tuple[str, int]] = field(default_factory=list)
+
+    def apply_all(self, actions: Sequence[PlannedAction], replica: ReplicaId | None,
+                  fired: Sequence[FiredTransition]) -> None:
+        """Apply the actions of the transitions that fired, noting the restarts they count
+        under the reason of the first of them."""
+        before = self.record.restarts
+        for action in actions:
+            _apply(action, replica, self)
+        counted = self.record.restarts - before
+        if counted > 0:
+            self.restarts.append((fired[0].reason if fired else "", counted))
 
     def actions_planned(self) -> Iterator[tuple[PlannedAction, ReplicaId | None]]:
         """Every action planned so far, with its replica (None: the job)."""
@@ -165,8 +180,7 @@ def decide(
         progress.errors += result.errors
         for transition in result.fired:
             _record_job_transition(definition, transition, progress, variables)
-        for action in result.actions:
-            _apply(action, None, progress)
+        progress.apply_all(result.actions, None, result.fired)
         if not result.changed and state is not None:
             progress.errors += staying_errors
             _replay(staying, None, progress)
@@ -187,6 +201,7 @@ def decide(
         variables,
         holds,
         None if holds else progress.timer_due,
+        tuple(progress.restarts),
     )
 
 
@@ -314,8 +329,7 @@ def _step_replicas(
             for transition in result.fired:
                 if not transition.self_loop:
                     _count(progress, "replica", transition, replica)
-            for action in result.actions:
-                _apply(action, replica, progress)
+            progress.apply_all(result.actions, replica, result.fired)
             if result.state == current and current is not None:
                 _replay_entry(definition.replica, current, replica, replica_facts, progress)
             if result.state != current:

@@ -107,17 +107,17 @@ class Engine:
             jobs=self._all_jobs, kind_synced=self._kind_synced,
             may_write=(lambda: shards.holds(0)) if shards is not None else (lambda: True),
         )
-        self.reconciler = Reconciler(
-            client=client, caches=self.caches, machines=self.machines,
-            expectations=self.expectations, recorder=self.recorder, scheduler=self.scheduler,
-            settings=settings, written=self.written,
-        )
         self._leading = threading.Event()
         self.metrics = Metrics(
             queue=self.queue.metrics, api_requests=lambda: client.request_count,
             events=self.recorder.stats, jobs_by_phase=self._jobs_by_phase,
             is_leader=self._leading.is_set,
             shards_held=(lambda: len(shards.held)) if shards is not None else None,
+        )
+        self.reconciler = Reconciler(
+            client=client, caches=self.caches, machines=self.machines,
+            expectations=self.expectations, recorder=self.recorder, scheduler=self.scheduler,
+            settings=settings, written=self.written, metrics=self.metrics,
         )
         self._informers = self._build_informers()
         self._workers_stop = threading.Event()

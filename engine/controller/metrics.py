@@ -8,7 +8,7 @@ thread copies numbers around and nothing can drift.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 
 from loguru import logger
 from prometheus_client import (
@@ -28,6 +28,9 @@ PREFIX = "jobmachine"
 
 RECONCILE_BUCKETS = tuple(0.001 * 2**i for i in range(16))
 """1 ms doubling to ~33 s: a reconcile is a few API calls, a slow one is a stuck server."""
+
+JOB_DURATION_BUCKETS = tuple(float(2**i) for i in range(19))
+"""1 s doubling to ~3 days: a smoke test ends in seconds, a training run in hours or days."""
 
 
 class Metrics:
@@ -58,6 +61,23 @@ class Metrics:
             f"{PREFIX}_reconcile_duration_seconds", "Time spent in one reconcile.",
             buckets=RECONCILE_BUCKETS, registry=self.registry,
         )
+        self._transitions = Counter(
+            f"{PREFIX}_transitions",
+            "State changes by job kind, level (job or replica) and the states left and entered "
+            "(from is empty for a job's or replica's first state).",
+            ["kind", "level", "from", "to"], registry=self.registry,
+        )
+        self._restarts = Counter(
+            f"{PREFIX}_restarts",
+            "Restarts counted against runPolicy.backoffLimit, by job kind and the reason of the "
+            "transition that counted them.",
+            ["kind", "reason"], registry=self.registry,
+        )
+        self._job_seconds = Histogram(
+            f"{PREFIX}_job_duration_seconds",
+            "From a job's creation to its terminal state, by job kind and that state.",
+            ["kind", "state"], buckets=JOB_DURATION_BUCKETS, registry=self.registry,
+        )
         ProcessCollector(registry=self.registry)
         self.registry.register(
             _Sources(
@@ -70,6 +90,25 @@ class Metrics:
         """Count one finished reconcile and how long it took."""
         self._reconciles.labels(result=result).inc()
         self._reconcile_seconds.observe(seconds)
+
+    def observe_changes(
+        self,
+        kind: str,
+        transitions: Iterable[tuple[str, str | None, str]],
+        restarts: Iterable[tuple[str, int]],
+        finished: tuple[str, float] | None = None,
+    ) -> None:
+        """Count what one reconcile recorded: state changes as (level, from, to), restarts as
+        (reason, count), and, when the job reached a terminal state, (state, seconds since
+        its creation)."""
+        for level, source, target in transitions:
+            self._transitions.labels(kind=kind, level=level, **{"from": source or ""},
+                                     to=target).inc()
+        for reason, count in restarts:
+            self._restarts.labels(kind=kind, reason=reason).inc(count)
+        if finished is not None:
+            state, seconds = finished
+            self._job_seconds.labels(kind=kind, state=state).observe(max(seconds, 0.0))
 
     def render(self) -> bytes:
         """The current values in Prometheus' text format (`content_type`)."""

@@ -40,6 +40,7 @@ from engine.controller.jobspec import (
 )
 from engine.controller.machines.registry import Assignment, MachineRegistry, Unassigned
 from engine.controller.manifests import main_container_name
+from engine.controller.metrics import Metrics
 from engine.controller.notices import notices_for
 from engine.controller.objects import ObjectRun, object_name, ours, sync_objects
 from engine.controller.observe import (
@@ -135,7 +136,9 @@ class Reconciler:
         settings: EngineSettings,
         written: WrittenVersions,
         clock: Callable[[], datetime] = utc_now,
+        metrics: Metrics | None = None,
     ) -> None:
+        self._metrics = metrics
         self._client = client
         self._caches = caches
         self._machines = machines
@@ -192,6 +195,7 @@ class Reconciler:
         job = self._write_status(key, job, assignment, spec=observed.spec, decision=decision,
                                  now=now)
         self._tell_listeners(job, decision, now)
+        self._count_changes(job, definition, decision, now)
         run = self._act(key, job, definition, observed=observed, decision=decision, now=now)
         for notice in notices_for(decision.fired, observed.facts):
             self._recorder.record(job, type=notice.type, reason=notice.reason,
@@ -202,6 +206,24 @@ class Reconciler:
     def add_transition_listener(self, listener: TransitionListener) -> None:
         """Have `listener` told of every recorded state change from now on."""
         self._transition_listeners.append(listener)
+
+    def _count_changes(self, job: Obj, definition: CompiledDefinition, decision: Decision,
+                       now: datetime) -> None:
+        """The metrics of what this reconcile recorded (its status write succeeded)."""
+        if self._metrics is None or not (decision.fired or decision.restarts):
+            return
+        finished = None
+        for fired in decision.fired:
+            target = fired.transition.target
+            if fired.replica is None and definition.job.states[target].terminal:
+                created = parse_time(job["metadata"]["creationTimestamp"])
+                finished = (target, (now - created).total_seconds())
+        self._metrics.observe_changes(
+            job["kind"],
+            [("job" if f.replica is None else "replica", f.transition.source,
+              f.transition.target) for f in decision.fired],
+            decision.restarts, finished,
+        )
 
     def _tell_listeners(self, job: Obj, decision: Decision, now: datetime) -> None:
         if not self._transition_listeners or not decision.fired:

@@ -54,6 +54,32 @@ class TestMetrics:
         assert found[("jobmachine_reconcile_duration_seconds_sum", ())] == pytest.approx(2.007)
         assert found[("jobmachine_reconcile_duration_seconds_bucket", (("le", "0.004"),))] == 2
 
+    def test_state_changes_restarts_and_job_durations_are_counted(self) -> None:
+        metrics = Metrics()
+        metrics.observe_changes("PyTorchJob", [("job", None, "Created"),
+                                               ("replica", "Pending", "Running"),
+                                               ("replica", "Pending", "Running")],
+                                [("PodFailed", 1), ("PodRestarted", 2)])
+        metrics.observe_changes("PyTorchJob", [("job", "Succeeding", "Succeeded")], [],
+                                finished=("Succeeded", 90.0))
+        found = samples(metrics)
+        created = (("from", ""), ("kind", "PyTorchJob"), ("level", "job"), ("to", "Created"))
+        running = (("from", "Pending"), ("kind", "PyTorchJob"), ("level", "replica"),
+                   ("to", "Running"))
+        assert found[("jobmachine_transitions_total", created)] == 1
+        assert found[("jobmachine_transitions_total", running)] == 2
+        assert found[("jobmachine_restarts_total",
+                      (("kind", "PyTorchJob"), ("reason", "PodRestarted")))] == 2
+        assert found[("jobmachine_restarts_total",
+                      (("kind", "PyTorchJob"), ("reason", "PodFailed")))] == 1
+        ended = (("kind", "PyTorchJob"), ("state", "Succeeded"))
+        assert found[("jobmachine_job_duration_seconds_count", ended)] == 1
+        assert found[("jobmachine_job_duration_seconds_sum", ended)] == 90.0
+        assert found[("jobmachine_job_duration_seconds_bucket", (*ended[:1], ("le", "64.0"),
+                                                                 *ended[1:]))] == 0
+        assert found[("jobmachine_job_duration_seconds_bucket", (*ended[:1], ("le", "128.0"),
+                                                                 *ended[1:]))] == 1
+
     def test_sources_are_read_at_scrape_time(self) -> None:
         found = samples(full_metrics())
         assert found[("jobmachine_workqueue_depth", ())] == 3
