@@ -301,6 +301,10 @@ def run(
     metrics_port: Annotated[
         int | None, typer.Option(help="Serve /metrics, /healthz and /readyz on this port.")
     ] = None,
+    metrics_address: Annotated[
+        str, typer.Option(help="The address the metrics port listens on; 0.0.0.0 in a pod, "
+                          "so that probes and Prometheus reach it.")
+    ] = "127.0.0.1",
     log_format: Annotated[
         LogFormat | None, typer.Option(help="text (default), or json for clusters.")
     ] = None,
@@ -331,7 +335,8 @@ def run(
     code = run_engine(RunOptions(
         kubeconfig=kubeconfig, in_cluster=in_cluster, machines=machines, namespace=namespace,
         leader_elect=leader_elect, shards=shards, lease_namespace=lease_namespace,
-        metrics_port=metrics_port, live=live, parent_pid=parent_pid, settings=settings,
+        metrics_port=metrics_port, metrics_address=metrics_address, live=live,
+        parent_pid=parent_pid, settings=settings,
     ))
     raise typer.Exit(code=code)
 

@@ -44,6 +44,8 @@ class RunOptions:
     does everything)."""
     lease_namespace: str = "default"
     metrics_port: int | None = None
+    metrics_address: str = "127.0.0.1"
+    """Loopback unless told otherwise (in a pod: 0.0.0.0, for probes and Prometheus)."""
     live: bool = False
     """Print one line per job state change and replica failure or restart (as `up` does)."""
     parent_pid: int | None = None
@@ -100,6 +102,7 @@ def run_engine(options: RunOptions, *, stop: threading.Event | None = None) -> i
         serve_metrics_and_health(
             options.metrics_port, engine.metrics, lambda: engine.synced,
             is_leader=(lambda: elector.is_leader) if elector else None,
+            host=options.metrics_address,
         )
         if options.metrics_port is not None
         else None

@@ -39,6 +39,11 @@ class HealthServer:
         """The port it listens on (the chosen one when asked for port 0)."""
         return int(self._server.server_address[1])
 
+    @property
+    def host(self) -> str:
+        """The address it listens on."""
+        return str(self._server.server_address[0])
+
     def stop(self) -> None:
         """Stop serving and close the socket; idempotent."""
         if not self._thread.is_alive():
@@ -65,7 +70,7 @@ def serve_metrics_and_health(
     ready: Callable[[], bool],
     *,
     is_leader: Callable[[], bool] | None = None,
-    host: str = "0.0.0.0",
+    host: str = "127.0.0.1",
 ) -> HealthServer:
     """Serve on `host:port` (0 picks a free port) until `stop`.
 

@@ -202,6 +202,8 @@ def test_the_sharded_deployment_differs_only_in_replicas_and_sharding() -> None:
 def test_probes_ask_healthz_and_readyz_on_the_metrics_port() -> None:
     ports = {p["name"]: p["containerPort"] for p in ENGINE["ports"]}
     metrics_port = int(option("metrics-port"))
+    # The engine listens on loopback by default: the kubelet's probes come to the pod's IP.
+    assert option("metrics-address") == "0.0.0.0"
     for probe, path in (("livenessProbe", "/healthz"), ("readinessProbe", "/readyz")):
         http = ENGINE[probe]["httpGet"]
         assert http["path"] == path

@@ -175,6 +175,10 @@ class TestHealthServer:
         probe.leading = True
         assert fetch(server, "/readyz")[::2] == (200, "ok: leading\n")
 
+    def test_it_listens_on_loopback_unless_told_otherwise(self) -> None:
+        with serve_metrics_and_health(0, Metrics(), lambda: True) as running:
+            assert running.host == "127.0.0.1"
+
     def test_readyz_without_leader_election_just_says_ok(self) -> None:
         with serve_metrics_and_health(0, Metrics(), lambda: True, host="127.0.0.1") as running:
             assert fetch(running, "/readyz")[::2] == (200, "ok\n")
