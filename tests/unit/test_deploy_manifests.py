@@ -215,3 +215,26 @@ def test_the_image_runs_the_engine_without_private_machine_files() -> None:
     lines = (ROOT / "Dockerfile").read_text().splitlines()
     (command,) = [line for line in lines if line.startswith("CMD")]
     assert "--machines" not in command
+
+
+@pytest.mark.parametrize("path", ["20-deployment.yaml", "sharded/20-deployment.yaml"])
+def test_the_engine_pod_passes_the_restricted_pod_security_level(path: str) -> None:
+    """What the restricted level of Pod Security admission checks, field by field: a
+    namespace labelled pod-security.kubernetes.io/enforce=restricted admits the pod."""
+    pod = one(documents(path), "Deployment")["spec"]["template"]["spec"]
+    security = pod.get("securityContext") or {}
+    assert not {"hostNetwork", "hostPID", "hostIPC"} & {k for k, v in pod.items() if v}
+    assert all("hostPath" not in volume for volume in pod.get("volumes") or ())
+    for container in [*pod.get("initContainers", ()), *pod["containers"]]:
+        own = container.get("securityContext") or {}
+        run_as_non_root = own.get("runAsNonRoot", security.get("runAsNonRoot"))
+        seccomp = (own.get("seccompProfile") or security.get("seccompProfile") or {}).get("type")
+        assert run_as_non_root is True, container["name"]
+        assert own.get("runAsUser", security.get("runAsUser")) != 0, container["name"]
+        assert seccomp in ("RuntimeDefault", "Localhost"), container["name"]
+        assert own.get("allowPrivilegeEscalation") is False, container["name"]
+        assert own.get("privileged", False) is False, container["name"]
+        assert (own.get("capabilities") or {}).get("drop") == ["ALL"], container["name"]
+        assert not set((own.get("capabilities") or {}).get("add") or ()) - {"NET_BIND_SERVICE"}
+        assert own.get("readOnlyRootFilesystem") is True, container["name"]
+        assert all(port.get("hostPort", 0) == 0 for port in container.get("ports") or ())
