@@ -1,10 +1,12 @@
-"""The shipped in-cluster manifests agree with the engine: RBAC, the Deployment and the image.
+"""The shipped in-cluster manifests (deploy/base) agree with the engine: RBAC, the Deployment
+and the image.
 
 RBAC is checked against the resources the engine uses, so a new resource or verb
 in the engine fails here before it fails in a cluster with a 403. Job kinds are
 data: the engine's ClusterRole aggregates labelled roles, and the shipped kinds'
 role must grant every kind in crds/. The Deployment's arguments are parsed by
-the real `jobmachine` command (nothing runs).
+the real `jobmachine` command (nothing runs). The overlays, as `kubectl kustomize`
+renders them, are checked in tests/e2e/test_kubectl_kustomize.py.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from engine.settings import EngineSettings
 from tests.kinds import KINDS
 
 ROOT = Path(__file__).resolve().parents[2]
-DEPLOY = ROOT / "deploy"
+DEPLOY = ROOT / "deploy" / "base"
 AGGREGATE = "jobmachine.dev/aggregate-to-engine"
 
 # What the engine does with each resource, and where.
@@ -74,7 +76,7 @@ def granted(rules: list[dict[str, Any]], group: str, resource: str) -> set[str]:
     return ALL_VERBS if "*" in verbs else verbs
 
 
-RBAC = documents("10-rbac.yaml")
+RBAC = documents("rbac.yaml")
 CLUSTER_ROLE = next(d for d in RBAC if d["kind"] == "ClusterRole" and "aggregationRule" in d)
 AGGREGATED_RULES = [
     rule for d in RBAC if d["kind"] == "ClusterRole"
@@ -82,7 +84,7 @@ AGGREGATED_RULES = [
     for rule in d["rules"]
 ]
 ROLE = one(RBAC, "Role")
-DEPLOYMENT = one(documents("20-deployment.yaml"), "Deployment")
+DEPLOYMENT = one(documents("deployment.yaml"), "Deployment")
 ENGINE = DEPLOYMENT["spec"]["template"]["spec"]["containers"][0]
 ARGS: list[str] = ENGINE["args"]
 
@@ -122,7 +124,7 @@ def test_the_cluster_role_grants_what_the_engine_does(
     resource: Resource, name: str, verbs: set[str]
 ) -> None:
     missing = verbs - granted(AGGREGATED_RULES, resource.group, name)
-    assert not missing, f"deploy/10-rbac.yaml lets the engine not {sorted(missing)} {name}"
+    assert not missing, f"deploy/base/rbac.yaml lets the engine not {sorted(missing)} {name}"
 
 
 def test_the_engines_cluster_role_aggregates_the_labelled_roles() -> None:
@@ -159,11 +161,10 @@ def test_the_roles_are_bound_to_the_deployments_service_account() -> None:
                 "namespace": account["namespace"]} in binding["subjects"]
 
 
-def test_the_deployment_runs_the_engine_in_cluster_with_leader_election() -> None:
+def test_the_deployment_runs_one_engine_in_cluster() -> None:
     assert ARGS[0] == "run"
     assert "--in-cluster" in ARGS
-    assert "--leader-elect" in ARGS
-    assert DEPLOYMENT["spec"]["replicas"] >= 1
+    assert DEPLOYMENT["spec"]["replicas"] == 1
 
 
 def run_options(args: list[str]) -> dict[str, Any]:
@@ -178,25 +179,9 @@ def run_options(args: list[str]) -> dict[str, Any]:
 def test_the_deployments_arguments_are_real_options_of_jobmachine_run() -> None:
     params = run_options(ARGS)
     assert params["in_cluster"] is True
-    assert params["leader_elect"] is True
+    assert params["leader_elect"] is False  # overlays/ha adds it
     assert params["kubeconfig"] is None
     assert params["machines"] is None  # the machines are StateMachine objects
-
-
-def test_the_sharded_deployment_differs_only_in_replicas_and_sharding() -> None:
-    sharded = one(documents("sharded/20-deployment.yaml"), "Deployment")
-    engine = sharded["spec"]["template"]["spec"]["containers"][0]
-    params = run_options(engine["args"])
-    assert params["shards"] is not None and params["leader_elect"] is False
-    assert params["shards"] >= sharded["spec"]["replicas"] > 1
-    assert params["lease_namespace"] == ROLE["metadata"]["namespace"]
-    same_args = [a for a in ARGS if a != "--leader-elect"]
-    assert [a for a in engine["args"] if not a.startswith("--shards=")] == same_args
-    assert {**sharded, "spec": {**sharded["spec"], "replicas": 0}} == {
-        **DEPLOYMENT, "spec": {**DEPLOYMENT["spec"], "replicas": 0,
-                               "template": sharded["spec"]["template"]}}
-    assert {k: v for k, v in engine.items() if k != "args"} == {
-        k: v for k, v in ENGINE.items() if k != "args"}
 
 
 def test_probes_ask_healthz_and_readyz_on_the_metrics_port() -> None:
@@ -217,11 +202,9 @@ def test_the_image_runs_the_engine_without_private_machine_files() -> None:
     assert "--machines" not in command
 
 
-@pytest.mark.parametrize("path", ["20-deployment.yaml", "sharded/20-deployment.yaml"])
-def test_the_engine_pod_passes_the_restricted_pod_security_level(path: str) -> None:
+def assert_restricted(pod: dict[str, Any]) -> None:
     """What the restricted level of Pod Security admission checks, field by field: a
     namespace labelled pod-security.kubernetes.io/enforce=restricted admits the pod."""
-    pod = one(documents(path), "Deployment")["spec"]["template"]["spec"]
     security = pod.get("securityContext") or {}
     assert not {"hostNetwork", "hostPID", "hostIPC"} & {k for k, v in pod.items() if v}
     assert all("hostPath" not in volume for volume in pod.get("volumes") or ())
@@ -238,3 +221,16 @@ def test_the_engine_pod_passes_the_restricted_pod_security_level(path: str) -> N
         assert not set((own.get("capabilities") or {}).get("add") or ()) - {"NET_BIND_SERVICE"}
         assert own.get("readOnlyRootFilesystem") is True, container["name"]
         assert all(port.get("hostPort", 0) == 0 for port in container.get("ports") or ())
+
+
+def test_the_engine_pod_passes_the_restricted_pod_security_level() -> None:
+    assert_restricted(DEPLOYMENT["spec"]["template"]["spec"])
+
+
+def test_the_metrics_service_selects_the_engines_pods_on_the_metrics_port() -> None:
+    service = one(documents("service.yaml"), "Service")
+    pod = DEPLOYMENT["spec"]["template"]
+    assert service["spec"]["selector"].items() <= pod["metadata"]["labels"].items()
+    (port,) = service["spec"]["ports"]
+    assert port["targetPort"] in {p["name"] for p in ENGINE["ports"]}
+    assert service["metadata"]["namespace"] == DEPLOYMENT["metadata"]["namespace"]
