@@ -213,6 +213,52 @@ def manifests_crds(
         typer.echo(str(path))
 
 
+class Overlay(StrEnum):
+    single = "single"
+    ha = "ha"
+    sharded = "sharded"
+
+
+@manifests_app.command("install")
+def manifests_install(
+    overlay: Annotated[
+        Overlay, typer.Option(help="single: one engine; ha: two with leader election; "
+                              "sharded: three sharing six shards.")
+    ] = Overlay.ha,
+    service_monitor: Annotated[
+        bool, typer.Option("--service-monitor", help="Add a ServiceMonitor (the Prometheus "
+                           "Operator's CRDs must be installed).")
+    ] = False,
+    output: Annotated[
+        Path | None,
+        typer.Option("-o", "--output", help="Write one file per object into this folder, "
+                     "numbered in apply order, instead of one YAML stream to stdout."),
+    ] = None,
+) -> None:
+    """Write the whole in-cluster install: the CRDs, then deploy/'s overlay (namespace, RBAC,
+    Deployment, metrics Service, PodDisruptionBudget), as `kubectl apply -f` takes it."""
+    import yaml
+
+    from engine.app.install_manifests import ManifestError, install_objects, object_file_name
+    from engine.app.shipped import shipped_dir
+
+    try:
+        crds = sorted(shipped_dir("crds").glob("*.yaml"))
+        objects = install_objects(shipped_dir("deploy"), crds, overlay=overlay.value,
+                                  service_monitor=service_monitor)
+    except (ManifestError, FileNotFoundError) as exc:
+        _fail(str(exc))
+    texts = [yaml.safe_dump(obj, sort_keys=False) for obj in objects]
+    if output is None:
+        typer.echo("---\n".join(texts), nl=False)
+        return
+    output.mkdir(parents=True, exist_ok=True)
+    for number, (obj, text) in enumerate(zip(objects, texts, strict=True)):
+        path = output / object_file_name(number, obj)
+        path.write_text(text)
+        typer.echo(str(path))
+
+
 @app.command()
 def crd(
     description: Annotated[Path, typer.Argument(help="A job kind description (kind: JobKind).")],

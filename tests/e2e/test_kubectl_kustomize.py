@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
+from engine.app.install_manifests import render_kustomization
 from tests.e2e.conftest import KUBECTL
 from tests.unit.test_deploy_manifests import (
     RBAC,
@@ -79,3 +80,14 @@ def test_sharded_shares_at_least_one_shard_per_replica(tmp_path: Path) -> None:
     assert params["leader_elect"] is False
     assert params["shards"] >= deployment["spec"]["replicas"] > 1
     assert params["lease_namespace"] == one(docs, "Role")["metadata"]["namespace"]
+
+
+@pytest.mark.parametrize("overlay", ["single", "ha", "sharded"])
+def test_jobmachine_manifests_renders_what_kubectl_kustomize_renders(overlay: str,
+                                                                      tmp_path: Path) -> None:
+    def key(doc: dict[str, Any]) -> tuple[str, str]:
+        return doc["kind"], doc["metadata"]["name"]
+
+    ours = render_kustomization(OVERLAYS / overlay)
+
+    assert sorted(ours, key=key) == sorted(rendered(overlay, tmp_path), key=key)
