@@ -148,11 +148,10 @@ def render_objects(
         if not _wanted(child, activation):
             absent.append(child.name)
             continue
-        fields = {key: expr.evaluate(activation) for key, expr in child.fields.items()}
         wanted.append(RenderedObject(
             child.name, child.api_version, child.kind,
             _texts(child.labels, activation), _texts(child.annotations, activation),
-            _without_nulls(fields), child.naming,
+            _without_nulls(_values(child.fields, activation)), child.naming,
         ))
     return wanted, absent
 

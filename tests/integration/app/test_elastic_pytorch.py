@@ -7,6 +7,7 @@ the /scale subresource.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -146,14 +147,24 @@ def test_scaling_down_and_up_keeps_the_workers_that_stay(cluster: LocalCluster) 
 
 
 def test_an_elastic_job_succeeds_once_any_worker_succeeds(cluster: LocalCluster) -> None:
-    job = elastic_job("elastic-any", workers=2, minReplicas=1, maxReplicas=2)
-    job["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]["metadata"]["annotations"][
-        "sim.jobmachine.dev/run-seconds"] = "1"
-    cluster.client.create(PYTORCHJOBS, job, "default")
+    """Worker 1 is added a while after Worker 0 started, so it runs on after Worker 0 has
+    succeeded: the job is Succeeded while Worker 1 still runs (a non-elastic job would wait
+    for every Worker)."""
+    cluster.client.create(PYTORCHJOBS, elastic_job("elastic-any", workers=1, run_seconds=6,
+                                                    minReplicas=1, maxReplicas=2), "default")
+    wait_until(lambda: _pods(cluster, "elastic-any").get("elastic-any-worker-0"),
+               lambda seen: (seen or {}).get("status", {}).get("phase") == "Running",
+               what="Worker 0 running")
+    time.sleep(3)  # gives Worker 1 a later end; nothing is measured
+    _set_workers(cluster, "elastic-any", 2)
+    wait_until(lambda: _pods(cluster, "elastic-any").get("elastic-any-worker-1"),
+               lambda seen: seen is not None, what="Worker 1")
 
     status = _finished(cluster, "elastic-any")
+    late = _pods(cluster, "elastic-any")["elastic-any-worker-1"]
 
     assert status["phase"] == "Succeeded"
+    assert (late.get("status") or {}).get("phase") in ("Pending", "Running")
 
 
 def test_max_restarts_bounds_the_jobs_restarts(cluster: LocalCluster) -> None:

@@ -45,14 +45,10 @@ PLUGINS = Flavour("scheduler-plugins", "scheduling.x-k8s.io", "v1alpha1")
 FLAVOURS = (VOLCANO, PLUGINS)
 
 
-def flavour_named(name: str) -> Flavour:
-    return next(f for f in FLAVOURS if f.name == name)
-
-
 class GangRef(NamedTuple):
     """Which PodGroup a pod belongs to."""
 
-    flavour: str
+    flavour: Flavour
     namespace: str
     name: str
 
@@ -66,16 +62,16 @@ def gang_of(pod: Mapping[str, Any]) -> GangRef | None:
     namespace = str(metadata.get("namespace") or "")
     volcano = (metadata.get("annotations") or {}).get(VOLCANO_ANNOTATION)
     if volcano:
-        return GangRef(VOLCANO.name, namespace, str(volcano))
+        return GangRef(VOLCANO, namespace, str(volcano))
     plugins = (metadata.get("labels") or {}).get(PLUGINS_LABEL)
     if plugins:
-        return GangRef(PLUGINS.name, namespace, str(plugins))
+        return GangRef(PLUGINS, namespace, str(plugins))
     return None
 
 
 def ref_of(flavour: Flavour, group: Mapping[str, Any]) -> GangRef:
     metadata = group.get("metadata") or {}
-    return GangRef(flavour.name, str(metadata.get("namespace") or ""), str(metadata.get("name")))
+    return GangRef(flavour, str(metadata.get("namespace") or ""), str(metadata.get("name")))
 
 
 def min_member(group: Mapping[str, Any]) -> int:
@@ -86,9 +82,11 @@ def min_member(group: Mapping[str, Any]) -> int:
         return 1
 
 
-def _age_key(pod: Mapping[str, Any]) -> tuple[str, str]:
+def age_key(pod: Mapping[str, Any]) -> tuple[str, str, str]:
+    """Oldest first: creation time, then namespace and name for a stable order."""
     metadata = pod.get("metadata") or {}
-    return str(metadata.get("creationTimestamp") or ""), str(metadata.get("name") or "")
+    return (str(metadata.get("creationTimestamp") or ""), str(metadata.get("namespace") or ""),
+            str(metadata.get("name") or ""))
 
 
 @dataclass(frozen=True)
@@ -163,7 +161,7 @@ class GangBook:
     def plan(self, ref: GangRef, pending: list[dict[str, Any]], capacity: Mapping[str, Decimal],
              used: Mapping[str, Decimal], requests_of: RequestsOf = pod_requests) -> GangPlan:
         """Bind enough of the gang's pending pods to reach minMember all at once, or none."""
-        ordered = sorted(pending, key=_age_key)
+        ordered = sorted(pending, key=age_key)
         self._dirty.add(ref)
         group = self._groups.get(ref)
         if group is None:
@@ -218,8 +216,7 @@ class GangBook:
             before = {c.get("type"): c for c in previous.get("conditions") or ()}
             for condition in status.get("conditions") or ():
                 old = before.get(condition["type"])
-                if old is not None and _comparable({"conditions": [old]}) == _comparable(
-                        {"conditions": [condition]}):
+                if old is not None and _bare(old) == _bare(condition):
                     condition["lastTransitionTime"] = old.get("lastTransitionTime", at)
             yield ref, status
 
@@ -260,9 +257,9 @@ def _holds_place(pod: Mapping[str, Any]) -> bool:
 def _status(ref: GangRef, group: Mapping[str, Any], counts: _Counts, verdict: Verdict | None,
             at: str) -> dict[str, Any]:
     minimum = min_member(group)
-    if ref.flavour == VOLCANO.name:
+    if ref.flavour == VOLCANO:
         return _volcano_status(minimum, counts, verdict, at)
-    return _plugins_status(minimum, counts, counts.members)
+    return _plugins_status(minimum, counts)
 
 
 def _volcano_status(minimum: int, counts: _Counts, verdict: Verdict | None, since: str
@@ -289,12 +286,12 @@ def _volcano_status(minimum: int, counts: _Counts, verdict: Verdict | None, sinc
     return status
 
 
-def _plugins_status(minimum: int, counts: _Counts, members: int) -> dict[str, Any]:
+def _plugins_status(minimum: int, counts: _Counts) -> dict[str, Any]:
     """scheduler-plugins' (its PodGroup controller's rules): Pending while fewer than
     minMember pods exist, Scheduling until minMember run, Running, then Finished once
     minMember succeeded, or Failed once one failed with the rest ended or running."""
     running, succeeded, failed = counts.running, counts.succeeded, counts.failed
-    if members < minimum:
+    if counts.members < minimum:
         phase = "Pending"
     elif failed and failed + running + succeeded >= minimum:
         phase = "Failed"
@@ -307,8 +304,11 @@ def _plugins_status(minimum: int, counts: _Counts, members: int) -> dict[str, An
     return {"phase": phase, "running": running, "succeeded": succeeded, "failed": failed}
 
 
+def _bare(condition: Mapping[str, Any]) -> dict[str, Any]:
+    """A condition without its times and session id."""
+    return {k: v for k, v in condition.items() if k not in ("lastTransitionTime", "transitionID")}
+
+
 def _comparable(status: Mapping[str, Any]) -> Any:
     """A status without its times, to tell whether anything but the clock changed."""
-    conditions = [{k: v for k, v in c.items() if k not in ("lastTransitionTime", "transitionID")}
-                  for c in status.get("conditions") or ()]
-    return {**status, "conditions": conditions}
+    return {**status, "conditions": [_bare(c) for c in status.get("conditions") or ()]}

@@ -60,10 +60,6 @@ def _priority(pod: Mapping[str, Any]) -> int:
         return 0
 
 
-def _age_key(pod: Mapping[str, Any]) -> tuple[str, str]:
-    return str(_meta(pod).get("creationTimestamp") or ""), _name(pod)
-
-
 @dataclass
 class _Unit:
     """What is bound together: one pod, or the pending pods of one gang."""
@@ -72,8 +68,8 @@ class _Unit:
     pods: list[Pod] = field(default_factory=list)
 
     @property
-    def order(self) -> tuple[int, tuple[str, str]]:
-        return (-max(_priority(p) for p in self.pods), min(_age_key(p) for p in self.pods))
+    def order(self) -> tuple[int, tuple[str, str, str]]:
+        return (-max(_priority(p) for p in self.pods), min(gangs.age_key(p) for p in self.pods))
 
 
 class LocalScheduler:
@@ -305,9 +301,8 @@ class LocalScheduler:
         self._events.post(pod, "FailedScheduling", message, kind="Warning")
 
     def _write_group_status(self, ref: GangRef, status: dict[str, Any]) -> None:
-        flavour = gangs.flavour_named(ref.flavour)
         try:
-            self._api.merge_patch(flavour.status_path(ref.namespace, ref.name),
+            self._api.merge_patch(ref.flavour.status_path(ref.namespace, ref.name),
                                   {"status": status})
         except ApiError as exc:
             if exc.status != 404:
