@@ -7,12 +7,15 @@ logic of its own beyond turning results into exit codes.
 
 from __future__ import annotations
 
+import os
 import sys
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, NoReturn
 
 import typer
+
+from engine.controller.in_cluster import DEFAULT_SERVICE_ACCOUNT_DIR
 
 app = typer.Typer(
     name="jobmachine",
@@ -150,6 +153,13 @@ def _format_from_suffix(output: Path | None) -> str:
     )
 
 
+AuditLogOption = Annotated[
+    str | None,
+    typer.Option("--audit-log-path", help="Append one audit.k8s.io/v1 Event per request, as "
+                 "JSON lines at the Metadata level, to this file ('-': standard output)."),
+]
+
+
 @app.command()
 def apiserver(
     host: Annotated[str, typer.Option(help="Address to bind (loopback by default).")] = "127.0.0.1",
@@ -169,11 +179,13 @@ def apiserver(
             "with clients that do, such as the Python client."
         ),
     ] = True,
+    audit_log_path: AuditLogOption = None,
 ) -> None:
     """Serve the embedded Kubernetes-compatible API server until interrupted."""
-    from engine.cluster.apiserver.serve import serve_forever
+    from engine.cluster.apiserver.serve import ServerOptions, serve_forever
 
-    serve_forever(host=host, port=port, data_dir=data_dir, kubeconfig=kubeconfig, tls=tls)
+    serve_forever(host=host, port=port, data_dir=data_dir, kubeconfig=kubeconfig, tls=tls,
+                  options=ServerOptions(audit_log=audit_log_path))
 
 
 manifests_app = typer.Typer(
@@ -322,8 +334,12 @@ def run(
         Path | None, typer.Option(help="Cluster to run against (default: $KUBECONFIG).")
     ] = None,
     in_cluster: Annotated[
-        bool, typer.Option("--in-cluster", help="Use the pod's service account.")
+        bool, typer.Option("--in-cluster", help="Use the pod's service account (its token, "
+                           "CA and namespace, and KUBERNETES_SERVICE_HOST/PORT).")
     ] = False,
+    service_account_dir: Annotated[
+        Path, typer.Option(help="Where --in-cluster reads the service-account files.")
+    ] = DEFAULT_SERVICE_ACCOUNT_DIR,
     machines: Annotated[
         Path | None, typer.Option(help="Folder of machine definitions (default: shipped).")
     ] = None,
@@ -366,20 +382,30 @@ def run(
 ) -> None:
     """Run the engine against a cluster until SIGINT or SIGTERM."""
     from engine.app.run import RunOptions, run_engine
+    from engine.controller.in_cluster import InClusterError, pod_identity
     from engine.logs import configure_logging
-    from engine.settings import EngineSettings
+    from engine.settings import ENV_PREFIX, EngineSettings
 
     if in_cluster and kubeconfig is not None:
         _fail("give either --kubeconfig or --in-cluster, not both")
     if leader_elect and shards is not None:
         _fail("give either --leader-elect or --shards, not both: with shards every replica "
               "works, on its share of the jobs")
+    pod = None
+    if in_cluster:
+        try:
+            pod = pod_identity(service_account_dir, os.environ)
+        except InClusterError as exc:
+            _fail(str(exc))
+    # In a pod, the engine's own namespace is the pod's unless the environment names one.
+    system_namespace = (pod.namespace if pod is not None
+                        and ENV_PREFIX + "SYSTEM_NAMESPACE" not in os.environ else None)
     settings = EngineSettings.from_env(None, **_given(
         workers=workers, log_format=log_format, gang_scheduler_name=gang_scheduler_name,
-        gang_scheduling=gang_scheduling or None))
+        gang_scheduling=gang_scheduling or None, system_namespace=system_namespace))
     configure_logging(log_format=settings.log_format)
     code = run_engine(RunOptions(
-        kubeconfig=kubeconfig, in_cluster=in_cluster, machines=machines, namespace=namespace,
+        kubeconfig=kubeconfig, in_cluster=pod, machines=machines, namespace=namespace,
         leader_elect=leader_elect, shards=shards, lease_namespace=lease_namespace,
         metrics_port=metrics_port, metrics_address=metrics_address, live=live,
         parent_pid=parent_pid, settings=settings,
@@ -424,6 +450,12 @@ def up(
         typer.Option("--quiet", "-q", help="Print no line per job state change, replica "
                      "failure or restart."),
     ] = False,
+    audit_log_path: AuditLogOption = None,
+    engine: Annotated[
+        bool,
+        typer.Option("--engine/--no-engine", help="Run the engine too; --no-engine serves the "
+                     "API server and node only, for an engine run elsewhere (e.g. the image)."),
+    ] = True,
 ) -> None:
     """Run the API server (with the CRDs), a local node and the engine until Ctrl-C."""
     from dataclasses import replace
@@ -449,7 +481,8 @@ def up(
     serve_until_interrupted(UpOptions(
         data_dir=data_dir.resolve(), port=port, node_mode=node_mode.value, machines=machines,
         settings=settings, restart_backoff=backoff, node_capacity=capacity,
-    ), quiet=quiet)
+        audit_log=audit_log_path,
+    ), quiet=quiet, with_engine=engine)
 
 
 @app.command()

@@ -22,6 +22,7 @@ from loguru import logger
 from engine.app.live import LiveReport, use_colour
 from engine.controller.client import KubeClient
 from engine.controller.health import serve_metrics_and_health
+from engine.controller.in_cluster import PodIdentity
 from engine.controller.install import apply_machines
 from engine.controller.leader import LeaderElector
 from engine.controller.manager import Engine
@@ -35,7 +36,8 @@ class RunOptions:
     """The flags of `jobmachine run`."""
 
     kubeconfig: Path | None = None
-    in_cluster: bool = False
+    in_cluster: PodIdentity | None = None
+    """The pod's service account and the API server's address (--in-cluster)."""
     machines: Path | None = None
     namespace: str | None = None
     leader_elect: bool = False
@@ -74,8 +76,9 @@ def run_engine(options: RunOptions, *, stop: threading.Event | None = None) -> i
     stop = stop or _stop_on_signals()
     settings = options.settings
     client = (
-        KubeClient.in_cluster(qps=settings.client_qps, burst=settings.client_burst)
-        if options.in_cluster
+        KubeClient.in_cluster(options.in_cluster, qps=settings.client_qps,
+                              burst=settings.client_burst)
+        if options.in_cluster is not None
         else KubeClient.from_kubeconfig(
             options.kubeconfig, qps=settings.client_qps, burst=settings.client_burst
         )
@@ -85,8 +88,10 @@ def run_engine(options: RunOptions, *, stop: threading.Event | None = None) -> i
         logger.info(f"applied StateMachine objects {', '.join(applied)} from {options.machines}")
     identity = f"{socket.gethostname()}-{uuid.uuid4().hex[:8]}"
     gate = ShardGate(options.shards) if options.shards is not None else None
+    pod = options.in_cluster
     engine = Engine(client, settings, namespace=options.namespace, shards=gate,
-                    identity=identity)
+                    identity=identity,
+                    in_own_namespace=pod is not None and pod.namespace == settings.system_namespace)
     elector = _elector(client, options, identity) if options.leader_elect else None
     coordinator = (
         ShardCoordinator(

@@ -25,7 +25,7 @@ from typing import Literal
 from engine.app.run import tune_collector
 from engine.app.shipped import shipped_dir
 from engine.cluster import running_apiserver
-from engine.cluster.apiserver.serve import RunningApiServer
+from engine.cluster.apiserver.serve import RunningApiServer, ServerOptions
 from engine.cluster.node import Capacity, RestartBackoff, running_node
 from engine.controller.client import KubeClient
 from engine.controller.install import prepare_cluster
@@ -48,6 +48,8 @@ class UpOptions:
     """How the local node backs off restarting crashed containers (default: the kubelet's)."""
     node_capacity: Capacity | None = None
     """What the local node offers pods (default: this machine's CPUs and memory)."""
+    audit_log: str | None = None
+    """Where the API server appends its audit log ("-": standard output); None: no log."""
 
 
 UNLIMITED_ON_OWN_SERVER = ("client_qps", "event_qps")
@@ -83,7 +85,9 @@ def running_local_server(options: UpOptions) -> Iterator[tuple[RunningApiServer,
     crds = [shipped_dir("crds"), shipped_dir("crds") / "podgroups"]
     machines = options.machines or shipped_dir("machines")
     node_dir = options.data_dir / "node" if options.data_dir else None
-    with running_apiserver(data_dir=options.data_dir, tls=True, port=options.port) as server:
+    server_options = ServerOptions(audit_log=options.audit_log)
+    with running_apiserver(data_dir=options.data_dir, tls=True, port=options.port,
+                           options=server_options) as server:
         settings = options.settings
         client = KubeClient.from_kubeconfig(
             server.kubeconfig, qps=settings.client_qps, burst=settings.client_burst
@@ -114,17 +118,22 @@ def running_local_cluster(options: UpOptions) -> Iterator[LocalCluster]:
             runner.join(60)
 
 
-def serve_until_interrupted(options: UpOptions, *, quiet: bool = False) -> None:
+def serve_until_interrupted(
+    options: UpOptions, *, quiet: bool = False, with_engine: bool = True
+) -> None:
     """Run `up` in the foreground: print how to reach it, then (unless `quiet`) one line per
-    job state change and per replica failure or restart; stop cleanly on Ctrl-C or SIGTERM."""
+    job state change and per replica failure or restart; stop cleanly on Ctrl-C or SIGTERM.
+    Without the engine, only the server and the node run (an engine elsewhere drives jobs)."""
     tune_collector()
     stop = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda *_: stop.set())
     with running_local_server(options) as (server, _):
-        engine = _start_engine_process(server, options.settings, live=not quiet)
+        engine = (_start_engine_process(server, options.settings, live=not quiet)
+                  if with_engine else None)
         try:
-            print(f"jobmachine is up at {server.url} (node mode {options.node_mode})",
+            without = "" if with_engine else ", no engine"
+            print(f"jobmachine is up at {server.url} (node mode {options.node_mode}{without})",
                   flush=True)
             capacity = options.node_capacity or Capacity.of_this_machine()
             print("node capacity: " + ", ".join(f"{k}={v}" for k, v in capacity.written.items()),
@@ -133,13 +142,14 @@ def serve_until_interrupted(options: UpOptions, *, quiet: bool = False) -> None:
             print("Ctrl-C stops everything; run `jobmachine up` again with the same --data-dir "
                   "to resume.", flush=True)
             while not stop.wait(1.0):
-                if engine.poll() is not None:
+                if engine is not None and engine.poll() is not None:
                     print(f"the engine exited with code {engine.returncode}; stopping",
                           file=sys.stderr, flush=True)
                     break
             print("stopping...", flush=True)
         finally:
-            _stop_engine_process(engine, options.settings)
+            if engine is not None:
+                _stop_engine_process(engine, options.settings)
 
 
 def _start_engine_process(

@@ -25,6 +25,7 @@ import orjson
 from kubernetes import config as kube_config
 from kubernetes.client import Configuration
 from kubernetes.client.rest import should_bypass_proxies
+from kubernetes.config import incluster_config
 
 from engine.controller.errors import (
     ApiError,
@@ -33,6 +34,7 @@ from engine.controller.errors import (
     unavailable,
 )
 from engine.controller.http import TRANSPORT_ERRORS, ConnectionPool, Endpoint, Response
+from engine.controller.in_cluster import PodIdentity
 from engine.controller.ratelimit import TokenBucket
 from engine.controller.resources import Resource
 
@@ -188,12 +190,15 @@ class KubeClient:
         return cls(configuration, qps=qps, burst=burst, user_agent=user_agent)
 
     @classmethod
-    def in_cluster(cls, *, qps: float = 50, burst: int = 100) -> Self:
-        """A client using the pod's service account (token refreshed as it rotates)."""
+    def in_cluster(cls, pod: PodIdentity, *, qps: float = 50, burst: int = 100) -> Self:
+        """A client using the pod's service account (token re-read as it rotates)."""
         configuration = Configuration()
-        kube_config.load_incluster_config(  # type: ignore[no-untyped-call]
-            client_configuration=configuration
+        loader = incluster_config.InClusterConfigLoader(  # type: ignore[no-untyped-call]
+            token_filename=str(pod.token_file), cert_filename=str(pod.ca_file),
+            environ={incluster_config.SERVICE_HOST_ENV_NAME: pod.host,
+                     incluster_config.SERVICE_PORT_ENV_NAME: pod.port},
         )
+        loader.load_and_set(configuration)  # type: ignore[no-untyped-call]
         return cls(configuration, qps=qps, burst=burst)
 
     @property
@@ -371,7 +376,8 @@ class KubeClient:
             if refresh or now >= self._auth_expires:
                 settings: Mapping[str, Any] = self._configuration.auth_settings().get(
                     "BearerToken") or {}
-                value = settings.get("value")
+                # A token file written by hand often ends in a newline; a header cannot.
+                value = str(settings.get("value") or "").strip()
                 self._auth = {"authorization": value} if value else {}
                 self._auth_expires = now + _AUTH_REFRESH_S
             return self._auth

@@ -22,6 +22,10 @@ class ApiError(Exception):
         self.body = body
 
 
+class Forbidden(ApiError):  # noqa: N818 (Kubernetes' names)
+    """403: the engine's identity may not do this (a rule missing from its RBAC)."""
+
+
 class NotFound(ApiError):  # noqa: N818 (Kubernetes' names)
     """404: the object (or its namespace) does not exist."""
 
@@ -47,6 +51,8 @@ class Unavailable(ApiError):  # noqa: N818 (Kubernetes' names)
 
 
 def _error_class(status: int, reason: str) -> type[ApiError]:
+    if status == 403:
+        return Forbidden
     if status == 404:
         return NotFound
     if status == 409:

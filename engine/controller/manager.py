@@ -71,11 +71,15 @@ class Engine:
         namespace: str | None = None,
         shards: ShardGate | None = None,
         identity: str | None = None,
+        in_own_namespace: bool = False,
     ) -> None:
         """`shards`, when given, limits the engine to the jobs of the shards it holds (see
-        `shards.py`); `identity` names this replica in its events (`reportingInstance`)."""
+        `shards.py`); `identity` names this replica in its events (`reportingInstance`);
+        `in_own_namespace` says the engine runs in a pod of its system namespace, which
+        therefore exists (so it neither reads nor creates namespaces)."""
         self._client = client
         self.settings = settings
+        self._in_own_namespace = in_own_namespace
         self._namespace = namespace
         self.shards = shards
         self.machines = MachineRegistry()
@@ -323,7 +327,8 @@ class Engine:
         no job is reconciled before the engine knows which revision it runs with.
         """
         self._leading.set()
-        self._ensure_system_namespace()
+        if not self._in_own_namespace:
+            self._ensure_system_namespace()
         self.machine_controller.start_working()
         deadline = time.monotonic() + _KIND_SYNC_TIMEOUT_S
         for kind, (_, informer) in list(self._job_informers.items()):

@@ -28,7 +28,7 @@ from engine.controller.children import (
 from engine.controller.claims import AdoptionGuard, Claimed, claim
 from engine.controller.client import KubeClient
 from engine.controller.decide import Decision, decide
-from engine.controller.errors import Conflict, Invalid, NotFound
+from engine.controller.errors import Conflict, Forbidden, Invalid, NotFound
 from engine.controller.events import EventRecorder
 from engine.controller.expectations import Expectations
 from engine.controller.freshness import ReleasedFinalizers, WrittenVersions
@@ -158,6 +158,8 @@ class Reconciler:
             return self.reconcile(key)
         except (Conflict, Invalid) as exc:
             return Retry(exc)
+        except Forbidden as exc:
+            return self._refused(key, exc)
         except (StepError, RecordError) as exc:
             cache = self._caches.jobs.get(key.kind)
             job = cache.get(key.namespace, key.name) if cache is not None else None
@@ -165,6 +167,18 @@ class Reconciler:
                 self._recorder.record(job, type="Warning", reason="MachineError",
                                       message=str(exc))
             return Terminal(exc)
+
+    def _refused(self, key: JobKey, exc: Forbidden) -> Outcome:
+        """The engine lacks a permission: say which on the job and in the log, and retry with
+        back-off, so granting it is enough (no restart) and nothing waits silently."""
+        message = (f"the API server refused the engine: {exc.message}; grant the engine's "
+                   f"service account this permission (see deploy/base/rbac.yaml)")
+        logger.bind(job=f"{key.namespace}/{key.name}").error(message)
+        cache = self._caches.jobs.get(key.kind)
+        job = cache.get(key.namespace, key.name) if cache is not None else None
+        if job is not None:
+            self._recorder.record(job, type="Warning", reason="Forbidden", message=message)
+        return Retry(exc)
 
     def reconcile(self, key: JobKey) -> Outcome:
         """One pass over one job; see the module docstring."""

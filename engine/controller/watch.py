@@ -16,7 +16,7 @@ from loguru import logger
 
 from engine.controller.cache import Cache
 from engine.controller.client import KubeClient, WatchStream
-from engine.controller.errors import ApiError, Gone
+from engine.controller.errors import ApiError, Forbidden, Gone
 from engine.controller.resources import Resource
 
 Obj = dict[str, Any]
@@ -93,6 +93,10 @@ class Informer:
                                self._resource_version, exc)
                 self._resource_version = None
                 continue
+            except Forbidden as exc:
+                self._log.error("{} refused: {}; grant the engine's service account this "
+                                "permission (see deploy/base/rbac.yaml); retrying in {:.1f}s",
+                                "watch" if self._resource_version else "list", exc, backoff)
             except ApiError as exc:
                 self._log.warning("{} failed: {}; retrying in {:.1f}s",
                                   "watch" if self._resource_version else "list", exc, backoff)

@@ -46,11 +46,12 @@ JOB_STATUS_VERBS = {"update"}  # status.py: replace of /status
 JOB_FINALIZERS_VERBS = {"update"}  # blockOwnerDeletion on children needs update of /finalizers
 CHILD_VERBS = WATCHED | {"create", "patch", "delete"}  # actions.py, claims.py
 EVENT_VERBS = {"create", "patch"}  # events.py: new events, aggregated repeats
-NODE_VERBS = WATCHED  # reconcile.py: a pod on a node that is not Ready is lost
+INFORMED = {"list", "watch"}  # watch.py: an informer lists, then watches
+NODE_VERBS = INFORMED  # reconcile.py: a pod on a node that is not Ready is lost
 LEASE_VERBS = {"get", "list", "create", "update", "delete"}  # leader.py, shard_leases.py
-MACHINE_VERBS = WATCHED  # machines/controller.py: the StateMachine informer
+MACHINE_VERBS = INFORMED  # machines/controller.py: the StateMachine informer
 MACHINE_STATUS_VERBS = {"update"}  # machines/status.py: replace of /status
-REVISION_VERBS = WATCHED | {"create", "delete"}  # machines/controller.py
+REVISION_VERBS = INFORMED | {"create", "delete"}  # machines/controller.py
 
 
 def documents(name: str) -> list[dict[str, Any]]:
@@ -112,7 +113,7 @@ def _needed() -> list[tuple[Resource, str, set[str]]]:
         (NODES, NODES.plural, NODE_VERBS),
         (STATE_MACHINES, STATE_MACHINES.plural, MACHINE_VERBS),
         (STATE_MACHINES, f"{STATE_MACHINES.plural}/status", MACHINE_STATUS_VERBS),
-        (CRDS, CRDS.plural, WATCHED),
+        (CRDS, CRDS.plural, INFORMED),
     ]
     return needed
 

@@ -1,8 +1,13 @@
-"""Bearer-token authentication for the embedded API server.
+"""Authentication for the embedded API server: who a request comes from.
 
-One random token per data directory, kept beside the stored objects with owner
--only permissions, so the kubeconfig written for a cluster keeps working across
-restarts while nobody else on the machine can talk to it.
+Two kinds of bearer token are accepted. The admin token (one random token per
+data directory, kept beside the stored objects with owner-only permissions, so
+the kubeconfig written for a cluster keeps working across restarts while
+nobody else on the machine can talk to it) is the `kubernetes-admin` user in
+`system:masters`. A service-account token from TokenRequest is that service
+account while it is valid. Anything else is 401, as kube-apiserver answers
+with anonymous access off. The identity is left on the request for
+impersonation, authorization and audit.
 """
 
 from __future__ import annotations
@@ -16,6 +21,8 @@ from aiohttp import web
 from aiohttp.typedefs import Handler, Middleware
 
 from engine.cluster.apiserver.errors import unauthorized
+from engine.cluster.apiserver.identity import ADMIN, USER_KEY, UserInfo
+from engine.cluster.apiserver.service_account_tokens import Lookup, TokenAuthority
 
 TOKEN_FILE = "token"
 
@@ -38,17 +45,35 @@ def load_or_create_token(data_dir: Path | None) -> str:
     return token
 
 
-def bearer_auth_middleware(token: str) -> Middleware:
-    """An aiohttp middleware that answers 401 (a Status body) unless the bearer token matches."""
-    expected = token.encode()
+class Authenticator:
+    """Maps a bearer token to its user."""
 
-    @web.middleware
-    async def authenticate(request: web.Request, handler: Handler) -> web.StreamResponse:
-        scheme, _, presented = request.headers.get("Authorization", "").strip().partition(" ")
+    def __init__(self, admin_token: str, tokens: TokenAuthority, lookup: Lookup) -> None:
+        self._admin = admin_token.encode()
+        self._tokens = tokens
+        self._lookup = lookup
+
+    def user_for(self, authorization: str) -> UserInfo | None:
         # Like kube-apiserver, the scheme is case-insensitive and the token is compared whole.
-        matches = hmac.compare_digest(presented.strip().encode(errors="replace"), expected)
-        if scheme.lower() != "bearer" or not matches:
-            return web.json_response(unauthorized().to_status(), status=401)
-        return await handler(request)
+        scheme, _, presented = authorization.strip().partition(" ")
+        token = presented.strip()
+        if scheme.lower() != "bearer" or not token:
+            return None
+        if hmac.compare_digest(token.encode(errors="replace"), self._admin):
+            return ADMIN
+        if token.count(".") == 2:
+            return self._tokens.verify(token, self._lookup)
+        return None
 
-    return authenticate
+    def middleware(self) -> Middleware:
+        """Answers 401 (a Status body) to a request without a valid token."""
+
+        @web.middleware
+        async def authenticate(request: web.Request, handler: Handler) -> web.StreamResponse:
+            user = self.user_for(request.headers.get("Authorization", ""))
+            if user is None:
+                return web.json_response(unauthorized().to_status(), status=401)
+            request[USER_KEY] = user
+            return await handler(request)
+
+        return authenticate

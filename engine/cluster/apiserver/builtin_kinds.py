@@ -28,6 +28,13 @@ from engine.cluster.apiserver.names import (
     dns1123_subdomain_errors,
 )
 from engine.cluster.apiserver.priority_classes import validate_priority_class
+from engine.cluster.apiserver.rbac_validation import (
+    path_segment_name_errors,
+    validate_cluster_role,
+    validate_cluster_role_binding,
+    validate_role,
+    validate_role_binding,
+)
 from engine.cluster.apiserver.schema_validation import check_crd_schema
 
 _PORT_RANGE = "must be between 1 and 65535, inclusive"
@@ -329,8 +336,14 @@ KIND_VALIDATORS: dict[str, Callable[[Spec], list[Cause]]] = {
     "PriorityClass": validate_priority_class,
     "Node": validate_node,
     "CustomResourceDefinition": validate_crd,
+    "Role": validate_role,
+    "ClusterRole": validate_cluster_role,
+    "RoleBinding": validate_role_binding,
+    "ClusterRoleBinding": validate_cluster_role_binding,
 }
 NAME_RULES: dict[str, Callable[[str], list[str]]] = {
+    **dict.fromkeys(("Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding"),
+                    path_segment_name_errors),
     "Namespace": dns1123_label_errors,
     "Service": dns1035_label_errors,
 }

@@ -23,6 +23,7 @@ from engine.cluster.apiserver.names import (
     label_value_errors,
 )
 from engine.cluster.apiserver.priority_classes import priority_class_immutable
+from engine.cluster.apiserver.rbac_validation import binding_immutable
 
 _ANNOTATIONS_LIMIT = 256 * 1024
 _POD_MUTABLE = (
@@ -145,4 +146,6 @@ _IMMUTABLE: dict[str, Callable[[Mapping[str, Any], Mapping[str, Any]], list[Caus
     "ControllerRevision": _controller_revision_immutable,
     "PriorityClass": priority_class_immutable,
     "CustomResourceDefinition": _crd_immutable,
+    "RoleBinding": binding_immutable,
+    "ClusterRoleBinding": binding_immutable,
 }

@@ -2,7 +2,8 @@
 
 These are the records discovery, routing, storage and printing read for the
 kinds a job engine needs (namespaces, pods, services, events, configmaps,
-secrets, nodes, controllerrevisions, leases, priorityclasses, CRDs). The
+secrets, nodes, controllerrevisions, leases, priorityclasses, CRDs), and the
+identity and access kinds (serviceaccounts, RBAC, access reviews). The
 strategy says what the real API server's registry does differently per kind
 (create on update, unconditional update, status on create, generation);
 custom resources use the default strategy.
@@ -109,6 +110,76 @@ PRIORITY_CLASSES = ResourceType(
     namespaced=False,
     short_names=("pc",),
 )
+SERVICE_ACCOUNTS = ResourceType(
+    group="",
+    version="v1",
+    kind="ServiceAccount",
+    plural="serviceaccounts",
+    singular="serviceaccount",
+    namespaced=True,
+    short_names=("sa",),
+    subresources=frozenset({"token"}),
+)
+_RBAC = "rbac.authorization.k8s.io"
+ROLES = ResourceType(
+    group=_RBAC, version="v1", kind="Role", plural="roles", singular="role", namespaced=True,
+)
+CLUSTER_ROLES = ResourceType(
+    group=_RBAC,
+    version="v1",
+    kind="ClusterRole",
+    plural="clusterroles",
+    singular="clusterrole",
+    namespaced=False,
+)
+ROLE_BINDINGS = ResourceType(
+    group=_RBAC,
+    version="v1",
+    kind="RoleBinding",
+    plural="rolebindings",
+    singular="rolebinding",
+    namespaced=True,
+)
+CLUSTER_ROLE_BINDINGS = ResourceType(
+    group=_RBAC,
+    version="v1",
+    kind="ClusterRoleBinding",
+    plural="clusterrolebindings",
+    singular="clusterrolebinding",
+    namespaced=False,
+)
+# Reviews are asked, never stored: create is their only verb, as upstream.
+SELF_SUBJECT_ACCESS_REVIEWS = ResourceType(
+    group="authorization.k8s.io",
+    version="v1",
+    kind="SelfSubjectAccessReview",
+    plural="selfsubjectaccessreviews",
+    singular="selfsubjectaccessreview",
+    namespaced=False,
+    verbs=("create",),
+)
+SELF_SUBJECT_RULES_REVIEWS = ResourceType(
+    group="authorization.k8s.io",
+    version="v1",
+    kind="SelfSubjectRulesReview",
+    plural="selfsubjectrulesreviews",
+    singular="selfsubjectrulesreview",
+    namespaced=False,
+    verbs=("create",),
+)
+SELF_SUBJECT_REVIEWS = ResourceType(
+    group="authentication.k8s.io",
+    version="v1",
+    kind="SelfSubjectReview",
+    plural="selfsubjectreviews",
+    singular="selfsubjectreview",
+    namespaced=False,
+    verbs=("create",),
+)
+REVIEW_TYPES: tuple[ResourceType, ...] = (
+    SELF_SUBJECT_ACCESS_REVIEWS, SELF_SUBJECT_RULES_REVIEWS, SELF_SUBJECT_REVIEWS,
+)
+RBAC_TYPES: tuple[ResourceType, ...] = (ROLES, CLUSTER_ROLES, ROLE_BINDINGS, CLUSTER_ROLE_BINDINGS)
 CRDS = ResourceType(
     group="apiextensions.k8s.io",
     version="v1",
@@ -132,6 +203,9 @@ BUILTIN_TYPES: tuple[ResourceType, ...] = (
     CONTROLLER_REVISIONS,
     LEASES,
     PRIORITY_CLASSES,
+    SERVICE_ACCOUNTS,
+    *RBAC_TYPES,
+    *REVIEW_TYPES,
     CRDS,
 )
 

@@ -2,8 +2,9 @@
 
 One place decides the start-up order that makes a restart lossless: replay
 the journal, compact it, serve the stored CRDs' types, make sure the initial
-namespaces and the system PriorityClasses exist (recreated when deleted, as
-kube-apiserver's post-start hook does), then let the garbage collector,
+namespaces, the system PriorityClasses and the default RBAC policy exist
+(recreated when deleted, as kube-apiserver's post-start hooks do), give every
+namespace its default ServiceAccount, then let the garbage collector,
 namespace terminator and pod grace periods pick up whatever was pending when
 the last process died.
 """
@@ -15,6 +16,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from engine.cluster.apiserver.access_controllers import (
+    ClusterRoleAggregator,
+    DefaultServiceAccounts,
+)
 from engine.cluster.apiserver.builtins import INITIAL_NAMESPACES, NAMESPACES, PRIORITY_CLASSES
 from engine.cluster.apiserver.crds import CrdLifecycle
 from engine.cluster.apiserver.deletion import GracePeriods
@@ -23,6 +28,7 @@ from engine.cluster.apiserver.namespaces import NamespaceTerminator
 from engine.cluster.apiserver.objects import ObjectTable
 from engine.cluster.apiserver.persistence import Journal
 from engine.cluster.apiserver.priority_classes import SYSTEM_CLASSES
+from engine.cluster.apiserver.rbac_bootstrap import ensure_bootstrap_policy
 from engine.cluster.apiserver.reactor import Reactor
 from engine.cluster.apiserver.registry import Registry
 from engine.cluster.apiserver.store import Store
@@ -70,6 +76,8 @@ def open_core(
     collector = GarbageCollector(store)
     terminator = NamespaceTerminator(store)
     grace = GracePeriods(store)
+    accounts = DefaultServiceAccounts(store)
+    aggregator = ClusterRoleAggregator(store)
     crds.resume()
     for name in INITIAL_NAMESPACES:
         if table.get(NAMESPACES.key, "", name) is None:
@@ -77,6 +85,9 @@ def open_core(
     for system in SYSTEM_CLASSES:
         if table.get(PRIORITY_CLASSES.key, "", system.name) is None:
             store.create(PRIORITY_CLASSES, "", system.as_object(), field_manager=SERVER_MANAGER)
+    ensure_bootstrap_policy(store)
+    accounts.resume()
+    aggregator.resume()
     terminator.resume()
     grace.resume()
     collector.scan()

@@ -17,15 +17,18 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from engine.cluster.apiserver.builtins import (
+    CLUSTER_ROLE_BINDINGS,
     NAMESPACES,
     PODS,
     PRIORITY_CLASSES,
+    ROLE_BINDINGS,
     SECRETS,
     SERVICES,
 )
 from engine.cluster.apiserver.objects import Obj, TypeKey
 from engine.cluster.apiserver.priority_classes import with_defaults as priority_class_defaults
 from engine.cluster.apiserver.qos import qos_class
+from engine.cluster.apiserver.rbac_validation import binding_defaults
 
 # The real server's default service CIDR (10.96.0.0/12), minus network and the
 # first address (10.96.0.1 is the `kubernetes` service's).
@@ -48,6 +51,8 @@ def apply_defaults(key: TypeKey, obj: Obj, old: Obj | None, used_ips: UsedIps) -
         return _secret(obj)
     if key == PRIORITY_CLASSES.key:
         return priority_class_defaults(obj)
+    if key in (ROLE_BINDINGS.key, CLUSTER_ROLE_BINDINGS.key):
+        return binding_defaults(obj)
     return obj
 
 

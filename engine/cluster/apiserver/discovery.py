@@ -46,6 +46,7 @@ _SUBRESOURCES: dict[str, _Subresource] = {
     "ephemeralcontainers": _Subresource("", ("get", "patch", "update")),
     "finalize": _Subresource("", ("update",)),
     "scale": _Subresource("Scale", ("get", "patch", "update"), "autoscaling", "v1"),
+    "token": _Subresource("TokenRequest", ("create",), "authentication.k8s.io", "v1"),
 }
 
 # Built-in kinds a real server stores in another version than it serves (the
@@ -178,7 +179,8 @@ def _resource_entry(rt: ResourceType, storage_version: str) -> dict[str, Any]:
         entry["shortNames"] = list(rt.short_names)
     if rt.categories:
         entry["categories"] = list(rt.categories)
-    entry["storageVersionHash"] = storage_version_hash(rt.group, storage_version, rt.kind)
+    if rt.verbs != ("create",):  # reviews are never stored, so they have no storage version
+        entry["storageVersionHash"] = storage_version_hash(rt.group, storage_version, rt.kind)
     return entry
 
 

@@ -2,7 +2,8 @@
 
 get, list, watch, create, update, patch, delete and deletecollection on every
 served type, plus the status, finalize, binding and log subresources (a custom
-resource's scale has its own endpoint). Each write is acknowledged only once the
+resource's scale, a service account's token and the access reviews have their
+own endpoints). Each write is acknowledged only once the
 journal has it on disk.
 """
 
@@ -13,6 +14,8 @@ from pathlib import Path
 from aiohttp import web
 
 from engine.cluster.apiserver import deletion, logs, params
+from engine.cluster.apiserver.access_reviews import AccessReviews
+from engine.cluster.apiserver.builtins import REVIEW_TYPES
 from engine.cluster.apiserver.core import Core
 from engine.cluster.apiserver.errors import method_not_allowed
 from engine.cluster.apiserver.listing import list_page
@@ -29,22 +32,30 @@ from engine.cluster.apiserver.scale_endpoint import ScaleEndpoint
 from engine.cluster.apiserver.server_side_apply import APPLY_YAML, check_options, manager_name
 from engine.cluster.apiserver.store import Written
 from engine.cluster.apiserver.tables import wants_table
+from engine.cluster.apiserver.token_request import TokenRequestEndpoint
 from engine.cluster.apiserver.watch_stream import WatchSettings, stream_watch
 
 
 class ResourceHandlers:
     """The verbs over `core`, answering as a real API server does."""
 
-    def __init__(self, core: Core, *, logs_dir: Path, watch: WatchSettings) -> None:
+    def __init__(self, core: Core, *, logs_dir: Path, watch: WatchSettings,
+                 tokens: TokenRequestEndpoint, reviews: AccessReviews) -> None:
         self._core = core
         self._store = core.store
         self._logs_dir = logs_dir
         self._watch = watch
         self._scale = ScaleEndpoint(core)
+        self._tokens = tokens
+        self._reviews = reviews
 
     async def handle(self, request: web.Request, target: Target) -> web.StreamResponse:
         if target.subresource == "scale":
             return await self._scale.handle(request, target)
+        if target.subresource == "token":
+            return await self._tokens.handle(request, target)
+        if target.rt in REVIEW_TYPES:
+            return await self._reviews.handle(request, target)
         method = request.method
         verb = _verb(request, target)
         if target.subresource is None and verb is not None and verb not in target.rt.verbs:

@@ -303,6 +303,67 @@ _PRIORITY_CLASS = Printer(
     ],
 )
 
+# --- serviceaccounts, rolebindings, clusterrolebindings ---------------------------------------
+
+_SERVICE_ACCOUNT = Printer(
+    (
+        NAME_COLUMN,
+        Column("Secrets", "string", "Secrets is a list of the secrets in the same namespace "
+               "that pods running using this ServiceAccount are allowed to use."),
+        AGE_COLUMN,
+    ),
+    lambda account, now: [
+        meta(account).get("name", ""),
+        len(account.get("secrets") or ()),
+        created(account, now),
+    ],
+)
+
+
+def _binding_printer(role_ref: str) -> Printer:
+    def cells(binding: Object, now: datetime.datetime) -> list[Any]:
+        ref = section(binding, "roleRef")
+        subjects = binding.get("subjects") or []
+
+        def names(kind: str) -> str:
+            return ", ".join(
+                (f"{s.get('namespace', '')}/{s.get('name', '')}" if kind == "ServiceAccount"
+                 else s.get("name", ""))
+                for s in subjects if isinstance(s, dict) and s.get("kind") == kind
+            )
+
+        return [
+            meta(binding).get("name", ""),
+            f"{ref.get('kind', '')}/{ref.get('name', '')}",
+            created(binding, now),
+            names("User"),
+            names("Group"),
+            names("ServiceAccount"),
+        ]
+
+    return Printer(
+        (
+            NAME_COLUMN,
+            Column("Role", "string", role_ref),
+            AGE_COLUMN,
+            Column("Users", "string", "Users in the roleBinding", priority=1),
+            Column("Groups", "string", "Groups in the roleBinding", priority=1),
+            Column("ServiceAccounts", "string", "ServiceAccounts in the roleBinding", priority=1),
+        ),
+        cells,
+    )
+
+
+_ROLE_BINDING = _binding_printer(
+    "RoleRef can reference a Role in the current namespace or a ClusterRole in the global "
+    "namespace. If the RoleRef cannot be resolved, the Authorizer must return an error. This "
+    "field is immutable."
+)
+_CLUSTER_ROLE_BINDING = _binding_printer(
+    "RoleRef can only reference a ClusterRole in the global namespace. If the RoleRef cannot "
+    "be resolved, the Authorizer must return an error. This field is immutable."
+)
+
 _BUILTIN: dict[tuple[str, str], Printer] = {
     ("", "pods"): POD_PRINTER,
     ("", "services"): _SERVICE,
@@ -314,6 +375,9 @@ _BUILTIN: dict[tuple[str, str], Printer] = {
     ("apps", "controllerrevisions"): _CONTROLLER_REVISION,
     ("coordination.k8s.io", "leases"): _LEASE,
     ("scheduling.k8s.io", "priorityclasses"): _PRIORITY_CLASS,
+    ("", "serviceaccounts"): _SERVICE_ACCOUNT,
+    ("rbac.authorization.k8s.io", "rolebindings"): _ROLE_BINDING,
+    ("rbac.authorization.k8s.io", "clusterrolebindings"): _CLUSTER_ROLE_BINDING,
 }
 
 

@@ -17,8 +17,10 @@ from typing import Any
 import orjson
 from loguru import logger
 
-from engine.cluster.apiserver.protobuf_tables import KINDS, Field, Table
+from engine.cluster.apiserver import protobuf_tables, protobuf_tables_auth
+from engine.cluster.apiserver.protobuf_tables import Field, Table
 
+KINDS = {**protobuf_tables.KINDS, **protobuf_tables_auth.KINDS}
 PROTOBUF_CONTENT_TYPE = "application/vnd.kubernetes.protobuf"
 MAGIC = b"k8s\x00"
 

@@ -288,6 +288,7 @@ KINDS: Mapping[tuple[str, str], Table] = {
             "coordination.k8s.io/v1",
             "scheduling.k8s.io/v1",
             "apiextensions.k8s.io/v1",
+            "rbac.authorization.k8s.io/v1",
         )
     },
 }

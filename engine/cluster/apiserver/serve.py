@@ -20,11 +20,13 @@ from pathlib import Path
 
 from aiohttp import web
 
+from engine.cluster.apiserver.audit import AuditLog
 from engine.cluster.apiserver.auth import load_or_create_token
 from engine.cluster.apiserver.core import Core, open_core
 from engine.cluster.apiserver.kubeconfig import write_kubeconfig
 from engine.cluster.apiserver.reactor import LoopReactor
 from engine.cluster.apiserver.server import build_app
+from engine.cluster.apiserver.service_account_tokens import TokenAuthority
 from engine.cluster.apiserver.tls import create_ca_and_server_cert, ssl_context
 from engine.cluster.apiserver.watch import DEFAULT_HISTORY
 from engine.cluster.apiserver.watch_stream import WatchSettings
@@ -41,6 +43,8 @@ class ServerOptions:
     # Changes kept per resource type for watch resumption and consistent paging.
     history: int = DEFAULT_HISTORY
     watch: WatchSettings = field(default_factory=WatchSettings)
+    # Where to append the audit log ("-": standard output); None writes none.
+    audit_log: str | None = None
 
 
 @dataclass(frozen=True)
@@ -62,15 +66,19 @@ class RunningApiServer:
 class _Server:
     """One started server on the current event loop."""
 
-    def __init__(self, runner: web.AppRunner, core: Core, info: RunningApiServer) -> None:
+    def __init__(self, runner: web.AppRunner, core: Core, info: RunningApiServer,
+                 audit: AuditLog | None) -> None:
         self.runner = runner
         self.core = core
         self.info = info
+        self.audit = audit
 
     async def stop(self) -> None:
         self.core.store.hub.close_all()
         await self.runner.cleanup()
         await self.core.close()
+        if self.audit is not None:
+            self.audit.close()
 
 
 def _url_host(host: str) -> str:
@@ -98,7 +106,9 @@ async def _start(
     core = open_core(LoopReactor(asyncio.get_running_loop()), data_dir=data_dir,
                      history=options.history)
     logs_dir = files_dir / "logs"
-    app = build_app(core, token=token, logs_dir=logs_dir, watch=options.watch)
+    audit = AuditLog(options.audit_log) if options.audit_log else None
+    app = build_app(core, token=token, logs_dir=logs_dir, watch=options.watch,
+                    tokens=TokenAuthority.for_data_dir(data_dir), audit=audit)
     runner = web.AppRunner(
         app, handler_cancellation=True, access_log=None, shutdown_timeout=_SHUTDOWN_TIMEOUT
     )
@@ -115,7 +125,7 @@ async def _start(
     write_kubeconfig(config_path, server=url, token=token, ca_file=ca_file)
     info = RunningApiServer(url, config_path, token, ca_file, files_dir, data_dir is not None,
                             logs_dir)
-    return _Server(runner, core, info)
+    return _Server(runner, core, info, audit)
 
 
 def serve_forever(
@@ -125,17 +135,21 @@ def serve_forever(
     data_dir: Path | None = None,
     kubeconfig: Path | None = None,
     tls: bool = False,
+    options: ServerOptions | None = None,
 ) -> None:
     """Serve until SIGINT or SIGTERM, printing the URL and the kubeconfig path."""
-    asyncio.run(_serve_forever(host, port, data_dir, kubeconfig, tls))
+    asyncio.run(
+        _serve_forever(host, port, data_dir, kubeconfig, tls, options=options or ServerOptions())
+    )
 
 
 async def _serve_forever(
-    host: str, port: int, data_dir: Path | None, kubeconfig: Path | None, tls: bool
+    host: str, port: int, data_dir: Path | None, kubeconfig: Path | None, tls: bool,
+    *, options: ServerOptions,
 ) -> None:
     files_dir = data_dir or Path(tempfile.mkdtemp(prefix="jobmachine-apiserver-"))
     server = await _start(host=host, port=port, data_dir=data_dir, files_dir=files_dir,
-                          kubeconfig=kubeconfig, tls=tls, options=ServerOptions())
+                          kubeconfig=kubeconfig, tls=tls, options=options)
     info = server.info
     print(f"jobmachine apiserver serving at {info.url}", flush=True)
     print(f"kubeconfig: {info.kubeconfig}", flush=True)

@@ -1,4 +1,5 @@
-"""The aiohttp application: authentication, errors as Status, discovery, OpenAPI, resources.
+"""The aiohttp application: authentication, authorization, audit, errors as Status,
+discovery, OpenAPI, resources.
 
 Discovery and OpenAPI documents are built from the registry and cached per
 registry revision (kubectl asks for them often); resource paths go to
@@ -18,13 +19,21 @@ from aiohttp.typedefs import Handler
 from loguru import logger
 
 from engine.cluster.apiserver import discovery, openapi, openapi_protobuf
-from engine.cluster.apiserver.auth import bearer_auth_middleware
+from engine.cluster.apiserver.access_reviews import AccessReviews
+from engine.cluster.apiserver.audit import AuditLog
+from engine.cluster.apiserver.auth import Authenticator
+from engine.cluster.apiserver.authorization import RequestAuthorizer
+from engine.cluster.apiserver.builtins import PODS, SECRETS, SERVICE_ACCOUNTS
 from engine.cluster.apiserver.core import Core
 from engine.cluster.apiserver.errors import ApiError, internal
 from engine.cluster.apiserver.handlers import ResourceHandlers
+from engine.cluster.apiserver.objects import Obj
+from engine.cluster.apiserver.rbac import RbacAuthorizer
 from engine.cluster.apiserver.request_metrics import RequestCounter
 from engine.cluster.apiserver.responses import error_response, json_response
 from engine.cluster.apiserver.routes import not_found_path, parse_target
+from engine.cluster.apiserver.service_account_tokens import TokenAuthority
+from engine.cluster.apiserver.token_request import TokenRequestEndpoint
 from engine.cluster.apiserver.watch_stream import WatchSettings
 
 _MAX_BODY = 16 * 1024 * 1024
@@ -49,10 +58,12 @@ async def status_errors(request: web.Request, handler: Handler) -> web.StreamRes
 class ApiApp:
     """Routes requests to discovery, OpenAPI and the resource handlers."""
 
-    def __init__(self, core: Core, *, logs_dir: Path, watch: WatchSettings) -> None:
+    def __init__(self, core: Core, *, logs_dir: Path, watch: WatchSettings,
+                 tokens: TokenRequestEndpoint, reviews: AccessReviews) -> None:
         self._core = core
         self._registry = core.registry
-        self._resources = ResourceHandlers(core, logs_dir=logs_dir, watch=watch)
+        self._resources = ResourceHandlers(core, logs_dir=logs_dir, watch=watch, tokens=tokens,
+                                           reviews=reviews)
         self._cache: dict[str, tuple[int, bytes]] = {}
 
     def _cached(
@@ -136,14 +147,37 @@ def build_app(
     token: str,
     logs_dir: Path,
     watch: WatchSettings | None = None,
+    tokens: TokenAuthority | None = None,
+    audit: AuditLog | None = None,
 ) -> web.Application:
-    """The whole API server as an aiohttp application."""
+    """The whole API server as an aiohttp application. `token` is the admin's; `tokens`
+    signs and checks service-account tokens (a fresh key when None); `audit`, when given,
+    records every request."""
     requests = RequestCounter()
-    app = web.Application(
-        middlewares=[bearer_auth_middleware(token), requests.middleware(), status_errors],
-        client_max_size=_MAX_BODY,
-    )
-    api = ApiApp(core, logs_dir=logs_dir, watch=watch or WatchSettings())
+    tokens = tokens or TokenAuthority.for_data_dir(None)
+    table = core.store.table
+    by_kind = {"ServiceAccount": SERVICE_ACCOUNTS.key, "Pod": PODS.key, "Secret": SECRETS.key}
+
+    def lookup(kind: str, namespace: str, name: str) -> Obj | None:
+        entry = table.get(by_kind[kind], namespace, name)
+        return entry.obj if entry is not None else None
+
+    rbac = RbacAuthorizer(table)
+    authorizer = RequestAuthorizer(rbac)
+    middlewares = [
+        Authenticator(token, tokens, lookup).middleware(),
+        requests.middleware(),
+        status_errors,
+        authorizer.middleware(),
+    ]
+    if audit is not None:
+        middlewares.insert(0, audit.middleware())
+    app = web.Application(middlewares=middlewares, client_max_size=_MAX_BODY)
+    if audit is not None:
+        app.on_response_prepare.append(audit.on_response_prepare)
+    api = ApiApp(core, logs_dir=logs_dir, watch=watch or WatchSettings(),
+                 tokens=TokenRequestEndpoint(core.store, tokens),
+                 reviews=AccessReviews(authorizer, rbac))
     router = app.router
     router.add_get("/version", api.version)
     router.add_get("/metrics", requests.serve)

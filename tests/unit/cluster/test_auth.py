@@ -10,7 +10,8 @@ from typing import Any
 from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 
-from engine.cluster.apiserver.auth import bearer_auth_middleware, load_or_create_token
+from engine.cluster.apiserver.auth import Authenticator, load_or_create_token
+from engine.cluster.apiserver.service_account_tokens import TokenAuthority
 
 
 def test_token_is_created_once_per_data_dir_with_owner_only_mode(tmp_path: Path) -> None:
@@ -35,7 +36,8 @@ async def _request(token: str, headers: dict[str, str]) -> tuple[int, Any]:
     async def ok(request: web.Request) -> web.Response:
         return web.json_response({"kind": "APIVersions"})
 
-    app = web.Application(middlewares=[bearer_auth_middleware(token)])
+    authenticator = Authenticator(token, TokenAuthority.for_data_dir(None), lambda *_: None)
+    app = web.Application(middlewares=[authenticator.middleware()])
     app.router.add_get("/api", ok)
     async with TestClient(TestServer(app)) as client:
         response = await client.get("/api", headers=headers)

@@ -1,0 +1,104 @@
+"""POST `serviceaccounts/NAME/token`: TokenRequest, as `kubectl create token` sends it.
+
+Answers the request with a signed, bound token in `status.token` (nothing is
+stored). The defaults and limits are kube-apiserver's: one hour unless asked
+otherwise, never less than ten minutes, the API's audiences when none are
+given, and a bound Pod or Secret must exist (with the uid given, if any).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import orjson
+from aiohttp import web
+
+from engine.cluster.apiserver import field_errors
+from engine.cluster.apiserver.builtins import PODS, SECRETS, SERVICE_ACCOUNTS
+from engine.cluster.apiserver.errors import ApiError, bad_request, invalid, method_not_allowed
+from engine.cluster.apiserver.objects import Obj
+from engine.cluster.apiserver.responses import json_response, read_body
+from engine.cluster.apiserver.routes import Target
+from engine.cluster.apiserver.service_account_tokens import API_AUDIENCES, TokenAuthority
+from engine.cluster.apiserver.store import Store
+
+_GROUP = "authentication.k8s.io"
+DEFAULT_EXPIRATION_S = 3600
+_MIN_EXPIRATION_S = 600
+_MAX_EXPIRATION_S = 1 << 32
+_BOUND_KINDS = {"Pod": PODS, "Secret": SECRETS}
+
+
+class TokenRequestEndpoint:
+    """Issues tokens for the service accounts in `store`."""
+
+    def __init__(self, store: Store, tokens: TokenAuthority) -> None:
+        self._store = store
+        self._tokens = tokens
+
+    async def handle(self, request: web.Request, target: Target) -> web.Response:
+        if request.method != "POST":
+            raise method_not_allowed("the server does not allow this method on the requested "
+                                     "resource")
+        assert target.name is not None and target.namespace is not None
+        body = await read_body(request)
+        if not isinstance(body, dict):
+            raise bad_request("the request body must be a TokenRequest object")
+        account = self._store.get(SERVICE_ACCOUNTS, target.namespace, target.name).obj
+        spec = body.get("spec") or {}
+        expiration = spec.get("expirationSeconds")
+        expiration = DEFAULT_EXPIRATION_S if expiration is None else expiration
+        audiences = list(spec.get("audiences") or API_AUDIENCES)
+        self._validate(target.name, expiration, spec.get("boundObjectRef"))
+        bound_ref = spec.get("boundObjectRef")
+        bound = self._bound_object(target.namespace, bound_ref) if bound_ref else None
+        issued = self._tokens.issue(
+            account, audiences=audiences, expiration_seconds=int(expiration), bound=bound,
+            bound_kind=bound_ref["kind"] if bound_ref else "",
+        )
+        expires = datetime.fromtimestamp(issued.expires_at, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        answer: dict[str, Any] = {
+            "kind": "TokenRequest",
+            "apiVersion": f"{_GROUP}/v1",
+            "metadata": {"name": target.name, "namespace": target.namespace,
+                         "creationTimestamp": None},
+            "spec": {"audiences": audiences, "boundObjectRef": bound_ref,
+                     "expirationSeconds": int(expiration)},
+            "status": {"token": issued.token, "expirationTimestamp": expires},
+        }
+        return json_response(orjson.dumps(answer), status=201)
+
+    @staticmethod
+    def _validate(name: str, expiration: object, bound_ref: object) -> None:
+        causes = []
+        if not isinstance(expiration, int) or isinstance(expiration, bool):
+            causes.append(field_errors.invalid("spec.expirationSeconds", expiration,
+                                               "must be an integer"))
+        elif expiration < _MIN_EXPIRATION_S:
+            causes.append(field_errors.invalid("spec.expirationSeconds", expiration,
+                                               "may not specify a duration less than 10 minutes"))
+        elif expiration > _MAX_EXPIRATION_S:
+            causes.append(field_errors.invalid("spec.expirationSeconds", expiration,
+                                               "may not specify a duration larger than 2^32 "
+                                               "seconds"))
+        if bound_ref is not None:
+            if not isinstance(bound_ref, dict):
+                causes.append(field_errors.invalid("spec.boundObjectRef", bound_ref,
+                                                   "must be an object"))
+            elif bound_ref.get("kind") not in _BOUND_KINDS:
+                causes.append(field_errors.not_supported("spec.boundObjectRef.kind",
+                                                         bound_ref.get("kind"), _BOUND_KINDS))
+            elif not bound_ref.get("name"):
+                causes.append(field_errors.required("spec.boundObjectRef.name"))
+        if causes:
+            raise invalid(_GROUP, "TokenRequest", name, causes)
+
+    def _bound_object(self, namespace: str, ref: dict[str, Any]) -> Obj:
+        obj = self._store.get(_BOUND_KINDS[ref["kind"]], namespace, ref["name"]).obj
+        uid = ref.get("uid")
+        if uid and obj["metadata"].get("uid") != uid:
+            raise ApiError(409, "Conflict", f"the UID in the bound object reference ({uid}) "
+                           f"does not match the UID in record. The object might have been "
+                           f"deleted and then recreated")
+        return obj

@@ -1,0 +1,289 @@
+"""The engine in a pod's shoes: deploy/'s RBAC applied with kubectl, the engine run with
+`--in-cluster` as the `jobmachine` service account, one job of every shipped kind to its end.
+
+The server's audit log is the judge: no request of the engine's is refused, and every
+permission the manifests grant is used by those jobs, or listed in KEPT with the reason it
+stays. Taking one permission away makes the engine say so (a Warning event on the job and
+an error in its log), and giving it back lets the job finish without a restart.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from engine.app.shipped import shipped_dir
+from engine.app.up import UpOptions, running_local_server
+from engine.cluster.apiserver.serve import RunningApiServer
+from engine.cluster.node import Capacity
+from engine.settings import EngineSettings
+from tests.e2e.conftest import KUBECTL, Kubectl, _kubectl_for
+
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLES = shipped_dir("examples")
+ENGINE_USER = "system:serviceaccount:jobmachine-system:jobmachine"
+JOBS_NAMESPACE = "least-privilege"
+Triple = tuple[str, str, str]  # (API group, resource[/subresource], verb)
+
+# A job of every shipped kind, as users write them (the Kubeflow ones from upstream).
+JOB_FILES = (
+    EXAMPLES / "pytorch-succeeds.yaml",
+    EXAMPLES / "kubeflow" / "tf-ps-workers.yaml",
+    EXAMPLES / "kubeflow" / "upstream" / "xgboost" / "xgboostjob.yaml",
+    EXAMPLES / "kubeflow" / "upstream" / "paddlepaddle" / "simple-cpu.yaml",
+    EXAMPLES / "kubeflow" / "upstream" / "jax" / "cpu-demo" / "demo.yaml",
+    EXAMPLES / "kubeflow" / "upstream" / "mpi" / "tensorflow-mnist.yaml",
+)
+MACHINEJOB = {
+    "apiVersion": "jobmachine.dev/v1alpha1",
+    "kind": "MachineJob",
+    "metadata": {"name": "plain"},
+    "spec": {"replicaSpecs": {"Main": {"replicas": 1, "template": {"spec": {"containers": [
+        {"name": "main", "image": "busybox", "command": ["true"]}]}}}}},
+}
+# A gang-scheduled PyTorchJob: its PodGroup is the engine's to make and remove.
+GANG = "gang"
+
+# Granted but not used by these jobs, and why each stays in deploy/base/rbac.yaml.
+_JOB_KINDS = tuple(("kubeflow.org", plural) for plural in (
+    "pytorchjobs", "tfjobs", "xgboostjobs", "paddlejobs", "jaxjobs", "mpijobs"))
+_OBJECTS = ("a machine's declared objects: read when a create finds the name taken, "
+            "updated when the machine's fields change, adopted by patch, deleted by the "
+            "machine's clean-up")
+KEPT: dict[Triple, str] = {
+    **{(group, f"{plural}/finalizers", "update"):
+       "clusters that enable the OwnerReferencesPermissionEnforcement admission check it "
+       "when the engine makes a child with blockOwnerDeletion"
+       for group, plural in (*_JOB_KINDS, ("jobmachine.dev", "machinejobs"))},
+    **{(group, plural, "get"): "read fresh before adopting orphaned pods (claims.py)"
+       for group, plural in (*_JOB_KINDS, ("jobmachine.dev", "machinejobs"))},
+    **{(group, plural, "delete"): "runPolicy.ttlSecondsAfterFinished deletes a finished job"
+       for group, plural in (*_JOB_KINDS, ("jobmachine.dev", "machinejobs"))},
+    ("", "services", "get"): "read when a create finds the name taken, to say whose it is",
+    ("", "services", "patch"): "adopting or releasing an orphaned service (claims.py)",
+    **{("", "configmaps", verb): _OBJECTS for verb in ("get", "update", "patch", "delete")},
+    **{("", "secrets", verb): _OBJECTS
+       for verb in ("get", "list", "watch", "create", "update", "patch", "delete")},
+    **{("scheduling.volcano.sh", "podgroups", verb): _OBJECTS
+       for verb in ("get", "update", "patch", "delete")},
+    **{("scheduling.x-k8s.io", "podgroups", verb): "--gang-scheduler-name scheduler-plugins"
+       for verb in ("get", "list", "watch", "create", "update", "patch", "delete")},
+    ("", "events", "patch"): "a repeated event bumps the count of the one posted",
+    ("", "pods", "get"): "read when a create finds the name taken, to say whose it is",
+    ("coordination.k8s.io", "leases", "list"): "--shards: the shard Leases are listed",
+    ("coordination.k8s.io", "leases", "delete"): "--shards: a shard Lease is given back",
+    ("apps", "controllerrevisions", "delete"): "revisions no job runs on are pruned",
+}
+
+
+@dataclass
+class Deployed:
+    """The server, kubectl as the admin, the engine process and where its files are."""
+
+    server: RunningApiServer
+    admin: Kubectl
+    audit_log: Path
+    engine_log: Path
+    service_account_dir: Path
+    engine: subprocess.Popen[bytes] | None = None
+
+    def start_engine(self) -> None:
+        host, port = self.server.url.removeprefix("https://").rsplit(":", 1)
+        env = {key: value for key, value in os.environ.items()
+               if not key.startswith(("KUBE", "JOBMACHINE_"))}
+        env.update(KUBERNETES_SERVICE_HOST=host, KUBERNETES_SERVICE_PORT=port,
+                   JOBMACHINE_REPLICA_BACKOFF_BASE_S="0.2")
+        command = [sys.executable, "-m", "engine.cli", "run", "--in-cluster",
+                   "--service-account-dir", str(self.service_account_dir),
+                   "--lease-namespace", "jobmachine-system", "--leader-elect"]
+        with self.engine_log.open("ab") as log:
+            self.engine = subprocess.Popen(command, env=env, stdout=log, stderr=log)
+
+    def stop_engine(self) -> None:
+        if self.engine is None:
+            return
+        self.engine.send_signal(signal.SIGTERM)
+        try:
+            self.engine.wait(30)
+        except subprocess.TimeoutExpired:
+            self.engine.kill()
+            self.engine.wait()
+        self.engine = None
+
+    def engine_requests(self) -> list[dict[str, Any]]:
+        return [event for event in _audit_events(self.audit_log)
+                if event["user"].get("username") == ENGINE_USER]
+
+
+def _audit_events(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+@pytest.fixture(scope="module")
+def deployed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deployed]:
+    if KUBECTL is None:
+        pytest.skip("kubectl is not installed on this machine")
+    directory = tmp_path_factory.mktemp("least-privilege")
+    audit_log = directory / "audit.log"
+    options = UpOptions(port=0, node_mode="simulate", audit_log=str(audit_log),
+                        settings=EngineSettings(),
+                        node_capacity=Capacity.parse("cpu=64,memory=256Gi"))
+    with running_local_server(options) as (server, _):
+        admin = _kubectl_for(server, directory / "cache", directory, "default")
+        admin("apply", "-f", str(REPO / "deploy" / "base" / "namespace.yaml"),
+              "-f", str(REPO / "deploy" / "base" / "rbac.yaml"))
+        token = admin("create", "token", "jobmachine", "-n", "jobmachine-system",
+                      "--duration=2h").stdout.strip()
+        account = directory / "serviceaccount"
+        account.mkdir()
+        (account / "token").write_text(token)
+        assert server.ca_file is not None
+        (account / "ca.crt").write_bytes(server.ca_file.read_bytes())
+        (account / "namespace").write_text("jobmachine-system")
+        admin("create", "namespace", JOBS_NAMESPACE)
+        running = Deployed(server, admin, audit_log, directory / "engine.log", account)
+        running.start_engine()
+        try:
+            yield running
+        finally:
+            running.stop_engine()
+
+
+def _manifests() -> list[dict[str, Any]]:
+    documents = [yaml.safe_load(path.read_text()) for path in JOB_FILES]
+    gang = yaml.safe_load((EXAMPLES / "pytorch-succeeds.yaml").read_text())
+    gang["metadata"]["name"] = GANG
+    gang["spec"]["runPolicy"] = {"schedulingPolicy": {"minAvailable": 3}}
+    documents += [gang, MACHINEJOB]
+    for document in documents:
+        document["metadata"]["namespace"] = JOBS_NAMESPACE
+    return documents
+
+
+KIND_NAMES = ("pytorchjobs.kubeflow.org,tfjobs.kubeflow.org,xgboostjobs.kubeflow.org,"
+              "paddlejobs.kubeflow.org,jaxjobs.kubeflow.org,mpijobs.kubeflow.org,"
+              "machinejobs.jobmachine.dev")
+
+
+def _phases(admin: Kubectl) -> dict[str, str]:
+    listed = json.loads(admin("get", KIND_NAMES, "-n", JOBS_NAMESPACE, "-o", "json").stdout)
+    return {f"{item['kind']}/{item['metadata']['name']}":
+            (item.get("status") or {}).get("phase", "") for item in listed["items"]}
+
+
+def _wait(what: str, check: Callable[[], bool], timeout_s: float = 180) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not check():
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out waiting for {what}")
+        time.sleep(0.5)
+
+
+def _granted() -> set[Triple]:
+    """Every (group, resource, verb) deploy/base/rbac.yaml grants the engine."""
+    triples: set[Triple] = set()
+    documents = yaml.safe_load_all((REPO / "deploy" / "base" / "rbac.yaml").read_text())
+    for document in documents:
+        if document["kind"] not in ("ClusterRole", "Role"):
+            continue
+        for rule in document.get("rules") or ():
+            triples |= {(group, resource, verb) for group in rule["apiGroups"]
+                        for resource in rule["resources"] for verb in rule["verbs"]}
+    return triples
+
+
+def _used(requests: list[dict[str, Any]]) -> set[Triple]:
+    used = set()
+    for event in requests:
+        ref = event.get("objectRef")
+        if ref is None:
+            continue
+        resource = ref["resource"] + (f"/{ref['subresource']}" if ref.get("subresource") else "")
+        used.add((ref.get("apiGroup", ""), resource, event["verb"]))
+    return used
+
+
+def test_every_shipped_kind_runs_to_its_end_as_the_engines_service_account(
+    deployed: Deployed,
+) -> None:
+    deployed.admin.apply(yaml.safe_dump_all(_manifests()))
+    expected = len(_manifests())
+
+    def all_done() -> bool:
+        phases = _phases(deployed.admin)
+        return len(phases) == expected and all(p in ("Succeeded", "Failed")
+                                               for p in phases.values())
+
+    _wait("every job to finish", all_done)
+    phases = _phases(deployed.admin)
+    assert set(phases.values()) == {"Succeeded"}, phases
+    # Every job is deleted, so the engine's clean-up (finalizer, PodGroup) is used too.
+    deployed.admin("delete", KIND_NAMES, "--all", "-n", JOBS_NAMESPACE, "--timeout=60s",
+                   timeout=90)
+    deployed.stop_engine()
+
+    requests = deployed.engine_requests()
+    assert requests, "the audit log has no request of the engine's"
+    refused = [f"{e['verb']} {e['requestURI']}: {e['responseStatus']['code']}"
+               for e in requests if e["responseStatus"]["code"] == 403]
+    assert refused == []
+    unused = _granted() - _used(requests)
+    unexplained = sorted(unused - KEPT.keys())
+    assert unexplained == [], f"granted, never used and not explained in KEPT: {unexplained}"
+    assert all(e["annotations"]["authorization.k8s.io/decision"] == "allow" for e in requests)
+
+
+def test_a_missing_permission_is_reported_on_the_job_and_granting_it_lets_it_finish(
+    deployed: Deployed,
+) -> None:
+    if deployed.engine is None:
+        deployed.start_engine()
+    engine_rules = deployed.admin.get_json("clusterrole", "jobmachine-engine")
+    without_create = json.loads(json.dumps(engine_rules))
+    for rule in without_create["rules"]:
+        if "pods" in rule["resources"] and rule["apiGroups"] == [""]:
+            rule["resources"] = [r for r in rule["resources"] if r != "pods"]
+    without_create["rules"].append({"apiGroups": [""], "resources": ["pods"],
+                                    "verbs": ["get", "list", "watch", "update", "patch",
+                                              "delete"]})
+    deployed.admin.apply(json.dumps(without_create))
+    _wait("the aggregated role to lose pods/create", lambda: not any(
+        "pods" in r["resources"] and "create" in r["verbs"]
+        for r in deployed.admin.get_json("clusterrole", "jobmachine")["rules"]))
+
+    name = f"refused-{uuid.uuid4().hex[:6]}"
+    job = yaml.safe_load((EXAMPLES / "pytorch-succeeds.yaml").read_text())
+    job["metadata"] |= {"name": name, "namespace": JOBS_NAMESPACE}
+    deployed.admin.apply(yaml.safe_dump(job))
+
+    def forbidden_events() -> list[dict[str, Any]]:
+        events = deployed.admin.get_json(
+            "events", "-n", JOBS_NAMESPACE, "--field-selector",
+            f"involvedObject.name={name},reason=Forbidden")
+        items: list[dict[str, Any]] = events["items"]
+        return items
+
+    _wait("a Forbidden event on the job", lambda: bool(forbidden_events()), timeout_s=60)
+    message = forbidden_events()[0]["message"]
+    # A create names no object in its URL, so kube-apiserver's message names none either.
+    assert (f'pods is forbidden: User "{ENGINE_USER}" cannot create '
+            f'resource "pods" in API group "" in the namespace "{JOBS_NAMESPACE}"') in message
+    assert "grant the engine's service account" in message
+    assert "is forbidden" in deployed.engine_log.read_text()
+
+    engine_rules["metadata"].pop("resourceVersion", None)
+    deployed.admin.apply(json.dumps(engine_rules))
+    _wait("the job to succeed once pods/create is granted again", lambda: _phases(
+        deployed.admin).get(f"PyTorchJob/{name}") == "Succeeded", timeout_s=120)
