@@ -7,57 +7,23 @@ gets a fresh cache directory.
 
 from __future__ import annotations
 
-import os
 import re
-import signal
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.e2e.conftest import KUBECTL, Kubectl
+from tests.e2e.up_process import JOBMACHINE, WAIT, running_up
 from tests.polling import eventually
 
 pytestmark = pytest.mark.e2e
 
-JOBMACHINE = str(Path(sys.executable).with_name("jobmachine"))
 CAPACITY = "cpu=1,memory=1Gi,nvidia.com/gpu=2"
 NODE = "jobmachine-local"
-WAIT = 60.0
 UNSCHEDULABLE = ("0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes are "
                  "available: 1 No preemption victims found for incoming pod.")
-
-
-def _up_command(data_dir: Path, capacity: str) -> list[str]:
-    return [JOBMACHINE, "up", "--data-dir", str(data_dir), "--port", "0", "--node-mode",
-            "simulate", "--node-capacity", capacity, "-q"]
-
-
-def _exported_kubeconfig(out: Path, err: Path, process: subprocess.Popen[str]) -> str | None:
-    """The KUBECONFIG `up` printed, None while it has not yet; fails if `up` exited."""
-    for line in out.read_text().splitlines():
-        if line.startswith("export KUBECONFIG="):
-            return line.split("=", 1)[1]
-    if process.poll() is not None:
-        raise AssertionError(f"`jobmachine up` exited {process.returncode} before serving:\n"
-                             f"{err.read_text()[-3000:]}")
-    return None
-
-
-def _stop(process: subprocess.Popen[str], err: Path) -> None:
-    """Ctrl-C, then wait; killed only if it does not stop, which fails the test."""
-    if process.poll() is None:
-        process.send_signal(signal.SIGINT)
-        try:
-            process.wait(timeout=WAIT)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-            raise AssertionError("`jobmachine up` did not stop on Ctrl-C") from None
-    assert process.returncode == 0, (
-        f"`jobmachine up` exited {process.returncode}:\n{err.read_text()[-3000:]}")
 
 
 @pytest.fixture(scope="module")
@@ -66,18 +32,11 @@ def kubectl(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kubectl]:
     if KUBECTL is None:
         pytest.skip("kubectl is not installed on this machine")
     home = tmp_path_factory.mktemp("capacity")
-    out, err = home / "up.out", home / "up.err"
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("KUBE", "HTTP"))}
-    with out.open("w") as stdout, err.open("w") as stderr:
-        process = subprocess.Popen(_up_command(home / "data", CAPACITY), stdout=stdout,
-                                   stderr=stderr, text=True, env=env)
-    try:
-        kubeconfig = eventually(lambda: _exported_kubeconfig(out, err, process), timeout=WAIT,
-                                interval=0.1)
-        env.update(KUBECONFIG=str(kubeconfig), KUBECACHEDIR=str(home / "cache"), HOME=str(home))
+    with running_up(home, "--node-mode", "simulate", "--node-capacity", CAPACITY,
+                    "-q") as up:
+        env = {**up.env, "KUBECONFIG": str(up.kubeconfig),
+               "KUBECACHEDIR": str(home / "cache"), "HOME": str(home)}
         yield Kubectl(env, "default")
-    finally:
-        _stop(process, err)
 
 
 def section(text: str, title: str) -> list[list[str]]:
@@ -149,7 +108,9 @@ def test_a_bound_pod_is_allocated_and_one_that_does_not_fit_waits(kubectl: Kubec
 
 
 def test_up_refuses_a_capacity_that_is_not_a_quantity(tmp_path: Path) -> None:
-    result = subprocess.run(_up_command(tmp_path / "data", "cpu=x"), capture_output=True,
+    command = [JOBMACHINE, "up", "--data-dir", str(tmp_path / "data"), "--port", "0",
+               "--node-mode", "simulate", "--node-capacity", "cpu=x", "-q"]
+    result = subprocess.run(command, capture_output=True,
                             text=True, timeout=WAIT, check=False)
     assert result.returncode == 1
     assert result.stderr.splitlines() == [

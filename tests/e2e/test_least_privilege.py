@@ -1,5 +1,6 @@
-"""The engine in a pod's shoes: deploy/'s RBAC applied with kubectl, the engine run with
-`--in-cluster` as the `jobmachine` service account, one job of every shipped kind to its end.
+"""The engine in a pod's shoes: `jobmachine up --no-engine` with an audit log, deploy/'s RBAC
+applied with kubectl, the engine run with `--in-cluster` (over TLS, with the server's CA) as
+the `jobmachine` service account, one job of every shipped kind to its end.
 
 The server's audit log is the judge: no request of the engine's is refused, and every
 permission the manifests grant is used by those jobs, or listed in KEPT with the reason it
@@ -10,10 +11,8 @@ an error in its log), and giving it back lets the job finish without a restart.
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
-import sys
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -25,11 +24,8 @@ import pytest
 import yaml
 
 from engine.app.shipped import shipped_dir
-from engine.app.up import UpOptions, running_local_server
-from engine.cluster.apiserver.serve import RunningApiServer
-from engine.cluster.node import Capacity
-from engine.settings import EngineSettings
-from tests.e2e.conftest import KUBECTL, Kubectl, _kubectl_for
+from tests.e2e.conftest import KUBECTL, Kubectl
+from tests.e2e.up_process import JOBMACHINE, running_up
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = shipped_dir("examples")
@@ -92,7 +88,7 @@ KEPT: dict[Triple, str] = {
 class Deployed:
     """The server, kubectl as the admin, the engine process and where its files are."""
 
-    server: RunningApiServer
+    url: str
     admin: Kubectl
     audit_log: Path
     engine_log: Path
@@ -100,12 +96,13 @@ class Deployed:
     engine: subprocess.Popen[bytes] | None = None
 
     def start_engine(self) -> None:
-        host, port = self.server.url.removeprefix("https://").rsplit(":", 1)
-        env = {key: value for key, value in os.environ.items()
+        """`jobmachine run --in-cluster` as in the Deployment, the pod's files elsewhere."""
+        host, port = self.url.removeprefix("https://").rsplit(":", 1)
+        env = {key: value for key, value in self.admin.env.items()
                if not key.startswith(("KUBE", "JOBMACHINE_"))}
         env.update(KUBERNETES_SERVICE_HOST=host, KUBERNETES_SERVICE_PORT=port,
                    JOBMACHINE_REPLICA_BACKOFF_BASE_S="0.2")
-        command = [sys.executable, "-m", "engine.cli", "run", "--in-cluster",
+        command = [JOBMACHINE, "run", "--in-cluster",
                    "--service-account-dir", str(self.service_account_dir),
                    "--lease-namespace", "jobmachine-system", "--leader-elect"]
         with self.engine_log.open("ab") as log:
@@ -133,27 +130,29 @@ def _audit_events(path: Path) -> list[dict[str, Any]]:
 
 @pytest.fixture(scope="module")
 def deployed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deployed]:
+    """`jobmachine up --no-engine` with an audit log, deploy/'s RBAC applied with kubectl,
+    the service account's files written as the kubelet would, and the engine started."""
     if KUBECTL is None:
         pytest.skip("kubectl is not installed on this machine")
-    directory = tmp_path_factory.mktemp("least-privilege")
-    audit_log = directory / "audit.log"
-    options = UpOptions(port=0, node_mode="simulate", audit_log=str(audit_log),
-                        settings=EngineSettings(),
-                        node_capacity=Capacity.parse("cpu=64,memory=256Gi"))
-    with running_local_server(options) as (server, _):
-        admin = _kubectl_for(server, directory / "cache", directory, "default")
+    home = tmp_path_factory.mktemp("least-privilege")
+    audit_log = home / "audit.log"
+    with running_up(home, "--no-engine", "--node-mode", "simulate", "--node-capacity",
+                    "cpu=64,memory=256Gi", "--audit-log-path", str(audit_log), "-q") as up:
+        assert "no engine" in up.output.read_text()
+        env = {**up.env, "KUBECONFIG": str(up.kubeconfig), "KUBECACHEDIR": str(home / "cache"),
+               "HOME": str(home)}
+        admin = Kubectl(env, "default")
         admin("apply", "-f", str(REPO / "deploy" / "base" / "namespace.yaml"),
               "-f", str(REPO / "deploy" / "base" / "rbac.yaml"))
         token = admin("create", "token", "jobmachine", "-n", "jobmachine-system",
                       "--duration=2h").stdout.strip()
-        account = directory / "serviceaccount"
+        account = home / "serviceaccount"
         account.mkdir()
         (account / "token").write_text(token)
-        assert server.ca_file is not None
-        (account / "ca.crt").write_bytes(server.ca_file.read_bytes())
+        (account / "ca.crt").write_bytes((home / "data" / "tls" / "ca.crt").read_bytes())
         (account / "namespace").write_text("jobmachine-system")
         admin("create", "namespace", JOBS_NAMESPACE)
-        running = Deployed(server, admin, audit_log, directory / "engine.log", account)
+        running = Deployed(up.url, admin, audit_log, home / "engine.log", account)
         running.start_engine()
         try:
             yield running
