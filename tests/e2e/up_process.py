@@ -68,6 +68,7 @@ def running_up(home: Path, *args: str) -> Iterator[RunningUp]:
                                 timeout=WAIT, interval=0.1)
         url = eventually(lambda: _printed(out, err, process, "jobmachine is up at "),
                          timeout=WAIT, interval=0.1)
+        assert kubeconfig is not None and url is not None
         yield RunningUp(url.split(" ", 1)[0], Path(kubeconfig), out, env)
     finally:
         stop(process, err)
