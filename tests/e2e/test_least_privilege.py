@@ -244,23 +244,53 @@ def test_every_shipped_kind_runs_to_its_end_as_the_engines_service_account(
     assert all(e["annotations"]["authorization.k8s.io/decision"] == "allow" for e in requests)
 
 
+def _without(role: dict[str, Any], group: str, resource: str, verb: str) -> dict[str, Any]:
+    """`role` without `verb` on `resource` of `group`, every other grant kept."""
+    rules = []
+    for rule in role["rules"]:
+        if group in rule["apiGroups"] and resource in rule["resources"] and verb in rule["verbs"]:
+            others = [r for r in rule["resources"] if r != resource]
+            if others:
+                rules.append({**rule, "resources": others})
+            if verbs := [v for v in rule["verbs"] if v != verb]:
+                rules.append({"apiGroups": [group], "resources": [resource], "verbs": verbs})
+        else:
+            rules.append(rule)
+    return {**role, "rules": rules}
+
+
+def _grants(admin: Kubectl, group: str, resource: str, verb: str) -> bool:
+    rules = admin.get_json("clusterrole", "jobmachine")["rules"]
+    return any(group in r.get("apiGroups", ()) and resource in r.get("resources", ())
+               and verb in r["verbs"] for r in rules)
+
+
+# One rule of each ClusterRole the engine aggregates, and what the engine says without it.
+REMOVED = {
+    "pods-create": ("jobmachine-engine", "", "pods", "create",
+                    'pods is forbidden: User "{user}" cannot create resource "pods" in API '
+                    'group "" in the namespace "{namespace}"'),
+    "services-create": ("jobmachine-engine", "", "services", "create",
+                        'services is forbidden: User "{user}" cannot create resource '
+                        '"services" in API group "" in the namespace "{namespace}"'),
+    "status-update": ("jobmachine-shipped-kinds", "kubeflow.org", "pytorchjobs/status", "update",
+                      'pytorchjobs.kubeflow.org "{name}" is forbidden: User "{user}" cannot '
+                      'update resource "pytorchjobs/status" in API group "kubeflow.org" in '
+                      'the namespace "{namespace}"'),
+}
+
+
+@pytest.mark.parametrize("removed", REMOVED.values(), ids=REMOVED.keys())
 def test_a_missing_permission_is_reported_on_the_job_and_granting_it_lets_it_finish(
-    deployed: Deployed,
+    deployed: Deployed, removed: tuple[str, str, str, str, str]
 ) -> None:
+    role_name, group, resource, verb, refusal = removed
     if deployed.engine is None:
         deployed.start_engine()
-    engine_rules = deployed.admin.get_json("clusterrole", "jobmachine-engine")
-    without_create = json.loads(json.dumps(engine_rules))
-    for rule in without_create["rules"]:
-        if "pods" in rule["resources"] and rule["apiGroups"] == [""]:
-            rule["resources"] = [r for r in rule["resources"] if r != "pods"]
-    without_create["rules"].append({"apiGroups": [""], "resources": ["pods"],
-                                    "verbs": ["get", "list", "watch", "update", "patch",
-                                              "delete"]})
-    deployed.admin.apply(json.dumps(without_create))
-    _wait("the aggregated role to lose pods/create", lambda: not any(
-        "pods" in r["resources"] and "create" in r["verbs"]
-        for r in deployed.admin.get_json("clusterrole", "jobmachine")["rules"]))
+    role = deployed.admin.get_json("clusterrole", role_name)
+    deployed.admin.apply(json.dumps(_without(role, group, resource, verb)))
+    _wait(f"the aggregated role to lose {verb} {resource}",
+          lambda: not _grants(deployed.admin, group, resource, verb))
 
     name = f"refused-{uuid.uuid4().hex[:6]}"
     job = yaml.safe_load((EXAMPLES / "pytorch-succeeds.yaml").read_text())
@@ -276,13 +306,15 @@ def test_a_missing_permission_is_reported_on_the_job_and_granting_it_lets_it_fin
 
     _wait("a Forbidden event on the job", lambda: bool(forbidden_events()), timeout_s=60)
     message = forbidden_events()[0]["message"]
-    # A create names no object in its URL, so kube-apiserver's message names none either.
-    assert (f'pods is forbidden: User "{ENGINE_USER}" cannot create '
-            f'resource "pods" in API group "" in the namespace "{JOBS_NAMESPACE}"') in message
-    assert "grant the engine's service account" in message
-    assert "is forbidden" in deployed.engine_log.read_text()
+    # kube-apiserver's own words (a create names no object in its URL, so neither does
+    # its message), then what to do about it.
+    assert refusal.format(user=ENGINE_USER, namespace=JOBS_NAMESPACE, name=name) in message
+    assert "grant the engine's service account this permission" in message
+    assert refusal.format(user=ENGINE_USER, namespace=JOBS_NAMESPACE,
+                          name=name) in deployed.engine_log.read_text()
 
-    engine_rules["metadata"].pop("resourceVersion", None)
-    deployed.admin.apply(json.dumps(engine_rules))
-    _wait("the job to succeed once pods/create is granted again", lambda: _phases(
+    deployed.admin.apply(json.dumps({key: value for key, value in role.items()
+                                     if key != "metadata"} | {"metadata": {"name": role_name,
+                                     "labels": role["metadata"]["labels"]}}))
+    _wait("the job to succeed once the permission is granted again", lambda: _phases(
         deployed.admin).get(f"PyTorchJob/{name}") == "Succeeded", timeout_s=120)
