@@ -153,6 +153,25 @@ def _format_from_suffix(output: Path | None) -> str:
     )
 
 
+TokenAuthFileOption = Annotated[
+    Path | None,
+    typer.Option("--token-auth-file", help="Users who log in with a bearer token: CSV lines "
+                 "token,user,uid,\"group1,group2\" (kube-apiserver's format)."),
+]
+
+
+def _checked_token_file(path: Path | None) -> Path | None:
+    """The token file, read once here so a bad one stops the command in one line."""
+    if path is not None:
+        from engine.cluster.apiserver.auth import load_token_users
+
+        try:
+            load_token_users(path)
+        except (OSError, ValueError, UnicodeDecodeError) as exc:
+            _fail(f"--token-auth-file: {exc}")
+    return path
+
+
 AuditLogOption = Annotated[
     str | None,
     typer.Option("--audit-log-path", help="Append one audit.k8s.io/v1 Event per request, as "
@@ -180,12 +199,15 @@ def apiserver(
         ),
     ] = True,
     audit_log_path: AuditLogOption = None,
+    token_auth_file: TokenAuthFileOption = None,
 ) -> None:
     """Serve the embedded Kubernetes-compatible API server until interrupted."""
     from engine.cluster.apiserver.serve import ServerOptions, serve_forever
 
+    options = ServerOptions(audit_log=audit_log_path,
+                            token_auth_file=_checked_token_file(token_auth_file))
     serve_forever(host=host, port=port, data_dir=data_dir, kubeconfig=kubeconfig, tls=tls,
-                  options=ServerOptions(audit_log=audit_log_path))
+                  options=options)
 
 
 manifests_app = typer.Typer(
@@ -451,6 +473,7 @@ def up(
                      "failure or restart."),
     ] = False,
     audit_log_path: AuditLogOption = None,
+    token_auth_file: TokenAuthFileOption = None,
     engine: Annotated[
         bool,
         typer.Option("--engine/--no-engine", help="Run the engine too; --no-engine serves the "
@@ -481,7 +504,7 @@ def up(
     serve_until_interrupted(UpOptions(
         data_dir=data_dir.resolve(), port=port, node_mode=node_mode.value, machines=machines,
         settings=settings, restart_backoff=backoff, node_capacity=capacity,
-        audit_log=audit_log_path,
+        audit_log=audit_log_path, token_auth_file=_checked_token_file(token_auth_file),
     ), quiet=quiet, with_engine=engine)
 
 

@@ -50,6 +50,8 @@ class UpOptions:
     """What the local node offers pods (default: this machine's CPUs and memory)."""
     audit_log: str | None = None
     """Where the API server appends its audit log ("-": standard output); None: no log."""
+    token_auth_file: Path | None = None
+    """Users who log in with a bearer token (kube-apiserver's --token-auth-file format)."""
 
 
 UNLIMITED_ON_OWN_SERVER = ("client_qps", "event_qps")
@@ -85,7 +87,8 @@ def running_local_server(options: UpOptions) -> Iterator[tuple[RunningApiServer,
     crds = [shipped_dir("crds"), shipped_dir("crds") / "podgroups"]
     machines = options.machines or shipped_dir("machines")
     node_dir = options.data_dir / "node" if options.data_dir else None
-    server_options = ServerOptions(audit_log=options.audit_log)
+    server_options = ServerOptions(audit_log=options.audit_log,
+                                   token_auth_file=options.token_auth_file)
     with running_apiserver(data_dir=options.data_dir, tls=True, port=options.port,
                            options=server_options) as server:
         settings = options.settings

@@ -21,7 +21,7 @@ from pathlib import Path
 from aiohttp import web
 
 from engine.cluster.apiserver.audit import AuditLog
-from engine.cluster.apiserver.auth import load_or_create_token
+from engine.cluster.apiserver.auth import load_or_create_token, load_token_users
 from engine.cluster.apiserver.core import Core, open_core
 from engine.cluster.apiserver.kubeconfig import write_kubeconfig
 from engine.cluster.apiserver.reactor import LoopReactor
@@ -45,6 +45,8 @@ class ServerOptions:
     watch: WatchSettings = field(default_factory=WatchSettings)
     # Where to append the audit log ("-": standard output); None writes none.
     audit_log: str | None = None
+    # A kube-apiserver `--token-auth-file` of users who may log in with a token.
+    token_auth_file: Path | None = None
 
 
 @dataclass(frozen=True)
@@ -103,12 +105,13 @@ async def _start(
     when persisting)."""
     files_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
     token = load_or_create_token(data_dir)
+    users = load_token_users(options.token_auth_file) if options.token_auth_file else None
     core = open_core(LoopReactor(asyncio.get_running_loop()), data_dir=data_dir,
                      history=options.history)
     logs_dir = files_dir / "logs"
     audit = AuditLog(options.audit_log) if options.audit_log else None
     app = build_app(core, token=token, logs_dir=logs_dir, watch=options.watch,
-                    tokens=TokenAuthority.for_data_dir(data_dir), audit=audit)
+                    tokens=TokenAuthority.for_data_dir(data_dir), audit=audit, users=users)
     runner = web.AppRunner(
         app, handler_cancellation=True, access_log=None, shutdown_timeout=_SHUTDOWN_TIMEOUT
     )

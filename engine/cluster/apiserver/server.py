@@ -9,7 +9,7 @@ registry revision (kubectl asks for them often); resource paths go to
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +27,7 @@ from engine.cluster.apiserver.builtins import PODS, SECRETS, SERVICE_ACCOUNTS
 from engine.cluster.apiserver.core import Core
 from engine.cluster.apiserver.errors import ApiError, internal
 from engine.cluster.apiserver.handlers import ResourceHandlers
+from engine.cluster.apiserver.identity import UserInfo
 from engine.cluster.apiserver.objects import Obj
 from engine.cluster.apiserver.rbac import RbacAuthorizer
 from engine.cluster.apiserver.request_metrics import RequestCounter
@@ -149,10 +150,11 @@ def build_app(
     watch: WatchSettings | None = None,
     tokens: TokenAuthority | None = None,
     audit: AuditLog | None = None,
+    users: Mapping[str, UserInfo] | None = None,
 ) -> web.Application:
     """The whole API server as an aiohttp application. `token` is the admin's; `tokens`
     signs and checks service-account tokens (a fresh key when None); `audit`, when given,
-    records every request."""
+    records every request; `users` are the token file's users by token."""
     requests = RequestCounter()
     tokens = tokens or TokenAuthority.for_data_dir(None)
     table = core.store.table
@@ -165,7 +167,7 @@ def build_app(
     rbac = RbacAuthorizer(table)
     authorizer = RequestAuthorizer(rbac)
     middlewares = [
-        Authenticator(token, tokens, lookup).middleware(),
+        Authenticator(token, tokens, lookup, users).middleware(),
         requests.middleware(),
         status_errors,
         authorizer.middleware(),

@@ -17,7 +17,9 @@ from typing import Any
 import pytest
 from kubernetes import client
 from kubernetes.client.rest import ApiException
+from typer.testing import CliRunner
 
+from engine.cli import app
 from engine.cluster import running_apiserver
 from engine.cluster.apiserver.serve import RunningApiServer, ServerOptions
 
@@ -196,3 +198,39 @@ def test_the_audit_log_says_who_did_what_and_which_binding_allowed_it(
     token_request = next(e for e in events if e["objectRef"].get("subresource") == "token")
     assert token_request["verb"] == "create"
     assert token_request["user"]["groups"] == ["system:masters", "system:authenticated"]
+
+
+def test_a_token_file_user_is_authorized_by_user_and_group_bindings(tmp_path: Path) -> None:
+    users = tmp_path / "users.csv"
+    users.write_text('# token,user,uid,"groups"\n'
+                     'jane-secret,jane,u-1,"devs,ml"\nbob-secret,bob,u-2\n')
+    with running_apiserver(tls=True, options=ServerOptions(token_auth_file=users)) as server:
+        with _client(server, server.token) as admin:
+            client.RbacAuthorizationV1Api(admin).create_cluster_role_binding({
+                "metadata": {"name": "devs-view-nodes"},
+                "roleRef": {"apiGroup": RBAC, "kind": "ClusterRole", "name": "node-viewer"},
+                "subjects": [{"kind": "Group", "name": "devs"}]})
+            client.RbacAuthorizationV1Api(admin).create_cluster_role({
+                "metadata": {"name": "node-viewer"},
+                "rules": [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["list"]}]})
+        with _client(server, "jane-secret") as jane:
+            assert client.CoreV1Api(jane).list_node().items == []
+            whoami = client.AuthenticationV1Api(jane).create_self_subject_review({})
+            assert (whoami.status.user_info.username, whoami.status.user_info.uid,
+                    whoami.status.user_info.groups) == ("jane", "u-1",
+                                                        ["devs", "ml", "system:authenticated"])
+        with _client(server, "bob-secret") as bob, pytest.raises(ApiException) as refused:
+            client.CoreV1Api(bob).list_node()
+        assert json.loads(refused.value.body)["message"] == (
+            'nodes is forbidden: User "bob" cannot list resource "nodes" in API group "" at '
+            'the cluster scope')
+
+
+def test_a_malformed_token_file_is_named_with_its_line(tmp_path: Path) -> None:
+    users = tmp_path / "users.csv"
+    users.write_text("jane-secret,jane,u-1\nonly-a-token\n")
+    result = CliRunner().invoke(app, ["apiserver", "--port", "0", "--token-auth-file",
+                                      str(users)])
+    assert result.exit_code == 1
+    assert result.output.strip() == (f'error: --token-auth-file: {users}:2: expected '
+                                      f'token,user,uid[,"groups"] with a token and a user name')
