@@ -192,6 +192,8 @@ class Client:
     async def call(self, method: str, path: str, expect: int, *, body: Any = None,
                    headers: dict[str, str] | None = None) -> Any:
         data = orjson.dumps(body) if body is not None else None
+        if data is not None:  # aiohttp would say application/octet-stream, which is a 415
+            headers = {"Content-Type": "application/json", **(headers or {})}
         try:
             async with self.session.request(method, self.url + path, data=data,
                                             headers=headers) as response:

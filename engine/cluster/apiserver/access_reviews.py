@@ -26,6 +26,7 @@ from engine.cluster.apiserver.rbac import RbacAuthorizer
 from engine.cluster.apiserver.request_info import RequestInfo
 from engine.cluster.apiserver.responses import json_response, read_body
 from engine.cluster.apiserver.routes import Target
+from engine.cluster.apiserver.typed_decoding import check_type
 
 _GROUP = "authorization.k8s.io"
 # What a member of system:masters holds, as kube-apiserver's privileged-group authorizer says.
@@ -48,7 +49,16 @@ class AccessReviews:
         if not isinstance(body, dict):
             raise bad_request(f"the request body must be a {target.rt.kind} object")
         user: UserInfo = request[USER_KEY]
+        kind = target.rt.kind
+        check_type(body.get("spec"), dict, kind=kind, field="spec", go_type=f"v1.{kind}Spec")
         spec = body.get("spec") or {}
+        for name in ("resourceAttributes", "nonResourceAttributes"):
+            attributes = spec.get(name)
+            check_type(attributes, dict, kind=kind, field=f"spec.{name}",
+                        go_type=f"v1.{name[0].upper()}{name[1:]}")
+            for key, value in (attributes or {}).items():
+                if key not in ("fieldSelector", "labelSelector"):
+                    check_type(value, str, kind=kind, field=f"spec.{name}.{key}", go_type="string")
         answer: dict[str, Any] = {
             "kind": target.rt.kind,
             "apiVersion": target.rt.api_version,
@@ -89,6 +99,8 @@ class AccessReviews:
 
     def _rules(self, user: UserInfo, spec: dict[str, Any]) -> dict[str, Any]:
         namespace = spec.get("namespace", "")
+        check_type(namespace, str, kind="SelfSubjectRulesReview", field="spec.namespace",
+                    go_type="string")
         if not namespace:
             raise invalid(_GROUP, "SelfSubjectRulesReview", "",
                           [field_errors.required("spec.namespace")])

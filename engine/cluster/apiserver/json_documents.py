@@ -1,8 +1,13 @@
-"""Copying JSON documents: the store, patches and schema pruning all need private copies.
+"""JSON documents: private copies (the store, patches and schema pruning all need them), and
+the nesting limit every document entering the server is held to.
 
 An orjson round trip copies a stored object about 8x faster than `copy.deepcopy`.
 Objects reach the server through orjson, so they hold only what it encodes; anything
 else (ints beyond 64 bits, non-string keys) falls back to `deepcopy`.
+
+orjson encodes at most 255 levels, and the server's walkers recurse per level, so a
+document nested deeper than MAX_DEPTH is refused with a 400 where it enters (a body, a
+patch, or a patch's result) instead of failing later as a 500.
 """
 
 from __future__ import annotations
@@ -12,6 +17,10 @@ from typing import Any
 
 import orjson
 
+from engine.cluster.apiserver.errors import bad_request
+
+MAX_DEPTH = 200
+
 
 def json_copy(document: Any) -> Any:
     """A deep copy of a JSON document."""
@@ -19,3 +28,21 @@ def json_copy(document: Any) -> Any:
         return orjson.loads(orjson.dumps(document))
     except TypeError:
         return copy.deepcopy(document)
+
+
+def check_depth(document: Any, what: str) -> None:
+    """400 when `document` nests objects and lists more than MAX_DEPTH levels deep (found
+    without recursion, so any depth is measured safely)."""
+    stack: list[tuple[Any, int]] = [(document, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, dict):
+            children: Any = value.values()
+        elif isinstance(value, list):
+            children = value
+        else:
+            continue
+        if depth > MAX_DEPTH:
+            raise bad_request(f"{what} is nested more than {MAX_DEPTH} levels deep, more than "
+                              f"this server accepts")
+        stack.extend((child, depth + 1) for child in children)

@@ -13,6 +13,7 @@ from typing import Any
 import orjson
 
 from engine.cluster.apiserver.errors import ApiError, bad_request, unsupported_media_type
+from engine.cluster.apiserver.json_documents import check_depth
 from engine.cluster.apiserver.objects import Obj
 from engine.cluster.apiserver.patch import (
     PatchError,
@@ -57,11 +58,14 @@ def patched(rt: ResourceType, content_type: str, target: Obj, body: bytes) -> Ob
         raise ApiError(exc.code, _REASONS.get(exc.code, "BadRequest"), str(exc)) from exc
     if not isinstance(result, dict):
         raise bad_request("the patched object is not a JSON object")
+    check_depth(result, "the patched object")
     return result
 
 
 def _decode(body: bytes) -> Any:
     try:
-        return orjson.loads(body)
+        document = orjson.loads(body)
     except orjson.JSONDecodeError as exc:
         raise bad_request(f"error decoding patch: {exc}") from exc
+    check_depth(document, "the patch")
+    return document

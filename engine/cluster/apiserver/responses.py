@@ -17,6 +17,7 @@ import yaml
 from aiohttp import web
 
 from engine.cluster.apiserver.errors import ApiError, bad_request, unsupported_media_type
+from engine.cluster.apiserver.json_documents import check_depth
 from engine.cluster.apiserver.objects import Entry, Obj
 from engine.cluster.apiserver.protobuf import (
     PROTOBUF_CONTENT_TYPE,
@@ -28,6 +29,7 @@ from engine.cluster.apiserver.resources import ResourceType
 from engine.cluster.apiserver.tables import table_api_version, to_table
 
 JSON = "application/json"
+YAML = "application/yaml"
 
 
 def as_version(rt: ResourceType, entry: Entry) -> Obj:
@@ -80,9 +82,30 @@ def json_response(
     return response
 
 
+_GO_ESCAPES = {"\\": "\\\\", '"': '\\"', "\a": "\\a", "\b": "\\b", "\f": "\\f",
+               "\n": "\\n", "\r": "\\r", "\t": "\\t", "\v": "\\v"}
+
+
+def _go_quoted(text: str) -> str:
+    """`text` as Go's strconv.Quote writes it, so control characters (a field name a client
+    sent, say) never break the header."""
+    out = []
+    for char in text:
+        if char in _GO_ESCAPES:
+            out.append(_GO_ESCAPES[char])
+        elif char.isprintable():
+            out.append(char)
+        elif ord(char) < 0x80:
+            out.append(f"\\x{ord(char):02x}")
+        elif ord(char) < 0x10000:
+            out.append(f"\\u{ord(char):04x}")
+        else:
+            out.append(f"\\U{ord(char):08x}")
+    return '"' + "".join(out) + '"'
+
+
 def warning_header(text: str) -> str:
-    escaped = text.replace("\\", "\\\\").replace('"', '\\"')
-    return f'299 - "{escaped}"'
+    return f"299 - {_go_quoted(text)}"
 
 
 def error_response(error: ApiError) -> web.Response:
@@ -105,21 +128,28 @@ def success_status(code: int, details: dict[str, Any] | None = None) -> bytes:
 
 
 async def read_body(request: web.Request) -> Any:
-    """The request body as JSON, YAML or (for the kinds kubectl sends so) protobuf."""
+    """The request body as JSON, YAML or (for the kinds kubectl sends so) protobuf; any
+    other media type is 415 and a body nested too deep is 400, as kube-apiserver answers."""
     content_type = request.headers.get("Content-Type", JSON).split(";", 1)[0].strip().lower()
     raw = await request.read()
     if content_type == PROTOBUF_CONTENT_TYPE:
         try:
-            return decode_request(raw)
+            document = decode_request(raw)
         except UnsupportedKindError as exc:
             raise unsupported_media_type(str(exc)) from exc
         except ProtobufError as exc:
             raise bad_request(f"the protobuf request body could not be decoded: {exc}") from exc
-    if not raw:
+    elif content_type not in (JSON, YAML):
+        raise unsupported_media_type(
+            "the body of the request was in an unknown format - accepted media types "
+            f"include: {JSON}, {YAML}, {PROTOBUF_CONTENT_TYPE}")
+    elif not raw:
         return None
-    try:
-        if content_type in ("application/yaml", "application/x-yaml", "text/yaml"):
-            return yaml.load(raw, Loader=yaml.CSafeLoader)
-        return orjson.loads(raw)
-    except (orjson.JSONDecodeError, yaml.YAMLError) as exc:
-        raise bad_request(f"the request body could not be decoded: {exc}") from exc
+    else:
+        try:
+            document = (yaml.load(raw, Loader=yaml.CSafeLoader) if content_type == YAML
+                        else orjson.loads(raw))
+        except (orjson.JSONDecodeError, yaml.YAMLError, RecursionError) as exc:
+            raise bad_request(f"the request body could not be decoded: {exc}") from exc
+    check_depth(document, "the request body")
+    return document

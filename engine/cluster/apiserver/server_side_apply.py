@@ -20,6 +20,7 @@ from engine.cluster.apiserver.errors import ApiError, Cause, bad_request, invali
 from engine.cluster.apiserver.field_errors import forbidden, required, too_long
 from engine.cluster.apiserver.field_errors import invalid as invalid_value
 from engine.cluster.apiserver.field_manager import Scope, tracked_apply
+from engine.cluster.apiserver.json_documents import check_depth
 from engine.cluster.apiserver.managed_fields import ApplyConflictError, conflict_error
 from engine.cluster.apiserver.objects import Obj
 from engine.cluster.apiserver.ownership_rules import empty_object, reset_fields
@@ -75,8 +76,9 @@ def decode_config(body: bytes) -> Obj:
     """The applied configuration: YAML (JSON is YAML too), one object."""
     try:
         document = yaml.load(body, Loader=yaml.CSafeLoader) if body.strip() else None
-    except yaml.YAMLError as exc:
+    except (yaml.YAMLError, RecursionError) as exc:
         raise bad_request(f"error decoding YAML: {exc}") from exc
+    check_depth(document, "the applied configuration")
     if not isinstance(document, dict):
         kind = "null" if document is None else type(document).__name__
         raise bad_request(

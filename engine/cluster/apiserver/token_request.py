@@ -22,12 +22,30 @@ from engine.cluster.apiserver.responses import json_response, read_body
 from engine.cluster.apiserver.routes import Target
 from engine.cluster.apiserver.service_account_tokens import API_AUDIENCES, TokenAuthority
 from engine.cluster.apiserver.store import Store
+from engine.cluster.apiserver.typed_decoding import check_type
 
 _GROUP = "authentication.k8s.io"
 DEFAULT_EXPIRATION_S = 3600
 _MIN_EXPIRATION_S = 600
 _MAX_EXPIRATION_S = 1 << 32
 _BOUND_KINDS = {"Pod": PODS, "Secret": SECRETS}
+
+
+def _check_types(body: dict[str, Any]) -> None:
+    """400 for a field of the wrong JSON type, as decoding into TokenRequest answers it."""
+    kind = "TokenRequest"
+    check_type(body.get("spec"), dict, kind=kind, field="spec", go_type="v1.TokenRequestSpec")
+    spec = body.get("spec") or {}
+    check_type(spec.get("audiences"), list, kind=kind, field="spec.audiences", go_type="[]string")
+    for audience in spec.get("audiences") or ():
+        check_type(audience, str, kind=kind, field="spec.audiences", go_type="string")
+    check_type(spec.get("expirationSeconds"), int, kind=kind, field="spec.expirationSeconds",
+                go_type="int64")
+    ref = spec.get("boundObjectRef")
+    check_type(ref, dict, kind=kind, field="spec.boundObjectRef",
+                go_type="v1.BoundObjectReference")
+    for key, value in (ref or {}).items():
+        check_type(value, str, kind=kind, field=f"spec.boundObjectRef.{key}", go_type="string")
 
 
 class TokenRequestEndpoint:
@@ -46,6 +64,7 @@ class TokenRequestEndpoint:
         if not isinstance(body, dict):
             raise bad_request("the request body must be a TokenRequest object")
         account = self._store.get(SERVICE_ACCOUNTS, target.namespace, target.name).obj
+        _check_types(body)
         spec = body.get("spec") or {}
         expiration = spec.get("expirationSeconds")
         expiration = DEFAULT_EXPIRATION_S if expiration is None else expiration

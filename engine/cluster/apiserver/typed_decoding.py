@@ -14,6 +14,14 @@ from collections.abc import Callable
 from typing import Any
 
 from engine.cluster.apiserver import base64_values
+from engine.cluster.apiserver.apply_schema import (
+    LIST,
+    MAP,
+    SCALAR,
+    UNTYPED,
+    TypeNode,
+    builtin_type,
+)
 from engine.cluster.apiserver.builtins import (
     CONFIGMAPS,
     CONTROLLER_REVISIONS,
@@ -37,10 +45,52 @@ _PRIORITY_CLASS_FIELDS = (
 def decode_typed(rt: ResourceType, obj: Obj) -> Obj:
     """`obj` as the real server holds it after decoding; the body is never changed in place."""
     decoder = _DECODERS.get(rt.key)
-    return obj if decoder is None else decoder(rt, obj)
+    decoded = obj if decoder is None else decoder(rt, obj)
+    if rt.schema is None:
+        _check_shape(rt, decoded)
+    return decoded
+
+
+def check_type(value: object, expected: type, *, kind: str, field: str, go_type: str,
+               version: str = "v1") -> None:
+    """400 as Go's decoder words it when `value` (not null) is not of `expected`."""
+    if value is None or (isinstance(value, expected) and not (
+            isinstance(value, bool) and expected is not bool)):
+        return
+    raise cannot_decode(kind, version, f"json: cannot unmarshal {go_json_kind(value)} into Go "
+                        f"struct field {kind}.{field} of type {go_type}")
+
+
+_SHAPE_NAMES = {MAP: "object", LIST: "array", SCALAR: "a scalar"}
+
+
+def _check_shape(rt: ResourceType, obj: Obj) -> None:
+    """400 where a value's JSON shape (object, array, scalar) cannot be the Go field's, found
+    by the kind's server-side apply schema, so later validation meets only the right shapes.
+    Fields the schema does not know are left to pruning."""
+    stack: list[tuple[TypeNode, Any, str]] = [(builtin_type(rt.group, rt.kind), obj, "")]
+    while stack:
+        node, value, path = stack.pop()
+        node = node.for_value(value)
+        if value is None or node.kind == UNTYPED:
+            continue
+        shape = MAP if isinstance(value, dict) else LIST if isinstance(value, list) else SCALAR
+        if shape != node.kind:
+            raise cannot_decode(rt.kind, rt.version, f"json: cannot unmarshal "
+                                f"{go_json_kind(value)} into Go struct field {rt.kind}{path} of "
+                                f"type {_SHAPE_NAMES[node.kind]}")
+        if isinstance(value, dict):
+            for name, child in value.items():
+                child_node = node.field_type(name)
+                if child_node is not None:
+                    stack.append((child_node, child, f"{path}.{name}"))
+        elif isinstance(value, list):
+            item = node.item_type()
+            stack.extend((item, child, path) for child in value)
 
 
 def _configmap(rt: ResourceType, obj: Obj) -> Obj:
+    _string_map(rt, obj, "data")
     return _with_map(obj, "binaryData", _byte_map(rt, obj, "binaryData"))
 
 

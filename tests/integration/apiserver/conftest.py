@@ -153,6 +153,8 @@ def raw(
     data = body if isinstance(body, bytes) or body is None else json.dumps(body).encode()
     request = urllib.request.Request(server.url + path, data=data, method=method)
     request.add_header("Authorization", f"Bearer {token if token is not None else server.token}")
+    if data is not None:  # urllib's default is a form, which the API refuses (415)
+        request.add_header("Content-Type", "application/json")
     for name, value in (headers or {}).items():
         request.add_header(name, value)
     try:
