@@ -112,10 +112,9 @@ def _aggregated_rules(name: str, rule_selectors: list[Any], roles: dict[str, Any
     except SelectorError:
         return None
     rules: list[Any] = []
-    for other_name, other in sorted(roles.items()):
-        if other_name == name:
-            continue
-        labels = other["metadata"].get("labels") or {}
-        if any(selector.matches(labels) for selector in selectors):
-            rules.extend(rule for rule in other.get("rules") or () if rule not in rules)
+    for selector in selectors:  # upstream's order: selector by selector, roles by name
+        for other_name, other in sorted(roles.items()):
+            labels = other["metadata"].get("labels") or {}
+            if other_name != name and selector.matches(labels):
+                rules.extend(rule for rule in other.get("rules") or () if rule not in rules)
     return rules

@@ -30,6 +30,7 @@ from engine.cluster.apiserver.request_info import RequestInfo, request_info
 # `--audit-log-path -` writes to standard output, as kube-apiserver's flag does.
 STDOUT = "-"
 _SENT_STATUS = web.RequestKey("jobmachine.sent_status", int)
+_AUDIT_ID = web.RequestKey("jobmachine.audit_id", str)
 
 
 def _timestamp(moment: datetime) -> str:
@@ -70,28 +71,50 @@ class AuditLog:
         @web.middleware
         async def record(request: web.Request, handler: Handler) -> web.StreamResponse:
             received = datetime.now(UTC)
-            code = 500
+            request[_AUDIT_ID] = request.headers.get("Audit-ID") or str(uuid.uuid4())
+            status: dict[str, Any] = {"metadata": {}, "code": 500}
             try:
                 response = await handler(request)
-                code = response.status
+                status = _response_status(response)
                 return response
             except web.HTTPException as exc:
-                code = exc.status
+                status = {"metadata": {}, "code": exc.status}
                 raise
             finally:
                 # A stream (a watch, a followed log) the client closed ends with the status
                 # it started with, not with the cancellation.
-                self.write(_event(request, request.get(_SENT_STATUS, code), received))
+                if _SENT_STATUS in request and status["code"] == 500:
+                    status = {"metadata": {}, "code": request[_SENT_STATUS]}
+                self.write(_event(request, status, received))
 
         return record
 
     @staticmethod
     async def on_response_prepare(request: web.Request, response: web.StreamResponse) -> None:
-        """Remember the status sent (register on the app's `on_response_prepare`)."""
+        """Tell the client its audit ID, as kube-apiserver does, and remember the status sent
+        (register on the app's `on_response_prepare`)."""
         request[_SENT_STATUS] = response.status
+        if _AUDIT_ID in request:
+            response.headers["Audit-Id"] = request[_AUDIT_ID]
 
 
-def _event(request: web.Request, code: int, received: datetime) -> dict[str, Any]:
+def _response_status(response: web.StreamResponse) -> dict[str, Any]:
+    """The event's responseStatus: the code, and for a failure the Status it answered with."""
+    status: dict[str, Any] = {"metadata": {}, "code": response.status}
+    body = response.body if isinstance(response, web.Response) else None
+    if response.status >= 400 and isinstance(body, bytes):
+        try:
+            answer = orjson.loads(body)
+        except orjson.JSONDecodeError:
+            return status
+        if isinstance(answer, dict) and answer.get("kind") == "Status":
+            status |= {key: answer[key] for key in ("status", "message", "reason", "details")
+                       if key in answer}
+    return status
+
+
+def _event(request: web.Request, status: dict[str, Any], received: datetime
+           ) -> dict[str, Any]:
     info: RequestInfo = request.get(INFO_KEY) or request_info(
         request.method, request.path, request.query)
     user: UserInfo | None = request.get(USER_KEY)
@@ -100,7 +123,7 @@ def _event(request: web.Request, code: int, received: datetime) -> dict[str, Any
         "kind": "Event",
         "apiVersion": "audit.k8s.io/v1",
         "level": "Metadata",
-        "auditID": request.headers.get("Audit-ID") or str(uuid.uuid4()),
+        "auditID": request.get(_AUDIT_ID) or str(uuid.uuid4()),
         "stage": "ResponseComplete",
         "requestURI": request.path_qs,
         "verb": info.verb,
@@ -117,7 +140,7 @@ def _event(request: web.Request, code: int, received: datetime) -> dict[str, Any
                "apiGroup": info.api_group, "apiVersion": info.api_version,
                "subresource": info.subresource}
         event["objectRef"] = {key: value for key, value in ref.items() if value}
-    event["responseStatus"] = {"metadata": {}, "code": code}
+    event["responseStatus"] = status
     event["requestReceivedTimestamp"] = _timestamp(received)
     event["stageTimestamp"] = _timestamp(datetime.now(UTC))
     decision: Decision | None = request.get(DECISION_KEY)

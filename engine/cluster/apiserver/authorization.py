@@ -15,7 +15,9 @@ from aiohttp.typedefs import Handler, Middleware
 
 from engine.cluster.apiserver.errors import ApiError, bad_request
 from engine.cluster.apiserver.identity import (
+    ANONYMOUS,
     AUTHENTICATED,
+    UNAUTHENTICATED,
     USER_KEY,
     UserInfo,
     service_account_groups,
@@ -115,6 +117,9 @@ class RequestAuthorizer:
                 raise forbidden_request(requester, check, decision.reason)
         if account and not groups:
             groups = service_account_groups(account[0])
-        if name != "system:anonymous" and AUTHENTICATED not in groups:
+        if name == ANONYMOUS:
+            if UNAUTHENTICATED not in groups:
+                groups = (*groups, UNAUTHENTICATED)
+        elif AUTHENTICATED not in groups:
             groups = (*groups, AUTHENTICATED)
         return UserInfo(name, uid=uid, groups=groups, extra=extra)

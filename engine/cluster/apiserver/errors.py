@@ -87,7 +87,10 @@ def conflict(group: str, plural: str, name: str, why: str) -> ApiError:
 
 
 def invalid(group: str, kind: str, name: str, causes: list[Cause]) -> ApiError:
-    summary = ", ".join(f"{c.field}: {c.message}" for c in causes)
+    """422 worded as apierrors.NewInvalid: several causes are listed in brackets (Go's
+    aggregate error), once each."""
+    messages = list(dict.fromkeys(f"{c.field}: {c.message}" for c in causes))
+    summary = messages[0] if len(messages) == 1 else f"[{', '.join(messages)}]"
     return ApiError(
         422,
         "Invalid",

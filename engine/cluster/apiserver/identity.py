@@ -16,6 +16,8 @@ from typing import Any
 from aiohttp import web
 
 AUTHENTICATED = "system:authenticated"
+UNAUTHENTICATED = "system:unauthenticated"
+ANONYMOUS = "system:anonymous"
 MASTERS = "system:masters"
 SERVICE_ACCOUNTS_GROUP = "system:serviceaccounts"
 SERVICE_ACCOUNT_PREFIX = "system:serviceaccount:"

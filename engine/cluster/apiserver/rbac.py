@@ -110,23 +110,31 @@ class RbacAuthorizer:
         self._table = table
 
     def authorize(self, user: UserInfo, info: RequestInfo) -> Decision:
-        for granted in self.rules_for(user, info.namespace):
+        missing: list[str] = []
+        for granted in self.rules_for(user, info.namespace, missing):
             if rule_allows(granted.rule, info):
                 return Decision(True, f"RBAC: allowed by {granted.source}")
-        return Decision(False)
+        # Upstream's denial names the roles its bindings point at but that do not exist
+        # (utilerrors.NewAggregate: one error as it is, several in brackets).
+        if not missing:
+            return Decision(False)
+        listed = missing[0] if len(missing) == 1 else f"[{', '.join(missing)}]"
+        return Decision(False, f"RBAC: {listed}")
 
-    def rules_for(self, user: UserInfo, namespace: str) -> Iterator[GrantedRule]:
-        """Every rule granted to `user` in `namespace` ("" : cluster-wide rules only)."""
+    def rules_for(self, user: UserInfo, namespace: str,
+                  missing: list[str] | None = None) -> Iterator[GrantedRule]:
+        """Every rule granted to `user` in `namespace` ("" : cluster-wide rules only); the
+        roles bound to the user that do not exist are added to `missing`, if given."""
         for entry in list(self._table.bucket(CLUSTER_ROLE_BINDINGS.key).entries.values()):
-            yield from self._granted(entry.obj, user, "")
+            yield from self._granted(entry.obj, user, "", missing)
         if namespace:
             bucket = self._table.bucket(ROLE_BINDINGS.key)
             for (ns, _), entry in list(bucket.entries.items()):
                 if ns == namespace:
-                    yield from self._granted(entry.obj, user, namespace)
+                    yield from self._granted(entry.obj, user, namespace, missing)
 
-    def _granted(self, binding: Mapping[str, Any], user: UserInfo, namespace: str
-                 ) -> Iterator[GrantedRule]:
+    def _granted(self, binding: Mapping[str, Any], user: UserInfo, namespace: str,
+                 missing: list[str] | None) -> Iterator[GrantedRule]:
         subjects = binding.get("subjects") or ()
         subject = next((s for s in subjects if isinstance(s, Mapping)
                         and subject_matches(s, user, namespace)), None)
@@ -141,6 +149,10 @@ class RbacAuthorizer:
         else:
             return
         if role is None:
+            if missing is not None:
+                plural = "clusterroles" if kind == "ClusterRole" else "roles"
+                missing.append(f'{plural.removesuffix("s")}.{RBAC_GROUP} "{role_name}" '
+                               f"not found")
             return
         name = binding["metadata"]["name"]
         binding_name = f"{name}/{namespace}" if namespace else name

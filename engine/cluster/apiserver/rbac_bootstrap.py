@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from engine.cluster.apiserver.builtins import CLUSTER_ROLE_BINDINGS, CLUSTER_ROLES
-from engine.cluster.apiserver.identity import AUTHENTICATED, MASTERS
+from engine.cluster.apiserver.identity import AUTHENTICATED, MASTERS, UNAUTHENTICATED
 from engine.cluster.apiserver.objects import Obj
 from engine.cluster.apiserver.write_ownership import SERVER_MANAGER
 
@@ -21,7 +21,6 @@ if TYPE_CHECKING:
     from engine.cluster.apiserver.store import Store
 
 _RBAC = "rbac.authorization.k8s.io"
-UNAUTHENTICATED = "system:unauthenticated"
 MONITORING = "system:monitoring"
 _PROBES = ["/healthz", "/healthz/*", "/livez", "/livez/*", "/readyz", "/readyz/*"]
 _VERSION = ["/version", "/version/"]
@@ -80,9 +79,23 @@ BOOTSTRAP_BINDINGS: tuple[Obj, ...] = (
 
 
 def ensure_bootstrap_policy(store: Store) -> None:
-    """Create whichever default role or binding is missing."""
+    """Create whichever default role or binding is missing, and give a default role still
+    marked autoupdate the rules it lost (rules added to it are kept), as upstream does."""
     for rt, objects in ((CLUSTER_ROLES, BOOTSTRAP_ROLES),
                         (CLUSTER_ROLE_BINDINGS, BOOTSTRAP_BINDINGS)):
         for obj in objects:
-            if store.table.get(rt.key, "", obj["metadata"]["name"]) is None:
+            entry = store.table.get(rt.key, "", obj["metadata"]["name"])
+            if entry is None:
                 store.create(rt, "", obj, field_manager=SERVER_MANAGER)
+            elif rt is CLUSTER_ROLES and _autoupdate(entry.obj):
+                rules = list(entry.obj.get("rules") or [])
+                lost = [rule for rule in obj["rules"] if rule not in rules]
+                if lost:
+                    store.update(rt, "", obj["metadata"]["name"],
+                                 {**entry.obj, "rules": rules + lost},
+                                 field_manager=SERVER_MANAGER)
+
+
+def _autoupdate(role: Obj) -> bool:
+    annotations = role["metadata"].get("annotations") or {}
+    return bool(annotations.get("rbac.authorization.kubernetes.io/autoupdate") == "true")

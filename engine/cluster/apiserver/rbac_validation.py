@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from engine.cluster.apiserver.errors import Cause
-from engine.cluster.apiserver.field_errors import invalid, not_supported, required
+from engine.cluster.apiserver.field_errors import forbidden, invalid, not_supported, required
 from engine.cluster.apiserver.names import dns1123_subdomain_errors
 from engine.cluster.apiserver.objects import Obj
 
@@ -73,8 +73,39 @@ def validate_cluster_role(obj: Spec) -> list[Cause]:
         selectors = aggregation.get("clusterRoleSelectors") if isinstance(aggregation,
                                                                           Mapping) else None
         if not selectors:
-            causes.append(required("aggregationRule.clusterRoleSelectors"))
+            causes.append(required("aggregationRule.clusterRoleSelectors", "at least one "
+                                   "clusterRoleSelector required if aggregationRule is non-nil"))
+        else:
+            causes += _selector_causes(selectors)
     return causes
+
+
+def _selector_causes(selectors: object) -> list[Cause]:
+    if not isinstance(selectors, list):
+        return [invalid("aggregationRule.clusterRoleSelectors", selectors, "must be a list")]
+    causes: list[Cause] = []
+    for index, selector in enumerate(selectors):
+        path = f"aggregationRule.clusterRoleSelectors[{index}]"
+        if not isinstance(selector, Mapping):
+            causes.append(invalid(path, selector, "must be a label selector"))
+            continue
+        for number, expression in enumerate(selector.get("matchExpressions") or []):
+            where = f"{path}.matchExpressions[{number}]"
+            operator = expression.get("operator") if isinstance(expression, Mapping) else None
+            values = expression.get("values") if isinstance(expression, Mapping) else None
+            if operator not in _OPERATORS:
+                causes.append(invalid(f"{where}.operator", operator,
+                                      "not a valid selector operator"))
+            elif operator in ("In", "NotIn") and not values:
+                causes.append(required(f"{where}.values",
+                                       "must be specified when `operator` is 'In' or 'NotIn'"))
+            elif operator in ("Exists", "DoesNotExist") and values:
+                causes.append(forbidden(f"{where}.values", "may not be specified when "
+                                        "`operator` is 'Exists' or 'DoesNotExist'"))
+    return causes
+
+
+_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
 
 
 def _binding_causes(obj: Spec, *, namespaced: bool) -> list[Cause]:
@@ -135,7 +166,11 @@ def binding_immutable(new: Spec, old: Spec) -> list[Cause]:
 
 
 def binding_defaults(obj: Obj) -> Obj:
-    """SetDefaults_Subject: a User or Group subject without an API group is RBAC's."""
+    """SetDefaults_RoleBinding and SetDefaults_Subject: a roleRef, and a User or Group
+    subject, without an API group are RBAC's."""
+    ref = obj.get("roleRef")
+    if isinstance(ref, dict) and not ref.get("apiGroup"):
+        obj = {**obj, "roleRef": {**ref, "apiGroup": RBAC_GROUP}}
     subjects = obj.get("subjects")
     if not isinstance(subjects, list):
         return obj

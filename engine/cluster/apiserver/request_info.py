@@ -9,10 +9,13 @@ name; anything else is a non-resource request to a path.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from urllib.parse import unquote
 
+from multidict import MultiMapping
+
+from engine.cluster.apiserver import params
+from engine.cluster.apiserver.errors import ApiError
 from engine.cluster.apiserver.selectors import FieldSelector, SelectorError
 
 _METHOD_VERBS = {
@@ -46,7 +49,7 @@ class RequestInfo:
         return f"{self.resource}/{self.subresource}" if self.subresource else self.resource
 
 
-def request_info(method: str, path: str, query: Mapping[str, str]) -> RequestInfo:
+def request_info(method: str, path: str, query: MultiMapping[str]) -> RequestInfo:
     """The attributes of `method` on `path`, as kube-apiserver's RequestInfoFactory reads them."""
     parts = [unquote(part) for part in path.strip("/").split("/") if part]
     non_resource = RequestInfo(verb=method.lower(), path=path)
@@ -56,10 +59,10 @@ def request_info(method: str, path: str, query: Mapping[str, str]) -> RequestInf
         group, version, rest = parts[1], parts[2], parts[3:]
     else:
         return non_resource
-    verb = _METHOD_VERBS.get(method.upper())
-    if verb is None:
-        return non_resource
-    if rest[0] == "watch":
+    # An unknown method on a resource path is a resource request no rule's verbs match.
+    verb = _METHOD_VERBS.get(method.upper(), "")
+    watch_path = rest[0] == "watch"
+    if watch_path:
         verb, rest = "watch", rest[1:]
         if not rest:
             return non_resource
@@ -72,26 +75,36 @@ def request_info(method: str, path: str, query: Mapping[str, str]) -> RequestInf
     name = rest[1] if len(rest) >= 2 else ""
     subresource = rest[2] if len(rest) >= 3 else ""
     if not name and verb == "get":
-        verb = "watch" if query.get("watch", "").lower() in ("1", "true") else "list"
+        verb = "watch" if _watch_flag(query) else "list"
+        name = _name_from_field_selector(query.get("fieldSelector", ""))
     elif not name and verb == "delete":
         verb = "deletecollection"
-    if verb in ("list", "watch"):
-        name = _name_from_field_selector(query.get("fieldSelector", ""))
     return RequestInfo(
         verb=verb, path=path, resource_request=True, api_group=group, api_version=version,
         namespace=namespace, resource=resource, subresource=subresource, name=name,
     )
 
 
+def _watch_flag(query: MultiMapping[str]) -> bool:
+    """Whether the handler will serve a watch: read by the handler's own rule, so a request is
+    never authorized as a list and served as a watch."""
+    try:
+        return params.flag(query, "watch")
+    except ApiError:
+        return False  # the handler answers 400
+
+
 def _name_from_field_selector(text: str) -> str:
-    """A list or watch of one object by `metadata.name=X` is authorized as that object."""
+    """A list or watch of one object by `metadata.name=X` is authorized as that object (a
+    name that could not be in a path is no name)."""
     if not text:
         return ""
     try:
         selector = FieldSelector.parse(text, supported=_ANY_FIELD)
     except SelectorError:
         return ""
-    return selector.exact("metadata.name") or ""
+    name = selector.exact("metadata.name") or ""
+    return "" if name in (".", "..") or "/" in name or "%" in name else name
 
 
 class _AnyField(frozenset[str]):

@@ -4,9 +4,11 @@ A token is a JWT signed with the server's own key (kept beside the stored
 objects, so tokens survive a restart) carrying kube-apiserver's claims: issuer,
 audiences, expiry, the service account's namespace, name and uid, and the pod
 or secret it is bound to, if any. It is accepted only while all of that still
-holds: the signature verifies, it has not expired, one of its audiences is
-this server's, and the service account (and bound object) still exist with
-the same uid. So deleting a service account revokes its tokens at once.
+holds: the signature verifies, it has not expired (a minute of clock skew is
+allowed, as upstream), one of its audiences is this server's, and the service
+account (and bound object) still exist with the same uid; a bound pod's token
+works until a minute after the pod's deletion time, so it can still call the
+API while terminating. So deleting a service account revokes its tokens at once.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import time
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +37,11 @@ KEY_FILE = "service-account.key"
 _ALGORITHM = "ES256"
 _CLAIMS = "kubernetes.io"
 CREDENTIAL_ID = "authentication.kubernetes.io/credential-id"
+POD_NAME = "authentication.kubernetes.io/pod-name"
+POD_UID = "authentication.kubernetes.io/pod-uid"
+# How far past its expiry a token, or past its deletion a bound object, still counts: the
+# clock skew kube-apiserver allows (jwt.DefaultLeeway), and a terminating pod's grace.
+LEEWAY_S = 60
 
 # (kind, namespace, name) -> the stored object or None; how verification sees the store.
 Lookup = Callable[[str, str, str], Obj | None]
@@ -45,6 +53,18 @@ _log = logger.bind(component="apiserver.tokens")
 class IssuedToken:
     token: str
     expires_at: int  # seconds since the epoch
+
+
+def _deleted_before(obj: Obj, moment: float) -> bool:
+    """Whether `obj` is being deleted since before `moment` (seconds since the epoch)."""
+    stamp = obj["metadata"].get("deletionTimestamp")
+    if not stamp:
+        return False
+    try:
+        deleted = datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+    except (TypeError, ValueError):
+        return True
+    return deleted.timestamp() < moment
 
 
 class TokenAuthority:
@@ -106,10 +126,20 @@ class TokenAuthority:
         try:
             claims = jwt.decode(
                 token, self._public, algorithms=[_ALGORITHM], audience=list(API_AUDIENCES),
-                issuer=ISSUER, options={"require": ["exp", "iat", "sub", "aud"]},
+                issuer=ISSUER, options={"require": ["exp", "iat", "sub", "aud"],
+                                        "verify_exp": False, "verify_nbf": False,
+                                        "verify_iat": False},
             )
         except jwt.PyJWTError as exc:
             _log.info("rejected a service-account token: {}", exc)
+            return None
+        now = self._clock()
+        if not isinstance(claims["exp"], int | float) or now > claims["exp"] + LEEWAY_S:
+            _log.info("rejected a service-account token: it has expired")
+            return None
+        not_before = claims.get("nbf", claims["iat"])
+        if not isinstance(not_before, int | float) or now < not_before - LEEWAY_S:
+            _log.info("rejected a service-account token: it is not valid yet")
             return None
         private = claims.get(_CLAIMS)
         if not isinstance(private, dict):
@@ -121,16 +151,21 @@ class TokenAuthority:
             _log.info("rejected a token of service account {}/{}: it no longer exists",
                       namespace, account_claim.get("name"))
             return None
+        extra: dict[str, tuple[str, ...]] = {}
         for kind in ("Pod", "Secret"):
             claim = private.get(kind.lower())
             if claim is None:
                 continue
             obj = lookup(kind, namespace, claim.get("name", ""))
-            if obj is None or obj["metadata"].get("uid") != claim.get("uid") or \
-                    obj["metadata"].get("deletionTimestamp"):
+            if obj is None or obj["metadata"].get("uid") != claim.get("uid") or _deleted_before(
+                    obj, now - LEEWAY_S):
                 _log.info("rejected a token bound to {} {}/{}: it no longer exists",
                           kind.lower(), namespace, claim.get("name"))
                 return None
-        extra = {CREDENTIAL_ID: (f"JTI={claims['jti']}",)} if claims.get("jti") else {}
+            if kind == "Pod":
+                extra[POD_NAME] = (claim["name"],)
+                extra[POD_UID] = (claim["uid"],)
+        if claims.get("jti"):
+            extra[CREDENTIAL_ID] = (f"JTI={claims['jti']}",)
         return service_account_user(namespace, account_claim["name"],
                                     account["metadata"]["uid"], extra)
