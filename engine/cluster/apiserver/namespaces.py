@@ -83,6 +83,12 @@ class NamespaceTerminator:
         if namespace is None:
             return
         spec = dict(namespace.obj.get("spec") or {})
-        spec["finalizers"] = [f for f in spec.get("finalizers") or () if f != NAMESPACE_FINALIZER]
+        finalizers = list(spec.get("finalizers") or ())
+        if NAMESPACE_FINALIZER not in finalizers:
+            # Already drained; only someone else's finalizer holds it. Writing again would
+            # queue another sweep, and so on forever.
+            remove_if_ready(self._store, NAMESPACES.key, namespace)
+            return
+        spec["finalizers"] = [f for f in finalizers if f != NAMESPACE_FINALIZER]
         new = {**namespace.obj, "spec": spec, "metadata": dict(namespace.obj["metadata"])}
         remove_if_ready(self._store, NAMESPACES.key, self._store.table.put(NAMESPACES.key, new))

@@ -136,9 +136,6 @@ def test_a_namespace_deleted_before_the_controller_runs_gets_no_account(
     assert default_account(core, "brief") is None
 
 
-@pytest.mark.xfail(strict=True, reason="NamespaceTerminator (namespaces.py, not new code) rewrites "
-                   "a drained namespace on every sweep and each rewrite queues another sweep, so a "
-                   "namespace held by its own metadata finalizer spins the reactor forever")
 def test_a_namespace_held_by_its_own_finalizer_lets_the_controllers_settle(
     core: Core, reactor: ManualReactor
 ) -> None:
