@@ -107,7 +107,7 @@ def run_engine(options: RunOptions, *, stop: threading.Event | None = None) -> i
         serve_metrics_and_health(
             options.metrics_port, engine.metrics, lambda: engine.synced,
             is_leader=(lambda: elector.is_leader) if elector else None,
-            host=options.metrics_address,
+            api_health=engine.api_health, host=options.metrics_address,
         )
         if options.metrics_port is not None
         else None

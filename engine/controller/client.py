@@ -16,7 +16,7 @@ import ssl
 import threading
 import time
 from collections import deque
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, Literal, Self
 from urllib.parse import quote, urlencode, urlsplit
@@ -35,6 +35,7 @@ from engine.controller.errors import (
 )
 from engine.controller.http import TRANSPORT_ERRORS, ConnectionPool, Endpoint, Response
 from engine.controller.in_cluster import PodIdentity
+from engine.controller.outage import GATEWAY_STATUSES, ApiHealth
 from engine.controller.ratelimit import TokenBucket
 from engine.controller.resources import Resource
 
@@ -62,10 +63,14 @@ class WatchStream(Iterator[dict[str, Any]]):
 
     A close from another thread shuts the socket down to wake a blocked read; the reading
     thread then closes the response. Either way the connection goes back to the pool.
+    `on_broken` is told of a connection that breaks mid-stream (for `ApiHealth`).
     """
 
-    def __init__(self, response: Response) -> None:
+    def __init__(
+        self, response: Response, on_broken: Callable[[BaseException], None] | None = None
+    ) -> None:
         self._response = response
+        self._on_broken = on_broken
         self._buffer = b""
         self._pending: deque[bytes] = deque()
         self._lock = threading.Lock()
@@ -105,7 +110,10 @@ class WatchStream(Iterator[dict[str, Any]]):
                 if not self._closed:
                     self._closed = True
                     self._finish(reusable=False)
-                    raise unavailable(exc) from exc
+                    error = unavailable(exc)
+                    if self._on_broken is not None:
+                        self._on_broken(error)
+                    raise error from exc
             chunk = b""
         with self._lock:
             self._reading = False
@@ -175,6 +183,8 @@ class KubeClient:
         self._bucket = TokenBucket(qps, burst)
         self._sent = _Counter()
         """Shared with every `with_budget` copy: requests sent through these connections."""
+        self.api_health = ApiHealth(configuration.host)
+        """Whether the server answers, told of every request (shared with the copies too)."""
 
     @classmethod
     def from_kubeconfig(
@@ -310,21 +320,26 @@ class KubeClient:
                         ("allowWatchBookmarks", allow_bookmarks)]
         if label_selector is not None:
             query.append(("labelSelector", label_selector))
+        sent_at = self.api_health.now()
         response = self._send(
             "GET", res.path(namespace), query=query,
             timeout=(_CONNECT_TIMEOUT_S, timeout_seconds + _WATCH_READ_SLACK_S),
         )
-        return WatchStream(response)
+        return WatchStream(
+            response, lambda error: self.api_health.failed(error, sent_at=sent_at))
 
     def _json(
         self, method: str, path: str, *, query: Query | None = None, body: Any = None,
         content_type: str = "application/json",
     ) -> dict[str, Any]:
+        sent_at = self.api_health.now()
         response = self._send(method, path, query=query, body=body, content_type=content_type)
         try:
             data = response.read()
         except TRANSPORT_ERRORS as exc:
-            raise unavailable(exc) from exc
+            error = unavailable(exc)
+            self.api_health.failed(error, sent_at=sent_at)
+            raise error from exc
         try:
             parsed = orjson.loads(data)
         except orjson.JSONDecodeError as exc:
@@ -341,7 +356,7 @@ class KubeClient:
         """Send one request; a 2xx answer's response is returned unread, anything else raises.
 
         A 401 is retried once with credentials read afresh (a rotated token or an expired
-        exec-plugin credential).
+        exec-plugin credential). `api_health` is told whether the server answered.
         """
         target = self._prefix + quote(path)
         if query:
@@ -354,11 +369,16 @@ class KubeClient:
                        **self._credentials(refresh=fresh_credentials)}
             if payload is not None:
                 headers["Content-Type"] = content_type
+            sent_at = self.api_health.now()
             try:
                 response = self._pool.request(
                     method, target, body=payload, headers=headers, timeout=timeout)
             except TRANSPORT_ERRORS as exc:
-                raise unavailable(exc) from exc
+                error = unavailable(exc)
+                self.api_health.failed(error, sent_at=sent_at)
+                raise error from exc
+            if response.status not in GATEWAY_STATUSES:
+                self.api_health.answered(sent_at=sent_at)
             if 200 <= response.status < 300:
                 return response
             try:
@@ -367,7 +387,10 @@ class KubeClient:
                 data = b""
             if response.status != 401 or fresh_credentials or not self._auth:
                 break
-        raise error_from_status(response.status, parse_error_body(data))
+        refused = error_from_status(response.status, parse_error_body(data))
+        if response.status in GATEWAY_STATUSES:
+            self.api_health.failed(refused, sent_at=sent_at)
+        raise refused
 
     def _credentials(self, *, refresh: bool) -> dict[str, str]:
         """The authorization header, asked of the configuration at most every few seconds."""

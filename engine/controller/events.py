@@ -4,11 +4,15 @@ Reconcile must never wait for, or fail because of, an Event: `record` only enque
 are folded like client-go's EventCorrelator (an identical event bumps the count of the one
 already posted; a burst of distinct messages for one reason collapses into a combined event),
 so a flapping job cannot flood the API server or the output of `kubectl describe`.
+While the API server cannot be reached, the event being posted is retried with back-off
+until it can (quietly: the client's `ApiHealth` says so once) and the rest wait in the
+queue; only a full queue or stopping drops events, counted and said.
 """
 
 from __future__ import annotations
 
 import contextlib
+import itertools
 import queue
 import threading
 import time
@@ -21,6 +25,7 @@ from typing import Any, Generic, Literal, Protocol, TypeVar
 from loguru import logger
 
 from engine.controller.errors import AlreadyExists, ApiError, NotFound, Unavailable
+from engine.controller.outage import unreachable
 from engine.controller.resources import EVENTS, Resource
 from engine.controller.timestamps import format_time
 
@@ -35,6 +40,8 @@ _CACHE_SIZE = 4096
 _TRIES = 3
 _RETRY_DELAY_S = 0.25
 """First wait before retrying a post the server could not take (doubles per try)."""
+_RETRY_CAP_S = 5.0
+"""Longest wait between posts to a server that cannot be reached (tried until it can)."""
 
 _DROP_LOG_EVERY = 1000
 """A full queue logs its first drop and then every this many, not every single one."""
@@ -349,7 +356,8 @@ class EventRecorder:
         except ApiError as exc:
             self._log.bind(
                 namespace=pending.involved.namespace, name=pending.involved.name
-            ).warning("could not post event {} ({}): {}", pending.reason, message, exc)
+            ).log("DEBUG" if unreachable(exc) else "WARNING",
+                  "could not post event {} ({}): {}", pending.reason, message, exc)
             self._count("failed")
             return
         self._series.put(key, created, pending.at)
@@ -410,19 +418,23 @@ class EventRecorder:
         return _Series(namespace, body["metadata"]["name"], count, first)
 
     def _with_retries(self, call: Callable[[], dict[str, Any]]) -> None:
-        """Run `call`; again after a pause on transient errors, at once on a name clash."""
+        """Run `call`; again after a pause on transient errors, at once on a name clash.
+
+        A server that cannot be reached is tried until it can be (or the recorder gives up
+        at `stop`); other transient errors and name clashes get `_TRIES` tries.
+        """
         delay = _RETRY_DELAY_S
-        for attempt in range(1, _TRIES + 1):
+        for attempt in itertools.count(1):
             try:
                 call()
                 return
             except AlreadyExists:
-                if attempt == _TRIES:
+                if attempt >= _TRIES:
                     raise
-            except Unavailable:
-                if attempt == _TRIES or self._abandon.wait(delay):
+            except Unavailable as exc:
+                if (attempt >= _TRIES and not unreachable(exc)) or self._abandon.wait(delay):
                     raise
-                delay *= 2
+                delay = min(delay * 2, _RETRY_CAP_S)
 
     def _new_name(self, object_name: str, at: float) -> str:
         """`<object>.<hex nanoseconds>`, as client-go names events; unique per recorder."""

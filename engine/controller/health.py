@@ -2,7 +2,8 @@
 
 The stdlib's threading HTTP server on a thread of its own: three fixed answers need no
 framework, and the engine stays thread-based. `/readyz` says whether the caches are synced
-and, with leader election, whether this engine leads or stands by.
+and, with leader election, whether this engine leads or stands by; it answers 503 while the
+API server cannot be reached (the caches are then going stale, and nothing is written).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any
 from loguru import logger
 
 from engine.controller.metrics import Metrics
+from engine.controller.outage import ApiHealth
 
 Answer = tuple[int, str, bytes]
 """HTTP status, content type, body."""
@@ -70,22 +72,31 @@ def serve_metrics_and_health(
     ready: Callable[[], bool],
     *,
     is_leader: Callable[[], bool] | None = None,
+    api_health: ApiHealth | None = None,
     host: str = "127.0.0.1",
 ) -> HealthServer:
     """Serve on `host:port` (0 picks a free port) until `stop`.
 
     `ready` says whether the caches are synced; `is_leader`, given when leader election is on,
-    only changes what `/readyz` says (a standby with synced caches is ready too).
+    only changes what `/readyz` says (a standby with synced caches is ready too);
+    `api_health` (the engine's) makes `/readyz` answer 503 while the API server is unreachable.
+    `/healthz` stays 200 meanwhile: the process is fine and recovers by itself.
     """
     routes: dict[str, Callable[[], Answer]] = {
         "/healthz": lambda: (200, _TEXT, b"ok\n"),
-        "/readyz": lambda: _readiness(ready, is_leader),
+        "/readyz": lambda: _readiness(ready, is_leader, api_health),
         "/metrics": lambda: (200, metrics.content_type, metrics.render()),
     }
     return HealthServer(_Server((host, port), routes))
 
 
-def _readiness(ready: Callable[[], bool], is_leader: Callable[[], bool] | None) -> Answer:
+def _readiness(
+    ready: Callable[[], bool], is_leader: Callable[[], bool] | None,
+    api_health: ApiHealth | None,
+) -> Answer:
+    if api_health is not None and not api_health.reachable:
+        return 503, _TEXT, (f"not ready: the API server is unreachable (for "
+                            f"{api_health.down_for():.0f}s)\n").encode()
     try:
         synced = ready()
         role = None if is_leader is None else ("leading" if is_leader() else "standing by")

@@ -19,6 +19,7 @@ from typing import Any, Protocol
 from loguru import logger
 
 from engine.controller.errors import ApiError, NotFound
+from engine.controller.outage import unreachable
 from engine.controller.resources import LEASES, Resource
 
 _JITTER = 1.2
@@ -155,7 +156,8 @@ class LeaderElector:
         except NotFound:
             return self._create(now)
         except ApiError as exc:
-            self._log.warning("could not read the lease: {}", exc)
+            self._log.log("DEBUG" if unreachable(exc) else "WARNING",
+                          "could not read the lease: {}", exc)
             return False
         spec = lease.get("spec") or {}
         if spec != self._observed_spec:

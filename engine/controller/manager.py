@@ -126,6 +126,16 @@ class Engine:
         self._informers = self._build_informers()
         self._workers_stop = threading.Event()
         self._workers: threading.Thread | None = None
+        self.api_health = client.api_health
+        """Whether the API server answers (for /readyz); it logs each outage once."""
+        self.api_health.announce = True
+        self.api_health.add_listener(self._api_back)
+
+    def _api_back(self, _gone_for_s: float) -> None:
+        """The API server answers again: look at every job and machine now, not when the
+        back-off of each key that failed meanwhile runs out (it grew with the outage)."""
+        self.enqueue_all()
+        self.machine_controller.resync()
 
     def _build_informers(self) -> list[Informer]:
         informers = self.machine_controller.informers()

@@ -33,6 +33,7 @@ from loguru import logger
 
 from engine.controller.errors import ApiError, NotFound
 from engine.controller.leader import micro_time
+from engine.controller.outage import unreachable
 from engine.controller.resources import LEASES, Resource
 from engine.controller.shards import ShardGate
 from engine.controller.timestamps import parse_time
@@ -146,7 +147,8 @@ class ShardCoordinator:
             items, _ = self._client.list(LEASES, self._namespace,
                                          label_selector=f"{GROUP_LABEL}={self._prefix}")
         except ApiError as exc:
-            self._log.warning(f"could not read the shard leases: {exc}")
+            self._log.log("DEBUG" if unreachable(exc) else "WARNING",
+                          f"could not read the shard leases: {exc}")
             self._give_up_overdue(started)
             return
         leases = self._observe(items, started)

@@ -3,7 +3,9 @@
 It keeps a `Cache` current and tells a handler what changed, as client-go's reflector
 does: bookmarks advance the resume point, an expired resourceVersion (410) means relist
 (whose differences reach the handler as synthetic events), and any other failure backs
-off and resumes the watch where it stopped.
+off and resumes the watch where it stopped. While the API server is unreachable the
+client's `ApiHealth` has said so once; the failures are logged at DEBUG only, and the
+back-off stays short enough that the watch resumes within seconds of the server's return.
 """
 
 from __future__ import annotations
@@ -17,13 +19,15 @@ from loguru import logger
 from engine.controller.cache import Cache
 from engine.controller.client import KubeClient, WatchStream
 from engine.controller.errors import ApiError, Forbidden, Gone
+from engine.controller.outage import unreachable
 from engine.controller.resources import Resource
 
 Obj = dict[str, Any]
 Handler = Callable[[str, Obj | None, Obj | None], None]
 
 _BACKOFF_START_S = 0.2
-_BACKOFF_CAP_S = 30.0
+_BACKOFF_CAP_S = 5.0
+"""Also the longest a watch stays down after the server is back (client-go: 30 s)."""
 _STOP_JOIN_S = 30.0
 """stop() ends a watch at once; this bounds the wait for a list or request in flight."""
 
@@ -98,8 +102,9 @@ class Informer:
                                 "permission (see deploy/base/rbac.yaml); retrying in {:.1f}s",
                                 "watch" if self._resource_version else "list", exc, backoff)
             except ApiError as exc:
-                self._log.warning("{} failed: {}; retrying in {:.1f}s",
-                                  "watch" if self._resource_version else "list", exc, backoff)
+                self._log.log("DEBUG" if unreachable(exc) else "WARNING",
+                              "{} failed: {}; retrying in {:.1f}s",
+                              "watch" if self._resource_version else "list", exc, backoff)
             except Exception:
                 self._log.exception("informer failed; retrying in {:.1f}s", backoff)
             self._stopping.wait(backoff)

@@ -2,7 +2,9 @@
 
 The loop knows nothing of jobs: a handler returns one `Outcome` (done, look again after,
 retry with back-off, or terminal) and the loop turns it into queue calls. A handler that
-raises is retried with back-off, never crashes its worker, never requeues at once.
+raises is retried with back-off, never crashes its worker, never requeues at once. An API
+server that cannot be reached (`Unavailable`) is a plain Retry, without a traceback, and
+logged at DEBUG while the outage lasts: the client's `ApiHealth` has said so once.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ from typing import TypeVar, assert_never
 
 from loguru import logger
 
+from engine.controller.errors import Unavailable
+from engine.controller.outage import unreachable
 from engine.controller.queue import WorkQueue
 
 K = TypeVar("K", bound=Hashable)
@@ -103,6 +107,8 @@ def process_one(queue: WorkQueue[K], handler: Callable[[K], Outcome], key: K) ->
     try:
         try:
             outcome = handler(key)
+        except Unavailable as exc:
+            outcome = Retry(exc)
         except Exception:
             delay = queue.add_rate_limited(key)
             log.exception(f"handler raised; retry {queue.num_requeues(key)} in {delay:.3f}s")
@@ -122,7 +128,8 @@ def _apply(queue: WorkQueue[K], key: K, outcome: Outcome) -> None:
             queue.add_after(key, seconds)
         case Retry(error=error):
             delay = queue.add_rate_limited(key)
-            log.warning(f"retry {queue.num_requeues(key)} in {delay:.3f}s: {error}")
+            log.log("DEBUG" if unreachable(error) else "WARNING",
+                    f"retry {queue.num_requeues(key)} in {delay:.3f}s: {error}")
         case Terminal(error=error):
             queue.forget(key)
             log.error(f"terminal error, not retried: {error}")

@@ -7,7 +7,9 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from loguru import logger
 
+from engine.controller import events
 from engine.controller.errors import AlreadyExists, ApiError, Invalid, NotFound, Unavailable
 from engine.controller.events import COMBINED_PREFIX, EventRecorder
 from engine.controller.resources import EVENTS, Resource
@@ -25,6 +27,11 @@ JOB: dict[str, Any] = {
     "spec": {"pytorchReplicaSpecs": {}},
 }
 OTHER_JOB: dict[str, Any] = {**JOB, "metadata": {**JOB["metadata"], "name": "b", "uid": "uid-2"}}
+
+
+def refused() -> Unavailable:
+    """What the client raises when the API server cannot be reached."""
+    return Unavailable(0, "ConnectionError", "ConnectionRefusedError: refused", {})
 
 
 class FakeEventClient:
@@ -317,6 +324,58 @@ class TestFailures:
         settle(recorder)
         assert api.messages() == ["accepted"]
         assert recorder.stats().failed == 1
+
+
+class AwayClient(FakeEventClient):
+    """An API server that cannot be reached, ever."""
+
+    def _maybe_fail(self) -> None:
+        raise refused()
+
+
+@pytest.fixture
+def records() -> Iterator[list[dict[str, Any]]]:
+    captured: list[dict[str, Any]] = []
+    sink = logger.add(lambda message: captured.append(dict(message.record)), level="DEBUG")
+    yield captured
+    logger.remove(sink)
+
+
+class TestUnreachableServer:
+    """An API server out of reach is waited for: nothing is lost or logged per event, and
+    whatever stopping leaves unposted is counted and said once."""
+
+    @pytest.fixture(autouse=True)
+    def quick_retries(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch.setattr(events, "_RETRY_DELAY_S", 0.001)
+        monkeypatch.setattr(events, "_RETRY_CAP_S", 0.002)
+
+    def test_events_wait_for_the_server_and_are_all_posted(
+        self, recorder: EventRecorder, api: FakeEventClient, records: list[dict[str, Any]]
+    ) -> None:
+        api.failures.extend(refused() for _ in range(10))
+        record(recorder, "first")
+        record(recorder, "second")
+        settle(recorder)
+        assert api.messages() == ["first", "second"]
+        stats = recorder.stats()
+        assert (stats.created, stats.failed, stats.dropped) == (2, 0, 0)
+        assert not [r for r in records if r["level"].no >= logger.level("WARNING").no]
+
+    def test_stopping_while_it_is_away_counts_the_unposted_and_says_so_once(
+        self, clock: FakeClock, records: list[dict[str, Any]]
+    ) -> None:
+        recorder = EventRecorder(AwayClient(), clock=clock)
+        recorder.start()
+        for index in range(3):
+            record(recorder, f"m{index}")
+        recorder.stop(flush_timeout_s=0.2)
+        stats = recorder.stats()
+        assert stats.created == 0
+        assert stats.failed + stats.dropped == 3
+        loud = [r for r in records if r["level"].no >= logger.level("WARNING").no]
+        assert [r["level"].name for r in loud] == ["ERROR"]
+        assert "3 events not posted" in loud[0]["message"]
 
 
 class TestNeverBlocksNorRaises:

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from loguru import logger
 
+from engine.controller.errors import Unavailable
 from engine.controller.queue import WorkQueue
 from engine.controller.workers import (
     Done,
@@ -89,6 +90,29 @@ class TestOutcomes:
         [warning] = [r for r in records if r["level"].name == "WARNING"]
         assert warning["extra"]["key"] == "ns/a"
         assert "api down" in warning["message"]
+
+    def test_an_unreachable_server_is_a_retry_logged_at_debug_without_traceback(
+        self, queue: WorkQueue[str], clock: FakeClock, records: list[dict[str, Any]]
+    ) -> None:
+        handle(queue, Unavailable(0, "ConnectionError", "ConnectionRefusedError: refused", {}))
+        assert queue.num_requeues("ns/a") == 1
+        assert queue.get(timeout=0) is None
+        clock.advance(1)
+        assert queue.get(timeout=0) == "ns/a"
+        [debug] = [r for r in records if "refused" in r["message"]]
+        assert debug["level"].name == "DEBUG"
+        assert debug["exception"] is None
+        assert debug["extra"]["key"] == "ns/a"
+
+    def test_other_unavailable_answers_warn_without_traceback(
+        self, queue: WorkQueue[str], records: list[dict[str, Any]]
+    ) -> None:
+        handle(queue, Unavailable(429, "TooManyRequests", "slow down", {}))
+        assert queue.num_requeues("ns/a") == 1
+        [warning] = [r for r in records if r["level"].no >= logger.level("WARNING").no]
+        assert warning["level"].name == "WARNING"
+        assert "slow down" in warning["message"]
+        assert warning["exception"] is None
 
     def test_requeue_after_forgets_back_off_and_adds_after(
         self, queue: WorkQueue[str], clock: FakeClock
