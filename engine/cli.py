@@ -202,12 +202,41 @@ def apiserver(
     token_auth_file: TokenAuthFileOption = None,
 ) -> None:
     """Serve the embedded Kubernetes-compatible API server until interrupted."""
+    from engine.cluster.apiserver.persistence import CorruptDataError
     from engine.cluster.apiserver.serve import ServerOptions, serve_forever
 
     options = ServerOptions(audit_log=audit_log_path,
                             token_auth_file=_checked_token_file(token_auth_file))
-    serve_forever(host=host, port=port, data_dir=data_dir, kubeconfig=kubeconfig, tls=tls,
-                  options=options)
+    try:
+        serve_forever(host=host, port=port, data_dir=data_dir, kubeconfig=kubeconfig, tls=tls,
+                      options=options)
+    except CorruptDataError as exc:
+        _fail(str(exc))
+
+
+@app.command("repair-data")
+def repair_data(
+    data_dir: Annotated[
+        Path, typer.Option(help="The data directory of `jobmachine apiserver` or `up`.")
+    ],
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Change nothing: say what would be kept and "
+                           "moved aside, and exit 1 if anything would.")
+    ] = False,
+) -> None:
+    """Make a data dir with damaged records startable: keep every good record of the snapshot
+    and journal, move the other lines aside (FILE.rejected-STAMP, with line numbers)."""
+    from engine.cluster.apiserver.journal_repair import repair_data_dir
+    from engine.cluster.apiserver.persistence import CorruptDataError
+
+    try:
+        report = repair_data_dir(data_dir, dry_run=dry_run)
+    except (OSError, CorruptDataError, RuntimeError) as exc:
+        _fail(str(exc))
+    for line in report.lines():
+        typer.echo(line)
+    if dry_run and report.changed:
+        raise typer.Exit(code=1)
 
 
 manifests_app = typer.Typer(
@@ -484,6 +513,7 @@ def up(
     from dataclasses import replace
 
     from engine.app.up import UpOptions, local_settings, serve_until_interrupted
+    from engine.cluster.apiserver.persistence import CorruptDataError
     from engine.cluster.node import Capacity, RestartBackoff
     from engine.logs import configure_logging
 
@@ -501,11 +531,15 @@ def up(
     except ValueError as exc:
         _fail(str(exc))
     configure_logging(log_format=settings.log_format)
-    serve_until_interrupted(UpOptions(
-        data_dir=data_dir.resolve(), port=port, node_mode=node_mode.value, machines=machines,
-        settings=settings, restart_backoff=backoff, node_capacity=capacity,
-        audit_log=audit_log_path, token_auth_file=_checked_token_file(token_auth_file),
-    ), quiet=quiet, with_engine=engine)
+    try:
+        serve_until_interrupted(UpOptions(
+            data_dir=data_dir.resolve(), port=port, node_mode=node_mode.value,
+            machines=machines, settings=settings, restart_backoff=backoff,
+            node_capacity=capacity, audit_log=audit_log_path,
+            token_auth_file=_checked_token_file(token_auth_file),
+        ), quiet=quiet, with_engine=engine)
+    except CorruptDataError as exc:
+        _fail(str(exc))
 
 
 @app.command()

@@ -200,6 +200,8 @@ def running_apiserver(
     def run() -> None:
         asyncio.set_event_loop(loop)
         loop.run_until_complete(start())
+        if failure:
+            return  # nothing to serve: the caller raises the failure and closes the loop
         loop.run_forever()
 
     thread = threading.Thread(target=run, name="jobmachine-apiserver", daemon=True)
