@@ -32,6 +32,7 @@ from tests.integration.engine.helpers import (
     reconciles,
     settle,
     status,
+    wait_for,
 )
 from tests.integration.engine.machinejobs import get_obj, wait_for_phase_of
 
@@ -67,10 +68,13 @@ def test_deleted_machine_lets_running_jobs_finish_and_new_ones_wait(
     governed = condition(waiting, "Governed")
     assert governed["status"] == "False"
     assert f"no StateMachine governs {kind.kind} (gone was deleted)" in governed["message"]
-    assert count_events(job_events(client, waiting), "NoStateMachine") == 1
+    # Events are posted after the status write, by the recorder's own thread.
+    wait_for(lambda: count_events(job_events(client, waiting), "NoStateMachine"),
+             lambda posted: posted >= 1, what="the NoStateMachine event")
     running = wait_for_phase_of(client, kind.resource, ns, "running", "Succeeded")
     assert runs_with(running) == {"name": "gone", "revision": revision}
     settle(cluster, since)
+    assert count_events(job_events(client, waiting), "NoStateMachine") == 1
     assert pod_names(client, ns, "waiting") == []
     assert pod_names(client, ns, "running") == ["running-worker-0"]
     assert get_obj(client, kind.resource, ns, "waiting") is not None
