@@ -31,7 +31,9 @@ from engine.cluster.apiserver.persistence import (
     SnapshotReader,
     is_json,
     load_files,
+    private_opener,
     snapshot_header,
+    sync_directory,
 )
 
 _LISTED = 20  # rejected lines printed per file; the rejected file holds them all
@@ -155,10 +157,10 @@ def repair_data_dir(directory: Path, *, dry_run: bool = False) -> RepairReport:
             _write_durably(repair.rejected_path(stamp), _rejected_lines(repair))
         if repair.path.exists():
             _keep_original(repair.path, repair.backup_path(stamp))
-    _sync_directory(directory)
+    sync_directory(directory)
     for repair in changed:
         os.replace(repair.temporary_path(stamp), repair.path)
-        _sync_directory(directory)
+        sync_directory(directory)
     report.stamp = stamp
     return report
 
@@ -275,7 +277,7 @@ def _free_stamp(repairs: list[FileRepair]) -> str:
 
 def _write_durably(path: Path, lines: list[bytes]) -> None:
     """Write `lines`, each ending in a newline, owner-readable only, and fsync them."""
-    with open(path, "xb", opener=_private) as stream:
+    with open(path, "xb", opener=private_opener) as stream:
         for line in lines:
             stream.write(line + b"\n")
         stream.flush()
@@ -290,15 +292,3 @@ def _keep_original(path: Path, backup: Path) -> None:
         shutil.copy2(path, backup)
         with open(backup, "rb") as stream:
             os.fsync(stream.fileno())
-
-
-def _sync_directory(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _private(path: str, flags: int) -> int:
-    return os.open(path, flags, 0o600)

@@ -372,7 +372,7 @@ class Journal:
     def compact(self, table: ObjectTable) -> None:
         """Write every object into a new snapshot, then empty the journal."""
         temporary = self._snapshot_path.with_name(SNAPSHOT + ".tmp")
-        with open(temporary, "wb", opener=_private) as stream:
+        with open(temporary, "wb", opener=private_opener) as stream:
             count = sum(len(table.bucket(key).entries) for key in table.type_keys())
             stream.write(snapshot_header(table.rv, count) + b"\n")
             for key in table.type_keys():
@@ -383,7 +383,7 @@ class Journal:
             os.fsync(stream.fileno())
         os.replace(temporary, self._snapshot_path)
         self._sync_directory()
-        with open(self._journal_path, "wb", opener=_private) as stream:
+        with open(self._journal_path, "wb", opener=private_opener) as stream:
             os.fsync(stream.fileno())
 
     def attach(self, table: ObjectTable) -> None:
@@ -470,13 +470,18 @@ class Journal:
         os.fdatasync(self._fd)
 
     def _sync_directory(self) -> None:
-        fd = os.open(self._directory, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        sync_directory(self._directory)
 
 
-def _private(path: str, flags: int) -> int:
+def sync_directory(directory: Path) -> None:
+    """fsync a directory, so the names of files just written or renamed in it are durable."""
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def private_opener(path: str, flags: int) -> int:
     """Open for `open(..., opener=)` so that stored objects are readable by the owner only."""
     return os.open(path, flags, 0o600)

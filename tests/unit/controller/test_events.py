@@ -333,14 +333,6 @@ class AwayClient(FakeEventClient):
         raise refused()
 
 
-@pytest.fixture
-def records() -> Iterator[list[dict[str, Any]]]:
-    captured: list[dict[str, Any]] = []
-    sink = logger.add(lambda message: captured.append(dict(message.record)), level="DEBUG")
-    yield captured
-    logger.remove(sink)
-
-
 class TestUnreachableServer:
     """An API server out of reach is waited for: nothing is lost or logged per event, and
     whatever stopping leaves unposted is counted and said once."""

@@ -32,14 +32,6 @@ SERVER = "https://api.example:6443"
 WAIT = 10.0  # a bound for threads, never asserted as a duration
 
 
-@pytest.fixture
-def records() -> Iterator[list[dict[str, Any]]]:
-    captured: list[dict[str, Any]] = []
-    sink = logger.add(lambda message: captured.append(dict(message.record)), level="DEBUG")
-    yield captured
-    logger.remove(sink)
-
-
 def said(records: list[dict[str, Any]], least: str = "INFO") -> list[tuple[str, str]]:
     """(level, message) of the records at `least` or above."""
     floor = logger.level(least).no

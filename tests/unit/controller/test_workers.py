@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -24,14 +23,6 @@ from engine.controller.workers import (
 from .conftest import FakeClock
 
 WAIT = 10.0  # generous bound for threads to finish; never asserted as a duration
-
-
-@pytest.fixture
-def records() -> Iterator[list[dict[str, Any]]]:
-    captured: list[dict[str, Any]] = []
-    sink = logger.add(lambda message: captured.append(dict(message.record)), level="DEBUG")
-    yield captured
-    logger.remove(sink)
 
 
 @pytest.fixture
