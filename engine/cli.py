@@ -172,6 +172,13 @@ def _checked_token_file(path: Path | None) -> Path | None:
     return path
 
 
+FaultPlanOption = Annotated[
+    Path | None,
+    typer.Option("--fault-plan", help="Inject faults from this JSON/YAML plan (tests and the "
+                 "chaos harness; docs/embedded-cluster.md). Off when omitted."),
+]
+
+
 AuditLogOption = Annotated[
     str | None,
     typer.Option("--audit-log-path", help="Append one audit.k8s.io/v1 Event per request, as "
@@ -200,13 +207,21 @@ def apiserver(
     ] = True,
     audit_log_path: AuditLogOption = None,
     token_auth_file: TokenAuthFileOption = None,
+    fault_plan: FaultPlanOption = None,
 ) -> None:
     """Serve the embedded Kubernetes-compatible API server until interrupted."""
+    from engine.cluster.apiserver.faults import FaultInjector, FaultPlanError
     from engine.cluster.apiserver.persistence import CorruptDataError
     from engine.cluster.apiserver.serve import ServerOptions, serve_forever
 
+    faults = None
+    if fault_plan is not None:
+        try:
+            faults = FaultInjector.from_file(fault_plan)
+        except FaultPlanError as exc:
+            _fail(f"--fault-plan: {exc}")
     options = ServerOptions(audit_log=audit_log_path,
-                            token_auth_file=_checked_token_file(token_auth_file))
+                            token_auth_file=_checked_token_file(token_auth_file), faults=faults)
     try:
         serve_forever(host=host, port=port, data_dir=data_dir, kubeconfig=kubeconfig, tls=tls,
                       options=options)

@@ -23,6 +23,7 @@ from aiohttp import web
 from engine.cluster.apiserver.audit import AuditLog
 from engine.cluster.apiserver.auth import load_or_create_token, load_token_users
 from engine.cluster.apiserver.core import Core, open_core
+from engine.cluster.apiserver.faults import FaultInjector
 from engine.cluster.apiserver.kubeconfig import write_kubeconfig
 from engine.cluster.apiserver.reactor import LoopReactor
 from engine.cluster.apiserver.server import build_app
@@ -47,6 +48,8 @@ class ServerOptions:
     audit_log: str | None = None
     # A kube-apiserver `--token-auth-file` of users who may log in with a token.
     token_auth_file: Path | None = None
+    # Faults to inject (tests and the harness; `faults.py`); None installs nothing.
+    faults: FaultInjector | None = None
 
 
 @dataclass(frozen=True)
@@ -111,7 +114,8 @@ async def _start(
     logs_dir = files_dir / "logs"
     audit = AuditLog(options.audit_log) if options.audit_log else None
     app = build_app(core, token=token, logs_dir=logs_dir, watch=options.watch,
-                    tokens=TokenAuthority.for_data_dir(data_dir), audit=audit, users=users)
+                    tokens=TokenAuthority.for_data_dir(data_dir), audit=audit, users=users,
+                    faults=options.faults)
     runner = web.AppRunner(
         app, handler_cancellation=True, access_log=None, shutdown_timeout=_SHUTDOWN_TIMEOUT
     )

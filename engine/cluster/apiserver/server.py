@@ -26,6 +26,7 @@ from engine.cluster.apiserver.authorization import RequestAuthorizer
 from engine.cluster.apiserver.builtins import PODS, SECRETS, SERVICE_ACCOUNTS
 from engine.cluster.apiserver.core import Core
 from engine.cluster.apiserver.errors import ApiError, internal
+from engine.cluster.apiserver.faults import FaultInjector
 from engine.cluster.apiserver.handlers import ResourceHandlers
 from engine.cluster.apiserver.identity import UserInfo
 from engine.cluster.apiserver.objects import Obj
@@ -151,10 +152,12 @@ def build_app(
     tokens: TokenAuthority | None = None,
     audit: AuditLog | None = None,
     users: Mapping[str, UserInfo] | None = None,
+    faults: FaultInjector | None = None,
 ) -> web.Application:
     """The whole API server as an aiohttp application. `token` is the admin's; `tokens`
     signs and checks service-account tokens (a fresh key when None); `audit`, when given,
-    records every request; `users` are the token file's users by token."""
+    records every request; `users` are the token file's users by token; `faults`, when
+    given, injects faults into authorized resource requests (`faults.py`)."""
     requests = RequestCounter()
     tokens = tokens or TokenAuthority.for_data_dir(None)
     table = core.store.table
@@ -175,6 +178,9 @@ def build_app(
     if audit is not None:
         middlewares.insert(0, audit.middleware())
     app = web.Application(middlewares=middlewares, client_max_size=_MAX_BODY)
+    if faults is not None:
+        # Innermost: the request is authorized (its RequestInfo known) and counted.
+        app.middlewares.append(faults.install(app, core.store.hub))
     if audit is not None:
         app.on_response_prepare.append(audit.on_response_prepare)
     api = ApiApp(core, logs_dir=logs_dir, watch=watch or WatchSettings(),

@@ -50,6 +50,9 @@ class Watcher:
         self._wake = asyncio.Event()
         self.closed = False
         self.overflowed = False
+        # When set, the watcher closes once this many more events were taken (a fault
+        # injected into the stream: the client sees the watch end and resumes).
+        self.events_left: int | None = None
 
     def offer(self, change: Change) -> None:
         if self.closed:
@@ -77,6 +80,11 @@ class Watcher:
         items = list(self._pending)
         self._pending.clear()
         self._wake.clear()
+        if self.events_left is not None:
+            items = items[: self.events_left]
+            self.events_left -= len(items)
+            if self.events_left <= 0:
+                self.close()
         return items
 
     async def wait(self, timeout: float) -> None:
@@ -114,6 +122,7 @@ class WatchHub:
         self._capacity = capacity
         self._birth_rv = table.rv
         self._histories: dict[TypeKey, _History] = {}
+        self._subscribe_hooks: list[Callable[[Watcher], None]] = []
         table.listen(self._on_change)
 
     def _history(self, key: TypeKey) -> _History:
@@ -163,7 +172,22 @@ class WatchHub:
             for change in self.changes_since(key, since):
                 watcher.offer(change)
         self._history(key).watchers.add(watcher)
+        for hook in self._subscribe_hooks:
+            hook(watcher)
         return watcher
+
+    def on_subscribe(self, hook: Callable[[Watcher], None]) -> None:
+        """Call `hook` with every new watcher (fault injection cuts some of them)."""
+        self._subscribe_hooks.append(hook)
+
+    def compact(self) -> None:
+        """Forget every stored change, as etcd compaction does: a watch resumed (or a list
+        continued) from any earlier resourceVersion is answered 410 Expired."""
+        rv = self._table.rv
+        self._birth_rv = rv
+        for history in self._histories.values():
+            history.changes.clear()
+            history.start_rv = rv
 
     def unsubscribe(self, watcher: Watcher) -> None:
         self._history(watcher.key).watchers.discard(watcher)
