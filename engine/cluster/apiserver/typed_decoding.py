@@ -57,8 +57,13 @@ def check_type(value: object, expected: type, *, kind: str, field: str, go_type:
     if value is None or (isinstance(value, expected) and not (
             isinstance(value, bool) and expected is not bool)):
         return
-    raise cannot_decode(kind, version, f"json: cannot unmarshal {go_json_kind(value)} into Go "
-                        f"struct field {kind}.{field} of type {go_type}")
+    raise _unmarshal_error(kind, version, field, value, go_type)
+
+
+def _unmarshal_error(kind: str, version: str, field: str, value: Any, go_type: str) -> ApiError:
+    """The 400 Go's decoder answers for a value of the wrong JSON kind in a struct field."""
+    return cannot_decode(kind, version, f"json: cannot unmarshal {go_json_kind(value)} into Go "
+                         f"struct field {kind}.{field} of type {go_type}")
 
 
 _SHAPE_NAMES = {MAP: "object", LIST: "array", SCALAR: "a scalar"}
@@ -76,9 +81,8 @@ def _check_shape(rt: ResourceType, obj: Obj) -> None:
             continue
         shape = MAP if isinstance(value, dict) else LIST if isinstance(value, list) else SCALAR
         if shape != node.kind:
-            raise cannot_decode(rt.kind, rt.version, f"json: cannot unmarshal "
-                                f"{go_json_kind(value)} into Go struct field {rt.kind}{path} of "
-                                f"type {_SHAPE_NAMES[node.kind]}")
+            raise _unmarshal_error(rt.kind, rt.version, path.removeprefix("."), value,
+                                   _SHAPE_NAMES[node.kind])
         if isinstance(value, dict):
             for name, child in value.items():
                 child_node = node.field_type(name)
@@ -184,8 +188,7 @@ def _without(obj: Obj, field: str) -> Obj:
 
 
 def _wrong_type(rt: ResourceType, field: str, value: Any, go_type: str) -> ApiError:
-    detail = f"json: cannot unmarshal {go_json_kind(value)} into Go struct field {rt.kind}.{field}"
-    return cannot_decode(rt.kind, rt.version, f"{detail} of type {go_type}")
+    return _unmarshal_error(rt.kind, rt.version, field, value, go_type)
 
 
 def go_json_kind(value: Any) -> str:

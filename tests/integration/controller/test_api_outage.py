@@ -24,26 +24,23 @@ from kubernetes import config as kube_config
 from kubernetes.client import Configuration
 from loguru import logger
 
-from engine.cluster import running_apiserver
 from engine.cluster.apiserver.serve import RunningApiServer
-from engine.cluster.node import running_node
 from engine.controller.client import KubeClient
 from engine.controller.health import HealthServer, serve_metrics_and_health
-from engine.controller.install import prepare_cluster
 from tests.integration.engine.helpers import (
     FAST,
-    FAST_NODE,
     EngineRun,
     Replica,
     condition,
     new_namespace,
     pytorchjob,
+    running_engineless,
     start_engine,
     wait_for_phase,
     wait_for_replica,
     wait_until,
 )
-from tests.kinds import CRDS, MACHINES, PYTORCHJOBS
+from tests.kinds import PYTORCHJOBS
 
 pytestmark = pytest.mark.slow
 
@@ -147,14 +144,8 @@ def _reset(sock: socket.socket) -> None:
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[RunningApiServer]:
-    with running_apiserver(tls=True) as running:
-        admin = KubeClient.from_kubeconfig(running.kubeconfig)
-        try:
-            prepare_cluster(admin, crds=[CRDS], machines=MACHINES)
-        finally:
-            admin.close()
-        with running_node(running, mode="simulate", restart_backoff=FAST_NODE):
-            yield running
+    with running_engineless() as running:
+        yield running
 
 
 @pytest.fixture

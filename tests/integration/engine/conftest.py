@@ -14,11 +14,8 @@ from collections.abc import Iterator
 import pytest
 
 from engine.app.up import LocalCluster, UpOptions, running_local_cluster
-from engine.cluster import running_apiserver
 from engine.cluster.apiserver.serve import RunningApiServer
-from engine.cluster.node import running_node
 from engine.controller.client import KubeClient
-from engine.controller.install import prepare_cluster
 from tests.integration.engine.helpers import (
     FAST,
     FAST_NODE,
@@ -26,8 +23,8 @@ from tests.integration.engine.helpers import (
     TRANSITIONS,
     get_job,
     new_namespace,
+    running_engineless,
 )
-from tests.kinds import CRDS, MACHINES
 
 
 @pytest.fixture(scope="module")
@@ -41,14 +38,8 @@ def cluster() -> Iterator[LocalCluster]:
 @pytest.fixture(scope="module")
 def engineless() -> Iterator[RunningApiServer]:
     """The API server with the CRDs and a simulated node, but no engine: tests run their own."""
-    with running_apiserver(tls=True) as server:
-        admin = KubeClient.from_kubeconfig(server.kubeconfig)
-        try:
-            prepare_cluster(admin, crds=[CRDS], machines=MACHINES)
-        finally:
-            admin.close()
-        with running_node(server, mode="simulate", restart_backoff=FAST_NODE):
-            yield server
+    with running_engineless() as server:
+        yield server
 
 
 @pytest.fixture(scope="module")

@@ -19,16 +19,19 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from engine.app.up import LocalCluster
-from engine.cluster.node import RestartBackoff
+from engine.cluster import running_apiserver
+from engine.cluster.apiserver.serve import RunningApiServer
+from engine.cluster.node import RestartBackoff, running_node
 from engine.controller.client import KubeClient
 from engine.controller.errors import ApiError, NotFound
+from engine.controller.install import prepare_cluster
 from engine.controller.leader import LeaderElector
 from engine.controller.manager import Engine
 from engine.controller.reconcile import RecordedTransition
 from engine.controller.record import MachineRecord, read_record
 from engine.controller.resources import EVENTS, NAMESPACES, PODS, Resource
 from engine.settings import EngineSettings
-from tests.kinds import PYTORCHJOBS
+from tests.kinds import CRDS, MACHINES, PYTORCHJOBS
 
 JOB_NAME = "jobmachine.dev/job-name"
 REPLICA_TYPE = "jobmachine.dev/replica-type"
@@ -460,3 +463,17 @@ def start_engine(
                               kwargs={"leader_election": elector}, daemon=True, name="engine")
     thread.start()
     return EngineRun(engine, client, thread, stopping)
+
+
+@contextlib.contextmanager
+def running_engineless() -> Iterator[RunningApiServer]:
+    """The API server with the CRDs and machines and a simulated node, but no engine: tests
+    run their own."""
+    with running_apiserver(tls=True) as server:
+        admin = KubeClient.from_kubeconfig(server.kubeconfig)
+        try:
+            prepare_cluster(admin, crds=[CRDS], machines=MACHINES)
+        finally:
+            admin.close()
+        with running_node(server, mode="simulate", restart_backoff=FAST_NODE):
+            yield server
