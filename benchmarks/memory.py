@@ -3,11 +3,13 @@
 Part 1, `jobmachine up`: starts `jobmachine up --node-mode simulate --quiet` as a user would
 (its API server and node in one process, the engine in a child process), then submits
 PyTorchJobs of 1 Master + 1 Worker whose pods "run" `--run-seconds` (default 0) in
-`--batches` batches of `--jobs-per-batch`, waiting for every job of a batch to succeed.
-After each batch it reads the RSS (`/proc/PID/status` VmRSS) of the server + node process
-and of the engine, and lists every resource type the server offers (found by discovery)
-to count the stored objects and their mean JSON size. It prints, per batch and per 1,000
-finished jobs, the growth of each process and the bytes of RSS per stored object added.
+`--batches` batches of `--jobs-per-batch`, waiting for every job of a batch to succeed
+(`--event-ttl`, when given, is passed to `up`: with one shorter than `--settle` the
+events of a batch have expired when it is measured). After each batch it reads the RSS
+(`/proc/PID/status` VmRSS) of the server + node process and of the engine, and lists every
+resource type the server offers (found by discovery) to count the stored objects and their
+mean JSON size. It prints, per batch and per 1,000 finished jobs, the growth of each process
+and the bytes of RSS per stored object added.
 
 Part 2, the watch history (`--history-probe`, on by default): the server keeps the last
 `DEFAULT_HISTORY` changes per resource type; a change that is not an object's current
@@ -203,10 +205,11 @@ def settle(seconds: float) -> None:
 def run_up(args: argparse.Namespace, scratch: Path) -> dict[str, Any]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("JOBMACHINE_")}
     log = scratch / "up.log"
+    ttl = ["--event-ttl", args.event_ttl] if args.event_ttl is not None else []
     with log.open("wb") as err:
         process = subprocess.Popen(
             [str(Path(sys.executable).parent / "jobmachine"), "up", "--port", "0",
-             "--node-mode", "simulate", "--quiet", "--data-dir", str(scratch / "data")],
+             "--node-mode", "simulate", "--quiet", "--data-dir", str(scratch / "data"), *ttl],
             env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=err, start_new_session=True,
         )
     samples: list[dict[str, Any]] = []
@@ -390,6 +393,7 @@ def main() -> None:
     parser.add_argument("--settle", type=float, default=5.0,
                         help="seconds to wait after a batch before measuring")
     parser.add_argument("--timeout", type=float, default=1800.0)
+    parser.add_argument("--event-ttl", help="passed to `jobmachine up` (default: its own, 1h)")
     parser.add_argument("--no-up", action="store_true", help="only the watch-history part")
     parser.add_argument("--no-history-probe", action="store_true")
     parser.add_argument("--probe-pods", type=int, default=1000)

@@ -186,6 +186,24 @@ AuditLogOption = Annotated[
 ]
 
 
+EventTtlOption = Annotated[
+    str,
+    typer.Option("--event-ttl", help="How long an Event is kept after its last write, as a "
+                 "duration (1h, 90s, 5m; 0 keeps events until deleted), as kube-apiserver's "
+                 "--event-ttl."),
+]
+
+
+def _event_ttl_seconds(value: str) -> float:
+    """The --event-ttl in seconds; a value that is not a duration stops the command."""
+    from engine.definition.durations import parse_duration
+
+    seconds = parse_duration(value)
+    if seconds is None:
+        _fail(f"--event-ttl: {value!r} is not a duration such as 1h, 90s or 5m")
+    return seconds
+
+
 @app.command()
 def apiserver(
     host: Annotated[str, typer.Option(help="Address to bind (loopback by default).")] = "127.0.0.1",
@@ -208,6 +226,7 @@ def apiserver(
     audit_log_path: AuditLogOption = None,
     token_auth_file: TokenAuthFileOption = None,
     fault_plan: FaultPlanOption = None,
+    event_ttl: EventTtlOption = "1h",
 ) -> None:
     """Serve the embedded Kubernetes-compatible API server until interrupted."""
     from engine.cluster.apiserver.faults import FaultInjector, FaultPlanError
@@ -221,7 +240,8 @@ def apiserver(
         except FaultPlanError as exc:
             _fail(f"--fault-plan: {exc}")
     options = ServerOptions(audit_log=audit_log_path,
-                            token_auth_file=_checked_token_file(token_auth_file), faults=faults)
+                            token_auth_file=_checked_token_file(token_auth_file), faults=faults,
+                            event_ttl=_event_ttl_seconds(event_ttl))
     try:
         serve_forever(host=host, port=port, data_dir=data_dir, kubeconfig=kubeconfig, tls=tls,
                       options=options)
@@ -518,6 +538,7 @@ def up(
     ] = False,
     audit_log_path: AuditLogOption = None,
     token_auth_file: TokenAuthFileOption = None,
+    event_ttl: EventTtlOption = "1h",
     engine: Annotated[
         bool,
         typer.Option("--engine/--no-engine", help="Run the engine too; --no-engine serves the "
@@ -532,6 +553,7 @@ def up(
     from engine.cluster.node import Capacity, RestartBackoff
     from engine.logs import configure_logging
 
+    ttl = _event_ttl_seconds(event_ttl)
     settings = local_settings(None, **_given(
         workers=workers, gang_scheduler_name=gang_scheduler_name,
         gang_scheduling=gang_scheduling or None))
@@ -551,7 +573,7 @@ def up(
             data_dir=data_dir.resolve(), port=port, node_mode=node_mode.value,
             machines=machines, settings=settings, restart_backoff=backoff,
             node_capacity=capacity, audit_log=audit_log_path,
-            token_auth_file=_checked_token_file(token_auth_file),
+            token_auth_file=_checked_token_file(token_auth_file), event_ttl=ttl,
         ), quiet=quiet, with_engine=engine)
     except CorruptDataError as exc:
         _fail(str(exc))

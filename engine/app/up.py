@@ -25,6 +25,7 @@ from typing import Literal
 from engine.app.run import tune_collector
 from engine.app.shipped import shipped_dir
 from engine.cluster import running_apiserver
+from engine.cluster.apiserver.event_expiry import DEFAULT_EVENT_TTL
 from engine.cluster.apiserver.serve import RunningApiServer, ServerOptions
 from engine.cluster.node import Capacity, RestartBackoff, running_node
 from engine.controller.client import KubeClient
@@ -52,6 +53,9 @@ class UpOptions:
     """Where the API server appends its audit log ("-": standard output); None: no log."""
     token_auth_file: Path | None = None
     """Users who log in with a bearer token (kube-apiserver's --token-auth-file format)."""
+    event_ttl: float = DEFAULT_EVENT_TTL
+    """Seconds an Event is kept after its last write (kube-apiserver's --event-ttl); 0: kept
+    until deleted."""
 
 
 UNLIMITED_ON_OWN_SERVER = ("client_qps", "event_qps")
@@ -88,7 +92,8 @@ def running_local_server(options: UpOptions) -> Iterator[tuple[RunningApiServer,
     machines = options.machines or shipped_dir("machines")
     node_dir = options.data_dir / "node" if options.data_dir else None
     server_options = ServerOptions(audit_log=options.audit_log,
-                                   token_auth_file=options.token_auth_file)
+                                   token_auth_file=options.token_auth_file,
+                                   event_ttl=options.event_ttl)
     with running_apiserver(data_dir=options.data_dir, tls=True, port=options.port,
                            options=server_options) as server:
         settings = options.settings

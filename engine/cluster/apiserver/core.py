@@ -5,8 +5,8 @@ the journal, compact it, serve the stored CRDs' types, make sure the initial
 namespaces, the system PriorityClasses and the default RBAC policy exist
 (recreated when deleted, as kube-apiserver's post-start hooks do), give every
 namespace its default ServiceAccount, then let the garbage collector,
-namespace terminator and pod grace periods pick up whatever was pending when
-the last process died.
+namespace terminator, pod grace periods and event expiry pick up whatever was
+pending when the last process died.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from engine.cluster.apiserver.access_controllers import (
 from engine.cluster.apiserver.builtins import INITIAL_NAMESPACES, NAMESPACES, PRIORITY_CLASSES
 from engine.cluster.apiserver.crds import CrdLifecycle
 from engine.cluster.apiserver.deletion import GracePeriods
+from engine.cluster.apiserver.event_expiry import DEFAULT_EVENT_TTL, EventExpiry
 from engine.cluster.apiserver.gc import GarbageCollector
 from engine.cluster.apiserver.namespaces import NamespaceTerminator
 from engine.cluster.apiserver.objects import ObjectTable
@@ -59,10 +60,12 @@ def open_core(
     *,
     data_dir: Path | None = None,
     history: int = DEFAULT_HISTORY,
+    event_ttl: float = DEFAULT_EVENT_TTL,
     clock: Callable[[], float] = time.time,
 ) -> Core:
     """Build the state (from `data_dir` when given). With a data dir this must run on the
-    event loop that will serve requests, since the journal flushes on it."""
+    event loop that will serve requests, since the journal flushes on it. Events are
+    deleted `event_ttl` seconds after their last write (0: kept until deleted)."""
     registry = Registry()
     table = ObjectTable()
     journal = Journal(data_dir) if data_dir is not None else None
@@ -76,6 +79,7 @@ def open_core(
     collector = GarbageCollector(store)
     terminator = NamespaceTerminator(store)
     grace = GracePeriods(store)
+    events = EventExpiry(store, event_ttl)
     accounts = DefaultServiceAccounts(store)
     aggregator = ClusterRoleAggregator(store)
     crds.resume()
@@ -90,5 +94,6 @@ def open_core(
     aggregator.resume()
     terminator.resume()
     grace.resume()
+    events.resume()
     collector.scan()
     return Core(registry, store, journal)

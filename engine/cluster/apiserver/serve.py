@@ -23,6 +23,7 @@ from aiohttp import web
 from engine.cluster.apiserver.audit import AuditLog
 from engine.cluster.apiserver.auth import load_or_create_token, load_token_users
 from engine.cluster.apiserver.core import Core, open_core
+from engine.cluster.apiserver.event_expiry import DEFAULT_EVENT_TTL
 from engine.cluster.apiserver.faults import FaultInjector
 from engine.cluster.apiserver.kubeconfig import write_kubeconfig
 from engine.cluster.apiserver.reactor import LoopReactor
@@ -43,6 +44,9 @@ class ServerOptions:
 
     # Changes kept per resource type for watch resumption and consistent paging.
     history: int = DEFAULT_HISTORY
+    # Seconds an Event lives after its last write (kube-apiserver's --event-ttl); 0 keeps
+    # events until someone deletes them.
+    event_ttl: float = DEFAULT_EVENT_TTL
     watch: WatchSettings = field(default_factory=WatchSettings)
     # Where to append the audit log ("-": standard output); None writes none.
     audit_log: str | None = None
@@ -110,7 +114,7 @@ async def _start(
     token = load_or_create_token(data_dir)
     users = load_token_users(options.token_auth_file) if options.token_auth_file else None
     core = open_core(LoopReactor(asyncio.get_running_loop()), data_dir=data_dir,
-                     history=options.history)
+                     history=options.history, event_ttl=options.event_ttl)
     logs_dir = files_dir / "logs"
     audit = AuditLog(options.audit_log) if options.audit_log else None
     app = build_app(core, token=token, logs_dir=logs_dir, watch=options.watch,

@@ -25,8 +25,8 @@ from engine.cluster.node.times import now
 COMPONENT = "jobmachine-node"
 SCHEDULER = "default-scheduler"
 
-# (pod uid, fieldPath, type, reason, message) of an event already posted.
-_Key = tuple[str, str, str, str, str]
+# (fieldPath, type, reason, message) of an event already posted about one pod.
+_Key = tuple[str, str, str, str]
 
 
 def field_path(container: str, *, init: bool) -> str:
@@ -72,15 +72,16 @@ class EventPoster:
         self._node = node
         self._component = component
         self._lock = threading.Lock()
-        # Events posted per key: their name and count (forgotten with their pod).
-        self._posted: dict[_Key, tuple[str, int]] = {}
+        # Events posted per pod uid and key: their name and count (forgotten with the pod,
+        # or once nothing more will be said about it).
+        self._posted: dict[str, dict[_Key, tuple[str, int]]] = {}
 
     def post(self, pod: Mapping[str, Any], reason: str, message: str, *,
              kind: str = "Normal", once: bool = False, path: str = "") -> None:
         metadata = pod["metadata"]
-        key = (str(metadata.get("uid")), path, kind, reason, message)
+        uid, key = str(metadata.get("uid")), (path, kind, reason, message)
         with self._lock:
-            seen = self._posted.get(key)
+            seen = self._posted.get(uid, {}).get(key)
         if seen is not None and (once or self._count(pod, key, *seen)):
             return
         suffix = f"{metadata.get('uid')}.{reason.lower()}" if once else uuid.uuid4().hex[:16]
@@ -94,7 +95,7 @@ class EventPoster:
                 self._warn(pod, reason, exc)
             return
         with self._lock:
-            self._posted[key] = (body["metadata"]["name"], 1)
+            self._posted.setdefault(uid, {})[key] = (body["metadata"]["name"], 1)
 
     def _count(self, pod: Mapping[str, Any], key: _Key, name: str, count: int) -> bool:
         """Count one more occurrence of a posted event; False when it is gone (post anew)."""
@@ -104,18 +105,18 @@ class EventPoster:
                                   {"count": count + 1, "lastTimestamp": now()})
         except ApiError as exc:
             if exc.status != 404:
-                self._warn(pod, key[3], exc)
+                self._warn(pod, key[2], exc)
                 return True
             return False
         with self._lock:
-            self._posted[key] = (name, count + 1)
+            self._posted.setdefault(str(pod["metadata"].get("uid")), {})[key] = (name, count + 1)
         return True
 
     def forget(self, uid: str) -> None:
-        """Drop what is known of a deleted pod's events."""
+        """Drop what is known of a pod's events: it is deleted, or nothing more will be said
+        about it (its worker ended, or it is bound)."""
         with self._lock:
-            for key in [k for k in self._posted if k[0] == uid]:
-                del self._posted[key]
+            self._posted.pop(uid, None)
 
     @staticmethod
     def _warn(pod: Mapping[str, Any], reason: str, exc: ApiError) -> None:

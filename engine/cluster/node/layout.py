@@ -25,6 +25,11 @@ class NodeFiles:
 
     @property
     def attempts_file(self) -> Path:
+        return self.state_dir / "simulate-attempts.jsonl"
+
+    @property
+    def legacy_attempts_file(self) -> Path:
+        """Where versions before the append-only log kept the attempt counts."""
         return self.state_dir / "simulate-attempts.json"
 
     @property

@@ -18,12 +18,13 @@ from loguru import logger
 
 from engine.cluster.node import leftovers, phases
 from engine.cluster.node.api import ApiError, NodeApi
-from engine.cluster.node.attempts import AttemptCounter
+from engine.cluster.node.attempts import AttemptCounter, pod_group
 from engine.cluster.node.backoff import RestartBackoff
 from engine.cluster.node.events import EventPoster
 from engine.cluster.node.isolation import MountIsolation
 from engine.cluster.node.layout import NodeFiles
 from engine.cluster.node.lease import renew_lease
+from engine.cluster.node.pod_views import finished_view, without_managed_fields
 from engine.cluster.node.process import ProcessRuntime
 from engine.cluster.node.registration import conditions, node_object
 from engine.cluster.node.runtime import Runtime
@@ -75,15 +76,21 @@ class LocalNode:
         self._scheduler = LocalScheduler(self._api, name, self.capacity)
         self._files = NodeFiles(logs_dir=logs_dir, state_dir=state_dir)
         self._events = EventPoster(self._api, name)
-        self._attempts = AttemptCounter(self._files.attempts_file)
+        self._attempts = AttemptCounter(self._files.attempts_file,
+                                        legacy_path=self._files.legacy_attempts_file)
         self._runtime: Runtime = (
             SimulatedRuntime(self._files, self._attempts, sources=self._read_sources)
             if mode == "simulate" else
             ProcessRuntime(self._files, isolation=MountIsolation(), services=self._service_names,
                            sources=self._read_sources)
         )
-        self._pods = Watcher(self._api, "/api/v1/pods", self._on_pod, name=f"{name} pods")
+        self._pods = Watcher(self._api, "/api/v1/pods", self._on_pod, name=f"{name} pods",
+                             keep=self._view)
+        # Pods whose worker runs, by uid; then, until the pod is deleted, only its uid in
+        # `_ended`: a pod is never run twice, and a finished one costs the node no worker.
         self._workers: dict[str, PodWorker] = {}
+        self._ended: set[str] = set()
+        # Workers of deleted pods, halted but perhaps still stopping their containers.
         self._retired: list[PodWorker] = []
         self._lock = threading.Lock()
         self._stopping = threading.Event()
@@ -146,6 +153,8 @@ class LocalNode:
             except Exception:
                 self._log.exception("heartbeat failed")
             self._resync()
+            if self._pods.listed:
+                self._attempts.prune(pod_group(pod) for pod in self._pods.objects())
 
     def _heartbeat_once(self) -> None:
         status = {"conditions": conditions(heartbeat=now(), since=self._registered_at)}
@@ -183,13 +192,16 @@ class LocalNode:
     def _run(self, pod: dict[str, Any]) -> None:
         metadata = _meta(pod)
         terminal = (pod.get("status") or {}).get("phase") in phases.TERMINAL_PHASES
+        uid = str(metadata["uid"])
         with self._lock:
-            worker = self._workers.get(str(metadata["uid"]))
-            if worker is None and not terminal and not self._stopping.is_set():
+            worker = self._workers.get(uid)
+            if (worker is None and uid not in self._ended and not terminal
+                    and not self._stopping.is_set()):
                 worker = PodWorker(pod, runtime=self._runtime, api=self._api,
                                    events=self._events, files=self._files,
-                                   restart_backoff=self._restart_backoff)
-                self._workers[str(metadata["uid"])] = worker
+                                   restart_backoff=self._restart_backoff,
+                                   on_end=self._worker_ended)
+                self._workers[uid] = worker
                 worker.start()
                 return
         if worker is not None and not worker.done:
@@ -198,19 +210,42 @@ class LocalNode:
             # Finished before its deletion began: nothing to stop, only to confirm.
             confirm_deletion(self._api, pod)
 
+    def _view(self, pod: dict[str, Any]) -> dict[str, Any]:
+        """What the watch cache keeps of a pod (pod_views.py): all but its managedFields while
+        it may still run, a small view once it is bound and never will (an unbound pod stays
+        whole: the scheduler reads its requests)."""
+        uid = str(_meta(pod).get("uid"))
+        bound = bool((pod.get("spec") or {}).get("nodeName"))
+        terminal = (pod.get("status") or {}).get("phase") in phases.TERMINAL_PHASES
+        with self._lock:
+            finished = bound and uid not in self._workers and (terminal or uid in self._ended)
+        return finished_view(pod) if finished else without_managed_fields(pod)
+
+    def _worker_ended(self, worker: PodWorker) -> None:
+        """A worker's thread ended (its pod finished, ended elsewhere, is gone, or the node
+        stops): keep only the pod's uid, so no new worker runs it again, and only the
+        finished view of the pod."""
+        with self._lock:
+            if self._workers.get(worker.uid) is worker:
+                del self._workers[worker.uid]
+                self._ended.add(worker.uid)
+            self._retired = [w for w in self._retired if w is not worker]
+        self._events.forget(worker.uid)
+        self._pods.keep_again(worker.key)
+
     def _forget(self, pod: dict[str, Any]) -> None:
         metadata = _meta(pod)
         uid, namespace, name = str(metadata["uid"]), metadata["namespace"], metadata["name"]
         with self._lock:
+            self._ended.discard(uid)
             worker = self._workers.pop(uid, None)
             if worker is not None:
                 worker.halt()
-                self._retired = [w for w in self._retired if not w.done] + [worker]
+                self._retired.append(worker)
         replaced = any(_meta(p).get("namespace") == namespace and _meta(p).get("name") == name
                        for p in self._pods.objects())
         self._files.remove_pod(namespace, name, uid, logs=not replaced)
         self._attempts.forget_pod(namespace, name, uid)
-        self._events.forget(uid)
 
     def _read_sources(self, namespace: str, refs: Iterable[SourceRef]) -> Sources:
         """The ConfigMaps and Secrets a container refers to, read fresh (a newly started

@@ -1,7 +1,8 @@
 """List-then-watch of one resource type, in a thread, that survives the server going away.
 
-Keeps the last version of every object it has seen and tells a handler about
-each change. A watch that ends is resumed from the last resourceVersion (kept
+Keeps the last version of every object it has seen (or the part of it `keep`
+returns, as client-go's informer transforms do) and tells a handler about each
+change. A watch that ends is resumed from the last resourceVersion (kept
 fresh by bookmarks); a 410 Expired, or any other failure, leads to a relist
 after a back-off, and the relist reports what changed or vanished meanwhile as
 ordinary events, so the handler never needs to know.
@@ -18,6 +19,7 @@ from loguru import logger
 from engine.cluster.node.api import ApiError, NodeApi, WatchStream
 
 Handler = Callable[[str, dict[str, Any]], None]
+Keep = Callable[[dict[str, Any]], dict[str, Any]]
 Key = tuple[str, str]
 
 _WATCH_SECONDS = 300
@@ -41,11 +43,16 @@ def _version(obj: dict[str, Any]) -> str:
 class Watcher:
     """Watches `path` (a collection such as /api/v1/pods) and calls `handler(type, object)`."""
 
-    def __init__(self, api: NodeApi, path: str, handler: Handler, *, name: str) -> None:
+    def __init__(self, api: NodeApi, path: str, handler: Handler, *, name: str,
+                 keep: Keep | None = None) -> None:
+        """`keep`: what of each object to cache and hand to `handler` (all of it when None);
+        it runs under the watcher's lock, so it must not call the watcher."""
         self._api = api
         self._path = path
         self._handler = handler
+        self._keep = keep
         self._objects: dict[Key, dict[str, Any]] = {}
+        self._listed = threading.Event()
         self._stopping = threading.Event()
         self._stream: WatchStream | None = None
         self._lock = threading.Lock()
@@ -68,6 +75,21 @@ class Watcher:
         """The objects as last seen (safe from any thread)."""
         with self._lock:
             return list(self._objects.values())
+
+    def keep_again(self, key: Key) -> None:
+        """Apply `keep` again to the cached object at `key` (what to keep of it changed)."""
+        if self._keep is None:
+            return
+        with self._lock:
+            obj = self._objects.get(key)
+            if obj is not None:
+                self._objects[key] = self._keep(obj)
+
+    @property
+    def listed(self) -> bool:
+        """Whether a list has succeeded, so `objects` is every object there is (give or take
+        the changes on their way)."""
+        return self._listed.is_set()
 
     def _run(self) -> None:
         delay = _BACKOFF_START_S
@@ -93,9 +115,10 @@ class Watcher:
 
     def _relist(self) -> str:
         listed = self._api.get(self._path)
-        fresh = {_key(item): item for item in listed.get("items") or ()}
         with self._lock:
+            fresh = {_key(item): self._kept(item) for item in listed.get("items") or ()}
             old, self._objects = self._objects, dict(fresh)
+        self._listed.set()
         for key, obj in old.items():
             if key not in fresh:
                 self._deliver("DELETED", obj)
@@ -136,12 +159,17 @@ class Watcher:
         if kind == "BOOKMARK":
             return _version(obj) or None
         with self._lock:
+            # Under the lock, so a `keep_again` cannot be overtaken by an older decision.
+            obj = self._kept(obj)
             if kind == "DELETED":
                 self._objects.pop(_key(obj), None)
             else:
                 self._objects[_key(obj)] = obj
         self._deliver(kind, obj)
         return _version(obj) or None
+
+    def _kept(self, obj: dict[str, Any]) -> dict[str, Any]:
+        return obj if self._keep is None else self._keep(obj)
 
     def _deliver(self, kind: str, obj: dict[str, Any]) -> None:
         try:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from loguru import logger
@@ -81,10 +82,14 @@ class PodWorker:
     """Runs one pod bound to this node until it is terminal, deleted, or the node stops."""
 
     def __init__(self, pod: dict[str, Any], *, runtime: Runtime, api: NodeApi,
-                 events: EventPoster, files: NodeFiles, restart_backoff: RestartBackoff) -> None:
+                 events: EventPoster, files: NodeFiles, restart_backoff: RestartBackoff,
+                 on_end: Callable[[PodWorker], None]) -> None:
+        """`on_end` is called from the worker's thread as it ends, when `done` is set."""
         metadata = pod["metadata"]
         self._pod = pod
-        self._uid = str(metadata["uid"])
+        self.uid = str(metadata["uid"])
+        self.key = (str(metadata["namespace"]), str(metadata["name"]))
+        self._on_end = on_end
         self._path = pod_path(metadata["namespace"], metadata["name"], "status")
         self._runtime = runtime
         self._api = api
@@ -154,6 +159,7 @@ class PodWorker:
         finally:
             self._end_attempts(STOP_GRACE_S)
             self.done = True
+            self._on_end(self)
 
     def _resume(self) -> None:
         """Containers a previous node left running: resumed, or lost (then restart rules apply)."""
@@ -316,7 +322,7 @@ class PodWorker:
         if status == self._written:
             return True
         try:
-            self._api.merge_patch(self._path, {"metadata": {"uid": self._uid}, "status": status})
+            self._api.merge_patch(self._path, {"metadata": {"uid": self.uid}, "status": status})
         except ApiError as exc:
             if exc.status in (404, 409):
                 raise _PodGoneError() from exc

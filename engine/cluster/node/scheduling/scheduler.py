@@ -145,6 +145,7 @@ class LocalScheduler:
                 self._pending.pop(uid, None)
                 self._told.pop(uid, None)
                 self._wanted.pop(uid, None)
+                self._events.forget(uid)
                 wake = self._release(uid)
             elif not bound_to:
                 wake = uid not in self._pending
@@ -272,6 +273,8 @@ class LocalScheduler:
                 self._place(uid, wanted)
         self._events.post(pod, "Scheduled",
                           f"Successfully assigned {namespace}/{name} to {self._node}")
+        # Bound: the scheduler says nothing more about this pod.
+        self._events.forget(uid)
 
     def _refuse(self, pod: Pod, message: str) -> None:
         """Say why the pod waits, once per distinct reason: its PodScheduled condition and a

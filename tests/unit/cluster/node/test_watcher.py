@@ -107,3 +107,27 @@ def test_a_failed_watch_relists_and_a_failing_handler_does_not_stop_it() -> None
     watcher.stop()
     assert calls == ["a", "b"]
     assert api.watch_versions == ["1", "3"]
+
+
+def test_keep_decides_what_is_cached_and_handed_on_and_can_be_applied_again() -> None:
+    api = ScriptedApi(
+        lists=[{"metadata": {"resourceVersion": "1"}, "items": [obj("a", "1")]}],
+        watches=[[{"type": "ADDED", "object": {**obj("b", "2"), "bulky": "x" * 100}}], []],
+    )
+    slim = {"a"}
+    handed: list[dict[str, Any]] = []
+
+    def keep(item: dict[str, Any]) -> dict[str, Any]:
+        return {"metadata": item["metadata"]} if item["metadata"]["name"] in slim else item
+
+    watcher = Watcher(cast(NodeApi, api), "/api/v1/pods", lambda _, item: handed.append(item),
+                      name="test watcher", keep=keep)
+    assert not watcher.listed
+    watcher.start()
+    assert api.idle.wait(10)
+    assert watcher.listed
+    assert [sorted(item) for item in handed] == [["metadata"], ["bulky", "metadata"]]
+    slim.add("b")
+    watcher.keep_again(("ns", "b"))
+    watcher.stop()
+    assert all(sorted(item) == ["metadata"] for item in watcher.objects())
