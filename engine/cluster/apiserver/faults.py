@@ -8,8 +8,10 @@ InternalError), `unavailable` (503 ServiceUnavailable), `delay` (the request
 is served late), `drop` (the connection closes without an answer, after the
 request was served, or in the middle of the answer's body) or `cut-watch` (a
 watch stream ends after some events or seconds, and the client resumes).
-`FaultInjector.compact_watch_history()` forgets the stored watch history, so a
-watch resumed from an earlier resourceVersion is answered 410 Expired.
+A rule's `spare_users` are never faulted by it (a harness's own observer, which
+must see the truth to judge the run). `FaultInjector.compact_watch_history()`
+forgets the stored watch history, so a watch resumed from an earlier
+resourceVersion is answered 410 Expired.
 
 Decisions come from a `random.Random(seed)`: the same seed and the same order
 of requests give the same faults, so a failing run can be replayed. Only
@@ -37,6 +39,7 @@ from loguru import logger
 
 from engine.cluster.apiserver.authorization import INFO_KEY
 from engine.cluster.apiserver.errors import ApiError, conflict, internal
+from engine.cluster.apiserver.identity import USER_KEY
 from engine.cluster.apiserver.request_info import RequestInfo
 from engine.cluster.apiserver.responses import error_response
 from engine.cluster.apiserver.watch import Watcher, WatchHub
@@ -49,7 +52,7 @@ VERBS = ("get", "list", "watch", "create", "update", "patch", "delete", "deletec
 
 _RULE_FIELDS = frozenset({
     "name", "verbs", "resources", "share", "action", "retry_after", "seconds", "stage",
-    "after_events", "after_seconds",
+    "after_events", "after_seconds", "spare_users",
 })
 
 
@@ -76,12 +79,14 @@ class FaultRule:
     # cut-watch: end the stream after this many events and/or seconds.
     after_events: int | None = None
     after_seconds: float | None = None
+    # Requests of these users (by name) never get this rule's fault.
+    spare_users: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         _check_rule(self)
 
-    def matches(self, info: RequestInfo) -> bool:
-        if not info.resource_request:
+    def matches(self, info: RequestInfo, user: str = "") -> bool:
+        if not info.resource_request or (user and user in self.spare_users):
             return False
         if "*" not in self.verbs and info.verb not in self.verbs:
             return False
@@ -141,7 +146,7 @@ def _rule(item: Any, where: str) -> FaultRule:
     if "action" not in item:
         raise FaultPlanError(f"{where}.action: required, one of {', '.join(ACTIONS)}")
     values = dict(item)
-    for key in ("verbs", "resources"):
+    for key in ("verbs", "resources", "spare_users"):
         if key in values:
             value = values[key]
             if isinstance(value, str):
@@ -173,6 +178,9 @@ def _check_rule(rule: FaultRule) -> None:
         if not isinstance(value, tuple) or not value or not all(
                 isinstance(v, str) and v for v in value):
             raise FaultPlanError(f"{key}: must be a non-empty list of names (or '*')")
+    if not isinstance(rule.spare_users, tuple) or not all(
+            isinstance(v, str) and v for v in rule.spare_users):
+        raise FaultPlanError("spare_users: must be a list of user names")
     bad = [v for v in rule.verbs if v != "*" and v not in VERBS]
     if bad:
         raise FaultPlanError(f"verbs: unknown verb {bad[0]!r}")
@@ -249,14 +257,14 @@ class FaultInjector:
             return {"seed": self.plan.seed, "decisions": self.decisions,
                     "injected": dict(self.injected)}
 
-    def decide(self, info: RequestInfo) -> Decision | None:
-        """The fault for this request, or None. Every matching rule draws one number."""
+    def decide(self, info: RequestInfo, user: str = "") -> Decision | None:
+        """The fault for `user`'s request, or None. Every matching rule draws one number."""
         if not self.enabled:
             return None
         with self._lock:
             self.decisions += 1
             for index, rule in enumerate(self.plan.rules):
-                if not rule.matches(info):
+                if not rule.matches(info, user):
                     continue
                 if self._random.random() < rule.share:
                     label = rule_label(index, rule)
@@ -311,7 +319,9 @@ class FaultInjector:
         @web.middleware
         async def inject_faults(request: web.Request, handler: Handler) -> web.StreamResponse:
             info: RequestInfo | None = request.get(INFO_KEY)
-            decision = self.decide(info) if info is not None else None
+            requester = request.get(USER_KEY)
+            user = requester.name if requester is not None else ""
+            decision = self.decide(info, user) if info is not None else None
             if decision is None or info is None:
                 return await handler(request)
             rule = decision.rule

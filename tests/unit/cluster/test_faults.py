@@ -91,6 +91,17 @@ def test_rules_match_by_verb_and_resource() -> None:
     assert FaultRule("delay", seconds=0.1).matches(_info("deletecollection", "secrets"))
 
 
+def test_spared_users_never_get_the_fault() -> None:
+    rule = FaultRule("error", spare_users=("chaos-observer",))
+    assert rule.matches(_info(), "jobmachine-engine") and rule.matches(_info())
+    assert not rule.matches(_info(), "chaos-observer")
+    injector = FaultInjector(FaultPlan((rule,), seed=1))
+    assert injector.decide(_info(), "chaos-observer") is None
+    assert injector.decide(_info(), "kubernetes-admin") is not None
+    spec = {"rules": [{"action": "error", "spare_users": "chaos-observer"}]}
+    assert FaultPlan.from_dict(spec).rules[0].spare_users == ("chaos-observer",)
+
+
 def test_plan_from_yaml_and_json(tmp_path: Path) -> None:
     path = tmp_path / "plan.yaml"
     path.write_text(
@@ -123,6 +134,7 @@ def test_plan_from_yaml_and_json(tmp_path: Path) -> None:
     ({"rules": [{"action": "drop", "stage": "later"}]}, "rules[0].stage:"),
     ({"rules": [{"action": "cut-watch"}]}, "rules[0].after_events:"),
     ({"rules": [{"action": "error", "color": "red"}]}, "rules[0].color: unknown field"),
+    ({"rules": [{"action": "error", "spare_users": [""]}]}, "rules[0].spare_users:"),
     ({"seed": "x", "rules": []}, "seed: must be an integer"),
     ({"rule": []}, "unknown field 'rule'"),
     ({"rules": {}}, "rules: must be a list"),
@@ -148,7 +160,8 @@ def test_load_errors_name_the_file(tmp_path: Path) -> None:
 
 def test_a_plan_written_as_json_reads_back(tmp_path: Path) -> None:
     plan = FaultPlan((FaultRule("cut-watch", share=0.5, after_events=2, verbs=("watch",)),
-                      FaultRule("drop", stage="after", resources=("pods",), name="lost")), 9)
+                      FaultRule("drop", stage="after", resources=("pods",), name="lost",
+                                spare_users=("observer",))), 9)
     path = tmp_path / "replay.json"
     path.write_bytes(plan_to_json(plan))
     assert FaultPlan.load(path) == plan
