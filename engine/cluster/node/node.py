@@ -10,6 +10,7 @@ heartbeat); they never stop the node.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Literal
@@ -37,6 +38,10 @@ from engine.cluster.node.watcher import Watcher
 from engine.cluster.node.worker import STOP_GRACE_S, PodWorker, confirm_deletion
 
 Mode = Literal["process", "simulate"]
+
+_REGISTER_WITHIN_S = 60.0
+_REGISTER_RETRY_S = 0.2
+_REGISTER_RETRY_CAP_S = 5.0
 
 
 def _meta(pod: dict[str, Any]) -> dict[str, Any]:
@@ -105,7 +110,7 @@ class LocalNode:
         self._files.state_dir.mkdir(parents=True, exist_ok=True)
         if self.mode == "process":
             leftovers.kill_leftovers(self._files.processes_dir)
-        self._register()
+        self._register_while_refused()
         self._scheduler.start()
         self._pods.start()
         self._heartbeat.start()
@@ -127,6 +132,23 @@ class LocalNode:
         self._api.close()
 
     # -- the Node object -----------------------------------------------------------------
+
+    def _register_while_refused(self) -> None:
+        """Register, trying again with back-off while the server is busy, failing or out of
+        reach (429, 409, 5xx, no answer), for up to `_REGISTER_WITHIN_S`, as a kubelet
+        keeps trying to register; any other refusal, or the last one, is raised."""
+        delay, deadline = _REGISTER_RETRY_S, time.monotonic() + _REGISTER_WITHIN_S
+        while True:
+            try:
+                self._register()
+                return
+            except ApiError as exc:
+                transient = exc.status in (0, 409, 429) or exc.status >= 500
+                if not transient or time.monotonic() + delay > deadline:
+                    raise
+                self._log.warning(f"registering the node failed, retrying in {delay:g}s: {exc}")
+            time.sleep(delay)
+            delay = min(delay * 2, _REGISTER_RETRY_CAP_S)
 
     def _register(self) -> None:
         version = str(self._api.get("/version").get("gitVersion") or "v0.0.0")

@@ -324,7 +324,7 @@ class PodWorker:
         try:
             self._api.merge_patch(self._path, {"metadata": {"uid": self.uid}, "status": status})
         except ApiError as exc:
-            if exc.status in (404, 409):
+            if exc.status == 404 or (exc.status == 409 and self._replaced()):
                 raise _PodGoneError() from exc
             self._log.warning(f"writing the pod status failed, retrying in "
                               f"{self._retry_delay:g}s: {exc}")
@@ -333,6 +333,15 @@ class PodWorker:
             return False
         self._written, self._retry_at, self._retry_delay = status, None, _RETRY_START_S
         return True
+
+    def _replaced(self) -> bool:
+        """Whether the pod is gone or another pod of its name stands in its place (a 409 on
+        a status write says so only through the uid precondition; other conflicts pass)."""
+        try:
+            current = self._api.get(self._path)
+        except ApiError as exc:
+            return exc.status == 404
+        return str((current.get("metadata") or {}).get("uid")) != self.uid
 
     # -- deletion and stopping -----------------------------------------------------------
 
