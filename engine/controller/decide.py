@@ -50,6 +50,10 @@ REPLAYABLE_ACTIONS = frozenset(
 )
 """Actions whose effect is a desired state of the world, so doing them twice is harmless."""
 
+_CREATIONS = frozenset({"createPod", "createService"})
+"""Replica actions a job state that holds its replicas cancels, though planned earlier in the
+same decision (a replica stepped before the job reached its end)."""
+
 
 @dataclass(frozen=True)
 class ConditionUpdate:
@@ -192,11 +196,14 @@ def decide(
     holds = state is not None and _holds(definition, state)
     history = progress.record.history[-transitions_kept:]
     timers = {} if holds else progress.record.replica_timers
+    actions = tuple(planned for planned in progress.actions
+                    if not (holds and planned.replica is not None
+                            and planned.action.name in _CREATIONS))
     return Decision(
         progress.record.with_changes(history=history, replica_timers=timers),
         tuple(progress.fired),
         tuple(progress.conditions),
-        tuple(progress.actions),
+        actions,
         tuple(progress.errors),
         variables,
         holds,
@@ -309,7 +316,7 @@ def _step_replicas(
             facts = pods.get(replica, MISSING)
             new_ends = _new_ends(progress.record, replica, facts)
             consumed = {}
-            if new_ends and facts.observation in ("podPending", "podRunning"):
+            if new_ends and facts.observation in _RESTARTED_FIRST:
                 consumed = {"podRestarting": facts.observation}
                 facts = replace(facts, observation="podRestarting")
             variables = replica_variables(
@@ -349,6 +356,9 @@ def _new_ends(record: MachineRecord, replica: ReplicaId, facts: PodFacts) -> int
 
 
 _FAILURES = frozenset({"podFailed", "podRestarting", "podLost"})
+_RESTARTED_FIRST = frozenset({"podPending", "podRunning", "podSucceeded", "podFailed"})
+"""Observations that, with restarts in place not seen yet, are `podRestarting` first (the
+restarts are counted), then themselves: a pod may finish before the engine saw it restart."""
 
 
 def _note_ends(replica: ReplicaId, facts: PodFacts, moved: bool, progress: _Progress) -> None:

@@ -6,12 +6,12 @@ already posted; a burst of distinct messages for one reason collapses into a com
 so a flapping job cannot flood the API server or the output of `kubectl describe`.
 While the API server cannot be reached, the event being posted is retried with back-off
 until it can (quietly: the client's `ApiHealth` says so once) and the rest wait in the
-queue; only a full queue or stopping drops events, counted and said.
+queue; only a full queue or stopping drops events, counted and said. `POSTERS` threads
+post, each for its share of the objects.
 """
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import queue
 import threading
@@ -24,7 +24,7 @@ from typing import Any, Generic, Literal, Protocol, TypeVar
 
 from loguru import logger
 
-from engine.controller.errors import AlreadyExists, ApiError, NotFound, Unavailable
+from engine.controller.errors import AlreadyExists, ApiError, Conflict, NotFound, Unavailable
 from engine.controller.outage import unreachable
 from engine.controller.resources import EVENTS, Resource
 from engine.controller.timestamps import format_time
@@ -42,6 +42,12 @@ _RETRY_DELAY_S = 0.25
 """First wait before retrying a post the server could not take (doubles per try)."""
 _RETRY_CAP_S = 5.0
 """Longest wait between posts to a server that cannot be reached (tried until it can)."""
+
+POSTERS = 4
+"""Threads posting events at once. An object's events always go through the same one, so
+they are posted (and counted) in order; one object's slow or retried post holds up only
+the objects that share its thread, and the queue drains several times faster (what is
+still queued when the process is killed is lost)."""
 
 _DROP_LOG_EVERY = 1000
 """A full queue logs its first drop and then every this many, not every single one."""
@@ -174,15 +180,22 @@ class EventRecorder:
         host: str | None = None,
         aggregation_window_s: float = 600,
         queue_size: int = 10000,
+        posters: int = POSTERS,
         clock: Callable[[], float] = time.time,
     ) -> None:
-        if aggregation_window_s <= 0 or queue_size < 1:
-            raise ValueError("aggregation_window_s must be positive and queue_size at least 1")
+        """`queue_size`: events waiting to be posted at most (more are dropped)."""
+        if aggregation_window_s <= 0 or queue_size < 1 or posters < 1:
+            raise ValueError("aggregation_window_s must be positive, queue_size and posters "
+                             "at least 1")
         self._client = client
         self._component = component
         self._host = host
         self._clock = clock
-        self._queue: queue.Queue[_Pending | None] = queue.Queue(maxsize=queue_size)
+        self._queue_size = queue_size
+        self._queues: list[queue.Queue[_Pending | None]] = [
+            queue.Queue() for _ in range(posters)]
+        self._state = threading.Lock()
+        """Guards the series and group caches and the name counter, shared by the posters."""
         self._groups: _RecentCache[tuple[str, str, str], _Group] = _RecentCache(
             aggregation_window_s, _CACHE_SIZE
         )
@@ -196,7 +209,7 @@ class EventRecorder:
         self._counts = dict.fromkeys(("created", "aggregated", "dropped", "failed"), 0)
         self._closed = False
         self._abandon = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._threads: list[threading.Thread] = []
         self._listeners: list[EventListener] = []
         self._log = logger.bind(component=component)
 
@@ -228,9 +241,7 @@ class EventRecorder:
             if self._closed:
                 self._count_locked("dropped")
                 return
-            try:
-                self._queue.put_nowait(pending)
-            except queue.Full:
+            if self._enqueued - self._handled >= self._queue_size:
                 self._count_locked("dropped")
                 if self._counts["dropped"] % _DROP_LOG_EVERY == 1:
                     self._log.bind(namespace=pending.involved.namespace).warning(
@@ -238,6 +249,7 @@ class EventRecorder:
                         type, reason, pending.involved.name, self._counts["dropped"],
                     )
                 return
+            self._queues[hash(pending.involved.uid) % len(self._queues)].put_nowait(pending)
             self._enqueued += 1
 
     def _tell_listeners(self, pending: _Pending, replica: str | None) -> None:
@@ -253,11 +265,15 @@ class EventRecorder:
                 self._log.exception("an event listener failed")
 
     def start(self) -> None:
-        """Start the thread that posts queued events."""
-        if self._thread is not None:
+        """Start the threads that post queued events."""
+        if self._threads:
             raise RuntimeError("the event recorder was already started")
-        self._thread = threading.Thread(target=self._run, name="event-recorder", daemon=True)
-        self._thread.start()
+        self._threads = [
+            threading.Thread(target=self._run, args=(posting,), daemon=True,
+                             name=f"event-recorder-{number}")
+            for number, posting in enumerate(self._queues)]
+        for thread in self._threads:
+            thread.start()
 
     @property
     def pending(self) -> int:
@@ -276,23 +292,22 @@ class EventRecorder:
             if flush_client is not None:
                 self._client = flush_client
             self._closed = True
-        thread = self._thread
-        if thread is None:
+        if not self._threads:
             return
         deadline = time.monotonic() + flush_timeout_s
-        with contextlib.suppress(queue.Full):
-            self._queue.put(None, timeout=flush_timeout_s)
-        thread.join(max(0.0, deadline - time.monotonic()))
-        if thread.is_alive():
+        for posting in self._queues:
+            posting.put(None)
+        for thread in self._threads:
+            thread.join(max(0.0, deadline - time.monotonic()))
+        if any(thread.is_alive() for thread in self._threads):
             self._abandon.set()
             with self._progress:
                 left = self._enqueued - self._handled
             self._log.error(
                 "event recorder stopping: {} events not posted within {:g}s (is the API server "
                 "reachable?); they are dropped", left, flush_timeout_s)
-            with contextlib.suppress(queue.Full):
-                self._queue.put(None, timeout=flush_timeout_s)
-            thread.join(flush_timeout_s)
+            for thread in self._threads:
+                thread.join(flush_timeout_s)
 
     def flush(self, timeout_s: float) -> bool:
         """Wait until every event recorded so far was handled (posted or given up)."""
@@ -305,14 +320,14 @@ class EventRecorder:
         with self._progress:
             return EventStats(recorded=self._enqueued, **self._counts)
 
-    def _run(self) -> None:
+    def _run(self, posting: queue.Queue[_Pending | None]) -> None:
         while True:
-            pending = self._queue.get()
+            pending = posting.get()
             if pending is None:
                 return
             batch, last = [pending], False
             if self._closed:
-                batch, last = self._drained(batch)
+                batch, last = self._drained(posting, batch)
             for one, repeats in _folded(batch):
                 try:
                     if self._abandon.is_set():
@@ -328,12 +343,13 @@ class EventRecorder:
             if last:
                 return
 
-    def _drained(self, batch: list[_Pending]) -> tuple[list[_Pending], bool]:
+    def _drained(self, posting: queue.Queue[_Pending | None], batch: list[_Pending]
+                 ) -> tuple[list[_Pending], bool]:
         """Stopping: everything queued after `batch`, so identical events are posted once with
         their count (fewer requests fit the grace period); whether the queue's end was met."""
         while True:
             try:
-                pending = self._queue.get_nowait()
+                pending = posting.get_nowait()
             except queue.Empty:
                 return batch, False
             if pending is None:
@@ -341,13 +357,15 @@ class EventRecorder:
             batch.append(pending)
 
     def _post(self, pending: _Pending, repeats: int = 1) -> None:
-        key, message = self._correlate(pending)
-        series = self._series.get(key, pending.at)
+        with self._state:
+            key, message = self._correlate(pending)
+            series = self._series.get(key, pending.at)
         timestamp = format_time(datetime.fromtimestamp(pending.at, UTC))
         try:
             if series is not None and self._patch(series, message, timestamp, repeats):
                 series.count += repeats
-                self._series.put(key, series, pending.at)
+                with self._state:
+                    self._series.put(key, series, pending.at)
                 self._count("aggregated")
                 return
             count = repeats if series is None else series.count + repeats
@@ -360,7 +378,8 @@ class EventRecorder:
                   "could not post event {} ({}): {}", pending.reason, message, exc)
             self._count("failed")
             return
-        self._series.put(key, created, pending.at)
+        with self._state:
+            self._series.put(key, created, pending.at)
         self._count("created")
 
     def _correlate(self, pending: _Pending) -> tuple[SeriesKey, str]:
@@ -421,7 +440,9 @@ class EventRecorder:
         """Run `call`; again after a pause on transient errors, at once on a name clash.
 
         A server that cannot be reached is tried until it can be (or the recorder gives up
-        at `stop`); other transient errors and name clashes get `_TRIES` tries.
+        at `stop`); other transient errors, conflicts and name clashes get `_TRIES` tries.
+        (A count bump is a patch without a precondition, so a 409 on it is the server's own
+        transient conflict: the same patch is right again.)
         """
         delay = _RETRY_DELAY_S
         for attempt in itertools.count(1):
@@ -431,6 +452,9 @@ class EventRecorder:
             except AlreadyExists:
                 if attempt >= _TRIES:
                     raise
+            except Conflict:
+                if attempt >= _TRIES or self._abandon.wait(delay):
+                    raise
             except Unavailable as exc:
                 if (attempt >= _TRIES and not unreachable(exc)) or self._abandon.wait(delay):
                     raise
@@ -438,8 +462,9 @@ class EventRecorder:
 
     def _new_name(self, object_name: str, at: float) -> str:
         """`<object>.<hex nanoseconds>`, as client-go names events; unique per recorder."""
-        self._last_name_ns = max(self._last_name_ns + 1, int(at * 1e9))
-        return f"{object_name}.{self._last_name_ns:x}"
+        with self._state:
+            self._last_name_ns = max(self._last_name_ns + 1, int(at * 1e9))
+            return f"{object_name}.{self._last_name_ns:x}"
 
     def _count(self, what: str) -> None:
         with self._progress:

@@ -104,7 +104,9 @@ def observe_pod(
 
     A container the kubelet restarts in place (an OnFailure or Always pod that has
     not finished) reads as pending while it waits to run again, with `ends`
-    counting its ends; decide turns a new end into `podRestarting`.
+    counting its ends; decide turns a new end into `podRestarting`. A finished pod's
+    `ends` are its restarts in place, so those the engine never saw (it was down, or
+    its watch missed the pod in between) are still counted.
     """
     if pod is None:
         return MISSING
@@ -114,10 +116,13 @@ def observe_pod(
     terminated = state.get("terminated")
     restart_count = int(container.get("restartCount") or 0)
     policy = (pod.get("spec") or {}).get("restartPolicy")
-    in_place = policy in IN_PLACE_POLICIES and status.get("phase") not in ("Succeeded", "Failed")
+    finished = status.get("phase") in ("Succeeded", "Failed")
     last_end = terminated or (container.get("lastState") or {}).get("terminated")
     ends = 0
-    if in_place:
+    if policy in IN_PLACE_POLICIES and finished:
+        # Restarted in place before it finished: counted even if never seen in between.
+        ends = restart_count
+    elif policy in IN_PLACE_POLICIES:
         waits_after_end = "waiting" in state and last_end is not None
         if terminated and kubelet_restarts(policy, int(terminated["exitCode"])):
             ends, terminated = restart_count + 1, None

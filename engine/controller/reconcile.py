@@ -28,7 +28,7 @@ from engine.controller.children import (
 from engine.controller.claims import AdoptionGuard, Claimed, claim
 from engine.controller.client import KubeClient
 from engine.controller.decide import Decision, decide
-from engine.controller.errors import Conflict, Forbidden, Invalid, NotFound
+from engine.controller.errors import ApiError, Conflict, Forbidden, Invalid, NotFound
 from engine.controller.events import EventRecorder
 from engine.controller.expectations import Expectations
 from engine.controller.freshness import ReleasedFinalizers, WrittenVersions
@@ -41,7 +41,7 @@ from engine.controller.jobspec import (
 from engine.controller.machines.registry import Assignment, MachineRegistry, Unassigned
 from engine.controller.manifests import main_container_name
 from engine.controller.metrics import Metrics
-from engine.controller.notices import notices_for
+from engine.controller.notices import Notice, UnconfirmedNotices, notices_for
 from engine.controller.objects import ObjectRun, object_name, ours, sync_objects
 from engine.controller.observe import (
     PodFacts,
@@ -148,15 +148,18 @@ class Reconciler:
         self._settings = settings
         self._written = written
         self._released = ReleasedFinalizers()
+        self._unconfirmed = UnconfirmedNotices()
         self._verdicts = ValidationVerdicts()
         self._clock = clock
         self._transition_listeners: list[TransitionListener] = []
 
     def __call__(self, key: JobKey) -> Outcome:
-        """The work-queue handler: conflicts and stale reads retry with back-off."""
+        """The work-queue handler: conflicts and stale reads retry with back-off (an object
+        deleted under a reconcile, the job itself included, is a stale read too: the next
+        look sees it gone)."""
         try:
             return self.reconcile(key)
-        except (Conflict, Invalid) as exc:
+        except (Conflict, Invalid, NotFound) as exc:
             return Retry(exc)
         except Forbidden as exc:
             return self._refused(key, exc)
@@ -186,6 +189,7 @@ class Reconciler:
         job: Obj | None = cache.get(key.namespace, key.name) if cache is not None else None
         if job is None:
             self._written.forget(key.id)
+            self._unconfirmed.forget(key.id)
             self._expectations.forget(key.id)
             self._scheduler.cancel_all(key)
             self._release_orphaned_pods(key)
@@ -200,20 +204,21 @@ class Reconciler:
         definition = assignment.definition
         if not managed_by_us(job, definition):
             return Done()
+        self._post(job, self._unconfirmed.landed(key.id, job.get("status") or {}))
         if job["metadata"].get("deletionTimestamp"):
             return self._finish_deletion(key, job, assignment)
         job = self._ensure_finalizer(key, job)
         now = self._clock()
         observed = self._observe(key, job, definition)
         decision = self._decide(job, definition, observed, now)
+        notices = notices_for(decision.fired, observed.facts)
         job = self._write_status(key, job, assignment, spec=observed.spec, decision=decision,
-                                 now=now)
+                                 now=now, notices=notices)
         self._tell_listeners(job, decision, now)
         self._count_changes(job, definition, decision, now)
+        # Recorded state changes get their Events whatever acting on them meets.
+        self._post(job, notices)
         run = self._act(key, job, definition, observed=observed, decision=decision, now=now)
-        for notice in notices_for(decision.fired, observed.facts):
-            self._recorder.record(job, type=notice.type, reason=notice.reason,
-                                  message=notice.message, replica=notice.replica)
         return self._next_look(key, job, definition, spec=observed.spec, decision=decision,
                                run=run, now=now)
 
@@ -327,14 +332,28 @@ class Reconciler:
 
     def _write_status(
         self, key: JobKey, job: Obj, assignment: Assignment, *, spec: JobSpecView,
-        decision: Decision, now: datetime,
+        decision: Decision, now: datetime, notices: Sequence[Notice],
     ) -> Obj:
+        """Write the decision's status; when it fails, `notices` wait for a later reconcile to
+        tell whether it landed all the same (its answer lost)."""
         status = build_status(job, assignment, spec, decision, now=format_time(now))
         if status == (job.get("status") or {}):
             return job
-        written = write_status(self._client, self._resource(key), job, status)
+        try:
+            written = write_status(self._client, self._resource(key), job, status)
+        except ApiError:
+            # A lost answer can come back as anything: a broken connection, or the 409 of
+            # the transport's own retry of a write that had landed.
+            self._unconfirmed.remember(key.id, status.get("record"), notices)
+            raise
+        self._unconfirmed.forget(key.id)
         self._written.wrote(key.id, written["metadata"]["resourceVersion"])
         return written
+
+    def _post(self, job: Obj, notices: Sequence[Notice]) -> None:
+        for notice in notices:
+            self._recorder.record(job, type=notice.type, reason=notice.reason,
+                                  message=notice.message, replica=notice.replica)
 
     def _act(
         self, key: JobKey, job: Obj, definition: CompiledDefinition, *, observed: _Observed,
@@ -439,8 +458,10 @@ class Reconciler:
         if CLEANUP_FINALIZER not in (job["metadata"].get("finalizers") or []):
             self._release_orphaned_pods(key)
             return Done()
+        notices = notices_for(decision.fired, observed.facts)
         job = self._write_status(key, job, assignment, spec=observed.spec, decision=decision,
-                                 now=now)
+                                 now=now, notices=notices)
+        self._post(job, notices)
         self._act(key, job, definition, observed=observed, decision=decision, now=now)
         remove_finalizer(self._client, job, CLEANUP_FINALIZER, resource=self._resource(key))
         self._expectations.forget(key.id)

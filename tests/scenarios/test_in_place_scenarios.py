@@ -169,3 +169,20 @@ def test_a_pod_replaced_between_two_looks_counts_its_own_ends() -> None:
         Step("a new pod of worker-0 exits 1 once", {worker(0): ended_in_place(1)},
              phase="Running", restarts=4, events=["PodRestarted"]),
     ])
+
+
+def test_restarts_in_place_of_a_pod_that_finished_unseen_are_still_counted() -> None:
+    """The engine was down (or its watch missed the pod) while Worker-0 crashed, was
+    restarted in place and then succeeded: restartCount still says it ended once."""
+    world = World(pytorch_job(workers=1, policy="OnFailure"))
+    finished = exited(0)
+    finished["status"]["containerStatuses"][0]["restartCount"] = 1
+    finished["status"]["containerStatuses"][0]["lastState"] = {
+        "terminated": {"exitCode": 1, "reason": "Error"}}
+    results = play(world, [
+        *STARTED,
+        Step("worker-0 is next seen finished, restarted once", {worker(0): finished},
+             phase="Running", restarts=1, events=["PodRestarted", "Succeeded"]),
+        Step("seen again: counted once", phase="Running", restarts=1, events=[]),
+    ])
+    assert results[2].decision.record.replica_states[worker(0)] == "Succeeded"

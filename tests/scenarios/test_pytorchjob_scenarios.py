@@ -352,3 +352,20 @@ def test_without_a_master_the_workers_decide() -> None:
         Step("worker-1 finishes", {worker(1): exited(0)}, phase="Succeeded",
              job_actions=["cleanupPods"]),
     ])
+
+
+def test_a_job_that_ends_in_a_decision_creates_no_pod_in_it() -> None:
+    """The workers' pods were never made (an engine was killed after creating the master's)
+    when the master succeeds: the workers' replicas, stepped before the job's end in the
+    same decision, plan their pods, but the ended job cancels them."""
+    world = World(pytorch_job())
+    results = play(world, [
+        STARTED[0],
+        Step("only the master's pod was made, and it succeeded", {MASTER: exited(0)},
+             phase="Succeeded", job_actions=["cleanupPods"],
+             conditions={"Created": "True", "SuccessCriteriaMet": "True",
+                         "Succeeded": "True"},
+             events=["Succeeded", "PyTorchJobSucceeded"]),
+        Step("nothing is created afterwards either", phase="Succeeded", events=[]),
+    ])
+    assert results[1].planned("createPod") == [] and results[1].planned("createService") == []

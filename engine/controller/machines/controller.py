@@ -19,7 +19,7 @@ from loguru import logger
 
 from engine.controller.cache import Cache
 from engine.controller.client import KubeClient
-from engine.controller.errors import AlreadyExists, Conflict, NotFound
+from engine.controller.errors import AlreadyExists, Conflict, NotFound, Unavailable
 from engine.controller.events import EventRecorder
 from engine.controller.machines.admission import (
     Judge,
@@ -120,10 +120,13 @@ class MachineController:
         self._queue.add(_SYNC)
 
     def start_working(self) -> None:
-        """Sync once now (the registry is filled before any job is reconciled), then on change."""
+        """Sync once now (the registry is filled before any job is reconciled), then on change.
+        A first sync the server refuses for now is tried again by the worker, with back-off
+        (jobs wait for the registry meanwhile)."""
         self._stop.clear()
         self._queue = WorkQueue()
-        self.sync()
+        if isinstance(self.sync(), Retry):
+            self._queue.add(_SYNC)
         self._worker = threading.Thread(
             target=run_workers, args=(self._queue, lambda _key: self.sync()),
             kwargs={"workers": 1, "stop": self._stop}, name="jobmachine-machines", daemon=True,
@@ -147,7 +150,7 @@ class MachineController:
         try:
             revisions |= self._keep_new_revisions(decided, revisions)
             self._write_statuses(objects, decided)
-        except (Conflict, NotFound) as exc:
+        except (Conflict, NotFound, Unavailable) as exc:
             return Retry(exc)
         governed = {
             v.governs[1]: Governed(v.name, v.current_revision, v.resource)

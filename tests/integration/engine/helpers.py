@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 
 from engine.app.up import LocalCluster
 from engine.cluster import running_apiserver
-from engine.cluster.apiserver.serve import RunningApiServer
+from engine.cluster.apiserver.serve import RunningApiServer, ServerOptions
 from engine.cluster.node import RestartBackoff, running_node
 from engine.controller.client import KubeClient
 from engine.controller.errors import ApiError, NotFound
@@ -466,10 +466,10 @@ def start_engine(
 
 
 @contextlib.contextmanager
-def running_engineless() -> Iterator[RunningApiServer]:
-    """The API server with the CRDs and machines and a simulated node, but no engine: tests
-    run their own."""
-    with running_apiserver(tls=True) as server:
+def running_engineless(options: ServerOptions | None = None) -> Iterator[RunningApiServer]:
+    """The API server (with `options`) with the CRDs and machines and a simulated node, but
+    no engine: tests run their own."""
+    with running_apiserver(tls=True, options=options) as server:
         admin = KubeClient.from_kubeconfig(server.kubeconfig)
         try:
             prepare_cluster(admin, crds=[CRDS], machines=MACHINES)

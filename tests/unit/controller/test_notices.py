@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from engine.controller.children import ReplicaId
 from engine.controller.decide import Fired
-from engine.controller.notices import Notice, notices_for
+from engine.controller.notices import Notice, UnconfirmedNotices, notices_for
 from engine.controller.observe import PodFacts
 from engine.definition import FiredTransition
 from tests.scenarios.world import MASTER, World, exited, pytorch_job, running, worker
@@ -135,3 +135,22 @@ def test_a_lifecycle_posts_one_notice_per_state_change() -> None:
         ["Succeeded", "PyTorchJobSucceeded"],
         [],
     ]
+
+
+def test_an_unconfirmed_write_posts_its_notices_once_its_status_shows_it() -> None:
+    notices = [Notice("Normal", "PyTorchJobRunning", "running")]
+    unconfirmed = UnconfirmedNotices()
+    unconfirmed.remember("team/mnist", '{"state":"Running"}', notices)
+    # The cache does not show the write yet: keep waiting.
+    assert unconfirmed.landed("team/mnist", {"record": '{"state":"Created"}'}) == ()
+    assert unconfirmed.landed("team/mnist", {"record": '{"state":"Running"}'}) == tuple(notices)
+    assert unconfirmed.landed("team/mnist", {"record": '{"state":"Running"}'}) == ()
+
+
+def test_a_later_successful_write_refutes_an_unconfirmed_one() -> None:
+    unconfirmed = UnconfirmedNotices()
+    unconfirmed.remember("team/mnist", '{"state":"Running"}', [Notice("Normal", "R", "m")])
+    unconfirmed.forget("team/mnist")
+    assert unconfirmed.landed("team/mnist", {"record": '{"state":"Running"}'}) == ()
+    unconfirmed.remember("team/mnist", '{"state":"Running"}', [])
+    assert unconfirmed.landed("team/mnist", {"record": '{"state":"Running"}'}) == ()
