@@ -1,0 +1,1 @@
+"""Tools for testing jobmachine as its users run it: the chaos harness (`engine.testing.chaos`)."""
