@@ -4,22 +4,15 @@ sees them DELETED, and events loaded from a data dir expire too."""
 from __future__ import annotations
 
 import json
-import re
-import subprocess
-import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
-
-from kubernetes import client, config
 
 from engine.cluster import running_apiserver
 from engine.cluster.apiserver.serve import RunningApiServer, ServerOptions
 from tests.integration.apiserver.conftest import raw
+from tests.integration.apiserver.server_process import apiserver_process
 from tests.polling import eventually
 
-_URL = re.compile(r"serving at (\S+)")
 _EVENTS = "/api/v1/namespaces/default/events"
 
 
@@ -69,31 +62,7 @@ def test_an_event_loaded_from_the_data_dir_expires(tmp_path: Path) -> None:
         assert _names(server) == set()
 
 
-@contextmanager
-def _apiserver_command(data_dir: Path, *flags: str) -> Iterator[client.CoreV1Api]:
-    """`jobmachine apiserver --data-dir DIR FLAGS` as a subprocess, stopped at the end."""
-    process = subprocess.Popen(
-        [sys.executable, "-m", "engine.cli", "apiserver", "--port", "0", "--data-dir",
-         str(data_dir), *flags],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-    )
-    try:
-        assert process.stdout is not None
-        if not any(_URL.search(line) for line in process.stdout):
-            raise AssertionError(f"the server exited with {process.wait()}")
-        api = config.new_client_from_config(config_file=str(data_dir / "kubeconfig"))
-        try:
-            yield client.CoreV1Api(api)
-        finally:
-            api.close()
-    finally:
-        process.terminate()
-        process.wait(timeout=30)
-        if process.stdout is not None:
-            process.stdout.close()
-
-
 def test_the_event_ttl_flag_of_jobmachine_apiserver(tmp_path: Path) -> None:
-    with _apiserver_command(tmp_path, "--event-ttl", "1s") as core:
+    with apiserver_process(tmp_path, "--event-ttl", "1s") as core:
         core.create_namespaced_event("default", _event("flagged"))
         eventually(lambda: not core.list_namespaced_event("default").items, timeout=30)

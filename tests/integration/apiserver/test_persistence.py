@@ -2,62 +2,15 @@
 
 from __future__ import annotations
 
-import os
-import re
-import signal
-import subprocess
-import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
-from kubernetes import client, config
-
 from tests.integration.apiserver.conftest import pod
+from tests.integration.apiserver.server_process import apiserver_process
 from tests.polling import eventually
-
-_URL = re.compile(r"serving at (\S+)")
-
-
-@contextmanager
-def apiserver_process(data_dir: Path) -> Iterator[client.CoreV1Api]:
-    """`jobmachine apiserver --data-dir` as a subprocess, killed with SIGKILL at the end."""
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "engine.cli",
-            "apiserver",
-            "--port",
-            "0",
-            "--data-dir",
-            str(data_dir),
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    try:
-        assert process.stdout is not None
-        for line in process.stdout:
-            if _URL.search(line):
-                break
-        else:
-            raise AssertionError(f"the server exited with {process.wait()}")
-        api = config.new_client_from_config(config_file=str(data_dir / "kubeconfig"))
-        try:
-            yield client.CoreV1Api(api)
-        finally:
-            api.close()
-    finally:
-        os.kill(process.pid, signal.SIGKILL)
-        process.wait(timeout=30)
-        if process.stdout is not None:
-            process.stdout.close()
 
 
 def test_objects_and_counter_survive_kill_9(tmp_path: Path) -> None:
-    with apiserver_process(tmp_path) as core:
+    with apiserver_process(tmp_path, kill=True) as core:
         core.create_namespace({"metadata": {"name": "kept"}})
         created = [
             core.create_namespaced_config_map(
@@ -69,7 +22,7 @@ def test_objects_and_counter_survive_kill_9(tmp_path: Path) -> None:
         last = core.patch_namespaced_config_map("c8", "kept", {"data": {"i": "changed"}})
         uid = created[0].metadata.uid
     assert (tmp_path / "token").stat().st_mode & 0o777 == 0o600
-    with apiserver_process(tmp_path) as core:
+    with apiserver_process(tmp_path, kill=True) as core:
         names = {c.metadata.name for c in core.list_namespaced_config_map("kept").items}
         assert names == {f"c{i}" for i in range(50)} - {"c7"}
         assert core.read_namespaced_config_map("c0", "kept").metadata.uid == uid
@@ -81,7 +34,7 @@ def test_objects_and_counter_survive_kill_9(tmp_path: Path) -> None:
 
 
 def test_garbage_collection_resumes_after_restart(tmp_path: Path) -> None:
-    with apiserver_process(tmp_path) as core:
+    with apiserver_process(tmp_path, kill=True) as core:
         owner = core.create_namespaced_config_map("default", {"metadata": {"name": "owner"}})
         ref = {"apiVersion": "v1", "kind": "ConfigMap", "name": "owner", "uid": owner.metadata.uid}
         core.create_namespaced_config_map(
@@ -98,7 +51,7 @@ def test_garbage_collection_resumes_after_restart(tmp_path: Path) -> None:
     journal = (tmp_path / "journal.jsonl").read_text().splitlines()
     kept = [line for line in journal if '"n":"owner"' not in line and '"name":"owner"' not in line]
     (tmp_path / "journal.jsonl").write_text("\n".join(kept) + "\n")
-    with apiserver_process(tmp_path) as core:
+    with apiserver_process(tmp_path, kill=True) as core:
         names = lambda: {c.metadata.name for c in core.list_namespaced_config_map("default").items}  # noqa: E731
         eventually(lambda: "child" not in names())
         assert core.read_namespaced_config_map("held", "default").metadata.deletion_timestamp
@@ -106,17 +59,17 @@ def test_garbage_collection_resumes_after_restart(tmp_path: Path) -> None:
 
 
 def test_a_torn_last_record_is_ignored(tmp_path: Path) -> None:
-    with apiserver_process(tmp_path) as core:
+    with apiserver_process(tmp_path, kill=True) as core:
         core.create_namespaced_config_map("default", {"metadata": {"name": "c"}})
     with open(tmp_path / "journal.jsonl", "ab") as journal:
         journal.write(b'{"rv":99,"op":"put","g":"","r":"configmaps","o":{"metad')
-    with apiserver_process(tmp_path) as core:
+    with apiserver_process(tmp_path, kill=True) as core:
         assert [c.metadata.name for c in core.list_namespaced_config_map("default").items] == ["c"]
 
 
 def test_stored_objects_are_readable_by_the_owner_only(tmp_path: Path) -> None:
     data_dir = tmp_path / "cluster"
-    with apiserver_process(data_dir) as core:
+    with apiserver_process(data_dir, kill=True) as core:
         core.create_namespaced_config_map("default", {"metadata": {"name": "secretish"}})
     assert data_dir.stat().st_mode & 0o777 == 0o700
     stored = [p for p in data_dir.iterdir() if p.suffix == ".jsonl"]
