@@ -19,7 +19,7 @@ from typing import Any
 
 from loguru import logger
 
-from engine.controller.client import KubeClient
+from engine.controller.client import KubeClient, WatchStream
 from engine.controller.errors import ApiError, Gone
 from engine.controller.resources import EVENTS, PODS, SERVICES, Resource
 from engine.testing.chaos.workload import JOB_UID_LABEL, REPLICA_INDEX_LABEL, REPLICA_TYPE_LABEL
@@ -71,6 +71,8 @@ class ChildLife:
     replica: str | None
     created: int
     deleted: int | None = None
+    end_unseen: bool = False
+    """Its deletion fell in a watch gap: `deleted` is the version of the list after it."""
     phase: str | None = None
     disrupted: bool = False
     last: Obj = field(default_factory=dict, repr=False)
@@ -111,6 +113,7 @@ class ChaosObserver:
         """Watches that had to list again (their facts may have holes)."""
         self._seen: dict[str, int] = {}
         """Per watched type, the last resourceVersion its watch reached."""
+        self._streams: dict[str, WatchStream] = {}
 
     def start(self) -> None:
         """List every watched type, then watch each from its list's version."""
@@ -127,6 +130,10 @@ class ChaosObserver:
 
     def stop(self) -> None:
         self._stop.set()
+        with self._lock:
+            streams = list(self._streams.values())
+        for stream in streams:
+            stream.close()
         for thread in self._threads:
             thread.join(15)
 
@@ -148,10 +155,14 @@ class ChaosObserver:
     # -- watching ------------------------------------------------------------------------
 
     def _watch(self, resource: Resource, version: str) -> None:
+        """Watch `resource` from `version` until stopped. Streams are long (an hour), so they
+        are rarely resumed; a resume the history no longer covers (410) lists again."""
         while not self._stop.is_set():
             try:
                 stream = self._client.watch(resource, resource_version=version,
-                                            timeout_seconds=60)
+                                            timeout_seconds=3600)
+                with self._lock:
+                    self._streams[resource.plural] = stream
                 try:
                     for event in stream:
                         if self._stop.is_set():
@@ -166,12 +177,38 @@ class ChaosObserver:
                     stream.close()
             except Gone:
                 self.gaps.append(f"{resource.plural}: watch expired at {version}; listed again")
-                items, version = self._client.list(resource)
-                for item in items:
-                    self._apply(resource, "MODIFIED", item)
+                version = self._relist(resource)
             except ApiError as exc:
-                _log.warning(f"observing {resource.plural}: {exc}; resuming")
-                self._stop.wait(0.2)
+                if not self._stop.is_set():
+                    _log.warning(f"observing {resource.plural}: {exc}; resuming")
+                    self._stop.wait(0.2)
+
+    def _relist(self, resource: Resource) -> str:
+        """List `resource` again (until a list completes: a compaction can expire its
+        continue token), apply what it holds, and end what it no longer holds at its version
+        (marked `end_unseen`); the list's version."""
+        while True:
+            try:
+                items, version = self._client.list(resource)
+                break
+            except Gone:
+                self._stop.wait(0.1)
+        present = {str(_meta(item).get("uid")) for item in items}
+        for item in items:
+            self._apply(resource, "MODIFIED", item)
+        with self._lock:
+            self._seen[resource.plural] = int(version)
+            if resource is PODS or resource is SERVICES:
+                table = self.pods if resource is PODS else self.services
+                for life in table.values():
+                    if life.deleted is None and life.uid not in present:
+                        life.deleted, life.end_unseen = int(version), True
+            elif resource is not EVENTS:
+                for job in self.jobs.values():
+                    if job.kind == resource.kind and job.deleted is None \
+                            and job.uid not in present:
+                        job.deleted = int(version)
+        return version
 
     def _apply(self, resource: Resource, kind: str, obj: Obj) -> None:
         with self._lock:

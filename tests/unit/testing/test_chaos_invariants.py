@@ -156,3 +156,10 @@ def test_the_replica_script_catches_a_second_live_process_for_one_index(
     found = check_processes(tmp_path / "violations")
     assert _rules(found) == ["one-process-per-index"]
     assert found[0].subject == "u-Worker-0"
+
+
+def test_a_pod_whose_deletion_fell_in_a_watch_gap_is_not_held_against_the_next() -> None:
+    job = _life(["Succeeded"], [0])
+    gone_unseen = _pod("a", 10, 30)
+    gone_unseen.end_unseen = True
+    assert check_pods([gone_unseen, _pod("b", 21, None)], {"job-uid": job}) == []
