@@ -106,6 +106,8 @@ class ChaosObserver:
         self._threads: list[threading.Thread] = []
         self.pods: dict[str, ChildLife] = {}
         self.services: dict[str, ChildLife] = {}
+        self._children: dict[str, list[ChildLife]] = defaultdict(list)
+        """Pods and services by the job they belong to (owner, else label)."""
         self.jobs: dict[str, JobLife] = {}
         self.events: dict[str, dict[str, tuple[str, int]]] = defaultdict(dict)
         """Per involved object uid: event name -> (reason, count)."""
@@ -238,6 +240,8 @@ class ChaosObserver:
                              job_uid=labels.get(JOB_UID_LABEL), replica=replica,
                              created=version_of(obj))
             table[uid] = life
+            for job_uid in {life.owner_uid, life.job_uid} - {None}:
+                self._children[str(job_uid)].append(life)
         life.last = obj
         status = obj.get("status") or {}
         life.phase = status.get("phase") or life.phase
@@ -278,8 +282,7 @@ class ChaosObserver:
     def children_of(self, job_uid: str) -> list[ChildLife]:
         """The pods and services the job owns or labels as its own."""
         with self._lock:
-            return [life for table in (self.pods, self.services) for life in table.values()
-                    if job_uid in (life.owner_uid, life.job_uid)]
+            return list(self._children.get(job_uid, ()))
 
     def events_of(self, uid: str) -> dict[str, int]:
         """Events posted on the object, counted by reason (aggregated counts included)."""
