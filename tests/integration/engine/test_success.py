@@ -18,6 +18,7 @@ from tests.integration.engine.helpers import (
     stored,
     wait_for,
     wait_for_phase,
+    wait_until,
 )
 
 
@@ -69,6 +70,10 @@ def test_one_event_per_state_change_in_order(client: KubeClient, ns: str) -> Non
     client.create(PYTORCHJOBS, job, ns)
 
     job = wait_for_phase(client, ns, "train", "Succeeded")
+    # The engine tells its listeners once its status write returned, which may be after
+    # this test read the job.
+    wait_until(lambda: any(h["level"] == "job" and h["to"] == "Succeeded"
+                           for h in history(job)), what="the end told to the listeners")
     # Every state change but the silent second phase of the ending (Succeeding -> Succeeded).
     changes = [h for h in history(job) if (h["from"] is not None or h["level"] == "job")
                and h["from"] != "Succeeding"]
