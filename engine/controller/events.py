@@ -38,6 +38,9 @@ _CACHE_SIZE = 4096
 """Event series remembered at most (client-go's LRU size); the least recently used go first."""
 
 _TRIES = 3
+_TRANSIENT_TRIES = 10
+"""Tries of a post the server answered 429 or 5xx (client-go retries such a request up to
+10 times); a name clash or a conflict gets `_TRIES`."""
 _RETRY_DELAY_S = 0.25
 """First wait before retrying a post the server could not take (doubles per try)."""
 _RETRY_CAP_S = 5.0
@@ -440,7 +443,8 @@ class EventRecorder:
         """Run `call`; again after a pause on transient errors, at once on a name clash.
 
         A server that cannot be reached is tried until it can be (or the recorder gives up
-        at `stop`); other transient errors, conflicts and name clashes get `_TRIES` tries.
+        at `stop`); other transient errors (429, 5xx) get `_TRANSIENT_TRIES` tries, conflicts
+        and name clashes `_TRIES`.
         (A count bump is a patch without a precondition, so a 409 on it is the server's own
         transient conflict: the same patch is right again.)
         """
@@ -456,7 +460,8 @@ class EventRecorder:
                 if attempt >= _TRIES or self._abandon.wait(delay):
                     raise
             except Unavailable as exc:
-                if (attempt >= _TRIES and not unreachable(exc)) or self._abandon.wait(delay):
+                if (attempt >= _TRANSIENT_TRIES and not unreachable(exc)) or \
+                        self._abandon.wait(delay):
                     raise
                 delay = min(delay * 2, _RETRY_CAP_S)
 

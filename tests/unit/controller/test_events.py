@@ -314,6 +314,16 @@ class TestFailures:
         assert api.messages() == ["hello"]
         assert recorder.stats().failed == 0
 
+    def test_a_throttled_post_is_tried_again_as_client_go_does(
+        self, recorder: EventRecorder, api: FakeEventClient
+    ) -> None:
+        api.failures.extend(Unavailable(429, "TooManyRequests", "slow down", {})
+                            for _ in range(5))
+        record(recorder, "hello")
+        settle(recorder)
+        assert api.kinds() == ["create"] * 6
+        assert api.messages() == ["hello"] and recorder.stats().failed == 0
+
     def test_a_conflict_on_a_count_bump_is_retried(
         self, recorder: EventRecorder, api: FakeEventClient
     ) -> None:
