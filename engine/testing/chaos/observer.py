@@ -75,7 +75,6 @@ class ChildLife:
     """Its deletion fell in a watch gap: `deleted` is the version of the list after it."""
     phase: str | None = None
     disrupted: bool = False
-    last: Obj = field(default_factory=dict, repr=False)
 
 
 @dataclass
@@ -242,7 +241,6 @@ class ChaosObserver:
             table[uid] = life
             for job_uid in {life.owner_uid, life.job_uid} - {None}:
                 self._children[str(job_uid)].append(life)
-        life.last = obj
         status = obj.get("status") or {}
         life.phase = status.get("phase") or life.phase
         if any(c.get("type") == "DisruptionTarget" and c.get("status") == "True"
