@@ -45,7 +45,6 @@ from engine.controller.notices import Notice, UnconfirmedNotices, notices_for
 from engine.controller.objects import ObjectRun, object_name, ours, sync_objects
 from engine.controller.observe import (
     PodFacts,
-    deadline_of,
     job_observations,
     node_is_ready,
     observe_replica_pod,
@@ -54,17 +53,14 @@ from engine.controller.record import MachineRecord, RecordError, read_record
 from engine.controller.resources import PODS, SERVICES, Resource
 from engine.controller.scheduler import WakeScheduler, utc_now
 from engine.controller.status import build_status, ungoverned_status, write_status
+from engine.controller.timeouts import next_look, state_timed_out
 from engine.controller.timestamps import format_time, parse_time
 from engine.controller.variables import (
     Surroundings,
-    common_variables,
     gang_scheduler_of,
-    replica_summary,
 )
 from engine.controller.workers import Done, Outcome, RequeueAfter, Retry, Terminal
-from engine.definition import CompiledDefinition, StepError, requeue_after, state_timeout
-from engine.definition.cel import CelEvaluationError
-from engine.definition.vocabulary import job_value
+from engine.definition import CompiledDefinition, StepError
 from engine.settings import EngineSettings
 
 Obj = Mapping[str, Any]
@@ -317,7 +313,8 @@ class Reconciler:
                 if p["metadata"].get("deletionTimestamp") or replica in observed.old_attempt
             ),
         )
-        if _state_timed_out(definition, job, observed, now):
+        if state_timed_out(definition, job, spec=observed.spec, record=record,
+                           facts=observed.facts, surroundings=observed.surroundings, now=now):
             observations |= {"timedOut"}
         decision = decide(
             definition, job, observed.spec, record, observed.facts,
@@ -393,22 +390,12 @@ class Reconciler:
         status = job.get("status") or {}
         if compiled is not None and compiled.terminal:
             return self._after_finish(key, job, spec, status, now)
-        deadline = deadline_of(spec, status.get("startTime"))
-        if deadline is not None:
-            self._scheduler.wake_at(key, deadline, "deadline")
-        timeout_at = _state_timeout_at(definition, decision.record, decision.variables)
-        if timeout_at is not None:
-            self._scheduler.wake_at(key, timeout_at, "timeout")
-        if decision.timer_due is not None:
-            self._scheduler.wake_at(key, decision.timer_due, "replica-timeout")
-        else:
+        look = next_look(definition, spec, status, decision, wait_s=run.wait_s, now=now)
+        for purpose, when in look.wake_ups.items():
+            self._scheduler.wake_at(key, when, purpose)
+        if "replica-timeout" not in look.wake_ups:
             self._scheduler.cancel(key, "replica-timeout")
-        delays = list(run.wait_s)
-        if state is not None:
-            delay = requeue_after(definition.job, state, decision.variables)
-            if delay is not None:
-                delays.append(delay)
-        return RequeueAfter(min(delays)) if delays else Done()
+        return RequeueAfter(min(look.delays)) if look.delays else Done()
 
     def _after_finish(
         self, key: JobKey, job: Obj, spec: JobSpecView, status: Obj, now: datetime
@@ -519,31 +506,3 @@ def _check_states_exist(definition: CompiledDefinition, record: MachineRecord) -
             f"the job's status records states {sorted(map(str, unknown))} that machine "
             f"{definition.name} does not have (was it changed while the job ran?)"
         )
-
-
-def _state_timeout_at(
-    definition: CompiledDefinition, record: MachineRecord, variables: Mapping[str, Any]
-) -> datetime | None:
-    """When the job's stay in its state times out (from status.stateSince: survives restarts)."""
-    if record.state is None or record.state_since is None:
-        return None
-    try:
-        seconds = state_timeout(definition.job, record.state, variables)
-    except CelEvaluationError as exc:
-        logger.warning(f"timeout of job state {record.state}: {exc}")
-        return None
-    return None if seconds is None else parse_time(record.state_since) + timedelta(seconds=seconds)
-
-
-def _state_timed_out(
-    definition: CompiledDefinition, job: Obj, observed: _Observed, now: datetime
-) -> bool:
-    """Whether the job has been in its state past the state's timeout (`timedOut` holds)."""
-    record = observed.record
-    if record.state is None or not definition.job.states[record.state].has_timeout:
-        return False
-    summary = replica_summary(observed.spec, record, observed.facts, definition.replica)
-    variables = common_variables(job_value(job), observed.spec, record, summary,
-                                 observed.surroundings)
-    timeout_at = _state_timeout_at(definition, record, variables)
-    return timeout_at is not None and now >= timeout_at

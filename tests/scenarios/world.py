@@ -1,32 +1,36 @@
-"""A fake pod world that drives `decide` over several reconciles, the way a reconcile does.
+"""Step tables over the engine's simulated world: each step sets pods, one reconcile decides.
 
-Each `World.reconcile()` reads the record back from the job's status, observes
-the world's pods as the reconcile does (failure rules, pods of an older restart
-attempt), decides, and stores the status it built on the job: status is the
-write-ahead log, so every scenario also proves the record survives the round
-trip. Pure: no server, and time moves only when a test says so.
+Each `World.reconcile()` is one pass of `engine.simulation.world.World`, the engine's
+own observe, decide, status and action code: it reads the record back from the job's
+status, observes the pods (failure rules, pods of an older restart attempt, lost
+nodes), decides, and stores the status it built on the job: status is the write-ahead
+log, so every scenario also proves the record survives the round trip. Unlike a
+simulation, a step table says itself which pods exist next, so the pass acts on copies
+of the pods. Pure: no server, and time moves only when a test says so.
 """
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from engine.api.conditions import get_condition
-from engine.controller.children import RESTART_ATTEMPT_LABEL, ReplicaId, attempt_of
-from engine.controller.decide import Decision, decide
+from engine.controller.children import RESTART_ATTEMPT_LABEL, ReplicaId, attempt_of, child_name
+from engine.controller.decide import Decision
 from engine.controller.jobspec import JobSpecView, read_job_spec
-from engine.controller.notices import Notice, notices_for
-from engine.controller.observe import MISSING, PodFacts, job_observations, observe_replica_pod
+from engine.controller.notices import Notice
+from engine.controller.observe import MISSING, PodFacts
 from engine.controller.record import read_record
-from engine.controller.status import build_status
 from engine.controller.timestamps import format_time
 from engine.controller.variables import common_variables, replica_summary, replica_variables
 from engine.definition import CompiledDefinition
 from engine.definition.rendering import render_restart_policy
-from tests.kinds import assignment, shipped_definitions
+from engine.simulation import kubelet
+from engine.simulation.world import World as SimulatedWorld
+from tests.kinds import shipped_definitions
 
 DEFINITIONS: dict[str, CompiledDefinition] = shipped_definitions()
 T0 = datetime(2027, 1, 15, 8, 0, 0, tzinfo=UTC)
@@ -109,7 +113,8 @@ def _job(
 
 
 def _pod(phase: str, *, state: Mapping[str, Any] | None = None,
-         deleting: bool = False, node: str = "node-a", last: Mapping[str, Any] | None = None,
+         deleting: bool = False, node: str = kubelet.NODE,
+         last: Mapping[str, Any] | None = None,
          restart_count: int = 0) -> Pod:
     metadata: dict[str, Any] = {"name": "pod"}
     if deleting:
@@ -176,29 +181,21 @@ def deleted() -> Pod:
 
 def lost() -> Pod:
     """A running pod on a node that is no longer Ready."""
-    return _pod("Running", state={"running": {}}, node="node-gone")
+    return _pod("Running", state={"running": {}}, node=kubelet.LOST_NODE)
 
 
 def observe(pods: Mapping[ReplicaId, Pod], spec: JobSpecView,
             attempt: int) -> tuple[dict[ReplicaId, PodFacts], int]:
-    """The facts of the pods of restart attempt `attempt`, and how many pods are terminating.
+    """The facts of the pods of restart attempt `attempt`, and how many pods are terminating,
+    as the engine's simulated world observes them (`World.observe`).
 
-    As the reconcile observes: a failed pod carries the action of the first failure rule
-    it matches; a pod being deleted counts as terminating, and a pod of another attempt
-    is not observed and counts as terminating too.
+    A failed pod carries the action of the first failure rule it matches; a pod being
+    deleted counts as terminating, and a pod of another attempt is not observed and counts
+    as terminating too. The machine only names the main container, and these pods name
+    theirs in their spec, so any shipped machine observes them alike.
     """
-    facts: dict[ReplicaId, PodFacts] = {}
-    terminating = 0
-    for replica, pod in pods.items():
-        old_attempt = attempt_of(pod) != attempt
-        terminating += old_attempt or bool(pod["metadata"].get("deletionTimestamp"))
-        if old_attempt:
-            continue
-        facts[replica] = observe_replica_pod(
-            pod, replica_type=replica.type, failure_rules=spec.failure_rules,
-            main_container="main", node_ready=lambda name: name == "node-a",
-        )
-    return facts, terminating
+    world = SimulatedWorld(DEFINITIONS["PyTorchJob"], {}, T0, pods=dict(pods))
+    return world.observe(spec, attempt)
 
 
 # Reconciles -------------------------------------------------------------------------------
@@ -352,24 +349,25 @@ class World:
         return render_restart_policy(self.definition, variables)
 
     def reconcile(self) -> Reconciled:
-        """One pass: record from status, observations, decide, and the status written back."""
-        status = self.job.get("status") or {}
-        spec = read_job_spec(self.job, self.definition)
-        record = read_record(status)
-        facts, terminating = observe(self.pods, spec, record.restart_attempt)
-        observations = job_observations(
-            self.job, spec, start_time=status.get("startTime"), now=self.now,
-            terminating_pods=terminating,
-        )
-        decision = decide(
-            self.definition, self.job, spec, record, facts,
-            job_observations=observations, now=format_time(self.now),
-            transitions_kept=self.transitions_kept,
-        )
-        written = build_status(self.job, assignment(self.definition), spec, decision,
-                               now=format_time(self.now))
-        self.job["status"] = written
-        return Reconciled(decision, written, notices_for(decision.fired, facts))
+        """One pass of the engine's simulated world on this job and copies of its pods: the
+        status is written back to the job; the pass's pod actions land on the copies only."""
+        world = SimulatedWorld(self.definition, self.job, self.now,
+                               transitions_kept=self.transitions_kept, pods=self._stored())
+        passed = world.reconcile()
+        return Reconciled(passed.decision, self.job["status"], list(passed.notices))
+
+    def _stored(self) -> dict[ReplicaId, Pod]:
+        """Copies of the pods with the metadata the API server gives every pod (a name, the
+        job's namespace, a uid), which the engine's actions address them by."""
+        stored: dict[ReplicaId, Pod] = {}
+        for replica, pod in self.pods.items():
+            copied = copy.deepcopy(pod)
+            metadata = copied["metadata"]
+            metadata["name"] = child_name(self.job["metadata"]["name"], replica)
+            metadata.setdefault("namespace", self.job["metadata"]["namespace"])
+            metadata.setdefault("uid", f"uid-{replica}")
+            stored[replica] = copied
+        return stored
 
 
 # Step tables ------------------------------------------------------------------------------

@@ -1,0 +1,310 @@
+"""One job, its pods and services, and a fake clock: the engine's reconcile without a cluster.
+
+`World.reconcile()` does what the engine's reconcile does, with the engine's
+own code: it reads the record back from the job's status, observes the pods
+(failure rules, pods of an older restart attempt, lost nodes), decides,
+writes the status it built onto the job, and runs the engine's action
+executor against an in-memory API. Only the API server, the kubelet and the
+clock are stand-ins, so a simulation or a model check sees the decisions a
+real engine would make, including the pod it would build, its back-off before
+re-creating a failed replica, and when it would look at the job again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any, cast
+
+import orjson
+
+from engine.controller.actions import ActionRun, execute
+from engine.controller.children import (
+    REPLICA_INDEX_LABEL,
+    REPLICA_TYPE_LABEL,
+    JobKey,
+    ReplicaId,
+    attempt_of,
+)
+from engine.controller.claims import Claimed
+from engine.controller.client import KubeClient
+from engine.controller.decide import Decision, decide
+from engine.controller.errors import AlreadyExists, NotFound
+from engine.controller.events import EventRecorder
+from engine.controller.expectations import Expectations
+from engine.controller.jobspec import JobSpecView, ValidationVerdicts, read_job_spec
+from engine.controller.machines.registry import Assignment
+from engine.controller.manifests import main_container_name
+from engine.controller.notices import Notice, notices_for
+from engine.controller.observe import PodFacts, job_observations, observe_replica_pod
+from engine.controller.record import MachineRecord, read_record
+from engine.controller.resources import PODS, Resource
+from engine.controller.status import build_status
+from engine.controller.timeouts import next_look, state_timed_out
+from engine.controller.timestamps import format_time, parse_time
+from engine.controller.variables import Surroundings
+from engine.definition import CompiledDefinition
+from engine.settings import EngineSettings
+from engine.simulation import kubelet
+from engine.simulation.kubelet import Pod
+
+SIMULATED_REVISION = "simulated"
+
+
+@dataclass(frozen=True)
+class PostedEvent:
+    """An Event the engine posted on the job."""
+
+    type: str
+    reason: str
+    message: str
+    replica: str | None = None
+
+
+@dataclass(frozen=True)
+class Pass:
+    """What one reconcile decided and did."""
+
+    decision: Decision
+    status: Mapping[str, Any]
+    notices: tuple[Notice, ...]
+    created: tuple[ReplicaId, ...]
+    deleted: tuple[ReplicaId, ...]
+    events: tuple[PostedEvent, ...]
+    """Every Event of the pass: those of `event` actions, then one per state change."""
+    next_look: datetime | None
+    """When the engine would look at the job again without being told (None: only when
+    something changes): deadlines, timeouts, back-offs, requeue delays."""
+    facts: Mapping[ReplicaId, PodFacts] = field(default_factory=dict)
+    """The observations the decision was made on."""
+
+    @property
+    def changed(self) -> bool:
+        """Whether the pass changed anything: a state, a pod, or an Event."""
+        return bool(self.decision.fired or self.created or self.deleted or self.events)
+
+
+class _WorldApi:
+    """The few API calls the action executor makes, answered from the world's objects."""
+
+    def __init__(self, world: World) -> None:
+        self._world = world
+        self.created: list[ReplicaId] = []
+        self.deleted: list[ReplicaId] = []
+
+    def create(self, res: Resource, body: dict[str, Any],
+               namespace: str | None = None) -> dict[str, Any]:
+        store = self._world.store(res)
+        replica = _replica_of(body)
+        if replica in store:
+            raise AlreadyExists(409, "AlreadyExists", f"{body['metadata']['name']} exists", {})
+        self._world.serial += 1
+        body["metadata"]["uid"] = f"{self._world.serial:08d}-{replica}"
+        if res == PODS:
+            kubelet.scheduled(body, self._world.now)
+            self.created.append(replica)
+        store[replica] = body
+        return body
+
+    def delete(self, res: Resource, name: str, namespace: str | None = None, *,
+               uid: str | None = None, **_options: Any) -> None:
+        store = self._world.store(res)
+        for replica, obj in list(store.items()):
+            if obj["metadata"]["name"] == name and uid in (None, obj["metadata"]["uid"]):
+                if res == PODS:
+                    kubelet.mark_deleted(obj, self._world.now)
+                    self.deleted.append(replica)
+                else:
+                    del store[replica]
+                return
+        raise NotFound(404, "NotFound", f"{name} not found", {})
+
+    def get(self, res: Resource, name: str, namespace: str | None = None) -> dict[str, Any]:
+        for obj in self._world.store(res).values():
+            if obj["metadata"]["name"] == name:
+                return obj
+        raise NotFound(404, "NotFound", f"{name} not found", {})
+
+
+class _Recorder:
+    """Keeps the Events the executor posts (`event` actions, warnings)."""
+
+    def __init__(self) -> None:
+        self.posted: list[PostedEvent] = []
+
+    def record(self, involved: Mapping[str, Any], *, type: str, reason: str, message: str,
+               replica: str | None = None) -> None:
+        self.posted.append(PostedEvent(type, reason, message, replica))
+
+
+def _copied(value: Any) -> Any:
+    """A deep copy of JSON data, or of a map of it by replica (much faster than
+    `copy.deepcopy`)."""
+    if isinstance(value, dict) and value and isinstance(next(iter(value)), ReplicaId):
+        return {replica: orjson.loads(orjson.dumps(obj)) for replica, obj in value.items()}
+    return orjson.loads(orjson.dumps(value))
+
+
+def _replica_of(obj: Mapping[str, Any]) -> ReplicaId:
+    labels = obj["metadata"]["labels"]
+    return ReplicaId(labels[REPLICA_TYPE_LABEL], int(labels[REPLICA_INDEX_LABEL]))
+
+
+@dataclass
+class World:
+    """One job of the kind `definition` governs, its children, and the time."""
+
+    definition: CompiledDefinition
+    job: dict[str, Any]
+    now: datetime
+    settings: EngineSettings = field(default_factory=EngineSettings)
+    transitions_kept: int = 100
+    """As `EngineSettings.status_last_transitions`; many, so a whole path can be read."""
+    pods: dict[ReplicaId, Pod] = field(default_factory=dict)
+    services: dict[ReplicaId, dict[str, Any]] = field(default_factory=dict)
+    serial: int = 0
+    """Objects created so far (each gets a uid of its own)."""
+    verdicts: ValidationVerdicts = field(default_factory=ValidationVerdicts)
+    """The engine's memory of validation verdicts by uid and generation; copies of a world
+    may share it, as the generation tells their specs apart."""
+    _spec: tuple[Any, JobSpecView] | None = field(default=None, init=False, repr=False)
+    _record: tuple[Any, MachineRecord] | None = field(default=None, init=False, repr=False)
+
+    def store(self, res: Resource) -> dict[ReplicaId, dict[str, Any]]:
+        """The world's pods or services."""
+        return self.pods if res == PODS else self.services
+
+    @property
+    def spec(self) -> JobSpecView:
+        """The job's spec as the engine reads it (read again after each `edit_spec`)."""
+        generation = self.job["metadata"].get("generation")
+        if self._spec is None or self._spec[0] != generation:
+            self._spec = (generation, read_job_spec(self.job, self.definition,
+                                                    verdicts=self.verdicts))
+        return self._spec[1]
+
+    def edit_spec(self, change: Callable[[dict[str, Any]], None]) -> None:
+        """Change the job's spec as a user would: the server raises the generation."""
+        change(self.job["spec"])
+        self.job["metadata"]["generation"] = int(self.job["metadata"].get("generation") or 0) + 1
+
+    def copy(self) -> World:
+        """An independent copy (the definition and the verdicts are shared, never changed)."""
+        copied = World(self.definition, _copied(self.job), self.now, self.settings,
+                       self.transitions_kept, _copied(self.pods), _copied(self.services),
+                       self.serial, self.verdicts)
+        copied._spec = self._spec
+        return copied
+
+    def advance_to(self, when: datetime) -> None:
+        """Let time pass (it never goes back)."""
+        self.now = max(self.now, when)
+
+    def advance(self, seconds: float) -> None:
+        self.advance_to(self.now + timedelta(seconds=seconds))
+
+    def observe(self, spec: JobSpecView, attempt: int) -> tuple[dict[ReplicaId, PodFacts], int]:
+        """The facts of the pods of restart attempt `attempt`, and how many pods are
+        terminating (being deleted, or of another attempt, which is about to be)."""
+        facts: dict[ReplicaId, PodFacts] = {}
+        terminating = 0
+        for replica, pod in sorted(self.pods.items()):
+            old_attempt = attempt_of(pod) != attempt
+            terminating += old_attempt or bool(pod["metadata"].get("deletionTimestamp"))
+            if old_attempt:
+                continue
+            replica_type = spec.replica_type(replica.type)
+            template = replica_type.template if replica_type else {}
+            facts[replica] = observe_replica_pod(
+                pod, replica_type=replica.type, failure_rules=spec.failure_rules,
+                main_container=main_container_name(self.definition, template),
+                node_ready=kubelet.node_ready,
+            )
+        return facts, terminating
+
+    def reconcile(self) -> Pass:
+        """One pass of the engine: observe, decide, write status, act."""
+        status = self.job.get("status") or {}
+        spec = self.spec
+        record = self.record
+        facts, terminating = self.observe(spec, record.restart_attempt)
+        surroundings = Surroundings(objects={c.name: {} for c in self.definition.objects})
+        observations = job_observations(self.job, spec, start_time=status.get("startTime"),
+                                        now=self.now, terminating_pods=terminating)
+        if state_timed_out(self.definition, self.job, spec=spec, record=record, facts=facts,
+                           surroundings=surroundings, now=self.now):
+            observations |= {"timedOut"}
+        decision = decide(self.definition, self.job, spec, record, facts,
+                          job_observations=observations, now=format_time(self.now),
+                          transitions_kept=self.transitions_kept, surroundings=surroundings)
+        assignment = Assignment(self.definition.name, SIMULATED_REVISION, self.definition)
+        self.job["status"] = build_status(self.job, assignment, spec, decision,
+                                          now=format_time(self.now))
+        notices = notices_for(decision.fired, facts)
+        api, recorder = _WorldApi(self), _Recorder()
+        run = self._act(spec, decision, facts, api, recorder)
+        events = (*recorder.posted, *(PostedEvent(n.type, n.reason, n.message, n.replica)
+                                      for n in notices))
+        return Pass(decision, self.job["status"], tuple(notices), tuple(api.created),
+                    tuple(api.deleted), events, self._next_look(spec, decision, run), facts)
+
+    def _act(self, spec: JobSpecView, decision: Decision, facts: Mapping[ReplicaId, PodFacts],
+             api: _WorldApi, recorder: _Recorder) -> ActionRun:
+        metadata = self.job["metadata"]
+        attempt = decision.record.restart_attempt
+        run = ActionRun(
+            # The executor's client and recorder are stand-ins answering from the world:
+            # only the calls the executor makes (create, delete, get, record) are needed.
+            client=cast(KubeClient, api), expectations=Expectations(),
+            recorder=cast(EventRecorder, recorder), settings=self.settings,
+            key=JobKey(self.job["kind"], metadata["namespace"], metadata["name"]),
+            job=self.job, definition=self.definition, spec=spec, decision=decision,
+            pods=Claimed(dict(self.pods)), services=Claimed(dict(self.services)),
+            facts=facts, now=self.now,
+            old_attempt=frozenset(r for r, p in self.pods.items() if attempt_of(p) != attempt),
+        )
+        execute(run)
+        return run
+
+    def _next_look(self, spec: JobSpecView, decision: Decision, run: ActionRun
+                   ) -> datetime | None:
+        """When the engine's scheduler would wake the job, as the reconcile asks it to."""
+        state = decision.record.state
+        status = self.job["status"]
+        if state is not None and self.definition.job.states[state].terminal:
+            return None
+        look = next_look(self.definition, spec, status, decision, wait_s=run.wait_s,
+                         now=self.now)
+        wakes = [*look.wake_ups.values(),
+                 *(self.now + timedelta(seconds=delay) for delay in look.delays)]
+        return min(wakes) if wakes else None
+
+    @property
+    def record(self) -> MachineRecord:
+        """The engine's record, as the job's status holds it."""
+        status = self.job.get("status") or {}
+        if self._record is None or self._record[0] is not status:
+            self._record = (status, read_record(status))
+        return self._record[1]
+
+    def state(self) -> str | None:
+        """The job's state, as its status records it."""
+        return self.record.state
+
+    def ended(self) -> bool:
+        """Whether the job is in a terminal state."""
+        state = self.state()
+        return state is not None and bool(self.definition.job.states[state].terminal)
+
+    def remove_deleted_pods(self) -> list[ReplicaId]:
+        """The pods being deleted are gone (their containers stopped, finalizers released)."""
+        gone = [r for r, p in self.pods.items() if p["metadata"].get("deletionTimestamp")]
+        for replica in gone:
+            del self.pods[replica]
+        return gone
+
+    def completed_at(self) -> datetime | None:
+        """When the job reached its terminal condition, from status.completionTime."""
+        finished = (self.job.get("status") or {}).get("completionTime")
+        return None if finished is None else parse_time(finished)
