@@ -54,6 +54,61 @@ def validate(
         raise typer.Exit(code=1)
 
 
+class TraceFormat(StrEnum):
+    text = "text"
+    dot = "dot"
+    svg = "svg"
+
+
+@app.command()
+def check(
+    paths: Annotated[list[Path], typer.Argument(help="Machine files or folders of them.")],
+    max_replicas: Annotated[
+        int, typer.Option(min=1, max=4, help="Replicas per type, from 1 to this.")] = 1,
+    max_types: Annotated[
+        int, typer.Option(min=1, help="Replica types in one job: every combination of this "
+                          "many of the kind's types.")] = 2,
+    backoff_limit: Annotated[
+        int, typer.Option(min=0, max=5, help="The checked jobs' runPolicy.backoffLimit.")] = 1,
+    faults: Annotated[
+        int, typer.Option(min=0, max=3, help="Disruptions per trace: lost node, deleted pod, "
+                          "suspension, invalid spec.")] = 1,
+    max_states: Annotated[
+        int, typer.Option(min=100, help="Situations per job shape before giving up.")] = 20_000,
+    jobs: Annotated[
+        int | None, typer.Option(min=1, help="Job shapes explored at once (default: CPUs).")
+    ] = None,
+    output_format: Annotated[
+        TraceFormat, typer.Option("--format", help="text, or dot/svg: the first broken "
+                                  "rule's trace drawn over the machine (with -o).")
+    ] = TraceFormat.text,
+    output: Annotated[
+        Path | None, typer.Option("-o", "--output", help="Where --format dot|svg writes.")
+    ] = None,
+) -> None:
+    """Explore every reachable situation of each machine with the engine's own decisions;
+    exit 1 with FILE:LINE:COL and the shortest trace of each broken rule."""
+    from engine.logs import configure_logging
+    from engine.modelcheck.check import check_paths
+    from engine.modelcheck.report import report_lines, trace_picture
+    from engine.modelcheck.shapes import Bounds
+
+    if output_format != TraceFormat.text and output is None:
+        raise typer.BadParameter("--format dot|svg writes a picture: give -o FILE",
+                                 param_hint="--output")
+    configure_logging(level="WARNING")
+    bounds = Bounds(max_replicas=max_replicas, max_types=max_types,
+                    backoff_limit=backoff_limit, faults=faults, max_states=max_states)
+    report = check_paths(paths, bounds, jobs=jobs or os.cpu_count() or 1)
+    for line in report_lines(report):
+        typer.echo(line)
+    broken = [(m, v) for m in report.machines for v in m.violations]
+    if output is not None and broken:
+        output.write_bytes(trace_picture(*broken[0], fmt=output_format.value))
+        typer.echo(f"{output}: the trace of {broken[0][1].rule}, drawn")
+    raise typer.Exit(code=0 if report.ok else 1)
+
+
 @app.command()
 def graph(
     file: Annotated[
@@ -103,6 +158,60 @@ def graph(
         sys.stdout.flush()
     else:
         output.write_bytes(data)
+
+
+class TimelineFormat(StrEnum):
+    text = "text"
+    json = "json"
+
+
+@app.command()
+def simulate(
+    scenario: Annotated[Path, typer.Argument(help="A scenario file (examples/simulations/).")],
+    output: Annotated[
+        Path | None,
+        typer.Option("-o", "--output", help="Write the job's path picture here (.svg, .png, "
+                                            ".dot or .mmd, by suffix)."),
+    ] = None,
+    until: Annotated[
+        str, typer.Option(help="Stop after this much simulated time (a duration: 90m, 24h).")
+    ] = "24h",
+    output_format: Annotated[
+        TimelineFormat, typer.Option("--format", help="The timeline as text lines or JSON.")
+    ] = TimelineFormat.text,
+) -> None:
+    """Play a scenario through the engine's decisions on a fake clock; exit 1 if its expect
+    is not met, 2 if the scenario is wrong."""
+    from engine.app.shipped import ROOT
+    from engine.definition.durations import parse_duration
+    from engine.logs import configure_logging
+    from engine.simulation.loading import ScenarioError
+    from engine.simulation.picture import path_picture
+    from engine.simulation.play import play
+    from engine.simulation.run import NeverSettlesError
+    from engine.simulation.timeline import json_report, text_report
+
+    seconds = parse_duration(until)
+    if seconds is None:
+        raise typer.BadParameter(f"{until!r} is not a duration such as 90m or 24h",
+                                 param_hint="--until")
+    configure_logging(level="WARNING")
+    try:
+        played = play(scenario, machines=ROOT / "machines", until_s=seconds)
+    except ScenarioError as exc:
+        for diagnostic in exc.diagnostics:
+            typer.echo(str(diagnostic), err=True)
+        raise typer.Exit(code=2) from None
+    except NeverSettlesError as exc:
+        _fail(str(exc))
+    typer.echo(json_report(played) if output_format == TimelineFormat.json else text_report(played))
+    if output is not None:
+        simulation = played.simulation
+        output.write_bytes(path_picture(simulation.world.definition, simulation.status,
+                                        fmt=_format_from_suffix(output)))
+    for diagnostic in played.unmet:
+        typer.echo(str(diagnostic), err=True)
+    raise typer.Exit(code=1 if played.unmet else 0)
 
 
 def _fail(message: str) -> NoReturn:

@@ -86,6 +86,20 @@ def validate_text(text: str, filename: str = "<text>") -> list[Diagnostic]:
     return sorted_diagnostics(diagnostics + check_definitions(definitions))
 
 
+def load_with_positions(
+    paths: Iterable[str | Path],
+) -> tuple[list[tuple[LoadedDefinition, CompiledDefinition]], list[Diagnostic]]:
+    """Every definition under `paths` that has no error, compiled, beside where its parts
+    were written (for tools that report FILE:LINE:COL), and every diagnostic found."""
+    definitions, diagnostics = _load(paths)
+    diagnostics = sorted_diagnostics(diagnostics + check_definitions(definitions))
+    if any(d.is_error for d in diagnostics):
+        return [], diagnostics
+    compiled = [(loaded, compile_definition(loaded)) for loaded in definitions
+                if not loaded.abstract]
+    return compiled, diagnostics
+
+
 def load_definitions(paths: Iterable[str | Path]) -> list[CompiledDefinition]:
     """Compiled definitions; raises `DefinitionError` if any file has any error."""
     definitions, diagnostics = _load(paths)

@@ -1,0 +1,153 @@
+"""`jobmachine check`: every machine under some paths, every job shape, every rule.
+
+The rules (docs/machine-language.md, "Model checking"):
+- dead-end: from every situation a terminal job state stays reachable;
+- terminal-left: a terminal job state is never left;
+- double-pod: a new pod is never wanted for an index whose pod is still there;
+- pod-after-end: no pod is created once the job is ending or ended;
+- backoff-limit: no pod is created, and no job goes on, past runPolicy.backoffLimit;
+- never-settles: the engine settles at every instant;
+and every declared state and condition is reached, or reported unused.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+
+from engine.definition import CompiledDefinition, Diagnostic, LoadedDefinition, Position
+from engine.definition.validate import load_with_positions
+from engine.modelcheck.codes import exit_code_classes
+from engine.modelcheck.explore import ShapeResult, Violation, explore
+from engine.modelcheck.shapes import Bounds, Shape, exit_codes, shapes
+
+
+@dataclass(frozen=True)
+class Unused:
+    """A declared state or condition no explored situation reached."""
+
+    what: str
+    position: Position
+
+
+@dataclass
+class MachineReport:
+    """What checking one machine found."""
+
+    loaded: LoadedDefinition
+    definition: CompiledDefinition
+    shapes: list[ShapeResult] = field(default_factory=list)
+    violations: list[Violation] = field(default_factory=list)
+    unused: list[Unused] = field(default_factory=list)
+    codes: tuple[int, ...] = ()
+
+    @property
+    def situations(self) -> int:
+        return sum(result.situations for result in self.shapes)
+
+    @property
+    def complete(self) -> bool:
+        return all(result.complete for result in self.shapes)
+
+    def position(self, violation: Violation) -> Position:
+        """Where the offending state or transition is written."""
+        return self.loaded.positions.key(violation.where)
+
+
+@dataclass
+class CheckReport:
+    """Every machine checked, or the diagnostics that kept them from loading."""
+
+    machines: list[MachineReport] = field(default_factory=list)
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        """Whether every rule held on every machine, fully explored."""
+        return (not any(d.is_error for d in self.diagnostics)
+                and all(not m.violations and m.complete for m in self.machines))
+
+
+def check_paths(paths: Iterable[str | Path], bounds: Bounds, *, jobs: int = 1) -> CheckReport:
+    """Load the machines under `paths` (as `validate` does) and check each, exploring up to
+    `jobs` job shapes at once in worker processes."""
+    named = tuple(str(p) for p in paths)
+    loaded, diagnostics = load_with_positions(named)
+    report = CheckReport(diagnostics=diagnostics)
+    work = [(source, definition, shape) for source, definition in loaded
+            for shape in shapes(definition, bounds)]
+    if jobs > 1 and len(work) > 1:
+        with ProcessPoolExecutor(min(jobs, len(work))) as pool:
+            results = list(pool.map(_explore_loaded, [(named, d.name, shape, bounds)
+                                                      for _, d, shape in work]))
+    else:
+        results = [_explore(d, shape, bounds) for _, d, shape in work]
+    for source, definition in loaded:
+        mine = [r for (_, d, _), r in zip(work, results, strict=True) if d is definition]
+        report.machines.append(_machine_report(source, definition, mine))
+    return report
+
+
+def _explore(definition: CompiledDefinition, shape: Shape, bounds: Bounds) -> ShapeResult:
+    codes = exit_code_classes(definition, shape, bounds, candidate_codes(definition))
+    return explore(definition, shape, bounds, codes)
+
+
+def _explore_loaded(task: tuple[tuple[str, ...], str, Shape, Bounds]) -> ShapeResult:
+    """In a worker process: the same, with the machines loaded there (once per process)."""
+    paths, name, shape, bounds = task
+    return _explore(_definitions(paths)[name], shape, bounds)
+
+
+@cache
+def _definitions(paths: tuple[str, ...]) -> dict[str, CompiledDefinition]:
+    loaded, _ = load_with_positions(paths)
+    return {definition.name: definition for _, definition in loaded}
+
+
+def candidate_codes(definition: CompiledDefinition) -> tuple[int, ...]:
+    """Exit codes the machine's guards may tell apart (`shapes.exit_codes`)."""
+    guards = [t.guard.source for m in (definition.job, definition.replica)
+              for t in m.transitions if t.guard is not None]
+    return exit_codes(definition, guards)
+
+
+def _machine_report(loaded: LoadedDefinition, definition: CompiledDefinition,
+                    results: list[ShapeResult]) -> MachineReport:
+    """The shortest trace per broken rule and place, and what was never reached."""
+    report = MachineReport(loaded, definition, results)
+    shortest: dict[tuple[str, tuple[object, ...]], Violation] = {}
+    for result in results:
+        report.codes = tuple(sorted(set(report.codes) | set(result.codes)))
+        for violation in result.violations:
+            key = (violation.rule, violation.where)
+            known = shortest.get(key)
+            if known is None or len(violation.trace) < len(known.trace):
+                shortest[key] = violation
+    report.violations = sorted(shortest.values(),
+                               key=lambda v: (len(v.trace), v.rule, str(v.where)))
+    report.unused = _unused(report)
+    return report
+
+
+def _unused(report: MachineReport) -> list[Unused]:
+    definition, positions = report.definition, report.loaded.positions
+    reached_job = set().union(*(r.job_states for r in report.shapes))
+    reached_replica = set().union(*(r.replica_states for r in report.shapes))
+    conditions = set().union(*(r.conditions for r in report.shapes))
+    found: list[Unused] = []
+    for level, machine, reached in (("job", definition.job, reached_job),
+                                    ("replica", definition.replica, reached_replica)):
+        for name in machine.states:
+            if name not in reached:
+                found.append(Unused(f"{level} state {name} is never entered",
+                                    positions.key(("spec", level, "states", name))))
+    for name, state in definition.job.states.items():
+        if state.condition is not None and state.condition.type not in conditions:
+            found.append(Unused(f"condition {state.condition.type} (of job state {name}) is "
+                                "never set True",
+                                positions.key(("spec", "job", "states", name))))
+    return found

@@ -1,0 +1,50 @@
+"""What `jobmachine check` prints: one line per machine, then each broken rule at its
+FILE:LINE:COL with the shortest trace that breaks it, and the unused states as warnings."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from engine.modelcheck.check import CheckReport, MachineReport
+from engine.modelcheck.explore import Violation
+from engine.simulation.picture import path_picture
+
+
+def report_lines(report: CheckReport) -> Iterator[str]:
+    """The whole report, as text lines."""
+    yield from (str(d) for d in report.diagnostics)
+    for machine in report.machines:
+        yield _summary(machine)
+        for violation in machine.violations:
+            yield from _violation(machine, violation)
+        for unused in machine.unused:
+            yield f"{unused.position}: warning: {unused.what} ({_kind(machine)})"
+
+
+def _kind(machine: MachineReport) -> str:
+    return machine.definition.governs.kind
+
+
+def _summary(machine: MachineReport) -> str:
+    verdict = ("every rule holds" if not machine.violations and machine.complete
+               else f"{len(machine.violations)} rule(s) broken" if machine.violations
+               else "not fully explored (raise --max-states)")
+    codes = ", ".join(map(str, machine.codes))
+    return (f"{machine.loaded.path}: {_kind(machine)} (machine {machine.definition.name}): "
+            f"{len(machine.shapes)} job shapes, {machine.situations:,} situations, "
+            f"exit codes {codes}: {verdict}")
+
+
+def _violation(machine: MachineReport, violation: Violation) -> Iterator[str]:
+    yield (f"{machine.position(violation)}: error: {violation.rule}: {violation.message} "
+           f"({_kind(machine)}: {violation.shape})")
+    yield f"  shortest trace ({len(violation.trace)} steps):"
+    for number, step in enumerate(violation.trace, start=1):
+        yield f"    {number}. {step.move}"
+        for line in step.engine:
+            yield f"         engine: {line}"
+
+
+def trace_picture(machine: MachineReport, violation: Violation, fmt: str) -> bytes:
+    """The machine with the path the broken trace took highlighted, with counts."""
+    return path_picture(machine.definition, violation.job.get("status") or {}, fmt=fmt)

@@ -1,0 +1,131 @@
+"""The jobs a model check runs: every small shape of job the machine governs.
+
+A machine decides by replica counts, restart policies, exit codes and run
+policy, so the check builds one job per combination of a few replicas per
+type and each restart policy, with a backoff limit, a deadline and a pending
+timeout set, and asks which exit codes the machine's expressions tell apart.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from engine.controller.jobspec import validation_error
+from engine.definition import CompiledDefinition
+
+START = datetime(2030, 1, 1, tzinfo=UTC)
+"""When every checked job is created (the clock is fake; only differences count)."""
+RESTART_POLICIES = ("Never", "OnFailure", "Always", "ExitCode")
+DEFAULT_TYPE = "Worker"
+"""The replica type of a job whose kind does not name its types (MachineJob's are free)."""
+
+DEADLINE_S = 3600
+PENDING_TIMEOUT_S = 600
+
+_INTEGER = re.compile(r"(?<![\w.])(\d{1,3})(?![\w.])")
+_EXIT_CODE_WORDS = ("exitCode", "termination", "failureAction", "reason")
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """How far the check goes: each is a flag of `jobmachine check`."""
+
+    max_replicas: int = 1
+    max_types: int = 2
+    """Replica types in one job: every combination of this many of the kind's types."""
+    backoff_limit: int = 1
+    restart_policies: tuple[str, ...] = RESTART_POLICIES
+    faults: int = 1
+    """Disruptions per trace (lost node, deleted pod, suspension, invalid spec)."""
+    max_states: int = 20_000
+    """Per job shape; a shape with more reachable situations is reported as not explored."""
+
+
+@dataclass(frozen=True)
+class Shape:
+    """One job the check runs: replica counts per type and one restart policy for all."""
+
+    counts: tuple[tuple[str, int], ...]
+    restart_policy: str
+
+    def __str__(self) -> str:
+        replicas = " ".join(f"{t}x{n}" for t, n in self.counts)
+        return f"{replicas}, restartPolicy {self.restart_policy}"
+
+
+def replica_types(definition: CompiledDefinition) -> list[str]:
+    """The replica types the kind names, else one generic type."""
+    return list(definition.governs.replica_types or [DEFAULT_TYPE])
+
+
+def shapes(definition: CompiledDefinition, bounds: Bounds) -> Iterator[Shape]:
+    """Every job of up to `max_types` of the kind's replica types with 1..max_replicas
+    each, under each restart policy, that the machine's validations accept."""
+    types = replica_types(definition)
+    for size in range(1, min(bounds.max_types, len(types)) + 1):
+        for chosen in itertools.combinations(types, size):
+            for counts in itertools.product(range(1, bounds.max_replicas + 1), repeat=size):
+                for policy in bounds.restart_policies:
+                    shape = Shape(tuple(zip(chosen, counts, strict=True)), policy)
+                    if not validation_error(build_job(definition, shape, bounds), definition):
+                        yield shape
+
+
+def build_job(definition: CompiledDefinition, shape: Shape, bounds: Bounds) -> dict[str, Any]:
+    """A job of the machine's kind in this shape, with every run-policy limit the check
+    explores set."""
+    governs = definition.governs
+    container = definition.definition.spec.pod.container or "main"
+    specs = {
+        name: {
+            "replicas": count,
+            "restartPolicy": shape.restart_policy,
+            "template": {"spec": {"containers": [
+                {"name": container, "image": "example/check:1", "command": ["train"]}]}},
+        }
+        for name, count in shape.counts
+    }
+    job: dict[str, Any] = {
+        "apiVersion": governs.api_version,
+        "kind": governs.kind,
+        "metadata": {"name": "checked", "namespace": "check", "uid": "uid-checked",
+                     "generation": 1},
+    }
+    _put(job, governs.replica_specs, specs)
+    _put(job, governs.run_policy, {
+        "backoffLimit": bounds.backoff_limit,
+        "activeDeadlineSeconds": DEADLINE_S,
+        "pendingTimeoutSeconds": PENDING_TIMEOUT_S,
+    })
+    return job
+
+
+def _put(job: dict[str, Any], dotted: str, value: Any) -> None:
+    *parents, last = dotted.split(".")
+    here = job
+    for part in parents:
+        here = here.setdefault(part, {})
+    here[last] = value
+
+
+def exit_codes(definition: CompiledDefinition, sources: Sequence[str]) -> tuple[int, ...]:
+    """Exit codes that stand for each class the machine's expressions can tell apart.
+
+    0 and 1 always; for every small integer an expression about the pod's end
+    compares against (`exitCode >= 128`, `exitCode in [137, 143]`), that number
+    and the one above it. The machine's default failure rules count too.
+    """
+    found = {0, 1}
+    texts = [s for s in sources if any(word in s for word in _EXIT_CODE_WORDS)]
+    texts += [repr(rule) for rule in definition.default_failure_rules]
+    for text in texts:
+        for match in _INTEGER.finditer(text):
+            value = int(match.group(1))
+            if 0 < value < 256:
+                found |= {value, min(value + 1, 255)}
+    return tuple(sorted(found))

@@ -1,0 +1,156 @@
+"""`jobmachine check` on small machines: one every rule holds for, and the same machine with
+one seeded bug each, found at the right place with a shortest trace."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from engine.controller.children import ReplicaId
+from engine.controller.decide import Decision
+from engine.controller.record import MachineRecord
+from engine.definition import load_definitions
+from engine.modelcheck.check import CheckReport, check_paths
+from engine.modelcheck.explore import Step, _Explorer
+from engine.modelcheck.report import report_lines, trace_picture
+from engine.modelcheck.shapes import START, Bounds, Shape, build_job
+from engine.simulation.world import Pass, World
+
+SOUND = Path(__file__).parent / "machines" / "sound.yaml"
+
+
+def seeded(tmp_path: Path, old: str, new: str) -> Path:
+    """The sound machine with one line changed."""
+    text = SOUND.read_text()
+    assert old in text
+    path = tmp_path / "seeded.yaml"
+    path.write_text(text.replace(old, new).replace("name: sound", "name: seeded"))
+    return path
+
+
+def line_of(path: Path, text: str) -> int:
+    return next(n for n, line in enumerate(path.read_text().splitlines(), 1) if text in line)
+
+
+def checked(path: Path, **bounds: int) -> CheckReport:
+    return check_paths([path], Bounds(**bounds))
+
+
+def test_every_rule_holds_for_the_sound_machine() -> None:
+    report = checked(SOUND)
+    assert report.ok, "\n".join(report_lines(report))
+    [machine] = report.machines
+    assert machine.unused == []
+    assert {r.shape.restart_policy for r in machine.shapes} == {
+        "Never", "OnFailure", "Always", "ExitCode"}
+
+
+def test_an_ending_guard_that_can_never_hold_is_a_dead_end_at_the_state_it_strands(
+    tmp_path: Path,
+) -> None:
+    path = seeded(tmp_path, "when: \"replicas.Worker.succeeded == replicas.Worker.desired\"",
+                  "when: \"replicas.Worker.succeeded > replicas.Worker.desired\"")
+    report = checked(path)
+    assert not report.ok
+    [machine] = report.machines
+    dead = [v for v in machine.violations if v.rule == "dead-end"]
+    assert dead, "\n".join(report_lines(report))
+    position = machine.position(dead[0])
+    assert (position.file, position.line) == (str(path), line_of(path, "Running: {condition"))
+    assert "no terminal state can be reached" in dead[0].message
+    moves = [step.move for step in dead[0].trace]
+    assert moves[0] == "the job is created"
+    assert any(move.startswith("Worker-0 exits 0") for move in moves)
+    assert "Succeeded" not in {s.split("-> ")[-1] for step in dead[0].trace
+                               for s in step.engine if s.startswith("job:")}
+
+
+def test_recreating_before_deleting_wants_two_pods_for_one_index(tmp_path: Path) -> None:
+    path = seeded(tmp_path, "      - {from: [Pending, Running], to: Failed, \"on\": podFailed}",
+                  "      - {from: [Pending, Running], to: Restarting, \"on\": podFailed}\n"
+                  "      - {from: Restarting, to: Running, \"on\": podRunning}")
+    path.write_text(path.read_text().replace(
+        "      Failed: {terminal: failure}\n    transitions:",
+        "      Failed: {terminal: failure}\n"
+        "      Restarting: {onEnter: [createPod, deletePod]}\n    transitions:"))
+    report = checked(path)
+    [machine] = report.machines
+    twice = [v for v in machine.violations if v.rule == "double-pod"]
+    assert twice, "\n".join(report_lines(report))
+    position = machine.position(twice[0])
+    assert position.line == line_of(path, "to: Restarting, \"on\": podFailed")
+    assert "Worker-0" in twice[0].message
+    assert twice[0].trace[-1].move.startswith("Worker-0 exits ")
+
+
+def test_restarts_past_the_backoff_limit_are_reported(tmp_path: Path) -> None:
+    path = seeded(tmp_path, "      - {from: [Pending, Running], to: Failed, \"on\": podFailed}",
+                  "      - {from: [Pending, Running], to: Restarting, \"on\": podFailed,"
+                  " actions: [countRestart, deletePod]}\n"
+                  "      - {from: Restarting, to: Pending, \"on\": podGone}")
+    path.write_text(path.read_text().replace(
+        "      Failed: {terminal: failure}\n    transitions:",
+        "      Failed: {terminal: failure}\n      Restarting: {}\n    transitions:").replace(
+        "when: \"replicas.Worker.failed > 0\"", "when: \"restarts > 100\"").replace(
+        "{from: [Pending, Running], to: Failed, \"on\": podGone}",
+        "{from: Running, to: Failed, \"on\": podGone}"))
+    report = checked(path, backoff_limit=1)
+    [machine] = report.machines
+    over = [v for v in machine.violations if v.rule == "backoff-limit"]
+    assert over, "\n".join(report_lines(report))
+    assert "more than backoffLimit 1" in over[0].message
+    assert sum(step.move.startswith("Worker-0 exits") for step in over[0].trace) == 2
+
+
+def test_a_pass_that_creates_pods_for_a_job_holding_its_replicas_breaks_pod_after_end() -> None:
+    definition = load_definitions([SOUND])[0]
+    shape = Shape((("Worker", 1),), "Never")
+    explorer = _Explorer(definition, shape, Bounds(), (0, 1))
+    world = World(definition, build_job(definition, shape, Bounds()), START)
+    created = Pass(Decision(MachineRecord(state="Succeeded"), holds_replicas=True), {}, (),
+                   (ReplicaId("Worker", 0),), (), (), None)
+    assert explorer._check_pass(world, created, ("Succeeded", {}), None,
+                                Step("a test", ()))
+    [violation] = explorer.violations
+    assert violation.rule == "pod-after-end"
+    assert violation.where == ("spec", "job", "states", "Succeeded")
+
+
+def test_unreached_states_are_warnings_with_their_position(tmp_path: Path) -> None:
+    path = seeded(tmp_path, "      Running: {}\n", "      Running: {}\n"
+                  "      Spare: {terminal: failure}\n")
+    path.write_text(path.read_text().replace(
+        "      - {from: Running, to: Pending, \"on\": podMissing}",
+        "      - {from: Running, to: Pending, \"on\": podMissing}\n"
+        "      - {from: Running, to: Spare, \"on\": podFailed, when: \"replica.desired > 10\"}"))
+    report = checked(path)
+    [machine] = report.machines
+    assert [u.what for u in machine.unused] == ["replica state Spare is never entered"]
+    assert machine.unused[0].position.line == line_of(path, "Spare: {terminal")
+
+
+def test_the_trace_is_drawn_over_the_machine(tmp_path: Path) -> None:
+    path = seeded(tmp_path, "when: \"replicas.Worker.succeeded == replicas.Worker.desired\"",
+                  "when: \"false\"")
+    report = checked(path)
+    [machine] = report.machines
+    picture = trace_picture(machine, machine.violations[0], "dot").decode()
+    assert "digraph" in picture
+    assert "Running" in picture
+
+
+def test_a_machine_with_errors_is_not_explored(tmp_path: Path) -> None:
+    broken = tmp_path / "broken.yaml"
+    broken.write_text(SOUND.read_text().replace("to: Succeeded,", "to: Nowhere,"))
+    report = checked(broken)
+    assert not report.ok
+    assert report.machines == []
+    assert any("Nowhere" in str(d) for d in report.diagnostics)
+
+
+@pytest.mark.parametrize("replicas", [2])
+def test_wider_bounds_explore_more(replicas: int) -> None:
+    narrow = checked(SOUND).machines[0].situations
+    wide = checked(SOUND, max_replicas=replicas).machines[0].situations
+    assert wide > narrow
