@@ -510,6 +510,11 @@ class GangSchedulerName(StrEnum):
     scheduler_plugins = "scheduler-plugins"
 
 
+UiAddressOption = Annotated[
+    str, typer.Option(help="The address the web view listens on (0.0.0.0 to reach it from "
+                      "other machines; every page asks for a token the API server accepts).")
+]
+
 GangSchedulerOption = Annotated[
     GangSchedulerName | None,
     typer.Option(help="The PodGroup API gang scheduled jobs use: volcano "
@@ -574,6 +579,11 @@ def run(
     parent_pid: Annotated[
         int | None, typer.Option(hidden=True, help="Stop when this process is gone (`up`).")
     ] = None,
+    ui_port: Annotated[
+        int | None, typer.Option(min=0, max=65535, help="Serve the web view (jobs on their "
+                                 "machines, live) on this port; 0 picks a free one.")
+    ] = None,
+    ui_address: UiAddressOption = "127.0.0.1",
 ) -> None:
     """Run the engine against a cluster until SIGINT or SIGTERM."""
     from engine.app.run import RunOptions, run_engine
@@ -603,7 +613,7 @@ def run(
         kubeconfig=kubeconfig, in_cluster=pod, machines=machines, namespace=namespace,
         leader_elect=leader_elect, shards=shards, lease_namespace=lease_namespace,
         metrics_port=metrics_port, metrics_address=metrics_address, live=live,
-        parent_pid=parent_pid, settings=settings,
+        parent_pid=parent_pid, settings=settings, ui_port=ui_port, ui_address=ui_address,
     ))
     raise typer.Exit(code=code)
 
@@ -653,6 +663,11 @@ def up(
         typer.Option("--engine/--no-engine", help="Run the engine too; --no-engine serves the "
                      "API server and node only, for an engine run elsewhere (e.g. the image)."),
     ] = True,
+    ui_port: Annotated[
+        int, typer.Option(min=0, max=65535, help="The web view's port (jobs on their machines, "
+                          "live; its address with a login token is printed); 0 picks a free one.")
+    ] = 0,
+    ui_address: UiAddressOption = "127.0.0.1",
 ) -> None:
     """Run the API server (with the CRDs), a local node and the engine until Ctrl-C."""
     from dataclasses import replace
@@ -683,6 +698,7 @@ def up(
             machines=machines, settings=settings, restart_backoff=backoff,
             node_capacity=capacity, audit_log=audit_log_path,
             token_auth_file=_checked_token_file(token_auth_file), event_ttl=ttl,
+            ui_port=ui_port, ui_address=ui_address,
         ), quiet=quiet, with_engine=engine)
     except CorruptDataError as exc:
         _fail(str(exc))

@@ -16,11 +16,9 @@ from engine.controller.errors import ApiError, NotFound
 from engine.controller.machines.registry import recorded_revision
 from engine.controller.machines.revisions import CONTROLLER_REVISIONS, compile_revision
 from engine.controller.machines.served import CRDS, served_resources
-from engine.controller.record import read_record
 from engine.controller.resources import STATE_MACHINES, Resource
 from engine.definition import CompiledDefinition, DefinitionError
-from engine.graph.path import highlight_from_counts, highlight_from_history
-from engine.graph.render import render_definition
+from engine.simulation.picture import path_picture
 
 
 class JobNotFoundError(LookupError):
@@ -42,22 +40,16 @@ def job_picture(
     The machine is the revision the job ran with; `definitions` (machine files) are
     drawn instead when given, for the kind they govern.
     """
-    job, kind = _find_job(client, namespace, name, _kinds(client, definitions))
+    job, kind = _find_job(client, namespace, name, governed_kinds(client, definitions))
     definition = next((d for d in definitions if d.governs.kind == kind), None)
     if definition is None:
         definition = _revision_of(client, job, system_namespace)
-    record = read_record(job.get("status") or {})
-    counts = [
-        {"level": level, "from": source or None, "to": target, "reason": reason, "count": count}
-        for (level, source, target, reason), count in record.transition_counts.items()
-    ]
-    highlight = (
-        highlight_from_counts(counts) if counts else highlight_from_history(record.history)
-    )
-    return render_definition(definition.definition, level=level, fmt=fmt, highlight=highlight)
+    return path_picture(definition, job.get("status") or {}, level=level, fmt=fmt)
 
 
-def _kinds(client: KubeClient, definitions: Sequence[CompiledDefinition]) -> dict[str, Resource]:
+def governed_kinds(
+    client: KubeClient, definitions: Sequence[CompiledDefinition] = ()
+) -> dict[str, Resource]:
     """Kind -> resource of the kinds the given machines (else the cluster's) govern."""
     served = served_resources(client.list(CRDS)[0])
     if definitions:

@@ -14,12 +14,15 @@ import socket
 import sys
 import threading
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from loguru import logger
 
 from engine.app.live import LiveReport, use_colour
+from engine.app.web import WebOptions, serving_web_view
 from engine.controller.client import KubeClient
 from engine.controller.health import serve_metrics_and_health
 from engine.controller.in_cluster import PodIdentity
@@ -52,6 +55,10 @@ class RunOptions:
     """Print one line per job state change and replica failure or restart (as `up` does)."""
     parent_pid: int | None = None
     """Stop when this process is no longer our parent (`up` runs the engine so)."""
+    ui_port: int | None = None
+    """Serve the web view on this port (0: a free one; None: no web view)."""
+    ui_address: str = "127.0.0.1"
+    """The address the web view listens on (loopback unless told otherwise)."""
     settings: EngineSettings = field(default_factory=EngineSettings)
 
 
@@ -119,7 +126,8 @@ def run_engine(options: RunOptions, *, stop: threading.Event | None = None) -> i
     if options.parent_pid is not None:
         _stop_when_orphaned(options.parent_pid, stop)
     try:
-        engine.run(stop, leader_election=elector, sharding=coordinator)
+        with _web_view(client, options):
+            engine.run(stop, leader_election=elector, sharding=coordinator)
     finally:
         if health is not None:
             health.stop()
@@ -130,6 +138,21 @@ def run_engine(options: RunOptions, *, stop: threading.Event | None = None) -> i
         logger.error("leadership lost: exiting so that a supervisor restarts a fresh candidate")
         return 1
     return 0
+
+
+@contextmanager
+def _web_view(client: KubeClient, options: RunOptions) -> Iterator[None]:
+    """The web view for the engine's run, when `options` asks for one."""
+    if options.ui_port is None:
+        yield
+        return
+    with serving_web_view(client, WebOptions(
+        address=options.ui_address, port=options.ui_port,
+        system_namespace=options.settings.system_namespace, namespace=options.namespace,
+    )) as view:
+        print(f"web view: {view.url} (log in with a bearer token the API server accepts)",
+              flush=True)
+        yield
 
 
 def _elector(client: KubeClient, options: RunOptions, identity: str) -> LeaderElector:

@@ -24,6 +24,7 @@ from typing import Literal
 
 from engine.app.run import tune_collector
 from engine.app.shipped import shipped_dir
+from engine.app.web import RunningWebView, WebOptions, serving_web_view
 from engine.cluster import running_apiserver
 from engine.cluster.apiserver.event_expiry import DEFAULT_EVENT_TTL
 from engine.cluster.apiserver.serve import RunningApiServer, ServerOptions
@@ -56,6 +57,11 @@ class UpOptions:
     event_ttl: float = DEFAULT_EVENT_TTL
     """Seconds an Event is kept after its last write (kube-apiserver's --event-ttl); 0: kept
     until deleted."""
+    ui_port: int | None = 0
+    """The web view's port (0: a free one; None: no web view); `serve_until_interrupted`
+    serves it."""
+    ui_address: str = "127.0.0.1"
+    """The address the web view listens on (loopback unless told otherwise)."""
 
 
 UNLIMITED_ON_OWN_SERVER = ("client_qps", "event_qps")
@@ -136,7 +142,7 @@ def serve_until_interrupted(
     stop = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda *_: stop.set())
-    with running_local_server(options) as (server, _):
+    with running_local_server(options) as (server, client), _web_view(client, options) as view:
         engine = (_start_engine_process(server, options.settings, live=not quiet)
                   if with_engine else None)
         try:
@@ -147,6 +153,8 @@ def serve_until_interrupted(
             print("node capacity: " + ", ".join(f"{k}={v}" for k, v in capacity.written.items()),
                   flush=True)
             print(f"export KUBECONFIG={server.kubeconfig}", flush=True)
+            if view is not None:
+                print(f"web view: {view.login_link(server.token)}", flush=True)
             print("Ctrl-C stops everything; run `jobmachine up` again with the same --data-dir "
                   "to resume.", flush=True)
             while not stop.wait(1.0):
@@ -158,6 +166,19 @@ def serve_until_interrupted(
         finally:
             if engine is not None:
                 _stop_engine_process(engine, options.settings)
+
+
+@contextmanager
+def _web_view(client: KubeClient, options: UpOptions) -> Iterator[RunningWebView | None]:
+    """The web view, when `options` asks for one."""
+    if options.ui_port is None:
+        yield None
+        return
+    with serving_web_view(client, WebOptions(
+        address=options.ui_address, port=options.ui_port,
+        system_namespace=options.settings.system_namespace,
+    )) as view:
+        yield view
 
 
 def _start_engine_process(

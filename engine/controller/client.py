@@ -211,6 +211,18 @@ class KubeClient:
         loader.load_and_set(configuration)  # type: ignore[no-untyped-call]
         return cls(configuration, qps=qps, burst=burst)
 
+    def as_user(self, token: str, *, qps: float = 50, burst: int = 100) -> KubeClient:
+        """A client of the same server (address, CA, proxy) that authenticates with `token`
+        alone: no client certificate and no credential plugin of this client's, so the server
+        answers as it would answer that user (the web view asks as the user it serves)."""
+        configuration = copy.deepcopy(self._configuration)
+        configuration.api_key = {"authorization": f"Bearer {token}"}
+        configuration.api_key_prefix = {}
+        configuration.refresh_api_key_hook = None
+        configuration.cert_file = configuration.key_file = None
+        configuration.username = configuration.password = None
+        return KubeClient(configuration, qps=qps, burst=burst, user_agent=self._user_agent)
+
     @property
     def request_count(self) -> int:
         """Requests sent so far through this client and its `with_budget` copies."""
@@ -232,6 +244,31 @@ class KubeClient:
     def get(self, res: Resource, name: str, namespace: str | None = None) -> dict[str, Any]:
         """One object; NotFound if it does not exist."""
         return self._json("GET", res.path(namespace, name))
+
+    def open_stream(
+        self, res: Resource, name: str, namespace: str | None = None, *, subresource: str,
+        query: Mapping[str, Any] | None = None, read_timeout_s: float = _READ_TIMEOUT_S,
+    ) -> Response:
+        """A subresource's answer with its body not yet read (a followed pod log, which
+        never ends while the pod runs): the caller reads it as it comes, then releases it."""
+        return self._send("GET", res.path(namespace, name, subresource),
+                          query=list((query or {}).items()) or None,
+                          timeout=(_CONNECT_TIMEOUT_S, read_timeout_s))
+
+    def read_text(
+        self, res: Resource, name: str, namespace: str | None = None, *, subresource: str,
+        query: Mapping[str, Any] | None = None,
+    ) -> str:
+        """A subresource the server answers as text (a pod's `log`), decoded as UTF-8."""
+        path = res.path(namespace, name, subresource)
+        sent_at = self.api_health.now()
+        response = self._send("GET", path, query=list((query or {}).items()) or None)
+        try:
+            return response.read().decode(errors="replace")
+        except TRANSPORT_ERRORS as exc:
+            error = unavailable(exc)
+            self.api_health.failed(error, sent_at=sent_at)
+            raise error from exc
 
     def list(
         self, res: Resource, namespace: str | None = None, *, label_selector: str | None = None,

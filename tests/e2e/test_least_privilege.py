@@ -81,6 +81,10 @@ KEPT: dict[Triple, str] = {
     ("coordination.k8s.io", "leases", "list"): "--shards: the shard Leases are listed",
     ("coordination.k8s.io", "leases", "delete"): "--shards: a shard Lease is given back",
     ("apps", "controllerrevisions", "delete"): "revisions no job runs on are pruned",
+    **{("", "events", verb): "the web view (run --ui-port) shows a job's events"
+       for verb in ("list", "watch")},
+    ("apps", "controllerrevisions", "get"): "the web view (run --ui-port) draws the machine "
+                                            "revision a job ran with",
 }
 
 

@@ -12,7 +12,6 @@ import asyncio
 import shutil
 import signal
 import tempfile
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -32,6 +31,7 @@ from engine.cluster.apiserver.service_account_tokens import TokenAuthority
 from engine.cluster.apiserver.tls import create_ca_and_server_cert, ssl_context
 from engine.cluster.apiserver.watch import DEFAULT_HISTORY
 from engine.cluster.apiserver.watch_stream import WatchSettings
+from engine.loop_thread import run_on, running_loop
 
 _STARTUP_TIMEOUT = 60.0
 # How long in-flight requests (a followed log, a watch) get to finish when stopping.
@@ -189,41 +189,15 @@ def running_apiserver(
 ) -> Iterator[RunningApiServer]:
     """Run a server in a background thread (its own asyncio loop) for the `with` block."""
     work_dir = Path(tempfile.mkdtemp(prefix="jobmachine-apiserver-"))
-    loop = asyncio.new_event_loop()
-    started: dict[str, _Server] = {}
-    failure: list[BaseException] = []
-    ready = threading.Event()
-
-    async def start() -> None:
-        try:
-            started["server"] = await _start(
+    try:
+        with running_loop("jobmachine-apiserver") as loop:
+            server = run_on(loop, _start(
                 host=host, port=port, data_dir=data_dir, files_dir=data_dir or work_dir,
                 kubeconfig=None, tls=tls, options=options or ServerOptions(),
-            )
-        except BaseException as exc:
-            failure.append(exc)
-        finally:
-            ready.set()
-
-    def run() -> None:
-        asyncio.set_event_loop(loop)
-        loop.run_until_complete(start())
-        if failure:
-            return  # nothing to serve: the caller raises the failure and closes the loop
-        loop.run_forever()
-
-    thread = threading.Thread(target=run, name="jobmachine-apiserver", daemon=True)
-    thread.start()
-    try:
-        if not ready.wait(_STARTUP_TIMEOUT):
-            raise TimeoutError("the embedded API server did not start in time")
-        if failure:
-            raise failure[0]
-        yield started["server"].info
+            ), timeout_s=_STARTUP_TIMEOUT, what="starting the embedded API server")
+            try:
+                yield server.info
+            finally:
+                run_on(loop, server.stop(), timeout_s=30, what="stopping the API server")
     finally:
-        if "server" in started:
-            asyncio.run_coroutine_threadsafe(started["server"].stop(), loop).result(30)
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(30)
-        loop.close()
         shutil.rmtree(work_dir, ignore_errors=True)

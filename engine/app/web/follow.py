@@ -1,0 +1,108 @@
+"""The watches that feed the web view's live model, on the engine's own informers.
+
+Which kinds are jobs is data, as for the engine: the StateMachine objects say which
+kinds they govern and the CRDs which kinds are served, so a kind added with `kubectl
+apply` appears in the view without a restart, and one no longer governed leaves it.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from loguru import logger
+
+from engine.app.web.state import Feed, LiveJobs
+from engine.controller.cache import Cache
+from engine.controller.children import JOB_NAME_LABEL
+from engine.controller.client import KubeClient
+from engine.controller.machines.served import CRDS, project_crd, served_resources
+from engine.controller.resources import EVENTS, PODS, STATE_MACHINES, Resource
+from engine.controller.watch import Informer
+
+Obj = dict[str, Any]
+
+
+def _governs(machine: Obj) -> tuple[str, str] | None:
+    governs = (machine.get("spec") or {}).get("governs") or {}
+    if not governs.get("apiVersion") or not governs.get("kind"):
+        return None
+    return str(governs["apiVersion"]), str(governs["kind"])
+
+
+def _project_machine(obj: Obj) -> Obj:
+    """Of a StateMachine, only its name and the kind it governs."""
+    metadata = obj.get("metadata") or {}
+    return {"metadata": {key: metadata[key] for key in ("name", "resourceVersion")
+                         if key in metadata},
+            "spec": {"governs": (obj.get("spec") or {}).get("governs") or {}}}
+
+
+class Follower:
+    """Keeps `model` current: one informer per governed kind, one for pods, one for events.
+
+    `namespace` limits jobs, pods and events to one namespace (as `run --namespace`).
+    """
+
+    def __init__(self, client: KubeClient, model: LiveJobs, *, namespace: str | None) -> None:
+        self._client = client
+        self._model = model
+        self._namespace = namespace
+        self._lock = threading.Lock()
+        self._stopped = False
+        self._machines = Cache(_project_machine)
+        self._crds = Cache(project_crd)
+        self._kinds: dict[Resource, Informer] = {}
+        self._fixed = [
+            Informer(client, STATE_MACHINES, cache=self._machines, handler=self._kinds_changed),
+            Informer(client, CRDS, cache=self._crds, handler=self._kinds_changed),
+            self._informer(PODS, model.pod_feed(), label_selector=JOB_NAME_LABEL),
+            self._informer(EVENTS, model.event_feed()),
+        ]
+
+    def start(self) -> None:
+        """Start every watch (each on its own thread)."""
+        for informer in self._fixed:
+            informer.start()
+
+    def wait_synced(self, timeout: float) -> bool:
+        """Whether every watch, those of job kinds known by then included, listed in time."""
+        fixed = all(informer.wait_synced(timeout) for informer in self._fixed)
+        with self._lock:
+            kinds = list(self._kinds.values())
+        return fixed and all(informer.wait_synced(timeout) for informer in kinds)
+
+    def stop(self) -> None:
+        """Stop every watch and wait for their threads."""
+        with self._lock:
+            self._stopped = True
+            informers = [*self._fixed, *self._kinds.values()]
+            self._kinds.clear()
+        for informer in informers:
+            informer.stop()
+
+    def _informer(self, resource: Resource, feed: Feed, *,
+                  label_selector: str | None = None) -> Informer:
+        return Informer(self._client, resource, namespace=self._namespace, cache=feed.cache,
+                        handler=feed.handler, label_selector=label_selector)
+
+    def _kinds_changed(self, _type: str, _old: Obj | None, _new: Obj | None) -> None:
+        """Start watching kinds that became governed and served; drop those that stopped."""
+        served = served_resources(self._crds.list())
+        governed = {kind for machine in self._machines.list()
+                    if (kind := _governs(machine)) is not None}
+        wanted = {served[kind] for kind in governed if kind in served}
+        with self._lock:
+            if self._stopped:
+                return
+            gone = [(r, self._kinds.pop(r)) for r in list(self._kinds) if r not in wanted]
+            new = [r for r in wanted if r not in self._kinds]
+            for resource in new:
+                informer = self._informer(resource, self._model.job_feed(resource))
+                self._kinds[resource] = informer
+                informer.start()
+        for resource, informer in gone:
+            informer.stop()
+            self._model.drop_kind(resource)
+        for resource in new:
+            logger.debug(f"web view: following {resource.kind} ({resource.api_version})")

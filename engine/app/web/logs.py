@@ -1,0 +1,58 @@
+"""The last lines of each replica's log, read through the pods/log subresource as the viewer.
+
+Reading as the viewer (with their token) leaves the decision to the API server: a user
+without `get pods/log` sees why, never the log. A pod's tail is read again only while
+it runs or when the pod changed, so a finished job's page costs no request per redraw.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from engine.app.web.pages import LogTail
+from engine.app.web.state import Pod
+from engine.controller.client import KubeClient
+from engine.controller.errors import ApiError, Forbidden
+from engine.controller.resources import PODS
+
+TAIL_LINES = 40
+TAIL_BYTES = 64 * 1024
+SHOWN = 20
+"""Logs of at most this many pods per page (a job may have thousands of replicas)."""
+
+
+class LogTails:
+    """The log tails of one page's pods, kept between redraws."""
+
+    def __init__(self, client: Callable[[], KubeClient], namespace: str) -> None:
+        self._client = client
+        """The viewer's client (asked each time: the viewers' clients are kept a while only)."""
+        self._namespace = namespace
+        self._kept: dict[str, tuple[str, LogTail]] = {}
+
+    def read(self, pods: Sequence[Pod]) -> dict[str, LogTail]:
+        """Pod name -> its tail, for the first SHOWN pods (the rest say they are not shown)."""
+        tails = {pod.name: self._tail(pod) for pod in pods[:SHOWN]}
+        tails.update({pod.name: LogTail(note=f"not shown: only the first {SHOWN} pods' logs "
+                                             "are") for pod in pods[SHOWN:]})
+        return tails
+
+    def _tail(self, pod: Pod) -> LogTail:
+        kept = self._kept.get(pod.name)
+        if kept is not None and kept[0] == pod.resource_version and pod.phase != "Running":
+            return kept[1]
+        tail = self._fetch(pod)
+        self._kept[pod.name] = (pod.resource_version, tail)
+        return tail
+
+    def _fetch(self, pod: Pod) -> LogTail:
+        query: dict[str, object] = {"tailLines": TAIL_LINES, "limitBytes": TAIL_BYTES}
+        if pod.container:
+            query["container"] = pod.container
+        try:
+            return LogTail(text=self._client().read_text(
+                PODS, pod.name, self._namespace, subresource="log", query=query))
+        except Forbidden:
+            return LogTail(note="you may not read this pod's log (get pods/log)")
+        except ApiError as exc:
+            return LogTail(note=str(exc))
