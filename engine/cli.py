@@ -715,6 +715,10 @@ def demo(
     examples: Annotated[
         Path | None, typer.Option(help="Folder of job manifests (default: shipped examples/).")
     ] = None,
+    real: Annotated[
+        bool, typer.Option("--real", help="Run examples/real: replicas that train for real and "
+                                          "print their results (pip install -e '.[real]').")
+    ] = False,
 ) -> None:
     """Run the examples on a throw-away local cluster; exit 0 if every job ended as expected."""
     from engine.app.demo import DemoError, DemoOptions, run_demo
@@ -722,7 +726,8 @@ def demo(
 
     configure_logging(level="WARNING")
     try:
-        ok = run_demo(DemoOptions(output=output, node_mode=node_mode.value, examples=examples))
+        ok = run_demo(DemoOptions(output=output, node_mode=node_mode.value, examples=examples,
+                                  real=real))
     except DemoError as exc:
         _fail(str(exc))
     raise typer.Exit(code=0 if ok else 1)

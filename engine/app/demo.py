@@ -4,16 +4,18 @@ The shortest way from a checkout to seeing the engine work: `up` in a temporary
 folder, every example submitted, each recorded state change printed as it
 happens, then the phases, the events and each job's path as a picture. It
 returns whether every job ended as its `demo.jobmachine.dev/expect` annotation
-says, so the same run doubles as a smoke test of the whole engine.
+says, so the same run doubles as a smoke test of the whole engine. `--real` runs
+examples/real instead: replicas that train for real, whose `result:` log lines it prints.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import queue
 import sys
 import tempfile
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -32,10 +34,12 @@ from engine.app.up import (
     local_settings,
     running_local_cluster,
 )
+from engine.controller.children import JOB_UID_LABEL
 from engine.controller.client import KubeClient
+from engine.controller.errors import ApiError
 from engine.controller.install import crd_resources
 from engine.controller.reconcile import RecordedTransition
-from engine.controller.resources import EVENTS, Resource
+from engine.controller.resources import CONFIGMAPS, EVENTS, PODS, Resource
 
 EXPECT_ANNOTATION = "demo.jobmachine.dev/expect"
 EXPECTATIONS = ("Succeeded", "Failed")
@@ -43,6 +47,11 @@ POLL_INTERVAL_S = 0.2
 # Short enough that a restart shows within seconds, long enough to be seen in the timeline.
 DEMO_REPLICA_BACKOFF_S = 2.0
 EVENT_FLUSH_TIMEOUT_S = 5.0
+# What the examples in examples/real import: the `real` extra.
+REAL_MODULES = ("xgboost", "jax", "numpy")
+# The examples' scripts (the folder's *.py), mounted by the examples that run them.
+SCRIPTS_CONFIGMAP = "example-scripts"
+RESULT_PREFIX = "result:"
 
 
 class DemoError(ValueError):
@@ -57,6 +66,8 @@ class DemoOptions:
     node_mode: NodeMode = "process"
     examples: Path | None = None
     timeout_s: float = 120.0
+    real: bool = False
+    """Run examples/real (unless `examples` names a folder); needs the `real` extra."""
 
 
 @dataclass(frozen=True)
@@ -137,8 +148,12 @@ class _Tracked:
 
 def run_demo(options: DemoOptions, *, out: TextIO = sys.stdout) -> bool:
     """Run every example on a fresh local cluster; True if each ended as it expects."""
+    if options.real:
+        _check_real_extra(options.node_mode)
     kinds = {r.kind: r for r in crd_resources(shipped_dir("crds")) if r.namespaced}
-    examples = load_examples(options.examples or shipped_dir("examples"), kinds)
+    folder = options.examples or (
+        shipped_dir("examples") / "real" if options.real else shipped_dir("examples"))
+    examples = load_examples(folder, kinds)
     settings = local_settings({}, replica_backoff_base_s=DEMO_REPLICA_BACKOFF_S)
     _say(out, f"jobmachine demo: {len(examples)} jobs, node mode {options.node_mode}, replica "
               f"back-off {DEMO_REPLICA_BACKOFF_S:g}s (doubling per restart); starting a local "
@@ -147,6 +162,7 @@ def run_demo(options: DemoOptions, *, out: TextIO = sys.stdout) -> bool:
         up = UpOptions(data_dir=Path(data_dir), port=0, node_mode=options.node_mode,
                        settings=settings)
         with running_local_cluster(up) as cluster:
+            share_scripts(cluster.client, folder, (example.namespace for example in examples))
             _say(out, f"cluster up at {cluster.server.url}; submitting "
                       f"{', '.join(e.name for e in examples)}\n")
             tracked = _run_examples(cluster, examples, options.timeout_s, out)
@@ -154,6 +170,42 @@ def run_demo(options: DemoOptions, *, out: TextIO = sys.stdout) -> bool:
             _report(cluster, tracked, options.output, out)
     _say(out, "\n" + verdict(rows).rstrip())
     return all(row.as_expected for row in rows)
+
+
+def _check_real_extra(node_mode: NodeMode) -> None:
+    """DemoError, in one line, unless the real examples can run here."""
+    missing = [name for name in REAL_MODULES if importlib.util.find_spec(name) is None]
+    if missing:
+        raise DemoError(f"the real examples need {', '.join(missing)}, which {sys.executable} "
+                        f"cannot import: pip install -e '.[real]'")
+    if node_mode != "process":
+        raise DemoError("the real examples train for real: they need --node-mode process")
+
+
+def share_scripts(client: KubeClient, folder: Path, namespaces: Iterable[str]) -> None:
+    """The folder's scripts as the ConfigMap the examples mount, in each namespace (what
+    `kubectl create configmap example-scripts --from-file=FOLDER` makes)."""
+    scripts = {path.name: path.read_text() for path in sorted(folder.glob("*.py"))}
+    if not scripts:
+        return
+    for namespace in sorted(set(namespaces)):
+        client.create(CONFIGMAPS, {"apiVersion": "v1", "kind": "ConfigMap",
+                                   "metadata": {"name": SCRIPTS_CONFIGMAP}, "data": scripts},
+                      namespace)
+
+
+def with_this_python(node: Any) -> Any:
+    """The manifest with each container command `python3 ...` run by this Python instead,
+    the one the demo runs in (with the extras installed), whatever `python3` is on PATH."""
+    if isinstance(node, list):
+        return [with_this_python(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    copy = {key: with_this_python(value) for key, value in node.items()}
+    command = copy.get("command")
+    if "image" in copy and isinstance(command, list) and command[:1] == ["python3"]:
+        copy["command"] = [sys.executable, *command[1:]]
+    return copy
 
 
 def _run_examples(
@@ -165,7 +217,7 @@ def _run_examples(
     cluster.engine.add_transition_listener(partial(_enqueue, changes))
     started = time.monotonic()
     tracked = [
-        _Tracked(example, client.create(example.resource, dict(example.manifest),
+        _Tracked(example, client.create(example.resource, with_this_python(example.manifest),
                                         example.namespace), time.monotonic())
         for example in examples
     ]
@@ -229,6 +281,11 @@ def _report(cluster: LocalCluster, tracked: Sequence[_Tracked], output: Path, ou
         uid = one.job["metadata"]["uid"]
         mine = [event for event in events if event["involvedObject"].get("uid") == uid]
         _say(out, "\n" + events_block(one.example.name, mine))
+    results = [found for one in tracked for found in _result_lines(cluster.client, one)]
+    if results:
+        width = max(len(pod) for pod, _ in results)
+        _say(out, f"\nresults (the lines of the pods' logs that start with {RESULT_PREFIX!r}):\n"
+                  + "\n".join(f"  {pod:<{width}}  {line}" for pod, line in results))
     output.mkdir(parents=True, exist_ok=True)
     written = []
     for one in tracked:
@@ -240,6 +297,24 @@ def _report(cluster: LocalCluster, tracked: Sequence[_Tracked], output: Path, ou
         written.append(str(path))
     _say(out, "each job's path through its machine (states visited and transitions fired, "
               "highlighted): " + ", ".join(written))
+
+
+def _result_lines(client: KubeClient, one: _Tracked) -> list[tuple[str, str]]:
+    """(pod, line) for each result line the job's pods logged."""
+    namespace = one.example.namespace
+    pods, _ = client.list(PODS, namespace,
+                          label_selector=f"{JOB_UID_LABEL}={one.job['metadata']['uid']}")
+    names = sorted(str(pod["metadata"]["name"]) for pod in pods)
+    return [(name, line) for name in names for line in _log(client, name, namespace).splitlines()
+            if line.startswith(RESULT_PREFIX)]
+
+
+def _log(client: KubeClient, pod: str, namespace: str) -> str:
+    """The pod's log; empty when it has none (a container that never started)."""
+    try:
+        return client.read_text(PODS, pod, namespace, subresource="log")
+    except ApiError:
+        return ""
 
 
 def _say(out: TextIO, text: str) -> None:

@@ -11,6 +11,7 @@ with it (isolation.py logs a warning once).
 from __future__ import annotations
 
 import os
+import socket
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -39,13 +40,19 @@ def pod_names(pod: Mapping[str, Any]) -> list[str]:
 
 
 def hosts_text(pod: Mapping[str, Any], services: Iterable[str]) -> str:
-    """The hosts file of a pod's processes, given the Service names of its namespace."""
+    """The hosts file of a pod's processes, given the Service names of its namespace.
+
+    The processes keep the machine's host name (they share its UTS namespace), so it is
+    listed too: libraries that look their own host name up (gloo, under JAX's and
+    PyTorch's CPU collectives) find it, as they find the pod's name in a cluster."""
     namespace = str((pod.get("metadata") or {}).get("namespace") or "default")
+    names = pod_names(pod)
+    machine = socket.gethostname()
     lines = [
         "# Hosts file of a pod on the jobmachine local node.",
         f"{ADDRESS}\tlocalhost",
         "::1\tlocalhost ip6-localhost ip6-loopback",
-        f"{ADDRESS}\t{' '.join(pod_names(pod))}",
+        f"{ADDRESS}\t{' '.join(names + ([machine] if machine and machine not in names else []))}",
     ]
     lines += [f"{ADDRESS}\t{_service_names(name, namespace)}" for name in sorted(set(services))]
     return "\n".join(lines) + "\n"

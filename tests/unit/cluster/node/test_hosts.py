@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 from typing import Any
 
 from engine.cluster.node.hosts import hosts_text, pod_names
@@ -17,7 +18,7 @@ def test_services_of_the_namespace_resolve_to_this_machine_by_every_name_form() 
     assert lines == [
         "127.0.0.1\tlocalhost",
         "::1\tlocalhost ip6-localhost ip6-loopback",
-        "127.0.0.1\tjob-worker-0",
+        f"127.0.0.1\tjob-worker-0 {socket.gethostname()}",
         "127.0.0.1\tjob-master-0 job-master-0.team job-master-0.team.svc "
         "job-master-0.team.svc.cluster.local",
         "127.0.0.1\tjob-worker-0 job-worker-0.team job-worker-0.team.svc "
@@ -33,3 +34,9 @@ def test_a_pod_knows_its_hostname_and_subdomain() -> None:
         "w0.job.team.svc.cluster.local",
     ]
     assert pod_names(pod(subdomain="job"))[:2] == ["job-worker-0", "job-worker-0.job"]
+
+
+def test_the_machines_own_host_name_resolves_as_it_would_outside() -> None:
+    """The processes keep the machine's host name; gloo (JAX's CPU collectives) looks it up."""
+    names = hosts_text(pod(), []).splitlines()[3].split("\t")[1].split()
+    assert names == ["job-worker-0", socket.gethostname()]
