@@ -22,6 +22,7 @@ from engine.cluster.apiserver.names import (
     label_key_errors,
     label_value_errors,
 )
+from engine.cluster.apiserver.pod_defaults import pod_spec_defaults
 from engine.cluster.apiserver.priority_classes import priority_class_immutable
 from engine.cluster.apiserver.rbac_validation import binding_immutable
 
@@ -98,17 +99,27 @@ def validate_immutable(kind: str, obj: Mapping[str, Any], old: Mapping[str, Any]
 
 
 def _pod_immutable(obj: Mapping[str, Any], old: Mapping[str, Any]) -> list[Cause]:
-    new_spec, old_spec = dict(obj.get("spec") or {}), dict(old.get("spec") or {})
-    for spec in (new_spec, old_spec):
-        for key in ("containers", "initContainers"):
-            spec[key] = [{**c, "image": None} for c in spec.get(key) or []]
-        spec.pop("activeDeadlineSeconds", None)
+    # Both as defaulted today (kube-apiserver defaults what it reads from storage too), with
+    # images masked first: they may change, and a pull policy defaulted from them with them.
+    new_spec, old_spec = _masked_spec(obj), _masked_spec(old)
+    new_spec.pop("activeDeadlineSeconds", None)
+    old_spec.pop("activeDeadlineSeconds", None)
     old_tolerations = old_spec.pop("tolerations", None) or []
     new_tolerations = new_spec.pop("tolerations", None) or []
     dropped = [t for t in old_tolerations if t not in new_tolerations]
     if new_spec != old_spec or dropped:
         return [forbidden("spec", _POD_MUTABLE)]
     return []
+
+
+def _masked_spec(pod: Mapping[str, Any]) -> dict[str, Any]:
+    spec = pod.get("spec")
+    if not isinstance(spec, dict):
+        return {}
+    masked = dict(spec)
+    for key in ("containers", "initContainers"):
+        masked[key] = [{**c, "image": None} for c in spec.get(key) or []]
+    return pod_spec_defaults(masked)
 
 
 def _service_immutable(obj: Mapping[str, Any], old: Mapping[str, Any]) -> list[Cause]:

@@ -108,8 +108,9 @@ def prepare_crd(obj: Obj, old: Obj | None, registry: Registry, *, now: str) -> O
         "conditions": _conditions(previous.get("conditions") or [], now),
     }
     metadata = dict(obj["metadata"])
-    if old is None:
-        metadata["finalizers"] = [*(metadata.get("finalizers") or []), CLEANUP_FINALIZER]
+    finalizers = metadata.get("finalizers") or []
+    if old is None and CLEANUP_FINALIZER not in finalizers:
+        metadata["finalizers"] = [*finalizers, CLEANUP_FINALIZER]
     return {**obj, "metadata": metadata, "status": status}
 
 

@@ -16,6 +16,7 @@ from typing import Any
 from engine.cluster.apiserver.errors import ApiError, Cause, forbidden_resource
 from engine.cluster.apiserver.field_errors import forbidden, invalid, not_supported, required
 from engine.cluster.apiserver.objects import Obj
+from engine.cluster.apiserver.zero_values import with_pointers
 
 HIGHEST_USER_DEFINABLE_PRIORITY = 1_000_000_000
 SYSTEM_CRITICAL_PRIORITY = 2 * HIGHEST_USER_DEFINABLE_PRIORITY
@@ -69,9 +70,7 @@ def with_defaults(obj: Obj) -> Obj:
 
     An explicit "" stays, and validation answers it with Required.
     """
-    if obj.get("preemptionPolicy") is not None:
-        return obj
-    return {**obj, "preemptionPolicy": PREEMPT_LOWER_PRIORITY}
+    return with_pointers(obj, {"preemptionPolicy": PREEMPT_LOWER_PRIORITY})
 
 
 def validate_priority_class(obj: Mapping[str, Any]) -> list[Cause]:

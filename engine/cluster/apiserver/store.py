@@ -24,7 +24,7 @@ from engine.cluster.apiserver.builtins import (
     SERVICES,
     strategy_for,
 )
-from engine.cluster.apiserver.defaults import apply_defaults
+from engine.cluster.apiserver.defaults import Held, apply_defaults
 from engine.cluster.apiserver.errors import (
     ApiError,
     Cause,
@@ -34,6 +34,7 @@ from engine.cluster.apiserver.errors import (
     invalid,
     not_found,
 )
+from engine.cluster.apiserver.node_ports import held as held_node_ports
 from engine.cluster.apiserver.objects import Entry, Obj, ObjectTable
 from engine.cluster.apiserver.patch_types import patched
 from engine.cluster.apiserver.priority_admission import (
@@ -139,7 +140,7 @@ class Store:
         requested_name = str(metadata.get("name") or metadata.get("generateName") or "")
         if not metadata.get("name"):
             metadata["name"] = self._generate_name(rt, ns, metadata.get("generateName"))
-        obj = apply_defaults(rt.key, decode_typed(rt, obj), None, self._service_ips)
+        obj = apply_defaults(rt.key, decode_typed(rt, obj), None, self._held())
         obj = self._mutating_admission(rt, obj, None, name=requested_name)
         obj, warnings = admit(self.registry, rt, obj, None, field_validation=field_validation)
         self._validating_admission(rt, obj, None)
@@ -303,8 +304,9 @@ class Store:
         field_validation: str,
     ) -> Written:
         old = entry.obj
+        if subresource in (None, "status"):  # decoded, so defaulted, as a whole
+            new = apply_defaults(rt.key, decode_typed(rt, new), old, self._held())
         if subresource is None:
-            new = apply_defaults(rt.key, decode_typed(rt, new), old, self._service_ips)
             new = self._mutating_admission(rt, new, old, name=old["metadata"]["name"])
         new, warnings = admit(
             self.registry, rt, new, old, field_validation=field_validation, subresource=subresource
@@ -418,11 +420,26 @@ class Store:
                 return name
         raise already_exists(rt.group, rt.plural, base)
 
+    def _held(self) -> Held:
+        return Held(self._service_ips, self._node_ports)
+
     def _service_ips(self) -> list[str]:
         return [
             str(entry.obj.get("spec", {}).get("clusterIP"))
             for entry in self.table.bucket(SERVICES.key).entries.values()
         ]
+
+    def _node_ports(self, service: Obj) -> set[int]:
+        """The node ports held by the stored services other than `service`."""
+        metadata = service["metadata"]
+        ours = (metadata.get("namespace") or "", metadata.get("name"))
+        return {
+            port
+            for entry in self.table.bucket(SERVICES.key).entries.values()
+            if (entry.obj["metadata"].get("namespace") or "", entry.obj["metadata"]["name"])
+            != ours
+            for port in held_node_ports(entry.obj.get("spec"))
+        }
 
 
 def _check_applied_name(obj: Obj, name: str) -> None:

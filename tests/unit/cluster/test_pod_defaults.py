@@ -13,15 +13,17 @@ from typing import Any
 import pytest
 
 from engine.cluster.apiserver.builtins import PODS
-from engine.cluster.apiserver.defaults import apply_defaults
+from engine.cluster.apiserver.defaults import Held, apply_defaults
 from engine.cluster.apiserver.qos import qos_class, quantity
+
+_HELD = Held(list, lambda _service: ())  # no services: pods allocate nothing
 
 
 def created(*containers: dict[str, Any], init: tuple[dict[str, Any], ...] = ()) -> dict[str, Any]:
     spec: dict[str, Any] = {"containers": list(containers)}
     if init:
         spec["initContainers"] = list(init)
-    return apply_defaults(PODS.key, {"metadata": {"name": "p"}, "spec": spec}, None, list)
+    return apply_defaults(PODS.key, {"metadata": {"name": "p"}, "spec": spec}, None, _HELD)
 
 
 def container(name: str = "c", **resources: Any) -> dict[str, Any]:
@@ -59,7 +61,7 @@ class TestRequestsFromLimits:
     def test_an_update_is_defaulted_the_same_way(self) -> None:
         old = created(container(limits={"cpu": "1"}))
         body = {**old, "spec": {**old["spec"], "containers": [container(limits={"cpu": "1"})]}}
-        new = apply_defaults(PODS.key, body, old, list)
+        new = apply_defaults(PODS.key, body, old, _HELD)
         assert resources_of(new) == resources_of(old)
 
 
