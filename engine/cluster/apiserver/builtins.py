@@ -36,7 +36,7 @@ PODS = ResourceType(
     namespaced=True,
     short_names=("po",),
     categories=("all",),
-    subresources=frozenset({"status", "log", "binding"}),
+    subresources=frozenset({"status", "log", "binding", "exec"}),
 )
 SERVICES = ResourceType(
     group="",

@@ -1,7 +1,7 @@
 """The resource endpoints: one aiohttp handler that dispatches method and path to a verb.
 
 get, list, watch, create, update, patch, delete and deletecollection on every
-served type, plus the status, finalize, binding and log subresources (a custom
+served type, plus the status, finalize, binding, log and exec subresources (a custom
 resource's scale, a service account's token and the access reviews have their
 own endpoints). Each write is acknowledged only once the
 journal has it on disk.
@@ -13,7 +13,7 @@ from pathlib import Path
 
 from aiohttp import web
 
-from engine.cluster.apiserver import deletion, logs, params
+from engine.cluster.apiserver import deletion, logs, params, pod_exec
 from engine.cluster.apiserver.access_reviews import AccessReviews
 from engine.cluster.apiserver.builtins import REVIEW_TYPES
 from engine.cluster.apiserver.core import Core
@@ -56,6 +56,9 @@ class ResourceHandlers:
             return await self._tokens.handle(request, target)
         if target.rt in REVIEW_TYPES:
             return await self._reviews.handle(request, target)
+        if target.subresource == "exec":
+            pod = self._store.get(target.rt, target.namespace or "", target.name or "")
+            return await pod_exec.serve_exec(request, pod.obj)
         method = request.method
         verb = _verb(request, target)
         if target.subresource is None and verb is not None and verb not in target.rt.verbs:

@@ -23,6 +23,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from engine.cluster.apiserver.container_ids import process_container_id
 from engine.cluster.node import leftovers
 from engine.cluster.node.container_config import (
     ContainerConfig,
@@ -66,7 +67,7 @@ class ProcessAttempt:
         self._message_file = message_file
         self._wake = wake
         self._code: int | None = None
-        self.container_id = f"jobmachine-process://{popen.pid}"
+        self.container_id = process_container_id(popen.pid)
         self._waiter = threading.Thread(target=self._wait, name=f"process {popen.pid}",
                                         daemon=True)
         self._waiter.start()

@@ -17,6 +17,7 @@ import time
 import uuid
 from pathlib import Path
 
+from engine.cluster.apiserver.container_ids import simulated_container_id
 from engine.cluster.node import sim_annotations
 from engine.cluster.node.attempts import AttemptCounter, counter_key
 from engine.cluster.node.container_config import SourceReader, check_sources, read_sources
@@ -33,7 +34,7 @@ class SimulatedAttempt:
 
     def __init__(self, code: int, seconds: float, *, log: Path, number: int,
                  message: str | None) -> None:
-        self.container_id = f"jobmachine-simulated://{uuid.uuid4().hex}"
+        self.container_id = simulated_container_id(uuid.uuid4().hex)
         self._code = code
         self._deadline = time.monotonic() + seconds
         self._signalled: int | None = None

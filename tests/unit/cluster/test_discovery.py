@@ -75,7 +75,8 @@ def test_core_resource_list_has_every_field_kubectl_reads() -> None:
     doc = discovery.api_resource_list("", "v1", TYPES)
     assert (doc["kind"], doc["groupVersion"]) == ("APIResourceList", "v1")
     by_name = {entry["name"]: entry for entry in doc["resources"]}
-    assert list(by_name) == ["configmaps", "pods", "pods/binding", "pods/log", "pods/status"]
+    assert list(by_name) == [
+        "configmaps", "pods", "pods/binding", "pods/exec", "pods/log", "pods/status"]
     pods = by_name["pods"]
     assert pods["singularName"] == "pod"
     assert pods["namespaced"] is True
