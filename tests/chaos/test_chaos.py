@@ -30,7 +30,7 @@ def _judged(report: ChaosReport) -> None:
 
 def test_simulate_mode_survives_kills_faults_and_a_lost_node(tmp_path: Path) -> None:
     report = run_chaos(ChaosConfig(jobs=60, seed=20261126, node_mode="simulate",
-                                   engine_kills=(5.0, 9.0), node_losses=(12.0, 18.0),
+                                   engine_kills=(5.0, 9.0), node_losses=(6.0, 10.0),
                                    faults=(3.0, 6.0), settle_s=90.0), tmp_path)
     _judged(report)
     assert set(report.kinds) == {shape.kind for shape in KINDS}, report.summary()

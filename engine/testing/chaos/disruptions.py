@@ -197,6 +197,8 @@ class Every:
     rng: random.Random
     stopping: threading.Event = field(default_factory=threading.Event)
     errors: list[str] = field(default_factory=list)
+    fired: threading.Event = field(default_factory=threading.Event)
+    """Set once the action has run: a run must not end before each disruption happened."""
 
     def __post_init__(self) -> None:
         self._thread = threading.Thread(target=self._loop, name=f"chaos-{self.name}",
@@ -206,6 +208,9 @@ class Every:
         self._thread.start()
 
     def stop(self) -> None:
+        """Stop, once the action has run at least once (a quick workload must not end the
+        run before every disruption it asked for happened)."""
+        self.fired.wait(self.between[1] + 60)
         self.stopping.set()
         self._thread.join(120)
 
@@ -216,6 +221,8 @@ class Every:
             except Exception as exc:  # a disruption that fails is reported, never fatal
                 self.errors.append(f"{self.name}: {type(exc).__name__}: {exc}")
                 _log.exception(f"chaos {self.name} failed")
+            finally:
+                self.fired.set()
 
 
 @dataclass

@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from engine.testing.chaos.disruptions import Every
 from engine.testing.chaos.invariants import (
     check_children,
     check_job,
@@ -163,3 +164,13 @@ def test_a_pod_whose_deletion_fell_in_a_watch_gap_is_not_held_against_the_next()
     gone_unseen = _pod("a", 10, 30)
     gone_unseen.end_unseen = True
     assert check_pods([gone_unseen, _pod("b", 21, None)], {"job-uid": job}) == []
+
+
+def test_a_disruption_stopped_early_still_happens_once() -> None:
+    """A workload that ends before a disruption's first turn must not end the run without it
+    (the CI run asserts that every disruption happened)."""
+    calls: list[int] = []
+    every = Every("node-loss", (0.2, 0.3), lambda: calls.append(1), random.Random(1))
+    every.start()
+    every.stop()
+    assert calls == [1]
