@@ -8,6 +8,7 @@ gets a fresh cache directory.
 from __future__ import annotations
 
 import re
+import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -69,7 +70,9 @@ BIG_POD = _pod("too-big", "      requests: {cpu: 1}\n")
 
 def test_describe_node_shows_the_capacity_given_to_up(kubectl: Kubectl) -> None:
     described = kubectl("describe", "node", NODE).stdout
-    expected = [["cpu:", "1"], ["memory:", "1Gi"], ["nvidia.com/gpu:", "2"], ["pods:", "110"]]
+    disk = f"{shutil.disk_usage('/').total // 1024}Ki"
+    expected = [["cpu:", "1"], ["ephemeral-storage:", disk], ["memory:", "1Gi"],
+                ["nvidia.com/gpu:", "2"], ["pods:", "110"]]
     assert section(described, "Capacity") == expected
     assert section(described, "Allocatable") == expected
 

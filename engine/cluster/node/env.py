@@ -17,6 +17,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from engine.cluster.node.images import entrypoint
 from engine.cluster.node.sources import (
     Kind,
     MissingSourceError,
@@ -201,13 +202,20 @@ def container_env(pod: Mapping[str, Any], container: Mapping[str, Any],
 
 
 def command_line(container: Mapping[str, Any], env: Mapping[str, str]) -> list[str]:
-    """command + args with `$(VAR)` expanded; an image's entrypoint is not available, so a
-    container with neither cannot run."""
-    argv = [*(container.get("command") or ()), *(container.get("args") or ())]
-    if not argv:
+    """command + args with `$(VAR)` expanded. Without a command, an image the local node
+    knows (images.py) runs its stand-in entrypoint with the args; for any other image the
+    args alone are the command line, and with neither there is nothing to run (the local
+    node has no image entrypoints)."""
+    command = [expand(str(part), env) for part in container.get("command") or ()]
+    args = [expand(str(part), env) for part in container.get("args") or ()]
+    if not command:
+        command = entrypoint(str(container.get("image") or "")) or []
+    if not command and not args:
+        image = container.get("image")
         raise ContainerConfigError(
-            f"container {container.get('name')} has neither command nor args: the local node "
-            "ignores images, so it has nothing to run",
+            f"container {container.get('name')} has neither command nor args, and the local "
+            f"node does not know how to run image {image!r} as a process: process mode "
+            "ignores images and needs a command",
             reason="NoCommand",
         )
-    return [expand(str(part), env) for part in argv]
+    return [*command, *args]

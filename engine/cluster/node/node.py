@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -27,6 +27,7 @@ from engine.cluster.node.layout import NodeFiles
 from engine.cluster.node.lease import renew_lease
 from engine.cluster.node.pod_views import finished_view, without_managed_fields
 from engine.cluster.node.process import ProcessRuntime
+from engine.cluster.node.process_env import api_address
 from engine.cluster.node.registration import conditions, node_object
 from engine.cluster.node.runtime import Runtime
 from engine.cluster.node.scheduling.capacity import Capacity
@@ -34,6 +35,7 @@ from engine.cluster.node.scheduling.scheduler import LocalScheduler
 from engine.cluster.node.simulate import SimulatedRuntime
 from engine.cluster.node.sources import SourceRef, Sources, fetch_sources
 from engine.cluster.node.times import now
+from engine.cluster.node.tokens import Tokens, request_tokens
 from engine.cluster.node.watcher import Watcher
 from engine.cluster.node.worker import STOP_GRACE_S, PodWorker, confirm_deletion
 
@@ -87,7 +89,8 @@ class LocalNode:
             SimulatedRuntime(self._files, self._attempts, sources=self._read_sources)
             if mode == "simulate" else
             ProcessRuntime(self._files, isolation=MountIsolation(), services=self._service_names,
-                           sources=self._read_sources)
+                           sources=self._read_sources, tokens=self._request_tokens,
+                           api=api_address(url))
         )
         self._pods = Watcher(self._api, "/api/v1/pods", self._on_pod, name=f"{name} pods",
                              keep=self._view)
@@ -273,6 +276,10 @@ class LocalNode:
         """The ConfigMaps and Secrets a container refers to, read fresh (a newly started
         container sees their current content)."""
         return fetch_sources(self._api, namespace, refs)
+
+    def _request_tokens(self, pod: Mapping[str, Any]) -> Tokens:
+        """Tokens for the pod's serviceAccountToken sources, bound to the pod."""
+        return request_tokens(self._api, pod)
 
     def _service_names(self, namespace: str) -> list[str]:
         """The Services of a namespace, read fresh (a Service created just before the pod

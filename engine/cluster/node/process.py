@@ -6,8 +6,9 @@ pod's generated hosts file is its /etc/hosts, its volumes are mounted at their
 mountPaths and a file of the node's at its terminationMessagePath; it runs in
 `workingDir` or else a per-pod directory, and inherits the node's own environment under
 the container's variables (so `python` and virtualenvs are found as in the shell that
-started the node). When the group leader exits the rest of its group is killed, as a
-container's processes end with its main one.
+started the node), without its KUBECONFIG and with the API server's address as the
+`kubernetes` Service's variables (process_env.py). When the group leader exits the rest of
+its group is killed, as a container's processes end with its main one.
 """
 
 from __future__ import annotations
@@ -38,18 +39,25 @@ from engine.cluster.node.hosts import HOSTS_PATH, hosts_text, write_hosts_file
 from engine.cluster.node.isolation import Entry, MountIsolation, inspect, namespace_command
 from engine.cluster.node.layout import NodeFiles
 from engine.cluster.node.mounts import Bind, MountPlan, MountPlanError, host_path, plan_mounts
+from engine.cluster.node.process_env import ApiAddress, process_environment
 from engine.cluster.node.runtime import (
     CONFIG_ERROR_EXIT_CODE,
     START_ERROR_EXIT_CODE,
     ContainerStartError,
+    ContainerWaitingError,
     Launch,
 )
 from engine.cluster.node.sources import Sources
 from engine.cluster.node.termination import MAX_MESSAGE_BYTES, message_path, read_tail
+from engine.cluster.node.tokens import Tokens, token_refs
 from engine.cluster.node.volume_files import VolumeNotReadyError, prepare_volumes, volume_binds
-from engine.cluster.node.volumes import absolute, volume_contents
+from engine.cluster.node.volumes import Mount, absolute, volume_contents
 
 ServiceNames = Callable[[str], list[str]]
+API_ACCESS_PREFIX = "kube-api-access-"
+API_ACCESS_PATH = PurePosixPath("/var/run/secrets/kubernetes.io/serviceaccount")
+# Requests the tokens of a pod's serviceAccountToken sources from the API server.
+TokenReader = Callable[[Mapping[str, Any]], Tokens]
 
 
 def _exit_code(returncode: int) -> int:
@@ -134,6 +142,15 @@ def _check_executable(program: str, *, cwd: Path, path: str | None,
     return None
 
 
+def _spare(mounts: Sequence[Mount], binds: Sequence[Bind]) -> list[Bind]:
+    """The binds of the service account volume that ServiceAccount admission adds to every
+    pod: where this machine cannot mount it (no private mount namespace, or no covering of
+    /var/run), the container runs without it, as without its termination message file,
+    rather than waiting for ever; it then has no in-cluster credentials."""
+    return [bind for mount, bind in zip(mounts, binds, strict=True)
+            if mount.volume.startswith(API_ACCESS_PREFIX) and mount.path == API_ACCESS_PATH]
+
+
 def _first_covered(plan: MountPlan) -> str:
     cover = plan.covers[0]
     relative = cover.create[0][0]
@@ -147,11 +164,17 @@ class ProcessRuntime:
     mode = "process"
 
     def __init__(self, files: NodeFiles, *, isolation: MountIsolation, services: ServiceNames,
-                 sources: SourceReader) -> None:
+                 sources: SourceReader, tokens: TokenReader | None = None,
+                 api: ApiAddress | None = None) -> None:
+        """`tokens`: how to get a pod's service account tokens (None: none can be had, a
+        serviceAccountToken source fails); `api`: where the API server is for the pods'
+        in-cluster config (None: no `kubernetes` Service variables)."""
         self._files = files
         self._isolation = isolation
         self._services = services
         self._sources = sources
+        self._tokens = tokens
+        self._api = api
 
     def resume(self, launch: Launch) -> None:
         """A process does not survive its node: the attempt is lost."""
@@ -163,7 +186,7 @@ class ProcessRuntime:
         sources = read_sources(self._sources, pod, container)
         try:
             config, binds = self._config(pod, container, sources)
-            isolated = self._isolated(pod, container, binds)
+            isolated = self._isolated(pod, container, binds, spare=_spare(config.mounts, binds))
         except ContainerConfigError as exc:
             raise _failure(self._begin_log(launch), exc.reason, str(exc),
                            CONFIG_ERROR_EXIT_CODE) from exc
@@ -197,7 +220,7 @@ class ProcessRuntime:
                 ) -> tuple[ContainerConfig, list[Bind]]:
         """The volumes set up first (as the kubelet does: a missing volume source shows
         before a missing env source), then env, command line and the container's binds."""
-        contents = volume_contents(pod, sources)
+        contents = volume_contents(pod, sources, tokens=self._pod_tokens(pod))
         try:
             directories = prepare_volumes(self._files.volumes_dir(pod["metadata"]["uid"]),
                                           contents)
@@ -206,13 +229,22 @@ class ProcessRuntime:
         config = resolve(pod, container, sources)
         return config, volume_binds(directories, config.mounts, contents)
 
-    def _isolated(self, pod: Mapping[str, Any], container: Mapping[str, Any], binds: list[Bind]
-                  ) -> tuple[Entry, MountPlan, Path | None] | None:
+    def _pod_tokens(self, pod: Mapping[str, Any]) -> Tokens:
+        """Fresh tokens for the pod's serviceAccountToken sources (written with its volumes
+        at each container start; not refreshed while a container runs)."""
+        if not token_refs(pod):
+            return {}
+        return self._tokens(pod) if self._tokens is not None else {}
+
+    def _isolated(self, pod: Mapping[str, Any], container: Mapping[str, Any], binds: list[Bind],
+                  *, spare: Sequence[Bind] = ()) -> tuple[Entry, MountPlan, Path | None] | None:
         """How to start the process with its hosts file, volumes and termination message file
         (the file, when it has one); None: as it is, when no private mount namespace can be
-        had here and no volume needs one."""
+        had here and no volume needs one. The `spare` binds are left out where they cannot be
+        had."""
         entry = self._isolation.entry()
         if entry is None:
+            binds = [b for b in binds if b not in spare]
             if binds:
                 raise config_waiting(f"volume mount {binds[0].target} needs a private mount "
                                      "namespace, which is not available here")
@@ -225,7 +257,12 @@ class ProcessRuntime:
         message = None if any(b.target == target for b in binds) else Bind(
             self._files.termination_file(uid, str(container.get("name"))), target,
             directory=False)
-        plan, message = self._plan([*hosts, *binds], message)
+        try:
+            plan, message = self._plan([*hosts, *binds], message)
+        except (ContainerConfigError, ContainerWaitingError):
+            if not spare:
+                raise
+            plan, message = self._plan([*hosts, *(b for b in binds if b not in spare)], message)
         return entry, plan, message.source if message else None
 
     def _plan(self, binds: list[Bind], message: Bind | None) -> tuple[MountPlan, Bind | None]:
@@ -275,8 +312,8 @@ class ProcessRuntime:
         cwd.mkdir(parents=True, exist_ok=True)
         return PurePosixPath(cwd), cwd
 
-    @staticmethod
-    def _environment(pod: Mapping[str, Any], variables: Mapping[str, str]) -> dict[str, str]:
+    def _environment(self, pod: Mapping[str, Any], variables: Mapping[str, str]
+                     ) -> dict[str, str]:
         spec = pod.get("spec") or {}
         hostname = str(spec.get("hostname") or pod["metadata"]["name"])
-        return {**os.environ, "HOSTNAME": hostname, **variables}
+        return process_environment(os.environ, variables, hostname=hostname, api=self._api)

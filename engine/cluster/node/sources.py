@@ -57,15 +57,26 @@ def _ref(kind: Kind, reference: Any) -> list[SourceRef]:
     return [SourceRef(kind, str(name))] if name else []
 
 
+def _projected_references(projected: Any) -> list[SourceRef]:
+    refs: list[SourceRef] = []
+    sources = projected.get("sources") if isinstance(projected, Mapping) else None
+    for source in sources or ():
+        if isinstance(source, Mapping):
+            refs += _ref("configmap", source.get("configMap"))
+            refs += _ref("secret", source.get("secret"))
+    return refs
+
+
 def volume_references(pod: Mapping[str, Any]) -> list[SourceRef]:
-    """Every ConfigMap and Secret volume of the pod (the kubelet sets up all of a pod's
-    volumes before any container starts, mounted or not)."""
+    """Every ConfigMap and Secret of the pod's volumes, projected ones included (the kubelet
+    sets up all of a pod's volumes before any container starts, mounted or not)."""
     refs: list[SourceRef] = []
     for volume in (pod.get("spec") or {}).get("volumes") or ():
         refs += _ref("configmap", volume.get("configMap"))
         secret = volume.get("secret")
         if isinstance(secret, Mapping) and secret.get("secretName"):
             refs.append(SourceRef("secret", str(secret["secretName"])))
+        refs += _projected_references(volume.get("projected"))
     return refs
 
 

@@ -4,9 +4,12 @@ pure.
 configMap, secret and downwardAPI volumes are projections: files from `items` (key -> path,
 each with its own `mode`) or from every key, with `defaultMode` (0644) otherwise; a missing
 ConfigMap or Secret is an empty volume when `optional`, else the volume is unavailable (the
-kubelet's FailedMount). emptyDir is a directory that lives as long as the pod, hostPath an
-existing path of this machine. A container's `volumeMounts` become `Mount`s; projections are
-always read-only, as the kubelet mounts them.
+kubelet's FailedMount). A projected volume gathers configMap, secret, downwardAPI and
+serviceAccountToken sources into one directory under the volume's `defaultMode` (a token file
+takes it too, as the kubelet writes it when no fsUser or fsGroup is set); a source that fails
+makes the volume unavailable with the kubelet's aggregated message. emptyDir is a directory
+that lives as long as the pod, hostPath an existing path of this machine. A container's
+`volumeMounts` become `Mount`s; projections are always read-only, as the kubelet mounts them.
 """
 
 from __future__ import annotations
@@ -19,10 +22,12 @@ from typing import Any
 
 from engine.cluster.node.env import ContainerConfigError, expand, field_value
 from engine.cluster.node.sources import Kind, Sources
+from engine.cluster.node.tokens import TokenFailure, Tokens, token_ref
 
 DEFAULT_MODE = 0o644
 MAX_MODE = 0o777
-PROJECTIONS = ("configMap", "secret", "downwardAPI")
+PROJECTIONS = ("configMap", "secret", "downwardAPI", "projected")
+PROJECTED_SOURCES = ("configMap", "secret", "downwardAPI", "serviceAccountToken")
 SUPPORTED = (*PROJECTIONS, "emptyDir", "hostPath")
 _DOWNWARD_FIELDS = ("metadata.name", "metadata.namespace", "metadata.uid", "metadata.labels",
                     "metadata.annotations")
@@ -36,7 +41,7 @@ class File:
 
 @dataclass(frozen=True)
 class Projection:
-    """Files by relative path (configMap, secret, downwardAPI)."""
+    """Files by relative path (configMap, secret, downwardAPI, projected)."""
 
     files: Mapping[str, File] = field(default_factory=dict)
 
@@ -188,20 +193,81 @@ _OBJECT_VOLUMES: Mapping[str, tuple[Kind, str, str]] = {
 }
 
 
-def _object_volume(volume: Mapping[str, Any], kind_name: str, sources: Sources) -> Content:
-    kind, name_field, missing_key = _OBJECT_VOLUMES[kind_name]
-    source = volume[kind_name] or {}
-    name, what = str(source.get(name_field) or ""), f"volume {volume.get('name')}"
+def _failed(volume: Mapping[str, Any]) -> str:
+    return f'MountVolume.SetUp failed for volume "{volume.get("name")}" : '
+
+
+def _object_files(source: Mapping[str, Any], kind_name: str, name_field: str,
+                  sources: Sources, what: str) -> Projection | str:
+    """The files of a ConfigMap or Secret source, or the kubelet's error when it cannot be
+    had (a missing object is no files when `optional`)."""
+    kind, _, missing_key = _OBJECT_VOLUMES[kind_name]
+    name = str(source.get(name_field) or "")
     found = sources.get(kind, name)
-    failed = f'MountVolume.SetUp failed for volume "{volume.get("name")}" : '
     if found is None:
-        if source.get("optional"):
-            return Projection()
-        return Unavailable(f'{failed}{kind} "{name}" not found')
+        return Projection() if source.get("optional") else f'{kind} "{name}" not found'
     try:
         return project(found.files, source, what=what, missing_key=missing_key)
     except _MissingKeyError as exc:
-        return Unavailable(failed + str(exc))
+        return str(exc)
+
+
+def _object_volume(volume: Mapping[str, Any], kind_name: str, sources: Sources) -> Content:
+    files = _object_files(volume[kind_name] or {}, kind_name, _OBJECT_VOLUMES[kind_name][1],
+                          sources, f"volume {volume.get('name')}")
+    return files if isinstance(files, Projection) else Unavailable(_failed(volume) + files)
+
+
+def _token_file(pod: Mapping[str, Any], source: Mapping[str, Any], tokens: Tokens | None,
+                mode: int, what: str) -> Projection | str:
+    """The token of a serviceAccountToken source at its path; no file when tokens were not
+    requested (simulate mode: no process reads it)."""
+    path = item_path(str(source.get("path") or ""), what)
+    if tokens is None:
+        return Projection()
+    token = tokens.get(token_ref(pod, source))
+    if token is None:
+        return "failed to fetch token: not requested"
+    if isinstance(token, TokenFailure):
+        return token.message
+    return Projection({path: File(token.encode(), mode)})
+
+
+def _projected_source(pod: Mapping[str, Any], entry: Mapping[str, Any], sources: Sources,
+                      tokens: Tokens | None, *, default: int, what: str) -> Projection | str:
+    kind = next((str(key) for key in entry if entry[key] is not None), "")
+    if kind not in PROJECTED_SOURCES:
+        raise ContainerConfigError(
+            f"{what}: projected {kind or 'empty'} sources are not supported by the local node "
+            f"(supported: {', '.join(PROJECTED_SOURCES)})")
+    source = {**(entry[kind] or {}), "defaultMode": default}
+    if kind == "downwardAPI":
+        return downward_projection(pod, source, what)
+    if kind == "serviceAccountToken":
+        return _token_file(pod, source, tokens, default, what)
+    return _object_files(source, kind, "name", sources, what)
+
+
+def _projected_volume(pod: Mapping[str, Any], volume: Mapping[str, Any], sources: Sources,
+                      tokens: Tokens | None) -> Content:
+    """Every source's files in one volume (later sources win a path); the kubelet reports the
+    errors of all failing sources at once."""
+    projected = volume["projected"] or {}
+    what = f"volume {volume.get('name')}"
+    default = _default_mode(projected, what)
+    files: dict[str, File] = {}
+    errors: list[str] = []
+    for entry in projected.get("sources") or ():
+        result = _projected_source(pod, entry or {}, sources, tokens, default=default, what=what)
+        if isinstance(result, Projection):
+            files.update(result.files)
+        else:
+            errors.append(result)
+    if errors:
+        # Go's utilerrors.NewAggregate: one error as it is, several as "[a, b]".
+        return Unavailable(_failed(volume) + (errors[0] if len(errors) == 1
+                                              else "[" + ", ".join(errors) + "]"))
+    return Projection(files)
 
 
 def volume_type(volume: Mapping[str, Any]) -> str:
@@ -209,13 +275,17 @@ def volume_type(volume: Mapping[str, Any]) -> str:
     return next((str(key) for key in volume if key != "name"), "")
 
 
-def volume_contents(pod: Mapping[str, Any], sources: Sources) -> dict[str, Content]:
-    """Every volume of a supported type, by name (the others are refused when mounted)."""
+def volume_contents(pod: Mapping[str, Any], sources: Sources, *, tokens: Tokens | None = None
+                    ) -> dict[str, Content]:
+    """Every volume of a supported type, by name (the others are refused when mounted);
+    `tokens` for the projected serviceAccountToken sources, None: leave their files out."""
     contents: dict[str, Content] = {}
     for volume in (pod.get("spec") or {}).get("volumes") or ():
         name, kind = str(volume.get("name")), volume_type(volume)
         if kind in _OBJECT_VOLUMES:
             contents[name] = _object_volume(volume, kind, sources)
+        elif kind == "projected":
+            contents[name] = _projected_volume(pod, volume, sources, tokens)
         elif kind == "downwardAPI":
             contents[name] = downward_projection(pod, volume[kind] or {}, f"volume {name}")
         elif kind == "emptyDir":

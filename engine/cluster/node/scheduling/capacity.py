@@ -1,5 +1,6 @@
-"""What the local node offers: this machine's CPUs and memory and 110 pods (the kubelet's
-default) unless told otherwise, e.g. `cpu=8,memory=16Gi,nvidia.com/gpu=2`.
+"""What the local node offers: this machine's CPUs, memory, root file system (as
+ephemeral-storage, which a kubelet measures on its root directory's file system) and 110
+pods (the kubelet's default) unless told otherwise, e.g. `cpu=8,memory=16Gi,nvidia.com/gpu=2`.
 
 Allocatable equals capacity: the local node reserves nothing for itself.
 """
@@ -8,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass
 from decimal import Decimal
@@ -45,8 +47,9 @@ class Capacity:
 
     @classmethod
     def of_this_machine(cls, overrides: Mapping[str, str] | None = None) -> Capacity:
-        """This machine's CPUs and memory and 110 pods, with `overrides` on top."""
+        """This machine's CPUs, memory and disk and 110 pods, with `overrides` on top."""
         written = {"cpu": str(os.cpu_count() or 1), "memory": f"{_memory_kib()}Ki",
+                   "ephemeral-storage": f"{shutil.disk_usage('/').total // 1024}Ki",
                    "pods": str(MAX_PODS)}
         return cls({**written, **(overrides or {})})
 

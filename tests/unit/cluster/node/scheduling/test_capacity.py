@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 from decimal import Decimal
 
 import pytest
@@ -15,11 +16,12 @@ D = Decimal
 HELP = "write name=quantity, e.g. cpu=8,memory=16Gi,nvidia.com/gpu=2"
 
 
-def test_this_machine_offers_its_cpus_its_memory_in_ki_and_110_pods() -> None:
+def test_this_machine_offers_its_cpus_its_memory_and_disk_in_ki_and_110_pods() -> None:
     written = Capacity.of_this_machine().written
-    assert sorted(written) == ["cpu", "memory", "pods"]
+    assert sorted(written) == ["cpu", "ephemeral-storage", "memory", "pods"]
     assert written["cpu"] == str(os.cpu_count() or 1)
     assert re.fullmatch(r"[1-9][0-9]*Ki", written["memory"])
+    assert written["ephemeral-storage"] == f"{shutil.disk_usage('/').total // 1024}Ki"
     assert written["pods"] == "110"
 
 
@@ -35,7 +37,7 @@ def test_overrides_replace_defaults_and_add_extended_resources() -> None:
     default = Capacity.of_this_machine().written
     written = Capacity.parse("cpu=8,memory=16Gi,nvidia.com/gpu=2").written
     assert written == {"cpu": "8", "memory": "16Gi", "pods": default["pods"],
-                       "nvidia.com/gpu": "2"}
+                       "ephemeral-storage": default["ephemeral-storage"], "nvidia.com/gpu": "2"}
 
 
 def test_no_text_means_the_defaults() -> None:
