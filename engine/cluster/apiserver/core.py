@@ -4,9 +4,9 @@ One place decides the start-up order that makes a restart lossless: replay
 the journal, compact it, serve the stored CRDs' types, make sure the initial
 namespaces, the system PriorityClasses and the default RBAC policy exist
 (recreated when deleted, as kube-apiserver's post-start hooks do), give every
-namespace its default ServiceAccount, then let the garbage collector,
-namespace terminator, pod grace periods and event expiry pick up whatever was
-pending when the last process died.
+namespace its default ServiceAccount and its `kube-root-ca.crt`, then let the
+garbage collector, namespace terminator, pod grace periods and event expiry
+pick up whatever was pending when the last process died.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from engine.cluster.apiserver.priority_classes import SYSTEM_CLASSES
 from engine.cluster.apiserver.rbac_bootstrap import ensure_bootstrap_policy
 from engine.cluster.apiserver.reactor import Reactor
 from engine.cluster.apiserver.registry import Registry
+from engine.cluster.apiserver.root_ca_publisher import RootCaPublisher
 from engine.cluster.apiserver.store import Store
 from engine.cluster.apiserver.watch import DEFAULT_HISTORY
 from engine.cluster.apiserver.write_ownership import SERVER_MANAGER
@@ -62,10 +63,12 @@ def open_core(
     history: int = DEFAULT_HISTORY,
     event_ttl: float = DEFAULT_EVENT_TTL,
     clock: Callable[[], float] = time.time,
+    root_ca: str = "",
 ) -> Core:
     """Build the state (from `data_dir` when given). With a data dir this must run on the
     event loop that will serve requests, since the journal flushes on it. Events are
-    deleted `event_ttl` seconds after their last write (0: kept until deleted)."""
+    deleted `event_ttl` seconds after their last write (0: kept until deleted). `root_ca` is
+    the CA certificate (PEM) every namespace's `kube-root-ca.crt` publishes ("" without TLS)."""
     registry = Registry()
     table = ObjectTable()
     journal = Journal(data_dir) if data_dir is not None else None
@@ -81,6 +84,7 @@ def open_core(
     grace = GracePeriods(store)
     events = EventExpiry(store, event_ttl)
     accounts = DefaultServiceAccounts(store)
+    root_ca_publisher = RootCaPublisher(store, root_ca)
     aggregator = ClusterRoleAggregator(store)
     crds.resume()
     for name in INITIAL_NAMESPACES:
@@ -91,6 +95,7 @@ def open_core(
             store.create(PRIORITY_CLASSES, "", system.as_object(), field_manager=SERVER_MANAGER)
     ensure_bootstrap_policy(store)
     accounts.resume()
+    root_ca_publisher.resume()
     aggregator.resume()
     terminator.resume()
     grace.resume()

@@ -122,13 +122,24 @@ def _requirements(requirements: dict[str, Any]) -> dict[str, Any]:
 def pod_spec_defaults(spec: dict[str, Any]) -> dict[str, Any]:
     """A pod's spec defaulted (idempotent: a stored spec from before a default was added
     reads as it would have been stored, as kube-apiserver defaults what it reads)."""
-    spec = with_pointers(with_values(spec, _SPEC_VALUES), _SPEC_POINTERS)
+    spec = _service_account_alias(with_pointers(with_values(spec, _SPEC_VALUES), _SPEC_POINTERS))
     host_network = spec.get("hostNetwork") is True
     for key in ("containers", "initContainers"):
         spec = in_items(spec, key, lambda c: _pod_container(c, host_network=host_network))
     spec = in_items(spec, "ephemeralContainers", container_defaults)
     spec = in_field(rounded(spec, "overhead"), "resources", _requirements)
     return in_items(spec, "volumes", _volume)
+
+
+def _service_account_alias(spec: dict[str, Any]) -> dict[str, Any]:
+    """The deprecated `serviceAccount` as v1's conversion treats it: read as the name when
+    `serviceAccountName` is empty, and always written back equal to it."""
+    name = spec.get("serviceAccountName") or spec.get("serviceAccount") or ""
+    if not name:
+        return spec
+    if spec.get("serviceAccountName") == name and spec.get("serviceAccount") == name:
+        return spec
+    return {**spec, "serviceAccountName": name, "serviceAccount": name}
 
 
 def image_pull_policy(image: str) -> str:

@@ -113,8 +113,10 @@ async def _start(
     files_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
     token = load_or_create_token(data_dir)
     users = load_token_users(options.token_auth_file) if options.token_auth_file else None
+    tls_files = create_ca_and_server_cert(files_dir / "tls", [host]) if tls else None
+    root_ca = tls_files.ca_cert.read_text() if tls_files else ""
     core = open_core(LoopReactor(asyncio.get_running_loop()), data_dir=data_dir,
-                     history=options.history, event_ttl=options.event_ttl)
+                     history=options.history, event_ttl=options.event_ttl, root_ca=root_ca)
     logs_dir = files_dir / "logs"
     audit = AuditLog(options.audit_log) if options.audit_log else None
     app = build_app(core, token=token, logs_dir=logs_dir, watch=options.watch,
@@ -124,7 +126,6 @@ async def _start(
         app, handler_cancellation=True, access_log=None, shutdown_timeout=_SHUTDOWN_TIMEOUT
     )
     await runner.setup()
-    tls_files = create_ca_and_server_cert(files_dir / "tls", [host]) if tls else None
     site = web.TCPSite(
         runner, host, port, ssl_context=ssl_context(tls_files) if tls_files else None
     )

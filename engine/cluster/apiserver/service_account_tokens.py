@@ -52,7 +52,8 @@ _log = logger.bind(component="apiserver.tokens")
 @dataclass(frozen=True)
 class IssuedToken:
     token: str
-    expires_at: int  # seconds since the epoch
+    issued_at: int  # seconds since the epoch
+    expires_at: int
 
 
 def _deleted_before(obj: Obj, moment: float) -> bool:
@@ -97,8 +98,11 @@ class TokenAuthority:
         return cls(key)
 
     def issue(self, account: Obj, *, audiences: Sequence[str], expiration_seconds: int,
-              bound: Obj | None = None, bound_kind: str = "") -> IssuedToken:
-        """A token for service account `account`, optionally bound to a Pod or Secret."""
+              bound: Obj | None = None, bound_kind: str = "",
+              warn_after_seconds: int | None = None) -> IssuedToken:
+        """A token for service account `account`, optionally bound to a Pod or Secret; with
+        `warn_after_seconds`, the `warnafter` claim of an extended token (when upstream
+        starts warning of its use, while it stays valid until `exp`)."""
         now = int(self._clock())
         metadata = account["metadata"]
         claims: dict[str, Any] = {
@@ -118,8 +122,10 @@ class TokenAuthority:
             claims[_CLAIMS][bound_kind.lower()] = {
                 "name": bound["metadata"]["name"], "uid": bound["metadata"]["uid"],
             }
+        if warn_after_seconds is not None:
+            claims[_CLAIMS]["warnafter"] = now + warn_after_seconds
         token = jwt.encode(claims, self._key, algorithm=_ALGORITHM)
-        return IssuedToken(token, now + expiration_seconds)
+        return IssuedToken(token, now, now + expiration_seconds)
 
     def verify(self, token: str, lookup: Lookup) -> UserInfo | None:
         """The service account a token stands for; None (logged why) when it is not valid."""

@@ -2,7 +2,7 @@
 
 Each write runs the same pipeline as a real API server's registry: identity
 and precondition checks, server-owned metadata, typed decoding, defaulting,
-mutating admission (pod priority), validation (schema, pruning), validating
+mutating admission (pod service account, pod priority), validation (schema, pruning), validating
 admission (one default PriorityClass), generation, the no-op rule, then one
 commit to the table, which tells the watch hub, the journal and the background
 duties. `dry_run` runs everything but the commit.
@@ -21,6 +21,7 @@ from engine.cluster.apiserver.builtins import (
     NAMESPACES,
     PODS,
     PRIORITY_CLASSES,
+    SERVICE_ACCOUNTS,
     SERVICES,
     strategy_for,
 )
@@ -48,6 +49,7 @@ from engine.cluster.apiserver.resources import ResourceType
 from engine.cluster.apiserver.scale import SUBRESOURCE as SCALE
 from engine.cluster.apiserver.scale import ScaleChange
 from engine.cluster.apiserver.server_side_apply import applied, decode_config
+from engine.cluster.apiserver.service_account_admission import admit_pod as admit_service_account
 from engine.cluster.apiserver.typed_decoding import decode_typed
 from engine.cluster.apiserver.watch import DEFAULT_HISTORY, WatchHub
 from engine.cluster.apiserver.write_ownership import Ownership, with_managed_fields
@@ -141,7 +143,7 @@ class Store:
         if not metadata.get("name"):
             metadata["name"] = self._generate_name(rt, ns, metadata.get("generateName"))
         obj = apply_defaults(rt.key, decode_typed(rt, obj), None, self._held())
-        obj = self._mutating_admission(rt, obj, None, name=requested_name)
+        obj = self._mutating_admission(rt, obj, None, name=requested_name, namespace=ns)
         obj, warnings = admit(self.registry, rt, obj, None, field_validation=field_validation)
         self._validating_admission(rt, obj, None)
         if rt.key == CRDS.key:
@@ -307,7 +309,8 @@ class Store:
         if subresource in (None, "status"):  # decoded, so defaulted, as a whole
             new = apply_defaults(rt.key, decode_typed(rt, new), old, self._held())
         if subresource is None:
-            new = self._mutating_admission(rt, new, old, name=old["metadata"]["name"])
+            new = self._mutating_admission(rt, new, old, name=old["metadata"]["name"],
+                                           namespace=old["metadata"].get("namespace") or "")
         new, warnings = admit(
             self.registry, rt, new, old, field_validation=field_validation, subresource=subresource
         )
@@ -362,11 +365,19 @@ class Store:
                "metadata": dict(pod["metadata"])}
         return Entry(new) if dry_run else self.table.put(rt.key, new)
 
-    def _mutating_admission(self, rt: ResourceType, obj: Obj, old: Obj | None, *, name: str) -> Obj:
-        """The Priority plugin's pod part (the only mutating admission served)."""
+    def _mutating_admission(self, rt: ResourceType, obj: Obj, old: Obj | None, *, name: str,
+                            namespace: str) -> Obj:
+        """The pod plugins in upstream's order: ServiceAccount (create only), Priority."""
         if rt.key != PODS.key:
             return obj
+        if old is None:
+            obj = admit_service_account(obj, self._service_account, namespace=namespace,
+                                        name=name)
         return admit_pod(obj, old, self._priority_classes, name=name)
+
+    def _service_account(self, namespace: str, name: str) -> Obj | None:
+        entry = self.table.get(SERVICE_ACCOUNTS.key, namespace, name)
+        return None if entry is None else entry.obj
 
     def _validating_admission(self, rt: ResourceType, obj: Obj, old: Obj | None) -> None:
         """The Priority plugin's PriorityClass part (the only validating admission served)."""

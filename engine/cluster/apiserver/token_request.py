@@ -4,6 +4,12 @@ Answers the request with a signed, bound token in `status.token` (nothing is
 stored). The defaults and limits are kube-apiserver's: one hour unless asked
 otherwise, never less than ten minutes, the API's audiences when none are
 given, and a bound Pod or Secret must exist (with the uid given, if any).
+
+As with `--service-account-extend-token-expiration` (on by default), a pod-bound request
+for exactly 3607 seconds for the API's audiences (what every kube-api-access volume asks
+for) gets a token valid for a year, with a `warnafter` claim at the 3607 seconds asked
+for; the answer still says 3607 seconds in `spec.expirationSeconds` and in
+`status.expirationTimestamp`, so the kubelet refreshes it as if it were short-lived.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ from engine.cluster.apiserver.errors import ApiError, bad_request, invalid, meth
 from engine.cluster.apiserver.objects import Obj
 from engine.cluster.apiserver.responses import json_response, read_body
 from engine.cluster.apiserver.routes import Target
+from engine.cluster.apiserver.service_account_admission import TOKEN_EXPIRATION_S
 from engine.cluster.apiserver.service_account_tokens import API_AUDIENCES, TokenAuthority
 from engine.cluster.apiserver.store import Store
 from engine.cluster.apiserver.typed_decoding import check_type
@@ -29,6 +36,8 @@ DEFAULT_EXPIRATION_S = 3600
 _MIN_EXPIRATION_S = 600
 _MAX_EXPIRATION_S = 1 << 32
 _BOUND_KINDS = {"Pod": PODS, "Secret": SECRETS}
+# serviceaccount.ExpirationExtensionSeconds: what an extended token is valid for.
+EXTENDED_EXPIRATION_S = 24 * 365 * 60 * 60
 
 
 def _check_types(body: dict[str, Any]) -> None:
@@ -51,9 +60,11 @@ def _check_types(body: dict[str, Any]) -> None:
 class TokenRequestEndpoint:
     """Issues tokens for the service accounts in `store`."""
 
-    def __init__(self, store: Store, tokens: TokenAuthority) -> None:
+    def __init__(self, store: Store, tokens: TokenAuthority, *,
+                 extend_expiration: bool = True) -> None:
         self._store = store
         self._tokens = tokens
+        self._extend_expiration = extend_expiration
 
     async def handle(self, request: web.Request, target: Target) -> web.Response:
         if request.method != "POST":
@@ -72,11 +83,17 @@ class TokenRequestEndpoint:
         self._validate(target.name, expiration, spec.get("boundObjectRef"))
         bound_ref = spec.get("boundObjectRef")
         bound = self._bound_object(target.namespace, bound_ref) if bound_ref else None
+        bound_kind = bound_ref["kind"] if bound_ref else ""
+        extended = self._extends(int(expiration), audiences, bound_kind)
         issued = self._tokens.issue(
-            account, audiences=audiences, expiration_seconds=int(expiration), bound=bound,
-            bound_kind=bound_ref["kind"] if bound_ref else "",
+            account, audiences=audiences,
+            expiration_seconds=EXTENDED_EXPIRATION_S if extended else int(expiration),
+            bound=bound, bound_kind=bound_kind,
+            warn_after_seconds=int(expiration) if extended else None,
         )
-        expires = datetime.fromtimestamp(issued.expires_at, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        # The expiry asked for, not the extended one (upstream answers the same).
+        expires = datetime.fromtimestamp(issued.issued_at + int(expiration), UTC).strftime(
+            "%Y-%m-%dT%H:%M:%SZ")
         answer: dict[str, Any] = {
             "kind": "TokenRequest",
             "apiVersion": f"{_GROUP}/v1",
@@ -87,6 +104,13 @@ class TokenRequestEndpoint:
             "status": {"token": issued.token, "expirationTimestamp": expires},
         }
         return json_response(orjson.dumps(answer), status=201)
+
+    def _extends(self, expiration: int, audiences: list[str], bound_kind: str) -> bool:
+        """Whether this is a kube-api-access token to extend: pod-bound, 3607 seconds, and
+        for no audience but the API's."""
+        return (self._extend_expiration and bound_kind == "Pod"
+                and expiration == TOKEN_EXPIRATION_S
+                and set(audiences) <= set(API_AUDIENCES))
 
     @staticmethod
     def _validate(name: str, expiration: object, bound_ref: object) -> None:

@@ -173,14 +173,15 @@ def test_pagination_is_a_consistent_snapshot(core: client.CoreV1Api) -> None:
         core.create_namespaced_config_map("default", {"metadata": {"name": f"c{index}"}})
     first = core.list_namespaced_config_map("default", limit=3)
     assert [c.metadata.name for c in first.items] == ["c0", "c1", "c2"]
-    assert first.metadata._continue and first.metadata.remaining_item_count == 4
+    # The namespace's kube-root-ca.crt (as on any cluster) sorts last.
+    assert first.metadata._continue and first.metadata.remaining_item_count == 5
     core.delete_namespaced_config_map("c4", "default")
     core.create_namespaced_config_map("default", {"metadata": {"name": "c35"}})
     second = core.list_namespaced_config_map("default", limit=3, _continue=first.metadata._continue)
     assert [c.metadata.name for c in second.items] == ["c3", "c4", "c5"]
     assert second.metadata.resource_version == first.metadata.resource_version
     third = core.list_namespaced_config_map("default", limit=3, _continue=second.metadata._continue)
-    assert [c.metadata.name for c in third.items] == ["c6"]
+    assert [c.metadata.name for c in third.items] == ["c6", "kube-root-ca.crt"]
     assert not third.metadata._continue
 
 

@@ -202,4 +202,5 @@ def test_delete_collection(core: client.CoreV1Api) -> None:
             "default", {"metadata": {"name": name, "labels": {"team": team}}}
         )
     core.delete_collection_namespaced_config_map("default", label_selector="team=x")
-    assert [c.metadata.name for c in core.list_namespaced_config_map("default").items] == ["b"]
+    names = [c.metadata.name for c in core.list_namespaced_config_map("default").items]
+    assert names == ["b", "kube-root-ca.crt"]

@@ -235,6 +235,6 @@ def test_engine_client_retries_through_faults_without_losing_writes(
     assert seen == {Conflict, Unavailable}
     items = _request(server, "GET", CONFIGMAPS)[2]["items"]
     assert sorted(item["metadata"]["name"] for item in items) == sorted(
-        f"cm-{i}" for i in range(30))
+        [*(f"cm-{i}" for i in range(30)), "kube-root-ca.crt"])
     assert set(injector.report()["injected"]) == {"0:conflict", "1:throttle", "2:unavailable",
                                                   "3:drop"}

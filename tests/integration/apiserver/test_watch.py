@@ -36,6 +36,7 @@ def test_watch_from_zero_starts_with_the_current_state(
     assert [(e["type"], e["object"]["metadata"]["name"]) for e in events] == [
         ("ADDED", "a"),
         ("ADDED", "b"),
+        ("ADDED", "kube-root-ca.crt"),
     ]
 
 

@@ -71,6 +71,9 @@ _POD_SPEC_STORED = {
     "dnsPolicy": "ClusterFirst", "securityContext": {}, "schedulerName": "default-scheduler",
     "enableServiceLinks": True, "priority": 0, "preemptionPolicy": "PreemptLowerPriority",
 }
+# The account the ServiceAccount admission would give, and no token volume (its name is
+# random), so that the same body sent again as an update is no spec change.
+_POD_ACCOUNT = {"serviceAccountName": "default", "automountServiceAccountToken": False}
 _NODE_INFO = dict.fromkeys(("machineID", "systemUUID", "bootID", "kernelVersion", "osImage",
                             "containerRuntimeVersion", "kubeletVersion", "kubeProxyVersion",
                             "operatingSystem", "architecture"), "")
@@ -89,9 +92,10 @@ GO_CASES: tuple[GoCase, ...] = (
         "Pod", "/api/v1/namespaces/default/pods",
         {"kind": "Pod", "apiVersion": "v1", "metadata": _meta("web", None, **_NULL_META),
          "spec": {"containers": [_GO_CONTAINER], "restartPolicy": "", "dnsPolicy": "",
-                  "schedulerName": ""},
+                  "schedulerName": "", **_POD_ACCOUNT},
          "status": {}},
-        {"kind": "Pod", "apiVersion": "v1", "metadata": _meta("web"), "spec": _POD_SPEC_STORED,
+        {"kind": "Pod", "apiVersion": "v1", "metadata": _meta("web"),
+         "spec": {**_POD_SPEC_STORED, **_POD_ACCOUNT, "serviceAccount": "default"},
          "status": {"phase": "Pending", "qosClass": "BestEffort"}},
         {"spec": {"restartPolicy": "", "dnsPolicy": "", "containers": [_GO_CONTAINER]}},
     ),

@@ -99,7 +99,9 @@ def test_list_follows_continue_tokens_and_counts_each_page(client: KubeClient, n
     before = client.request_count
     items, resource_version = client.list(CONFIGMAPS, ns, page_size=2)
     assert client.request_count - before == 4
-    assert sorted(i["metadata"]["name"] for i in items) == [f"cm-{i}" for i in range(7)]
+    # and the namespace's kube-root-ca.crt, as on any cluster
+    assert sorted(i["metadata"]["name"] for i in items) == [
+        *(f"cm-{i}" for i in range(7)), "kube-root-ca.crt"]
     assert {(i["apiVersion"], i["kind"]) for i in items} == {("v1", "ConfigMap")}
     assert int(resource_version) >= max(int(i["metadata"]["resourceVersion"]) for i in items)
     labelled, _ = client.list(CONFIGMAPS, ns, label_selector="app=a", page_size=1)

@@ -9,6 +9,7 @@ import pytest
 from engine.cluster.apiserver.builtins import CONFIGMAPS, PODS
 from engine.cluster.apiserver.core import Core
 from engine.cluster.apiserver.deletion import DeleteOptions, delete
+from engine.cluster.apiserver.service_account_admission import ROOT_CA_CONFIGMAP
 from tests.unit.cluster.store_support import ManualReactor, make_core
 
 
@@ -38,7 +39,9 @@ def _cm(core: Core, name: str, *owners: dict[str, Any], **meta: Any) -> dict[str
 
 
 def _names(core: Core) -> set[str]:
-    return {name for _, name in core.store.table.bucket(CONFIGMAPS.key).entries}
+    """The test's ConfigMaps (not the `kube-root-ca.crt` every namespace has)."""
+    return {name for _, name in core.store.table.bucket(CONFIGMAPS.key).entries
+            if name != ROOT_CA_CONFIGMAP}
 
 
 def test_background_cascade_runs_after_the_delete(core: Core, reactor: ManualReactor) -> None:

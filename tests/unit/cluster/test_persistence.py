@@ -10,6 +10,7 @@ import pytest
 from engine.cluster.apiserver.builtins import CONFIGMAPS
 from engine.cluster.apiserver.objects import ObjectTable
 from engine.cluster.apiserver.persistence import JOURNAL, Journal, JournalCorruptError
+from engine.cluster.apiserver.service_account_admission import ROOT_CA_CONFIGMAP
 from tests.unit.cluster.store_support import ManualReactor, make_core
 
 
@@ -34,11 +35,16 @@ def _load(directory: Path) -> ObjectTable:
     return table
 
 
+def _configmaps(table: ObjectTable) -> set[tuple[str, str]]:
+    """The test's ConfigMaps (not the `kube-root-ca.crt` every namespace has)."""
+    return {key for key in table.bucket(CONFIGMAPS.key).entries if key[1] != ROOT_CA_CONFIGMAP}
+
+
 def test_replay_restores_objects_and_counter(tmp_path: Path) -> None:
     rv = _run(tmp_path, ["a", "b"])
     table = _load(tmp_path)
     assert table.rv == rv
-    assert set(table.bucket(CONFIGMAPS.key).entries) == {("default", "a"), ("default", "b")}
+    assert _configmaps(table) == {("default", "a"), ("default", "b")}
 
 
 def test_restart_compacts_into_the_snapshot(tmp_path: Path) -> None:
@@ -47,7 +53,7 @@ def test_restart_compacts_into_the_snapshot(tmp_path: Path) -> None:
     lines = (tmp_path / JOURNAL).read_bytes().splitlines()
     assert len(lines) == 1
     table = _load(tmp_path)
-    assert table.rv == rv and len(table.bucket(CONFIGMAPS.key).entries) == 2
+    assert table.rv == rv and len(_configmaps(table)) == 2
 
 
 def test_concurrent_writers_share_fsyncs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -32,6 +32,7 @@ from engine.cluster.apiserver.persistence import (
     ForeignFormatError,
     Journal,
 )
+from engine.cluster.apiserver.service_account_admission import ROOT_CA_CONFIGMAP
 from tests.unit.cluster.store_support import ManualReactor, make_core
 
 REMEDY = ("; to start with the good records only, run `jobmachine repair-data --data-dir {}` "
@@ -76,7 +77,9 @@ def _state(table: ObjectTable) -> dict[tuple[tuple[str, str], str, str], bytes]:
 
 
 def _configmaps(table: ObjectTable) -> set[str]:
-    return {name for _, name in table.bucket(CONFIGMAPS.key).entries}
+    """The test's ConfigMaps (not the `kube-root-ca.crt` every namespace has)."""
+    return {name for _, name in table.bucket(CONFIGMAPS.key).entries
+            if name != ROOT_CA_CONFIGMAP}
 
 
 def _lines(path: Path) -> list[bytes]:
