@@ -63,6 +63,9 @@ def build_pod(
                                                         decorations.volume_mounts)
     if decorations.volumes:
         spec["volumes"] = _with_named(spec.get("volumes") or [], decorations.volumes)
+    if decorations.init_containers:
+        spec["initContainers"] = _with_named(spec.get("initContainers") or [],
+                                             decorations.init_containers)
     spec["restartPolicy"] = decorations.restart_policy
     for name, value in decorations.spec_fields.items():
         if spec.get(name) in (None, ""):
@@ -100,7 +103,8 @@ def _with_env(env: list[dict[str, Any]], added: Mapping[str, EnvValue]) -> list[
 def _with_named(
     items: list[dict[str, Any]], added: Sequence[Mapping[str, Any]]
 ) -> list[dict[str, Any]]:
-    """The template's volumes (or mounts) with the machine's; the machine's win by name."""
+    """The template's volumes (mounts, init containers) with the machine's; the machine's win
+    by name."""
     names = {item.get("name") for item in added}
     return [item for item in items if item.get("name") not in names] + [dict(a) for a in added]
 

@@ -33,7 +33,7 @@ from engine.controller.client import KubeClient
 from engine.controller.errors import AlreadyExists, Conflict, NotFound
 from engine.controller.events import EventRecorder
 from engine.controller.resources import Resource
-from engine.definition import CompiledDefinition, RenderedObject, render_objects
+from engine.definition import CompiledDefinition, CompiledObject, RenderedObject, render_objects
 from engine.definition.cel import CelEvaluationError
 
 OBJECT_LABEL = "jobmachine.dev/object"
@@ -80,17 +80,17 @@ def sync_objects(run: ObjectRun) -> float:
               f"the machine's child objects cannot be computed: {exc}")
         return _LATER_S
     wait = max((_ensure(run, rendered) for rendered in wanted), default=READY)
-    for name in absent:
-        _remove(run, name)
+    for child in absent:
+        _remove(run, child)
     return wait
 
 
-def object_name(job: Obj, name: str, naming: str = "JobNameSuffixed") -> str:
-    """The API name of a job's child object: `<job>-<name>`, or the job's own name when the
+def object_name(job: Obj, suffix: str, naming: str = "JobNameSuffixed") -> str:
+    """The API name of a job's child object: `<job>-<suffix>`, or the job's own name when the
     machine names it so (naming JobName)."""
     if naming == "JobName":
         return str(job["metadata"]["name"])
-    return f"{job['metadata']['name']}-{name}"
+    return f"{job['metadata']['name']}-{suffix}"
 
 
 def build_object(job: Obj, rendered: RenderedObject) -> dict[str, Any]:
@@ -100,7 +100,7 @@ def build_object(job: Obj, rendered: RenderedObject) -> dict[str, Any]:
         "apiVersion": rendered.api_version,
         "kind": rendered.kind,
         "metadata": {
-            "name": object_name(job, rendered.name, rendered.naming),
+            "name": object_name(job, rendered.suffix or rendered.name, rendered.naming),
             "namespace": metadata["namespace"],
             "labels": {
                 **rendered.labels,
@@ -165,26 +165,22 @@ def _update(run: ObjectRun, resource: Resource, body: dict[str, Any], existing: 
     return READY
 
 
-def _remove(run: ObjectRun, name: str) -> None:
+def _remove(run: ObjectRun, child: CompiledObject) -> None:
     """An object whose `when` no longer holds goes (only ours, never another's)."""
-    for spec in run.definition.objects:
-        if spec.name != name:
-            continue
-        # A kind the server does not serve has nothing of ours to delete: no warning.
-        resource = run.resources.get((spec.api_version, spec.kind))
-        cache = run.caches.get((spec.api_version, spec.kind))
-        if resource is None or cache is None:
-            return
-        existing = cache.get(run.key.namespace, object_name(run.job, name, spec.naming))
-        if existing is None or controller_uid(existing) != run.job["metadata"]["uid"]:
-            return
-        metadata = existing["metadata"]
-        try:
-            run.client.delete(resource, metadata["name"], metadata["namespace"],
-                              uid=metadata["uid"])
-        except NotFound:
-            return
-        _log(run).info(f"deleted {resource.kind.lower()} {metadata['name']}: its `when` is false")
+    # A kind the server does not serve has nothing of ours to delete: no warning.
+    resource = run.resources.get((child.api_version, child.kind))
+    cache = run.caches.get((child.api_version, child.kind))
+    if resource is None or cache is None:
+        return
+    existing = cache.get(run.key.namespace, object_name(run.job, child.suffix, child.naming))
+    if existing is None or controller_uid(existing) != run.job["metadata"]["uid"]:
+        return
+    metadata = existing["metadata"]
+    try:
+        run.client.delete(resource, metadata["name"], metadata["namespace"], uid=metadata["uid"])
+    except NotFound:
+        return
+    _log(run).info(f"deleted {resource.kind.lower()} {metadata['name']}: its `when` is false")
 
 
 def _located(run: ObjectRun, api_version: str, kind: str) -> tuple[Resource, Cache] | None:

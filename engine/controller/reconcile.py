@@ -291,7 +291,7 @@ class Reconciler:
         for child in definition.objects:
             found = self._caches.objects.get((child.api_version, child.kind))
             seen = None if found is None else found[1].get(
-                job["metadata"]["namespace"], object_name(job, child.name, child.naming))
+                job["metadata"]["namespace"], object_name(job, child.suffix, child.naming))
             objects[child.name] = seen if seen is not None and ours(job, seen) else {}
         return Surroundings(
             gang_scheduler=gang_scheduler_of(

@@ -53,8 +53,12 @@ NAMESPACES = Resource("", "v1", "namespaces", "Namespace", namespaced=False)
 LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease")
 CONFIGMAPS = Resource("", "v1", "configmaps", "ConfigMap")
 SECRETS = Resource("", "v1", "secrets", "Secret")
+SERVICE_ACCOUNTS = Resource("", "v1", "serviceaccounts", "ServiceAccount")
+ROLES = Resource("rbac.authorization.k8s.io", "v1", "roles", "Role")
+ROLE_BINDINGS = Resource("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding")
 BUILTIN_CHILDREN: dict[tuple[str, str], Resource] = {
-    (r.api_version, r.kind): r for r in (CONFIGMAPS, SECRETS, PODS, SERVICES)
+    (r.api_version, r.kind): r
+    for r in (CONFIGMAPS, SECRETS, PODS, SERVICES, SERVICE_ACCOUNTS, ROLES, ROLE_BINDINGS)
 }
 """Built-in kinds a machine may declare as a job's child objects, by (apiVersion, kind)."""
 

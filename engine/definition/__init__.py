@@ -7,6 +7,7 @@ the same definitions through this API.
 from engine.definition.compiled import (
     CompiledDefinition,
     CompiledMachine,
+    CompiledObject,
     StepError,
     compile_definition,
 )
@@ -34,6 +35,7 @@ from engine.definition.validate import load_definitions, validate_paths
 __all__ = [
     "CompiledDefinition",
     "CompiledMachine",
+    "CompiledObject",
     "DefinitionError",
     "Diagnostic",
     "Facts",

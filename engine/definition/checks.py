@@ -306,9 +306,10 @@ _OBJECT_ROOT_FIELDS = ("apiVersion", "kind", "metadata")
 
 
 def _object_checks(loaded: LoadedDefinition) -> Iterator[Diagnostic]:
-    """Child objects: one name each (one object per kind named like the job), and `fields`
-    that leave type and metadata to the engine."""
+    """Child objects: one name each, one API name per kind (`<job>-<suffix>`, or the job's
+    own name), and `fields` that leave type and metadata to the engine."""
     seen: dict[str, int] = {}
+    suffixed: dict[tuple[str, str, str], int] = {}
     named_like_job: dict[tuple[str, str], int] = {}
     for index, spec in enumerate(loaded.definition.spec.objects):
         path = ("spec", "objects", index)
@@ -316,7 +317,14 @@ def _object_checks(loaded: LoadedDefinition) -> Iterator[Diagnostic]:
         if first != index:
             yield error(loaded.positions.value((*path, "name")),
                         f"object name '{spec.name}' is already used by objects[{first}]: each "
-                        "object of a job is named <job>-<name>")
+                        "object of a job has its own name")
+        if spec.naming == "JobNameSuffixed":
+            suffix = spec.suffix or spec.name
+            first = suffixed.setdefault((spec.api_version, spec.kind, suffix), index)
+            if first != index:
+                yield error(loaded.positions.value((*path, "suffix" if spec.suffix else "name")),
+                            f"objects[{first}] is already a {spec.kind} ({spec.api_version}) "
+                            f"named <job>-{suffix}: two would have the same name")
         if spec.naming == "JobName":
             first = named_like_job.setdefault((spec.api_version, spec.kind), index)
             if first != index:

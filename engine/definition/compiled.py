@@ -151,7 +151,9 @@ class CompiledObject:
     api_version: str
     kind: str
     naming: str
-    """JobNameSuffixed (`<job>-<name>`) or JobName (the job's own name)."""
+    """JobNameSuffixed (`<job>-<suffix>`) or JobName (the job's own name)."""
+    suffix: str
+    """The machine's `suffix`, else its name."""
     when: CompiledExpression | None
     labels: Mapping[str, CompiledExpression]
     annotations: Mapping[str, CompiledExpression]
@@ -175,6 +177,7 @@ class CompiledDefinition:
     """The machine's failure rules as a job spec writes them (after the job's own)."""
     pod_volumes: CompiledExpression | None = None
     pod_volume_mounts: CompiledExpression | None = None
+    pod_init_containers: CompiledExpression | None = None
     pod_command: CompiledExpression | None = None
     pod_restart_policy: str = "Never"
     """The pods' restartPolicy when the machine writes it out; else see the expression."""
@@ -226,6 +229,7 @@ def compile_definition(loaded: LoadedDefinition) -> CompiledDefinition:
         ),
         pod_volumes=expressions.get((*pod_path, "volumes")),
         pod_volume_mounts=expressions.get((*pod_path, "volumeMounts")),
+        pod_init_containers=expressions.get((*pod_path, "initContainers")),
         pod_command=expressions.get((*pod_path, "command")),
         pod_restart_policy=spec.pod.restart_policy,
         pod_restart_policy_expression=expressions.get((*pod_path, "restartPolicy")),
@@ -248,6 +252,7 @@ def _object(
         api_version=child.api_version,
         kind=child.kind,
         naming=child.naming,
+        suffix=child.suffix or child.name,
         when=expressions.get((*path, "when")),
         labels={k: expressions[(*path, "labels", k)] for k in child.labels},
         annotations={k: expressions[(*path, "annotations", k)] for k in child.annotations},

@@ -152,7 +152,7 @@ def compile_expressions(loaded: LoadedDefinition) -> ExpressionTable:
         compiler.expression(("spec", "pod", "restartPolicy"), spec.pod.restart_policy, pod_scope,
                             _STRING_TYPES)
     lists = (("volumes", spec.pod.volumes), ("volumeMounts", spec.pod.volume_mounts),
-             ("command", spec.pod.command))
+             ("initContainers", spec.pod.init_containers), ("command", spec.pod.command))
     for key, written in lists:
         if written is not None:
             compiler.expression(("spec", "pod", key), written, pod_scope, _LIST_TYPES)

@@ -31,6 +31,8 @@ class PodDecorations:
     annotations: Mapping[str, str]
     volumes: tuple[Mapping[str, Any], ...] = ()
     volume_mounts: tuple[Mapping[str, Any], ...] = ()
+    init_containers: tuple[Mapping[str, Any], ...] = ()
+    """Appended to the pod's initContainers (Kubeflow's MPI launcher gets kubectl this way)."""
     command: tuple[str, ...] | None = None
     """The main container's command when its template has none (nor args)."""
     restart_policy: str = "Never"
@@ -78,7 +80,7 @@ def _command(expression: CompiledExpression | None, activation: Activation
 
 def _objects(expression: CompiledExpression | None, activation: Activation, what: str
              ) -> tuple[Mapping[str, Any], ...]:
-    """A list of API objects (volumes, mounts) from CEL; null gives none."""
+    """A list of API objects (volumes, mounts, containers) from CEL; null gives none."""
     if expression is None:
         return ()
     value = expression.evaluate(activation)
@@ -92,18 +94,20 @@ def _objects(expression: CompiledExpression | None, activation: Activation, what
 def render_pod_decorations(
     compiled: CompiledDefinition, variables: Mapping[str, Any]
 ) -> PodDecorations:
-    """The env, labels, annotations, volumes, mounts, default command and restartPolicy the
-    definition gives one pod."""
+    """The env, labels, annotations, volumes, mounts, init containers, default command and
+    restartPolicy the definition gives one pod."""
     activation = Activation(variables)
     return PodDecorations(
-        _env(compiled.pod_env, activation),
-        _texts(compiled.pod_labels, activation),
-        _texts(compiled.pod_annotations, activation),
-        _objects(compiled.pod_volumes, activation, "pod.volumes"),
-        _objects(compiled.pod_volume_mounts, activation, "pod.volumeMounts"),
-        _command(compiled.pod_command, activation),
-        render_restart_policy(compiled, activation),
-        _values(compiled.pod_spec_fields, activation),
+        env=_env(compiled.pod_env, activation),
+        labels=_texts(compiled.pod_labels, activation),
+        annotations=_texts(compiled.pod_annotations, activation),
+        volumes=_objects(compiled.pod_volumes, activation, "pod.volumes"),
+        volume_mounts=_objects(compiled.pod_volume_mounts, activation, "pod.volumeMounts"),
+        init_containers=_objects(compiled.pod_init_containers, activation,
+                                 "pod.initContainers"),
+        command=_command(compiled.pod_command, activation),
+        restart_policy=render_restart_policy(compiled, activation),
+        spec_fields=_values(compiled.pod_spec_fields, activation),
     )
 
 
@@ -127,7 +131,7 @@ class RenderedObject:
     """One child object of a job as the machine wants it now (without name and owner)."""
 
     name: str
-    """The object's name in the machine; the API object is `<job>-<name>` (or, with
+    """The object's name in the machine; the API object is `<job>-<suffix>` (or, with
     naming JobName, the job's name)."""
     api_version: str
     kind: str
@@ -135,23 +139,25 @@ class RenderedObject:
     annotations: Mapping[str, str] = field(default_factory=dict)
     fields: Mapping[str, Any] = field(default_factory=dict)
     naming: str = "JobNameSuffixed"
+    suffix: str = ""
+    """The API object is `<job>-<suffix>`; empty: the name."""
 
 
 def render_objects(
     compiled: CompiledDefinition, variables: Mapping[str, Any]
-) -> tuple[list[RenderedObject], list[str]]:
-    """The job's child objects whose `when` holds, and the names of those whose does not."""
+) -> tuple[list[RenderedObject], list[CompiledObject]]:
+    """The job's child objects whose `when` holds, and the machine's objects whose does not."""
     activation = Activation(variables)
     wanted: list[RenderedObject] = []
-    absent: list[str] = []
+    absent: list[CompiledObject] = []
     for child in compiled.objects:
         if not _wanted(child, activation):
-            absent.append(child.name)
+            absent.append(child)
             continue
         wanted.append(RenderedObject(
             child.name, child.api_version, child.kind,
             _texts(child.labels, activation), _texts(child.annotations, activation),
-            _without_nulls(_values(child.fields, activation)), child.naming,
+            _without_nulls(_values(child.fields, activation)), child.naming, child.suffix,
         ))
     return wanted, absent
 

@@ -175,6 +175,9 @@ class PodSpec(_Strict):
     # and a list of VolumeMounts added to the main container; null or [] adds none.
     volumes: str | None = None
     volume_mounts: str | None = Field(default=None, alias="volumeMounts")
+    # CEL giving a list of core/v1 Containers appended to the pod's initContainers
+    # (replacing same-named ones): MPI's kubectl-delivery; null or [] adds none.
+    init_containers: str | None = Field(default=None, alias="initContainers")
     # CEL giving the main container's command (a list of strings) when its template sets
     # neither command nor args (e.g. MPI Workers that only wait to be reached); null: none.
     command: str | None = None
@@ -210,6 +213,12 @@ class ObjectSpec(_Strict):
     api_version: str = Field(alias="apiVersion")
     kind: str
     naming: Literal["JobNameSuffixed", "JobName"] = "JobNameSuffixed"
+    # The API object is `<job>-<suffix>` (default: the name): objects of different kinds may
+    # share one, as MPIJob's launcher ServiceAccount, Role and RoleBinding do.
+    suffix: Annotated[
+        str | None, Field(default=None, min_length=1, max_length=40,
+                          pattern=r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+    ] = None
     when: str | None = None  # CEL bool; while false the object does not exist
     labels: dict[str, str] = Field(default_factory=dict)
     annotations: dict[str, str] = Field(default_factory=dict)

@@ -72,6 +72,12 @@ KEPT: dict[Triple, str] = {
     **{("", "configmaps", verb): _OBJECTS for verb in ("get", "update", "patch", "delete")},
     **{("", "secrets", verb): _OBJECTS
        for verb in ("get", "list", "watch", "create", "update", "patch", "delete")},
+    **{(group, plural, verb): _OBJECTS
+       for group, plural in (("", "serviceaccounts"), ("rbac.authorization.k8s.io", "roles"),
+                             ("rbac.authorization.k8s.io", "rolebindings"))
+       for verb in ("get", "update", "patch", "delete")},
+    **{("", "pods/exec", verb): "MPIJob's launcher Role grants it: RBAC lets the engine "
+                                "grant only what it holds" for verb in ("get", "create")},
     **{("scheduling.volcano.sh", "podgroups", verb): _OBJECTS
        for verb in ("get", "update", "patch", "delete")},
     **{("scheduling.x-k8s.io", "podgroups", verb): "--gang-scheduler-name scheduler-plugins"

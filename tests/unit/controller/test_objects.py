@@ -3,7 +3,7 @@ they change, never taken from another owner. A recording client stands in for th
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from engine.controller.cache import Cache, project_child_object
@@ -16,11 +16,13 @@ from engine.controller.objects import (
     build_object,
     sync_objects,
 )
-from engine.controller.resources import CONFIGMAPS
+from engine.controller.resources import BUILTIN_CHILDREN, CONFIGMAPS
 from engine.definition import RenderedObject, render_objects
 from tests.kinds import shipped_definitions
 
-MPI = shipped_definitions()["MPIJob"]
+SHIPPED_MPI = shipped_definitions()["MPIJob"]
+# Most tests follow one object's life: the MPIJob machine with its hostfile ConfigMap only.
+MPI = replace(SHIPPED_MPI, objects=tuple(o for o in SHIPPED_MPI.objects if o.kind == "ConfigMap"))
 JOB = {
     "apiVersion": "kubeflow.org/v1", "kind": "MPIJob",
     "metadata": {"name": "ring", "namespace": "ml", "uid": "job-uid"},
@@ -162,3 +164,43 @@ def test_the_hash_follows_the_content() -> None:
 def _rendered(variables: dict[str, Any]) -> RenderedObject:
     (wanted,), _ = render_objects(MPI, variables)
     return wanted
+
+
+def test_the_mpi_launcher_gets_an_account_a_role_to_exec_into_its_workers_and_a_binding() -> None:
+    client, recorder = RecordingClient(), RecordingRecorder()
+    rbac = "rbac.authorization.k8s.io/v1"
+    kinds = [("v1", "ConfigMap"), ("v1", "ServiceAccount"), (rbac, "Role"), (rbac, "RoleBinding")]
+    ready = sync_objects(ObjectRun(
+        client=client, recorder=recorder, key=JobKey("MPIJob", "ml", "ring"),
+        job=JOB, definition=SHIPPED_MPI, variables=VARIABLES,
+        resources={k: BUILTIN_CHILDREN[k] for k in kinds},
+        caches={k: Cache(project_child_object) for k in kinds},
+    ))
+
+    assert ready == READY
+    assert [(b["kind"], b["metadata"]["name"]) for b in client.bodies] == [
+        ("ConfigMap", "ring-config"), ("ServiceAccount", "ring-launcher"),
+        ("Role", "ring-launcher"), ("RoleBinding", "ring-launcher")]
+    _, account, role, binding = client.bodies
+    assert role["rules"] == [
+        {"verbs": ["get", "list", "watch"], "apiGroups": [""], "resources": ["pods"]},
+        {"verbs": ["get", "create"], "apiGroups": [""], "resources": ["pods/exec"],
+         "resourceNames": ["ring-worker-0", "ring-worker-1"]}]
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "namespace": "ml",
+                                    "name": "ring-launcher"}]
+    assert binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role",
+                                  "name": "ring-launcher"}
+    assert all(b["metadata"]["labels"]["app"] == "ring" for b in (account, role, binding))
+
+
+def test_a_launcher_that_names_its_account_gets_no_new_one_but_the_binding_names_it() -> None:
+    job = {**JOB, "spec": {**JOB["spec"], "mpiReplicaSpecs": {
+        **JOB["spec"]["mpiReplicaSpecs"],
+        "Launcher": {"template": {"spec": {"serviceAccountName": "mine",
+                                           "containers": [{"name": "mpi", "image": "x"}]}}}}}}
+    wanted, absent = render_objects(SHIPPED_MPI, {**VARIABLES, "job": job})
+
+    assert "ServiceAccount" in [o.kind for o in absent]
+    assert "ServiceAccount" not in [o.kind for o in wanted]
+    (binding,) = [o for o in wanted if o.kind == "RoleBinding"]
+    assert binding.fields["subjects"][0]["name"] == "mine"

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from engine.controller.objects import build_object
 from engine.definition import (
     CompiledDefinition,
     RenderedObject,
@@ -179,8 +180,9 @@ def test_objects_are_rendered_while_their_when_holds_and_nulls_are_left_out() ->
         "hostfile", "v1", "ConfigMap", labels={"job": "j"}, annotations={"size": "2"},
         fields={"data": {"hosts": "j-worker-0\nj-worker-1",
                          "tf": "j-worker-0.ns.svc:2222,j-worker-1.ns.svc:2222"}},
+        suffix="hostfile",
     )]
-    assert absent == ["token"]
+    assert [o.name for o in absent] == ["token"]
     job = {"metadata": {"name": "j"}, "spec": {"size": 6}}
     wanted, absent = render_objects(compiled(OBJECTS), {**OBJECT_VARIABLES, "job": job})
     assert [(o.name, o.fields) for o in wanted][1] == ("token", {"type": "Opaque"})
@@ -189,7 +191,8 @@ def test_objects_are_rendered_while_their_when_holds_and_nulls_are_left_out() ->
 
 def test_an_object_without_when_is_always_wanted() -> None:
     extra = "  objects:\n    - {name: cm, apiVersion: v1, kind: ConfigMap}\n"
-    assert render_objects(compiled(extra), {}) == ([RenderedObject("cm", "v1", "ConfigMap")], [])
+    assert render_objects(compiled(extra), {}) == (
+        [RenderedObject("cm", "v1", "ConfigMap", suffix="cm")], [])
 
 
 def test_object_values_see_the_job_level_and_template_variables() -> None:
@@ -224,8 +227,26 @@ def test_object_names_are_unique() -> None:
 """
     assert lines(extra) == [
         "demo.yaml:27:14: error: object name 'cm' is already used by objects[0]: each object "
-        "of a job is named <job>-<name>"
+        "of a job has its own name"
     ]
+
+
+def test_objects_of_one_kind_may_not_share_a_suffix() -> None:
+    extra = """\
+  objects:
+    - {name: account, suffix: launcher, apiVersion: v1, kind: ServiceAccount}
+    - {name: role, suffix: launcher, apiVersion: rbac.authorization.k8s.io/v1, kind: Role}
+    - {name: launcher, apiVersion: v1, kind: ServiceAccount}
+"""
+    assert lines(extra) == [
+        "demo.yaml:28:14: error: objects[0] is already a ServiceAccount (v1) named "
+        "<job>-launcher: two would have the same name"
+    ]
+    job = {"apiVersion": "x/v1", "kind": "X", "metadata": {"name": "pi", "namespace": "ns",
+                                                            "uid": "u"}}
+    wanted, _ = render_objects(compiled(extra.rsplit("\n    -", 1)[0] + "\n"), {})
+    assert [build_object(job, w)["metadata"]["name"] for w in wanted] == [
+        "pi-launcher", "pi-launcher"]
 
 
 @pytest.mark.parametrize("name", ["a", "host-file-2", "x" * 40])
