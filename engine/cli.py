@@ -717,7 +717,8 @@ def demo(
     ] = None,
     real: Annotated[
         bool, typer.Option("--real", help="Run examples/real: replicas that train for real and "
-                                          "print their results (pip install -e '.[real]').")
+                                          "print their results (pip install -e '.\\[real]'; "
+                                          "the MPIJob needs Open MPI's mpirun).")
     ] = False,
 ) -> None:
     """Run the examples on a throw-away local cluster; exit 0 if every job ended as expected."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import importlib.util
 import queue
+import shutil
 import sys
 import tempfile
 import time
@@ -48,7 +49,9 @@ POLL_INTERVAL_S = 0.2
 DEMO_REPLICA_BACKOFF_S = 2.0
 EVENT_FLUSH_TIMEOUT_S = 5.0
 # What the examples in examples/real import: the `real` extra.
-REAL_MODULES = ("xgboost", "jax", "numpy")
+REAL_MODULES = ("xgboost", "jax", "numpy", "mpi4py")
+# What the MPIJob example runs besides Python: Open MPI's launcher, from the machine.
+REAL_PROGRAMS = {"mpirun": "Open MPI (Debian: apt-get install openmpi-bin)"}
 # The examples' scripts (the folder's *.py), mounted by the examples that run them.
 SCRIPTS_CONFIGMAP = "example-scripts"
 RESULT_PREFIX = "result:"
@@ -174,12 +177,17 @@ def run_demo(options: DemoOptions, *, out: TextIO = sys.stdout) -> bool:
 
 def _check_real_extra(node_mode: NodeMode) -> None:
     """DemoError, in one line, unless the real examples can run here."""
+    if node_mode != "process":
+        raise DemoError("the real examples train for real: they need --node-mode process")
     missing = [name for name in REAL_MODULES if importlib.util.find_spec(name) is None]
     if missing:
         raise DemoError(f"the real examples need {', '.join(missing)}, which {sys.executable} "
                         f"cannot import: pip install -e '.[real]'")
-    if node_mode != "process":
-        raise DemoError("the real examples train for real: they need --node-mode process")
+    absent = [f"{program}: {source}" for program, source in REAL_PROGRAMS.items()
+              if shutil.which(program) is None]
+    if absent:
+        raise DemoError(f"the real examples need programs this machine lacks: "
+                        f"{'; '.join(absent)}")
 
 
 def share_scripts(client: KubeClient, folder: Path, namespaces: Iterable[str]) -> None:

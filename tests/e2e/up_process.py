@@ -56,10 +56,13 @@ def stop(process: subprocess.Popen[str], err: Path) -> None:
 
 
 @contextmanager
-def running_up(home: Path, *args: str) -> Iterator[RunningUp]:
-    """`jobmachine up --data-dir HOME/data --port 0 ARGS` until the block ends."""
+def running_up(home: Path, *args: str, path_first: Path | None = None) -> Iterator[RunningUp]:
+    """`jobmachine up --data-dir HOME/data --port 0 ARGS` until the block ends; `path_first`
+    goes first on its PATH, as an activated venv's bin folder does."""
     out, err = home / "up.out", home / "up.err"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("KUBE", "HTTP"))}
+    if path_first is not None:
+        env["PATH"] = os.pathsep.join((str(path_first), env.get("PATH", "")))
     command = [JOBMACHINE, "up", "--data-dir", str(home / "data"), "--port", "0", *args]
     with out.open("w") as stdout, err.open("w") as stderr:
         process = subprocess.Popen(command, stdout=stdout, stderr=stderr, text=True, env=env)

@@ -9,17 +9,22 @@ from __future__ import annotations
 
 import importlib.util
 import re
+import shutil
 
 import pytest
 
-from engine.app.demo import REAL_MODULES
+from engine.app.demo import REAL_MODULES, REAL_PROGRAMS
 from engine.app.shipped import shipped_dir
 
 REAL = shipped_dir("examples") / "real"
 MISSING = [name for name in REAL_MODULES if importlib.util.find_spec(name) is None]
+ABSENT = [f"{program} ({source})" for program, source in REAL_PROGRAMS.items()
+          if shutil.which(program) is None]
 needs_real_extra = pytest.mark.skipif(
-    bool(MISSING),
-    reason=f"no {', '.join(MISSING)} here: the real examples need pip install -e '.[real]'",
+    bool(MISSING or ABSENT),
+    reason=(f"no {', '.join(MISSING)} here: the real examples need pip install -e '.[real]'"
+            if MISSING else f"the real examples need {', '.join(ABSENT)}; .ci/run installs "
+            "it when run as root"),
 )
 
 # `<pod>  result: ...` in the demo's output, `result: ...` in a pod's log.

@@ -23,6 +23,19 @@ def test_without_the_extra_it_names_the_missing_install(monkeypatch: pytest.Monk
     assert lines[0].endswith("pip install -e '.[real]'")
 
 
+def test_without_open_mpi_it_names_the_package(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(demo, "REAL_MODULES", ())
+    monkeypatch.setattr(demo, "REAL_PROGRAMS", {"no-such-mpirun-jobmachine": "Open MPI (Debian: "
+                                                "apt-get install openmpi-bin)"})
+
+    result = CliRunner().invoke(app, ["demo", "--real"])
+
+    assert result.exit_code == 1
+    assert result.output.strip() == (
+        "error: the real examples need programs this machine lacks: no-such-mpirun-jobmachine: "
+        "Open MPI (Debian: apt-get install openmpi-bin)")
+
+
 def test_real_examples_need_process_mode(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(demo, "REAL_MODULES", ())
 

@@ -50,6 +50,10 @@ EXAMPLES = [
         r"jax process [01] of 2: (?P<shared>process id sum 1, 2048 rows over 2 devices "
         r"\(1024 here\), 100 steps, loss [\d.]+, max weight error (?P<error>[\d.]+), "
         r"the same in every process \(ok\))$")),
+    Trained("mpi-real", ("mpi-real-launcher-0",), re.compile(
+        r"mpi launcher: (?P<shared>2 of 2 ranks in pods mpi-real-worker-0, mpi-real-worker-1, "
+        r"pi 3\.1415926536, max weight error (?P<error>[\d.]+), model [0-9a-f]{12} the same "
+        r"on every rank \(ok\))$")),
 ]
 
 
