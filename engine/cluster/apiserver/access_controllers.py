@@ -5,7 +5,8 @@ in a namespace being deleted), so `kubectl create token default` works as on
 any cluster. A ClusterRole with an `aggregationRule` has its rules kept equal
 to the union of the rules of the ClusterRoles its selectors match, which is
 how a platform team grants the engine a new job kind with one labelled
-ClusterRole.
+ClusterRole. `NamespaceKeeper` is what every per-namespace keeper shares (the root CA
+publisher is one too).
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ from loguru import logger
 
 from engine.cluster.apiserver.builtins import CLUSTER_ROLES, NAMESPACES, SERVICE_ACCOUNTS
 from engine.cluster.apiserver.errors import ApiError
-from engine.cluster.apiserver.objects import Change
+from engine.cluster.apiserver.objects import Change, Entry
+from engine.cluster.apiserver.resources import ResourceType
 from engine.cluster.apiserver.selectors import LabelSelector, SelectorError
 
 if TYPE_CHECKING:
@@ -27,12 +29,18 @@ _ACCOUNTS_MANAGER = "service-account-controller"
 _AGGREGATION_MANAGER = "clusterrole-aggregation-controller"
 
 
-class DefaultServiceAccounts:
-    """Keeps a `default` ServiceAccount in every namespace that is not terminating."""
+class NamespaceKeeper:
+    """Keeps one named object in every namespace that is not terminating: looked at when
+    the namespace appears, at start, and when that object has one of the `watched` kinds
+    of change; `_keep` says what to do with it (None: it does not exist)."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, resource: ResourceType, name: str,
+                 watched: tuple[str, ...], component: str) -> None:
         self._store = store
-        self._log = logger.bind(component="apiserver.serviceaccounts")
+        self._resource = resource
+        self._name = name
+        self._watched = watched
+        self._log = logger.bind(component=component)
         store.table.listen(self._on_change)
 
     def resume(self) -> None:
@@ -44,8 +52,8 @@ class DefaultServiceAccounts:
         if change.key == NAMESPACES.key and change.type == "ADDED":
             name = metadata["name"]
             self._store.reactor.soon(lambda: self._ensure(name))
-        elif (change.key == SERVICE_ACCOUNTS.key and change.type == "DELETED"
-              and metadata["name"] == DEFAULT_ACCOUNT):
+        elif (change.key == self._resource.key and change.type in self._watched
+              and metadata["name"] == self._name):
             namespace = metadata["namespace"]
             self._store.reactor.soon(lambda: self._ensure(namespace))
 
@@ -54,14 +62,26 @@ class DefaultServiceAccounts:
         space = table.get(NAMESPACES.key, "", namespace)
         if space is None or space.obj["metadata"].get("deletionTimestamp"):
             return
-        if table.get(SERVICE_ACCOUNTS.key, namespace, DEFAULT_ACCOUNT) is not None:
-            return
         try:
-            self._store.create(SERVICE_ACCOUNTS, namespace,
-                               {"metadata": {"name": DEFAULT_ACCOUNT}},
-                               field_manager=_ACCOUNTS_MANAGER)
+            self._keep(namespace, table.get(self._resource.key, namespace, self._name))
         except ApiError as exc:
-            self._log.warning("could not create {}/default: {}", namespace, exc)
+            self._log.warning("could not keep {}/{}: {}", namespace, self._name, exc)
+
+    def _keep(self, namespace: str, entry: Entry | None) -> None:
+        raise NotImplementedError
+
+
+class DefaultServiceAccounts(NamespaceKeeper):
+    """Keeps a `default` ServiceAccount in every namespace that is not terminating."""
+
+    def __init__(self, store: Store) -> None:
+        super().__init__(store, SERVICE_ACCOUNTS, DEFAULT_ACCOUNT, ("DELETED",),
+                         "apiserver.serviceaccounts")
+
+    def _keep(self, namespace: str, entry: Entry | None) -> None:
+        if entry is None:
+            self._store.create(SERVICE_ACCOUNTS, namespace, {"metadata": {"name": DEFAULT_ACCOUNT}},
+                               field_manager=_ACCOUNTS_MANAGER)
 
 
 class ClusterRoleAggregator:

@@ -13,11 +13,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from loguru import logger
-
-from engine.cluster.apiserver.builtins import CONFIGMAPS, NAMESPACES
-from engine.cluster.apiserver.errors import ApiError
-from engine.cluster.apiserver.objects import Change, Obj
+from engine.cluster.apiserver.access_controllers import NamespaceKeeper
+from engine.cluster.apiserver.builtins import CONFIGMAPS
+from engine.cluster.apiserver.objects import Entry, Obj
 from engine.cluster.apiserver.service_account_admission import ROOT_CA_CONFIGMAP, ROOT_CA_KEY
 
 if TYPE_CHECKING:
@@ -32,44 +30,20 @@ DESCRIPTION = (
 _MANAGER = "kube-controller-manager"
 
 
-class RootCaPublisher:
+class RootCaPublisher(NamespaceKeeper):
     """Keeps `kube-root-ca.crt` with the server's CA (PEM, "" without TLS) in every namespace."""
 
     def __init__(self, store: Store, root_ca: str) -> None:
-        self._store = store
         self._data = {ROOT_CA_KEY: root_ca}
-        self._log = logger.bind(component="apiserver.rootca")
-        store.table.listen(self._on_change)
+        super().__init__(store, CONFIGMAPS, ROOT_CA_CONFIGMAP, ("MODIFIED", "DELETED"),
+                         "apiserver.rootca")
 
-    def resume(self) -> None:
-        for (_, name) in list(self._store.table.bucket(NAMESPACES.key).entries):
-            self._ensure(name)
-
-    def _on_change(self, change: Change) -> None:
-        metadata = change.entry.obj["metadata"]
-        if change.key == NAMESPACES.key and change.type == "ADDED":
-            name = metadata["name"]
-            self._store.reactor.soon(lambda: self._ensure(name))
-        elif (change.key == CONFIGMAPS.key and change.type in ("MODIFIED", "DELETED")
-              and metadata["name"] == ROOT_CA_CONFIGMAP):
-            namespace = metadata["namespace"]
-            self._store.reactor.soon(lambda: self._ensure(namespace))
-
-    def _ensure(self, namespace: str) -> None:
-        table = self._store.table
-        space = table.get(NAMESPACES.key, "", namespace)
-        if space is None or space.obj["metadata"].get("deletionTimestamp"):
-            return
-        entry = table.get(CONFIGMAPS.key, namespace, ROOT_CA_CONFIGMAP)
-        try:
-            if entry is None:
-                self._store.create(CONFIGMAPS, namespace, self._published(),
-                                   field_manager=_MANAGER)
-            elif self._stale(entry.obj):
-                self._store.update(CONFIGMAPS, namespace, ROOT_CA_CONFIGMAP,
-                                   self._restored(entry.obj), field_manager=_MANAGER)
-        except ApiError as exc:
-            self._log.warning("could not publish {}/{}: {}", namespace, ROOT_CA_CONFIGMAP, exc)
+    def _keep(self, namespace: str, entry: Entry | None) -> None:
+        if entry is None:
+            self._store.create(CONFIGMAPS, namespace, self._published(), field_manager=_MANAGER)
+        elif self._stale(entry.obj):
+            self._store.update(CONFIGMAPS, namespace, ROOT_CA_CONFIGMAP,
+                               self._restored(entry.obj), field_manager=_MANAGER)
 
     def _published(self) -> Obj:
         return {"metadata": {"name": ROOT_CA_CONFIGMAP,
