@@ -1,6 +1,9 @@
 """What the local node runs for Kubeflow's kubectl-delivery image (images.py): an MPIJob
 Launcher's init container that puts kubectl where the Launcher's kubexec.sh finds it, then
-waits until every pod of the hostfile runs, so that `kubectl exec` into them can work.
+waits until every pod of the hostfile runs, so that `kubectl exec` into them can work. A
+pod that has already ended (Succeeded or Failed) can never run again: it is reported and not
+waited for (the real image would wait for ever), so the Launcher starts and fails to reach
+it, and the job ends, instead of hanging in Init.
 
 Run as `python -m engine.cluster.node.kubectl_delivery` inside the pod. kubectl is "copied"
 as a link to the resolved `kubectl` on PATH (the pod shares this machine's files); the pods
@@ -23,6 +26,7 @@ SERVICE_ACCOUNT_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
 HOSTFILE = Path("/etc/mpi/hostfile")
 DEFAULT_TARGET_DIR = "/opt/kube"
 POLL_S = 0.5
+ENDED = ("Succeeded", "Failed")
 
 
 class DeliveryError(Exception):
@@ -72,7 +76,8 @@ def pod_namespace(environ: dict[str, str], account_dir: Path = SERVICE_ACCOUNT_D
 def wait_running(read_phase: Callable[[str], str], names: Sequence[str], *,
                  say: Callable[[str], None], sleep: Callable[[float], None] = time.sleep
                  ) -> None:
-    """Return once every pod of `names` has been seen Running, saying what it waits for."""
+    """Return once every pod of `names` has been seen Running or has ended, saying what it
+    waits for."""
     waiting = list(names)
     said: dict[str, str] = {}
     while waiting:
@@ -81,6 +86,9 @@ def wait_running(read_phase: Callable[[str], str], names: Sequence[str], *,
             if phase == "Running":
                 waiting.remove(name)
                 say(f"pod {name} is Running")
+            elif phase in ENDED:
+                waiting.remove(name)
+                say(f"pod {name} has ended ({phase}) and will not run again: not waiting for it")
             elif said.get(name) != phase:
                 said[name] = phase
                 say(f"waiting for pod {name} to be Running (now {phase})")

@@ -60,6 +60,17 @@ def test_waits_until_each_pod_has_been_seen_running() -> None:
     assert len(sleeps) == 3
 
 
+def test_a_pod_that_has_ended_is_not_waited_for() -> None:
+    phases = {"a": iter(["Pending", "Succeeded"]), "b": iter(["Failed"])}
+    said: list[str] = []
+    wait_running(lambda name: next(phases[name]), ["a", "b"], say=said.append,
+                 sleep=lambda _: None)
+    assert said == [
+        "waiting for pod a to be Running (now Pending)",
+        "pod b has ended (Failed) and will not run again: not waiting for it",
+        "pod a has ended (Succeeded) and will not run again: not waiting for it"]
+
+
 def test_credentials_come_from_the_in_cluster_config(tmp_path: Path) -> None:
     with pytest.raises(DeliveryError, match="no in-cluster config"):
         in_cluster_api({"KUBERNETES_SERVICE_HOST": "127.0.0.1"}, tmp_path)
