@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from engine.app.up import LocalCluster
+from engine.controller import objects
 from engine.controller.client import KubeClient
 from engine.controller.errors import NotFound
 from engine.controller.resources import CONFIGMAPS, PODS, SECRETS, Resource
@@ -113,8 +114,11 @@ def test_an_object_whose_when_turns_false_is_deleted(
 
 
 def test_a_foreign_object_of_the_same_name_holds_the_pods_back_and_is_left_alone(
-    client: KubeClient, lab: Lab, ns: str
+    client: KubeClient, lab: Lab, ns: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # The engine runs in this process: its look-again delay for a taken name (30 s) is
+    # shortened so that the test does not wait half a minute for it.
+    monkeypatch.setattr(objects, "_LATER_S", 3.0)
     kind = new_kind()
     lab.install(kind)
     lab.apply(with_objects(kind, kind.kind.lower(), [TOKEN]))
@@ -137,7 +141,7 @@ def test_a_foreign_object_of_the_same_name_holds_the_pods_back_and_is_left_alone
 
     client.delete(SECRETS, "taken-token", ns)
     # The foreign object had none of our labels, so no watch event says it went: the job
-    # looks again 30 s after it found the name taken.
+    # looks again that delay after it found the name taken.
     wait_for_phase(client, ns, "taken", "Succeeded", kind=kind.resource, timeout=60)
 
 
