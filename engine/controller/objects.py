@@ -100,7 +100,7 @@ def build_object(job: Obj, rendered: RenderedObject) -> dict[str, Any]:
         "apiVersion": rendered.api_version,
         "kind": rendered.kind,
         "metadata": {
-            "name": object_name(job, rendered.suffix or rendered.name, rendered.naming),
+            "name": object_name(job, rendered.suffix, rendered.naming),
             "namespace": metadata["namespace"],
             "labels": {
                 **rendered.labels,

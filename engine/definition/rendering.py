@@ -135,12 +135,12 @@ class RenderedObject:
     naming JobName, the job's name)."""
     api_version: str
     kind: str
+    suffix: str
+    """The API object is `<job>-<suffix>` (the machine's `suffix`, else its name)."""
     labels: Mapping[str, str] = field(default_factory=dict)
     annotations: Mapping[str, str] = field(default_factory=dict)
     fields: Mapping[str, Any] = field(default_factory=dict)
     naming: str = "JobNameSuffixed"
-    suffix: str = ""
-    """The API object is `<job>-<suffix>`; empty: the name."""
 
 
 def render_objects(
@@ -155,9 +155,10 @@ def render_objects(
             absent.append(child)
             continue
         wanted.append(RenderedObject(
-            child.name, child.api_version, child.kind,
-            _texts(child.labels, activation), _texts(child.annotations, activation),
-            _without_nulls(_values(child.fields, activation)), child.naming, child.suffix,
+            child.name, child.api_version, child.kind, child.suffix,
+            labels=_texts(child.labels, activation),
+            annotations=_texts(child.annotations, activation),
+            fields=_without_nulls(_values(child.fields, activation)), naming=child.naming,
         ))
     return wanted, absent
 

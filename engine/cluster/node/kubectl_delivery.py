@@ -20,9 +20,10 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from engine.cluster.apiserver.service_account_admission import TOKEN_MOUNT_PATH
 from engine.cluster.node.api import ApiError, NodeApi, pod_path
 
-SERVICE_ACCOUNT_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
+SERVICE_ACCOUNT_DIR = Path(TOKEN_MOUNT_PATH)
 HOSTFILE = Path("/etc/mpi/hostfile")
 DEFAULT_TARGET_DIR = "/opt/kube"
 POLL_S = 0.5

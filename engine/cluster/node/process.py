@@ -25,6 +25,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from engine.cluster.apiserver.container_ids import process_container_id
+from engine.cluster.apiserver.service_account_admission import TOKEN_MOUNT_PATH, VOLUME_PREFIX
 from engine.cluster.node import leftovers
 from engine.cluster.node.container_config import (
     ContainerConfig,
@@ -54,8 +55,7 @@ from engine.cluster.node.volume_files import VolumeNotReadyError, prepare_volume
 from engine.cluster.node.volumes import Mount, absolute, volume_contents
 
 ServiceNames = Callable[[str], list[str]]
-API_ACCESS_PREFIX = "kube-api-access-"
-API_ACCESS_PATH = PurePosixPath("/var/run/secrets/kubernetes.io/serviceaccount")
+API_ACCESS_PATH = PurePosixPath(TOKEN_MOUNT_PATH)
 # Requests the tokens of a pod's serviceAccountToken sources from the API server.
 TokenReader = Callable[[Mapping[str, Any]], Tokens]
 
@@ -148,7 +148,7 @@ def _spare(mounts: Sequence[Mount], binds: Sequence[Bind]) -> list[Bind]:
     /var/run), the container runs without it, as without its termination message file,
     rather than waiting for ever; it then has no in-cluster credentials."""
     return [bind for mount, bind in zip(mounts, binds, strict=True)
-            if mount.volume.startswith(API_ACCESS_PREFIX) and mount.path == API_ACCESS_PATH]
+            if mount.volume.startswith(VOLUME_PREFIX) and mount.path == API_ACCESS_PATH]
 
 
 def _first_covered(plan: MountPlan) -> str:
