@@ -178,6 +178,13 @@ def _manifests() -> list[dict[str, Any]]:
     documents += [gang, MACHINEJOB]
     for document in documents:
         document["metadata"]["namespace"] = JOBS_NAMESPACE
+        if document["kind"] == "MPIJob":
+            # MPI Workers only wait to be reached: in simulate mode they would end after the
+            # default 0.2 s, before the Launcher (behind its init container) is done, and
+            # the clean-up that deletes running Workers and their services would not run.
+            template = document["spec"]["mpiReplicaSpecs"]["Worker"]["template"]
+            template.setdefault("metadata", {}).setdefault("annotations", {})[
+                "sim.jobmachine.dev/run-seconds"] = "600"
     return documents
 
 
