@@ -47,12 +47,12 @@ sys.path.insert(0, str(ROOT))
 from loguru import logger  # noqa: E402
 
 from engine.cluster import running_apiserver  # noqa: E402
-from engine.cluster.apiserver.serve import RunningApiServer  # noqa: E402
+from engine.cluster.apiserver.endpoints.serve import RunningApiServer  # noqa: E402
 from engine.cluster.node import running_node  # noqa: E402
-from engine.controller.client import KubeClient  # noqa: E402
-from engine.controller.errors import ApiError, Gone  # noqa: E402
-from engine.controller.install import crd_resources, prepare_cluster  # noqa: E402
-from engine.controller.resources import PODS, Resource  # noqa: E402
+from engine.controller.machines.install import crd_resources, prepare_cluster  # noqa: E402
+from engine.kube.client import KubeClient  # noqa: E402
+from engine.kube.errors import ApiError, Gone  # noqa: E402
+from engine.kube.resources import PODS, Resource  # noqa: E402
 
 CRDS, MACHINES = ROOT / "crds", ROOT / "machines"
 PYTORCHJOBS = next(r for r in crd_resources(CRDS) if r.kind == "PyTorchJob")

@@ -36,13 +36,13 @@ sys.path.insert(0, str(ROOT))
 from loguru import logger  # noqa: E402
 
 from engine.cluster import running_apiserver  # noqa: E402
-from engine.cluster.apiserver.serve import RunningApiServer  # noqa: E402
+from engine.cluster.apiserver.endpoints.serve import RunningApiServer  # noqa: E402
 from engine.cluster.node import running_node  # noqa: E402
-from engine.controller.cache import Cache, project_pod  # noqa: E402
-from engine.controller.client import KubeClient  # noqa: E402
-from engine.controller.install import crd_resources, prepare_cluster  # noqa: E402
-from engine.controller.manager import Engine  # noqa: E402
-from engine.controller.resources import PODS  # noqa: E402
+from engine.controller.machines.install import crd_resources, prepare_cluster  # noqa: E402
+from engine.controller.runtime.manager import Engine  # noqa: E402
+from engine.kube.cache import Cache, project_pod  # noqa: E402
+from engine.kube.client import KubeClient  # noqa: E402
+from engine.kube.resources import PODS  # noqa: E402
 from engine.settings import EngineSettings  # noqa: E402
 
 CRDS, MACHINES = ROOT / "crds", ROOT / "machines"

@@ -41,8 +41,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # before benchmarks/, whose engine.py would shadow the package
 
-from engine.controller.client import KubeClient  # noqa: E402
-from engine.controller.resources import Resource  # noqa: E402
+from engine.kube.client import KubeClient  # noqa: E402
+from engine.kube.resources import Resource  # noqa: E402
 
 NAMESPACE = "default"
 AGENT = "memory-bench"
@@ -311,7 +311,7 @@ def probe(history: int, pods: int, updates: int) -> dict[str, Any]:
     """In this (fresh) process: a server with `history`, `pods` pods each created and
     patched `updates` times; RSS after a full collection."""
     from engine.cluster import running_apiserver
-    from engine.cluster.apiserver.serve import ServerOptions
+    from engine.cluster.apiserver.endpoints.serve import ServerOptions
 
     pod_res = Resource("", "v1", "pods", "Pod")
     with running_apiserver(tls=False, port=0, options=ServerOptions(history=history)) as server:
@@ -404,7 +404,7 @@ def main() -> None:
     if args.probe_child is not None:
         print(json.dumps(probe(args.probe_child, args.probe_pods, args.probe_updates)))
         return
-    from engine.cluster.apiserver.watch import DEFAULT_HISTORY
+    from engine.cluster.apiserver.storage.watch import DEFAULT_HISTORY
 
     results: dict[str, Any] = {}
     if not args.no_up:

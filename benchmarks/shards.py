@@ -39,13 +39,13 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from compare import stop_process  # noqa: E402
 
 from engine.cluster import running_apiserver  # noqa: E402
-from engine.cluster.apiserver.serve import RunningApiServer  # noqa: E402
+from engine.cluster.apiserver.endpoints.serve import RunningApiServer  # noqa: E402
 from engine.cluster.node import running_node  # noqa: E402
-from engine.controller.client import KubeClient  # noqa: E402
-from engine.controller.install import crd_resources, prepare_cluster  # noqa: E402
-from engine.controller.resources import LEASES  # noqa: E402
-from engine.controller.shard_leases import ROLE_LABEL  # noqa: E402
-from engine.controller.timestamps import parse_time  # noqa: E402
+from engine.controller.coordination.shard_leases import ROLE_LABEL  # noqa: E402
+from engine.controller.machines.install import crd_resources, prepare_cluster  # noqa: E402
+from engine.kube.client import KubeClient  # noqa: E402
+from engine.kube.resources import LEASES  # noqa: E402
+from engine.kube.timestamps import parse_time  # noqa: E402
 
 CRDS, MACHINES = ROOT / "crds", ROOT / "machines"
 PYTORCHJOBS = next(r for r in crd_resources(CRDS) if r.kind == "PyTorchJob")

@@ -44,7 +44,7 @@ from compare import (
     submit,
 )
 
-from engine.controller.client import KubeClient
+from engine.kube.client import KubeClient
 
 
 def measure_up(workload: Workload, args: argparse.Namespace, data_dir: Path,

@@ -15,7 +15,7 @@ from typing import Annotated, NoReturn
 
 import typer
 
-from engine.controller.in_cluster import DEFAULT_SERVICE_ACCOUNT_DIR
+from engine.kube.in_cluster import DEFAULT_SERVICE_ACCOUNT_DIR
 
 app = typer.Typer(
     name="jobmachine",
@@ -223,9 +223,9 @@ def _job_picture(
     job: str, kubeconfig: Path | None, machines: Path | None, *, level: str, fmt: str
 ) -> bytes:
     from engine.app.job_graph import JobNotFoundError, job_picture
-    from engine.controller.client import KubeClient
-    from engine.controller.errors import ApiError
     from engine.definition import DefinitionError, load_definitions
+    from engine.kube.client import KubeClient
+    from engine.kube.errors import ApiError
     from engine.settings import EngineSettings
 
     namespace, _, name = job.rpartition("/")
@@ -272,7 +272,7 @@ TokenAuthFileOption = Annotated[
 def _checked_token_file(path: Path | None) -> Path | None:
     """The token file, read once here so a bad one stops the command in one line."""
     if path is not None:
-        from engine.cluster.apiserver.auth import load_token_users
+        from engine.cluster.apiserver.auth.authentication import load_token_users
 
         try:
             load_token_users(path)
@@ -338,9 +338,9 @@ def apiserver(
     event_ttl: EventTtlOption = "1h",
 ) -> None:
     """Serve the embedded Kubernetes-compatible API server until interrupted."""
-    from engine.cluster.apiserver.faults import FaultInjector, FaultPlanError
-    from engine.cluster.apiserver.persistence import CorruptDataError
-    from engine.cluster.apiserver.serve import ServerOptions, serve_forever
+    from engine.cluster.apiserver.endpoints.faults import FaultInjector, FaultPlanError
+    from engine.cluster.apiserver.endpoints.serve import ServerOptions, serve_forever
+    from engine.cluster.apiserver.storage.persistence import CorruptDataError
 
     faults = None
     if fault_plan is not None:
@@ -370,8 +370,8 @@ def repair_data(
 ) -> None:
     """Make a data dir with damaged records startable: keep every good record of the snapshot
     and journal, move the other lines aside (FILE.rejected-STAMP, with line numbers)."""
-    from engine.cluster.apiserver.journal_repair import repair_data_dir
-    from engine.cluster.apiserver.persistence import CorruptDataError
+    from engine.cluster.apiserver.storage.journal_repair import repair_data_dir
+    from engine.cluster.apiserver.storage.persistence import CorruptDataError
 
     try:
         report = repair_data_dir(data_dir, dry_run=dry_run)
@@ -587,7 +587,7 @@ def run(
 ) -> None:
     """Run the engine against a cluster until SIGINT or SIGTERM."""
     from engine.app.run import RunOptions, run_engine
-    from engine.controller.in_cluster import InClusterError, pod_identity
+    from engine.kube.in_cluster import InClusterError, pod_identity
     from engine.logs import configure_logging
     from engine.settings import ENV_PREFIX, EngineSettings
 
@@ -673,7 +673,7 @@ def up(
     from dataclasses import replace
 
     from engine.app.up import UpOptions, local_settings, serve_until_interrupted
-    from engine.cluster.apiserver.persistence import CorruptDataError
+    from engine.cluster.apiserver.storage.persistence import CorruptDataError
     from engine.cluster.node import Capacity, RestartBackoff
     from engine.logs import configure_logging
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 from functools import cache
 from pathlib import Path
 
-from engine.controller.install import crd_resources
+from engine.controller.machines.install import crd_resources
 from engine.controller.machines.registry import Assignment
-from engine.controller.resources import Resource
 from engine.definition import CompiledDefinition, load_definitions
+from engine.kube.resources import Resource
 
 REPO = Path(__file__).resolve().parents[1]
 CRDS = REPO / "crds"

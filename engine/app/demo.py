@@ -35,12 +35,12 @@ from engine.app.up import (
     local_settings,
     running_local_cluster,
 )
-from engine.controller.children import JOB_UID_LABEL
-from engine.controller.client import KubeClient
-from engine.controller.errors import ApiError
-from engine.controller.install import crd_resources
-from engine.controller.reconcile import RecordedTransition
-from engine.controller.resources import CONFIGMAPS, EVENTS, PODS, Resource
+from engine.controller.machines.install import crd_resources
+from engine.controller.reconcile.children import JOB_UID_LABEL
+from engine.controller.reconcile.reconcile import RecordedTransition
+from engine.kube.client import KubeClient
+from engine.kube.errors import ApiError
+from engine.kube.resources import CONFIGMAPS, EVENTS, PODS, Resource
 
 EXPECT_ANNOTATION = "demo.jobmachine.dev/expect"
 EXPECTATIONS = ("Succeeded", "Failed")

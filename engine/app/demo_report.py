@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from engine.controller.reconcile import RecordedTransition
+from engine.controller.reconcile.reconcile import RecordedTransition
 
 _START = "(new)"
 

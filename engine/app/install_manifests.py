@@ -14,7 +14,8 @@ from typing import Any
 
 import yaml
 
-from engine.cluster.apiserver.patch import PatchError, json_patch
+from engine.cluster.apiserver.patch.patch import json_patch
+from engine.cluster.apiserver.patch.values import PatchError
 
 Obj = dict[str, Any]
 

@@ -11,13 +11,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from engine.controller.client import KubeClient
-from engine.controller.errors import ApiError, NotFound
 from engine.controller.machines.registry import recorded_revision
 from engine.controller.machines.revisions import CONTROLLER_REVISIONS, compile_revision
 from engine.controller.machines.served import CRDS, served_resources
-from engine.controller.resources import STATE_MACHINES, Resource
 from engine.definition import CompiledDefinition, DefinitionError
+from engine.kube.client import KubeClient
+from engine.kube.errors import ApiError, NotFound
+from engine.kube.resources import STATE_MACHINES, Resource
 from engine.simulation.picture import path_picture
 
 

@@ -18,7 +18,7 @@ from typing import TextIO
 
 import typer
 
-from engine.controller.events import RecordedEvent
+from engine.controller.reporting.events import RecordedEvent
 
 _WHO_WIDTH = 10
 _REASON_WIDTH = 24

@@ -23,14 +23,14 @@ from loguru import logger
 
 from engine.app.live import LiveReport, use_colour
 from engine.app.web import WebOptions, serving_web_view
-from engine.controller.client import KubeClient
-from engine.controller.health import serve_metrics_and_health
-from engine.controller.in_cluster import PodIdentity
-from engine.controller.install import apply_machines
-from engine.controller.leader import LeaderElector
-from engine.controller.manager import Engine
-from engine.controller.shard_leases import LeaseTimings, ShardCoordinator
-from engine.controller.shards import ShardGate
+from engine.controller.coordination.leader import LeaderElector
+from engine.controller.coordination.shard_leases import LeaseTimings, ShardCoordinator
+from engine.controller.coordination.shards import ShardGate
+from engine.controller.machines.install import apply_machines
+from engine.controller.reporting.health import serve_metrics_and_health
+from engine.controller.runtime.manager import Engine
+from engine.kube.client import KubeClient
+from engine.kube.in_cluster import PodIdentity
 from engine.settings import EngineSettings
 
 

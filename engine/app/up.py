@@ -26,12 +26,12 @@ from engine.app.run import tune_collector
 from engine.app.shipped import shipped_dir
 from engine.app.web import RunningWebView, WebOptions, serving_web_view
 from engine.cluster import running_apiserver
-from engine.cluster.apiserver.event_expiry import DEFAULT_EVENT_TTL
-from engine.cluster.apiserver.serve import RunningApiServer, ServerOptions
+from engine.cluster.apiserver.controllers.event_expiry import DEFAULT_EVENT_TTL
+from engine.cluster.apiserver.endpoints.serve import RunningApiServer, ServerOptions
 from engine.cluster.node import Capacity, RestartBackoff, running_node
-from engine.controller.client import KubeClient
-from engine.controller.install import prepare_cluster
-from engine.controller.manager import Engine
+from engine.controller.machines.install import prepare_cluster
+from engine.controller.runtime.manager import Engine
+from engine.kube.client import KubeClient
 from engine.settings import ENV_PREFIX, EngineSettings
 
 NodeMode = Literal["process", "simulate"]

@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from engine.controller.children import ReplicaId, attempt_of
-from engine.controller.decide import Planned
-from engine.controller.record import read_record
+from engine.controller.reconcile.children import ReplicaId, attempt_of
+from engine.controller.reconcile.decide import Planned
+from engine.controller.reconcile.record import read_record
 from engine.definition import CompiledDefinition
 from engine.definition.positions import Path
 from engine.modelcheck.moves import Move, moves, situation

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from engine.controller.children import ReplicaId, attempt_of
-from engine.controller.observe import deadline_of
+from engine.controller.reconcile.children import ReplicaId, attempt_of
+from engine.controller.reconcile.observe import deadline_of
 from engine.simulation import kubelet
 from engine.simulation.world import World
 

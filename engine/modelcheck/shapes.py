@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from engine.controller.jobspec import validation_error
+from engine.controller.reconcile.jobspec import validation_error
 from engine.definition import CompiledDefinition
 
 START = datetime(2030, 1, 1, tzinfo=UTC)

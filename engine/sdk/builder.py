@@ -17,7 +17,7 @@ from typing import Any, Self
 from pydantic import ValidationError
 
 from engine.api.runpolicy import RunPolicy
-from engine.controller.jobspec import validation_error
+from engine.controller.reconcile.jobspec import validation_error
 from engine.definition import CompiledDefinition
 from engine.sdk.errors import InvalidJobError
 from engine.sdk.machines import shipped_definition

@@ -18,9 +18,9 @@ from typing import Any, Literal, Self, overload
 from loguru import logger
 
 from engine.app import job_graph
-from engine.controller.client import KubeClient
-from engine.controller.errors import AlreadyExists, ApiError, NotFound
-from engine.controller.resources import Resource
+from engine.kube.client import KubeClient
+from engine.kube.errors import AlreadyExists, ApiError, NotFound
+from engine.kube.resources import Resource
 from engine.sdk.builder import JobBuilder
 from engine.sdk.documents import JobInput, job_document
 from engine.sdk.errors import JobClientError, JobNotFoundError, describe, refused

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from engine.controller.errors import ApiError
+from engine.kube.errors import ApiError
 
 
 class JobClientError(Exception):

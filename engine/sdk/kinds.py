@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine.app.job_graph import governed_kinds
-from engine.controller.client import KubeClient
-from engine.controller.resources import Resource
+from engine.kube.client import KubeClient
+from engine.kube.resources import Resource
 from engine.sdk.errors import InvalidJobError, UnknownKindError
 
 

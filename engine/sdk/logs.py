@@ -1,7 +1,7 @@
 """The logs of a job's replicas: read once, or followed line by line while the pods run.
 
 A replica's pod is found by the labels and controller reference the engine gives it
-(`engine.controller.children`), so any kind's pods are found alike. Following starts
+(`engine.controller.reconcile.children`), so any kind's pods are found alike. Following starts
 from the replicas the engine's record lists (a replica whose pod is not there yet is
 waited for, until the job ends), reads each pod's log stream on a thread of its own
 and hands the lines over in the order they arrive; it ends when every stream ended.
@@ -16,7 +16,7 @@ from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from engine.controller.children import (
+from engine.controller.reconcile.children import (
     JOB_NAME_LABEL,
     REPLICA_INDEX_LABEL,
     REPLICA_TYPE_LABEL,
@@ -25,11 +25,11 @@ from engine.controller.children import (
     controller_uid,
     replica_of,
 )
-from engine.controller.client import KubeClient
-from engine.controller.errors import ApiError, NotFound, unavailable
-from engine.controller.http import TRANSPORT_ERRORS, Response
-from engine.controller.record import RecordError, read_record
-from engine.controller.resources import PODS
+from engine.controller.reconcile.record import RecordError, read_record
+from engine.kube.client import KubeClient
+from engine.kube.errors import ApiError, NotFound, unavailable
+from engine.kube.http import TRANSPORT_ERRORS, Response
+from engine.kube.resources import PODS
 from engine.sdk.errors import JobClientError, describe, refused
 
 Obj = dict[str, Any]

@@ -13,11 +13,11 @@ from functools import cache
 
 from engine.api.conditions import is_true
 from engine.app.shipped import shipped_dir
-from engine.controller.client import KubeClient
-from engine.controller.errors import ApiError
 from engine.controller.machines.revisions import CONTROLLER_REVISIONS, compile_revision
-from engine.controller.resources import STATE_MACHINES
 from engine.definition import CompiledDefinition, DefinitionError, load_definitions
+from engine.kube.client import KubeClient
+from engine.kube.errors import ApiError
+from engine.kube.resources import STATE_MACHINES
 from engine.sdk.errors import JobClientError, UnknownKindError, refused
 
 _GOVERNING = "Governing"

@@ -14,7 +14,7 @@ from collections import defaultdict
 from collections.abc import Mapping
 from typing import Any, TextIO
 
-from engine.controller.record import RecordError, format_ranges, read_record
+from engine.controller.reconcile.record import RecordError, format_ranges, read_record
 from engine.sdk.errors import describe
 
 _CLEAR_TO_END = "\x1b[K"

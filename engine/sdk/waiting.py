@@ -18,9 +18,9 @@ from typing import Any
 from loguru import logger
 
 from engine.api.conditions import get_condition
-from engine.controller.client import KubeClient
-from engine.controller.errors import ApiError, Gone, NotFound, Unavailable
-from engine.controller.resources import Resource
+from engine.kube.client import KubeClient
+from engine.kube.errors import ApiError, Gone, NotFound, Unavailable
+from engine.kube.resources import Resource
 from engine.sdk.errors import (
     JobFailedError,
     JobNotFoundError,

@@ -13,8 +13,8 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from engine.controller.observe import IN_PLACE_POLICIES
-from engine.controller.timestamps import format_time
+from engine.controller.reconcile.observe import IN_PLACE_POLICIES
+from engine.kube.timestamps import format_time
 
 Pod = dict[str, Any]
 """A pod as the API server returns it."""

@@ -16,8 +16,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from engine.controller.children import ReplicaId
-from engine.controller.jobspec import read_job_spec
+from engine.controller.reconcile.children import ReplicaId
+from engine.controller.reconcile.jobspec import read_job_spec
 from engine.definition import CompiledDefinition, DefinitionError, load_definitions
 from engine.definition.errors import Diagnostic, Position, error, sorted_diagnostics
 from engine.definition.loader import read_file

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from engine.controller.record import read_record
+from engine.controller.reconcile.record import read_record
 from engine.definition import CompiledDefinition
 from engine.graph.path import Highlight, highlight_from_counts, highlight_from_history
 from engine.graph.render import render_definition

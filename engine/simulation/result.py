@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from engine.api.conditions import get_condition
-from engine.controller.record import read_record
+from engine.controller.reconcile.record import read_record
 from engine.simulation.world import World
 
 EntryKind = Literal["fact", "kubelet", "state", "condition", "pod", "event", "note"]

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
-from engine.controller.children import ReplicaId
-from engine.controller.timestamps import format_time
+from engine.controller.reconcile.children import ReplicaId
+from engine.kube.timestamps import format_time
 from engine.simulation import kubelet
 from engine.simulation.edits import apply_patch, set_suspend
 from engine.simulation.loading import LoadedScenario, TimedFact

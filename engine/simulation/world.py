@@ -19,32 +19,32 @@ from typing import Any, cast
 
 import orjson
 
-from engine.controller.actions import ActionRun, execute
-from engine.controller.children import (
+from engine.controller.machines.registry import Assignment
+from engine.controller.reconcile.actions import ActionRun, execute
+from engine.controller.reconcile.children import (
     REPLICA_INDEX_LABEL,
     REPLICA_TYPE_LABEL,
     JobKey,
     ReplicaId,
     attempt_of,
 )
-from engine.controller.claims import Claimed
-from engine.controller.client import KubeClient
-from engine.controller.decide import Decision, decide
-from engine.controller.errors import AlreadyExists, NotFound
-from engine.controller.events import EventRecorder
-from engine.controller.expectations import Expectations
-from engine.controller.jobspec import JobSpecView, ValidationVerdicts, read_job_spec
-from engine.controller.machines.registry import Assignment
-from engine.controller.manifests import main_container_name
-from engine.controller.notices import Notice, notices_for
-from engine.controller.observe import PodFacts, job_observations, observe_replica_pod
-from engine.controller.record import MachineRecord, read_record
-from engine.controller.resources import PODS, Resource
-from engine.controller.status import build_status
-from engine.controller.timeouts import next_look, state_timed_out
-from engine.controller.timestamps import format_time, parse_time
-from engine.controller.variables import Surroundings
+from engine.controller.reconcile.claims import Claimed
+from engine.controller.reconcile.decide import Decision, decide
+from engine.controller.reconcile.jobspec import JobSpecView, ValidationVerdicts, read_job_spec
+from engine.controller.reconcile.manifests import main_container_name
+from engine.controller.reconcile.notices import Notice, notices_for
+from engine.controller.reconcile.observe import PodFacts, job_observations, observe_replica_pod
+from engine.controller.reconcile.record import MachineRecord, read_record
+from engine.controller.reconcile.status import build_status
+from engine.controller.reconcile.timeouts import next_look, state_timed_out
+from engine.controller.reconcile.variables import Surroundings
+from engine.controller.reporting.events import EventRecorder
+from engine.controller.runtime.expectations import Expectations
 from engine.definition import CompiledDefinition
+from engine.kube.client import KubeClient
+from engine.kube.errors import AlreadyExists, NotFound
+from engine.kube.resources import PODS, Resource
+from engine.kube.timestamps import format_time, parse_time
 from engine.settings import EngineSettings
 from engine.simulation import kubelet
 from engine.simulation.kubelet import Pod

@@ -24,7 +24,7 @@ from playwright.sync_api import Page, sync_playwright
 
 from engine.app.up import UpOptions, running_local_cluster
 from engine.app.web import RunningWebView, WebOptions, serving_web_view
-from engine.controller.client import KubeClient
+from engine.kube.client import KubeClient
 from engine.settings import EngineSettings
 from tests.integration.app.support import ON_PATH_COLOUR, workers_job
 from tests.kinds import PYTORCHJOBS

@@ -21,8 +21,8 @@ from typing import Any
 import pytest
 
 from engine.app.up import LocalCluster, UpOptions, running_local_cluster
-from engine.cluster.apiserver.kubeconfig import write_kubeconfig
-from engine.cluster.apiserver.serve import RunningApiServer, running_apiserver
+from engine.cluster.apiserver.endpoints.kubeconfig import write_kubeconfig
+from engine.cluster.apiserver.endpoints.serve import RunningApiServer, running_apiserver
 from engine.cluster.node import RestartBackoff
 from engine.settings import EngineSettings
 from tests.e2e.manifests import GROUP, WIDGET_CRD

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.cluster.apiserver.serve import running_apiserver
+from engine.cluster.apiserver.endpoints.serve import running_apiserver
 from engine.cluster.node import running_node
 from tests.e2e.conftest import KUBECTL, Kubectl, _kubectl_for
 from tests.polling import eventually

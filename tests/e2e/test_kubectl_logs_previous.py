@@ -15,9 +15,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from engine.cluster.apiserver.serve import running_apiserver
+from engine.cluster.apiserver.endpoints.serve import running_apiserver
 from engine.cluster.node import running_node
-from engine.cluster.node.backoff import INITIAL_ENV
+from engine.cluster.node.status.backoff import INITIAL_ENV
 from tests.e2e.conftest import KUBECTL, Kubectl, _kubectl_for
 from tests.polling import eventually
 

@@ -13,8 +13,8 @@ from collections.abc import Iterator
 import pytest
 import yaml
 
-from engine.cluster.apiserver.kubeconfig import write_kubeconfig
-from engine.cluster.apiserver.serve import running_apiserver
+from engine.cluster.apiserver.endpoints.kubeconfig import write_kubeconfig
+from engine.cluster.apiserver.endpoints.serve import running_apiserver
 from tests.e2e.conftest import KUBECTL, Kubectl
 
 pytestmark = pytest.mark.e2e

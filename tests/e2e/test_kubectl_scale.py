@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from engine.cluster.apiserver.serve import RunningApiServer
+from engine.cluster.apiserver.endpoints.serve import RunningApiServer
 from tests.e2e.conftest import Kubectl, _kubectl_for
 
 pytestmark = pytest.mark.e2e

@@ -21,7 +21,7 @@ import yaml
 
 from engine.app.demo import share_scripts, with_this_python
 from engine.app.up import LocalCluster, UpOptions, local_settings, running_local_cluster
-from engine.controller.resources import EVENTS, PODS
+from engine.kube.resources import EVENTS, PODS
 from tests.integration.app.support import wait_until
 from tests.kinds import PYTORCHJOBS
 from tests.real.support import REAL, needs_real_extra, result_lines

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 
-from engine.controller.timestamps import format_time
+from engine.kube.timestamps import format_time
 from tests.scenarios.world import (
     MASTER,
     T0,

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import pytest
 
-from engine.controller.children import ReplicaId
-from engine.controller.record import RestartRecord, read_record
+from engine.controller.reconcile.children import ReplicaId
+from engine.controller.reconcile.record import RestartRecord, read_record
 from tests.scenarios.world import (
     MASTER,
     Step,

@@ -18,16 +18,25 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from engine.api.conditions import get_condition
-from engine.controller.children import RESTART_ATTEMPT_LABEL, ReplicaId, attempt_of, child_name
-from engine.controller.decide import Decision
-from engine.controller.jobspec import JobSpecView, read_job_spec
-from engine.controller.notices import Notice
-from engine.controller.observe import MISSING, PodFacts
-from engine.controller.record import read_record
-from engine.controller.timestamps import format_time
-from engine.controller.variables import common_variables, replica_summary, replica_variables
+from engine.controller.reconcile.children import (
+    RESTART_ATTEMPT_LABEL,
+    ReplicaId,
+    attempt_of,
+    child_name,
+)
+from engine.controller.reconcile.decide import Decision
+from engine.controller.reconcile.jobspec import JobSpecView, read_job_spec
+from engine.controller.reconcile.notices import Notice
+from engine.controller.reconcile.observe import MISSING, PodFacts
+from engine.controller.reconcile.record import read_record
+from engine.controller.reconcile.variables import (
+    common_variables,
+    replica_summary,
+    replica_variables,
+)
 from engine.definition import CompiledDefinition
 from engine.definition.rendering import render_restart_policy
+from engine.kube.timestamps import format_time
 from engine.simulation import kubelet
 from engine.simulation.world import World as SimulatedWorld
 from tests.kinds import shipped_definitions

@@ -21,7 +21,7 @@ import yaml
 from engine.cli import app
 from engine.controller.machines.revisions import CONTROLLER_REVISIONS
 from engine.controller.machines.served import CRDS
-from engine.controller.resources import (
+from engine.kube.resources import (
     CONFIGMAPS,
     EVENTS,
     LEASES,

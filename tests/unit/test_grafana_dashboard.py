@@ -10,9 +10,9 @@ from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from engine.controller.events import EventStats
-from engine.controller.metrics import Metrics
-from engine.controller.queue import QueueMetrics
+from engine.controller.reporting.events import EventStats
+from engine.controller.reporting.metrics import Metrics
+from engine.controller.runtime.queue import QueueMetrics
 
 DASHBOARD = Path(__file__).resolve().parents[2] / "deploy" / "grafana" / "jobmachine-dashboard.json"
 

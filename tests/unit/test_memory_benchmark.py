@@ -10,7 +10,7 @@ from types import ModuleType
 
 import pytest
 
-from engine.controller.resources import Resource
+from engine.kube.resources import Resource
 
 SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "memory.py"
 

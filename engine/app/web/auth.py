@@ -22,9 +22,9 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
-from engine.controller.client import KubeClient
-from engine.controller.errors import ApiError
-from engine.controller.resources import Resource
+from engine.kube.client import KubeClient
+from engine.kube.errors import ApiError
+from engine.kube.resources import Resource
 
 SELF_SUBJECT_REVIEWS = Resource("authentication.k8s.io", "v1", "selfsubjectreviews",
                                 "SelfSubjectReview", namespaced=False)

@@ -13,12 +13,12 @@ from typing import Any
 from loguru import logger
 
 from engine.app.web.state import Feed, LiveJobs
-from engine.controller.cache import Cache
-from engine.controller.children import JOB_NAME_LABEL
-from engine.controller.client import KubeClient
 from engine.controller.machines.served import CRDS, project_crd, served_resources
-from engine.controller.resources import EVENTS, PODS, STATE_MACHINES, Resource
-from engine.controller.watch import Informer
+from engine.controller.reconcile.children import JOB_NAME_LABEL
+from engine.kube.cache import Cache
+from engine.kube.client import KubeClient
+from engine.kube.informer import Informer
+from engine.kube.resources import EVENTS, PODS, STATE_MACHINES, Resource
 
 Obj = dict[str, Any]
 

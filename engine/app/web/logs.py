@@ -11,9 +11,9 @@ from collections.abc import Callable, Sequence
 
 from engine.app.web.pages import LogTail
 from engine.app.web.state import Pod
-from engine.controller.client import KubeClient
-from engine.controller.errors import ApiError, Forbidden
-from engine.controller.resources import PODS
+from engine.kube.client import KubeClient
+from engine.kube.errors import ApiError, Forbidden
+from engine.kube.resources import PODS
 
 TAIL_LINES = 40
 TAIL_BYTES = 64 * 1024

@@ -19,10 +19,10 @@ from dataclasses import dataclass
 
 from engine.app.job_graph import JobNotFoundError, job_picture
 from engine.app.web.state import Job, JobKey
-from engine.controller.client import KubeClient
-from engine.controller.errors import ApiError
 from engine.graph.images import svg_from_dot
 from engine.graph.render import RenderError
+from engine.kube.client import KubeClient
+from engine.kube.errors import ApiError
 
 SVG_NS = "http://www.w3.org/2000/svg"
 XLINK_NS = "http://www.w3.org/1999/xlink"

@@ -29,9 +29,9 @@ from engine.app.web.pages import JobDetail
 from engine.app.web.picture import Pictures
 from engine.app.web.state import Change, Job, JobKey, LiveJobs
 from engine.app.web.stream import Denied, Gone, Streams, Update
-from engine.controller.client import KubeClient
-from engine.controller.errors import ApiError
-from engine.controller.resources import EVENTS, PODS, Resource
+from engine.kube.client import KubeClient
+from engine.kube.errors import ApiError
+from engine.kube.resources import EVENTS, PODS, Resource
 from engine.loop_thread import run_on, running_loop
 
 T = TypeVar("T")

@@ -14,12 +14,16 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
-from engine.controller.cache import Cache, project_pod
-from engine.controller.children import JOB_NAME_LABEL, REPLICA_INDEX_LABEL, REPLICA_TYPE_LABEL
 from engine.controller.machines.registry import recorded_revision
-from engine.controller.record import RecordError, read_record
-from engine.controller.resources import Resource
-from engine.controller.timestamps import parse_time
+from engine.controller.reconcile.children import (
+    JOB_NAME_LABEL,
+    REPLICA_INDEX_LABEL,
+    REPLICA_TYPE_LABEL,
+)
+from engine.controller.reconcile.record import RecordError, read_record
+from engine.kube.cache import Cache, project_pod
+from engine.kube.resources import Resource
+from engine.kube.timestamps import parse_time
 
 Obj = dict[str, Any]
 JobKey = tuple[str, str]

@@ -5,9 +5,9 @@ embedded API server for the length of a `with` block; `RestartBackoff` says how
 containers restarted in place back off; `Capacity` what pods may request of it.
 """
 
-from engine.cluster.node.backoff import RestartBackoff
 from engine.cluster.node.node import LocalNode
 from engine.cluster.node.running import running_node
 from engine.cluster.node.scheduling.capacity import Capacity
+from engine.cluster.node.status.backoff import RestartBackoff
 
 __all__ = ["Capacity", "LocalNode", "RestartBackoff", "running_node"]

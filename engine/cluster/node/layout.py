@@ -15,7 +15,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from engine.cluster.apiserver.logs import log_path
+from engine.cluster.apiserver.endpoints.logs import log_path
 
 
 @dataclass(frozen=True)

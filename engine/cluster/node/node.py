@@ -17,25 +17,26 @@ from typing import Any, Literal
 
 from loguru import logger
 
-from engine.cluster.node import leftovers, phases
 from engine.cluster.node.api import ApiError, NodeApi
-from engine.cluster.node.attempts import AttemptCounter, pod_group
-from engine.cluster.node.backoff import RestartBackoff
+from engine.cluster.node.config.sources import SourceRef, Sources, fetch_sources
+from engine.cluster.node.config.tokens import Tokens, request_tokens
 from engine.cluster.node.events import EventPoster
-from engine.cluster.node.isolation import MountIsolation
 from engine.cluster.node.layout import NodeFiles
 from engine.cluster.node.lease import renew_lease
 from engine.cluster.node.pod_views import finished_view, without_managed_fields
-from engine.cluster.node.process import ProcessRuntime
-from engine.cluster.node.process_env import api_address
 from engine.cluster.node.registration import conditions, node_object
-from engine.cluster.node.runtime import Runtime
+from engine.cluster.node.runtime import leftovers
+from engine.cluster.node.runtime.attempts import AttemptCounter, pod_group
+from engine.cluster.node.runtime.interface import Runtime
+from engine.cluster.node.runtime.isolation import MountIsolation
+from engine.cluster.node.runtime.process import ProcessRuntime
+from engine.cluster.node.runtime.process_env import api_address
+from engine.cluster.node.runtime.simulate import SimulatedRuntime
 from engine.cluster.node.scheduling.capacity import Capacity
 from engine.cluster.node.scheduling.scheduler import LocalScheduler
-from engine.cluster.node.simulate import SimulatedRuntime
-from engine.cluster.node.sources import SourceRef, Sources, fetch_sources
+from engine.cluster.node.status import phases
+from engine.cluster.node.status.backoff import RestartBackoff
 from engine.cluster.node.times import now
-from engine.cluster.node.tokens import Tokens, request_tokens
 from engine.cluster.node.watcher import Watcher
 from engine.cluster.node.worker import STOP_GRACE_S, PodWorker, confirm_deletion
 

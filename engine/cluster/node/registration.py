@@ -11,7 +11,7 @@ import platform
 from pathlib import Path
 from typing import Any
 
-from engine.cluster.node.env import POD_IP
+from engine.cluster.node.config.env import POD_IP
 from engine.cluster.node.scheduling.capacity import Capacity
 
 _ARCHITECTURES = {"x86_64": "amd64", "aarch64": "arm64", "armv7l": "arm"}

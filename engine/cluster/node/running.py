@@ -6,10 +6,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from engine.cluster.apiserver.serve import RunningApiServer
-from engine.cluster.node.backoff import RestartBackoff
+from engine.cluster.apiserver.endpoints.serve import RunningApiServer
 from engine.cluster.node.node import LocalNode, Mode
 from engine.cluster.node.scheduling.capacity import Capacity
+from engine.cluster.node.status.backoff import RestartBackoff
 
 
 @contextmanager

@@ -18,12 +18,10 @@ from typing import Any
 
 from loguru import logger
 
-from engine.cluster.node import backoff, phases, termination
 from engine.cluster.node.api import ApiError, NodeApi, pod_path
-from engine.cluster.node.backoff import RestartBackoff
 from engine.cluster.node.events import EventPoster, field_path
 from engine.cluster.node.layout import NodeFiles
-from engine.cluster.node.runtime import (
+from engine.cluster.node.runtime.interface import (
     START_ERROR_EXIT_CODE,
     Attempt,
     ContainerStartError,
@@ -31,8 +29,10 @@ from engine.cluster.node.runtime import (
     Launch,
     Runtime,
 )
-from engine.cluster.node.slots import Slot, pod_slots
-from engine.cluster.node.status import pod_status
+from engine.cluster.node.status import backoff, phases, termination
+from engine.cluster.node.status.backoff import RestartBackoff
+from engine.cluster.node.status.pod_status import pod_status
+from engine.cluster.node.status.slots import Slot, pod_slots
 from engine.cluster.node.times import now
 
 # How long processes get between SIGTERM and SIGKILL when the node itself stops.

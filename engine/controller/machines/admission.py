@@ -17,12 +17,12 @@ from typing import Any
 import orjson
 
 from engine.controller.machines.revisions import revision_name
-from engine.controller.resources import Resource
 from engine.definition import CompiledDefinition, Diagnostic, compile_definition
 from engine.definition.errors import DefinitionError
 from engine.definition.extends import RawDefinition, resolve
 from engine.definition.loader import build_definitions, object_definition
 from engine.definition.validate import check_definitions
+from engine.kube.resources import Resource
 
 _SHOWN_PROBLEMS = 10
 Obj = Mapping[str, Any]

@@ -17,10 +17,6 @@ from typing import Any
 
 from loguru import logger
 
-from engine.controller.cache import Cache
-from engine.controller.client import KubeClient
-from engine.controller.errors import AlreadyExists, Conflict, NotFound, Unavailable
-from engine.controller.events import EventRecorder
 from engine.controller.machines.admission import (
     Judge,
     Judgement,
@@ -44,13 +40,17 @@ from engine.controller.machines.revisions import (
 )
 from engine.controller.machines.served import CRDS, project_crd, served_resources
 from engine.controller.machines.status import announce, machine_status, write_machine_status
-from engine.controller.queue import WorkQueue
-from engine.controller.resources import BUILTIN_CHILDREN, STATE_MACHINES, Resource
-from engine.controller.scheduler import utc_now
-from engine.controller.timestamps import format_time
-from engine.controller.watch import Informer
-from engine.controller.workers import Outcome, RequeueAfter, Retry, run_workers
+from engine.controller.reporting.events import EventRecorder
+from engine.controller.runtime.queue import WorkQueue
+from engine.controller.runtime.scheduler import utc_now
+from engine.controller.runtime.workers import Outcome, RequeueAfter, Retry, run_workers
 from engine.definition import CompiledDefinition
+from engine.kube.cache import Cache
+from engine.kube.client import KubeClient
+from engine.kube.errors import AlreadyExists, Conflict, NotFound, Unavailable
+from engine.kube.informer import Informer
+from engine.kube.resources import BUILTIN_CHILDREN, STATE_MACHINES, Resource
+from engine.kube.timestamps import format_time
 
 Obj = Mapping[str, Any]
 _SYNC = "machines"

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engine.controller.machines.revisions import compile_revision
-from engine.controller.resources import Resource
 from engine.definition import CompiledDefinition, DefinitionError
+from engine.kube.resources import Resource
 
 Obj = Mapping[str, Any]
 MACHINE_STATUS_FIELD = "machine"

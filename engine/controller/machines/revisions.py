@@ -16,9 +16,9 @@ from typing import Any
 
 import orjson
 
-from engine.controller.resources import Resource
 from engine.definition import CompiledDefinition, DefinitionError, compile_definition
 from engine.definition.loader import build_definitions, object_definition
+from engine.kube.resources import Resource
 
 CONTROLLER_REVISIONS = Resource("apps", "v1", "controllerrevisions", "ControllerRevision")
 MACHINE_LABEL = "jobmachine.dev/machine"

@@ -11,10 +11,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from engine.api.conditions import get_condition, set_condition
-from engine.controller.client import KubeClient
-from engine.controller.events import EventRecorder
 from engine.controller.machines.admission import Condition, MachineVerdict
-from engine.controller.resources import STATE_MACHINES
+from engine.controller.reporting.events import EventRecorder
+from engine.kube.client import KubeClient
+from engine.kube.resources import STATE_MACHINES
 
 Obj = Mapping[str, Any]
 

@@ -28,13 +28,13 @@ from pathlib import Path
 
 from loguru import logger
 
-from engine.cluster.apiserver.faults import FaultInjector, FaultPlan, FaultRule
-from engine.cluster.apiserver.serve import RunningApiServer
+from engine.cluster.apiserver.endpoints.faults import FaultInjector, FaultPlan, FaultRule
+from engine.cluster.apiserver.endpoints.serve import RunningApiServer
 from engine.cluster.node import LocalNode, RestartBackoff
 from engine.cluster.node.scheduling.capacity import Capacity
-from engine.controller.client import KubeClient
-from engine.controller.errors import NotFound
-from engine.controller.resources import NODES, PODS
+from engine.kube.client import KubeClient
+from engine.kube.errors import NotFound
+from engine.kube.resources import NODES, PODS
 
 _log = logger.bind(component="chaos")
 

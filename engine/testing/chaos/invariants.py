@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from engine.controller.record import read_record
+from engine.controller.reconcile.record import read_record
 from engine.testing.chaos.observer import ChaosObserver, ChildLife, JobLife
 from engine.testing.chaos.workload import JobPlan
 

@@ -19,9 +19,9 @@ from typing import Any
 
 from loguru import logger
 
-from engine.controller.client import KubeClient, WatchStream
-from engine.controller.errors import ApiError, Gone
-from engine.controller.resources import EVENTS, PODS, SERVICES, Resource
+from engine.kube.client import KubeClient, WatchStream
+from engine.kube.errors import ApiError, Gone
+from engine.kube.resources import EVENTS, PODS, SERVICES, Resource
 from engine.testing.chaos.workload import JOB_UID_LABEL, REPLICA_INDEX_LABEL, REPLICA_TYPE_LABEL
 
 Obj = dict[str, Any]

@@ -25,15 +25,19 @@ import yaml
 from loguru import logger
 
 from engine.app.shipped import shipped_dir
-from engine.cluster.apiserver.faults import FaultInjector
-from engine.cluster.apiserver.serve import RunningApiServer, ServerOptions, running_apiserver
+from engine.cluster.apiserver.endpoints.faults import FaultInjector
+from engine.cluster.apiserver.endpoints.serve import (
+    RunningApiServer,
+    ServerOptions,
+    running_apiserver,
+)
 from engine.cluster.node import Capacity, RestartBackoff
-from engine.controller.client import KubeClient
-from engine.controller.errors import AlreadyExists, ApiError, NotFound
-from engine.controller.install import prepare_cluster
+from engine.controller.machines.install import prepare_cluster
 from engine.controller.machines.revisions import CONTROLLER_REVISIONS, compile_revision
-from engine.controller.resources import NAMESPACES
 from engine.definition.compiled import CompiledDefinition
+from engine.kube.client import KubeClient
+from engine.kube.errors import AlreadyExists, ApiError, NotFound
+from engine.kube.resources import NAMESPACES
 from engine.testing.chaos.disruptions import (
     EngineProcess,
     Every,

@@ -20,7 +20,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from engine.controller.resources import Resource
+from engine.kube.resources import Resource
 
 Obj = dict[str, Any]
 End = Literal["Succeeded", "Failed", "Deleted"]

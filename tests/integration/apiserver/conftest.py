@@ -18,7 +18,7 @@ import pytest
 from kubernetes import client, config
 
 from engine.cluster import running_apiserver
-from engine.cluster.apiserver.serve import RunningApiServer
+from engine.cluster.apiserver.endpoints.serve import RunningApiServer
 
 WIDGET_SCHEMA: dict[str, Any] = {
     "type": "object",

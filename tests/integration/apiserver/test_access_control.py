@@ -21,7 +21,7 @@ from typer.testing import CliRunner
 
 from engine.cli import app
 from engine.cluster import running_apiserver
-from engine.cluster.apiserver.serve import RunningApiServer, ServerOptions
+from engine.cluster.apiserver.endpoints.serve import RunningApiServer, ServerOptions
 
 RBAC = "rbac.authorization.k8s.io"
 USER = "system:serviceaccount:team-a:robot"

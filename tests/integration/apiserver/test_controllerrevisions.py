@@ -9,7 +9,7 @@ import pytest
 from kubernetes import client, config, watch
 
 from engine.cluster import running_apiserver
-from engine.cluster.apiserver.serve import RunningApiServer
+from engine.cluster.apiserver.endpoints.serve import RunningApiServer
 from tests.integration.apiserver.conftest import raw, status_of
 from tests.polling import eventually
 

@@ -21,7 +21,7 @@ import pytest
 from kubernetes import client, config
 
 from engine.cluster import running_apiserver
-from engine.cluster.apiserver.persistence import JOURNAL
+from engine.cluster.apiserver.storage.persistence import JOURNAL
 
 JOBMACHINE = Path(sys.executable).with_name("jobmachine")
 GARBLED = b'{"rv":12,"op":"put","g":"","r":"configm\x00\x00\x00 garbage'

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.cluster import running_apiserver
-from engine.cluster.apiserver.serve import RunningApiServer, ServerOptions
+from engine.cluster.apiserver.endpoints.serve import RunningApiServer, ServerOptions
 from tests.integration.apiserver.conftest import raw
 from tests.integration.apiserver.server_process import apiserver_process
 from tests.polling import eventually

@@ -14,11 +14,11 @@ from kubernetes import client, config
 from kubernetes.client.rest import ApiException
 
 from engine.cluster import running_apiserver
-from engine.cluster.apiserver.faults import FaultInjector, FaultPlan, FaultRule
-from engine.cluster.apiserver.serve import RunningApiServer, ServerOptions
-from engine.controller.client import KubeClient
-from engine.controller.errors import AlreadyExists, Conflict, Unavailable
-from engine.controller.resources import CONFIGMAPS as CONFIGMAPS_RES
+from engine.cluster.apiserver.endpoints.faults import FaultInjector, FaultPlan, FaultRule
+from engine.cluster.apiserver.endpoints.serve import RunningApiServer, ServerOptions
+from engine.kube.client import KubeClient
+from engine.kube.errors import AlreadyExists, Conflict, Unavailable
+from engine.kube.resources import CONFIGMAPS as CONFIGMAPS_RES
 
 CONFIGMAPS = "/api/v1/namespaces/default/configmaps"
 

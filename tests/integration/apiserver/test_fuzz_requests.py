@@ -21,8 +21,8 @@ from hypothesis import strategies as st
 from loguru import logger
 
 from engine.cluster import running_apiserver
-from engine.cluster.apiserver.json_documents import MAX_DEPTH
-from engine.cluster.apiserver.serve import RunningApiServer
+from engine.cluster.apiserver.encoding.json_documents import MAX_DEPTH
+from engine.cluster.apiserver.endpoints.serve import RunningApiServer
 from tests.integration.apiserver.conftest import widget_crd
 
 FUZZ = settings(max_examples=int(os.environ.get("FUZZ_EXAMPLES", "150")), deadline=None,

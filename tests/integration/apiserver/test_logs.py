@@ -7,7 +7,7 @@ import json
 import pytest
 from kubernetes import client
 
-from engine.cluster.apiserver.serve import RunningApiServer
+from engine.cluster.apiserver.endpoints.serve import RunningApiServer
 from tests.integration.apiserver.conftest import pod
 
 

@@ -17,7 +17,7 @@ import pytest
 from kubernetes import client, config
 
 from engine.cluster import running_apiserver
-from engine.cluster.apiserver.serve import RunningApiServer
+from engine.cluster.apiserver.endpoints.serve import RunningApiServer
 from tests.integration.apiserver.conftest import pod, raw, status_of
 
 TABLE = "application/json;as=Table;v=v1;g=meta.k8s.io"

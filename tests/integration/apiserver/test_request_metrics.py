@@ -10,7 +10,7 @@ import urllib.request
 import pytest
 from kubernetes import client
 
-from engine.cluster.apiserver.serve import RunningApiServer
+from engine.cluster.apiserver.endpoints.serve import RunningApiServer
 from tests.integration.apiserver.conftest import pod
 
 Key = tuple[str, str, str, str, str]

@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from engine.cluster.apiserver.serve import RunningApiServer
+from engine.cluster.apiserver.endpoints.serve import RunningApiServer
 from tests.integration.apiserver.conftest import raw
 from tests.integration.apiserver.test_zero_values import (
     ALL_CASES,

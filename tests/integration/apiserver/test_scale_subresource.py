@@ -16,9 +16,9 @@ import pytest
 from kubernetes import client, config
 
 from engine.cluster import running_apiserver
-from engine.cluster.apiserver.serve import RunningApiServer
-from engine.controller.client import KubeClient
-from engine.controller.install import crd_resources, install_crds, wait_until_served
+from engine.cluster.apiserver.endpoints.serve import RunningApiServer
+from engine.controller.machines.install import crd_resources, install_crds, wait_until_served
+from engine.kube.client import KubeClient
 from tests.integration.apiserver.conftest import raw, status_of
 
 ROOT = Path(__file__).resolve().parents[3]

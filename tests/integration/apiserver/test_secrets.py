@@ -10,7 +10,7 @@ import pytest
 from kubernetes import client, config
 
 from engine.cluster import running_apiserver
-from engine.cluster.apiserver.serve import RunningApiServer
+from engine.cluster.apiserver.endpoints.serve import RunningApiServer
 from tests.integration.apiserver.conftest import raw, status_of
 
 SECRETS_PATH = "/api/v1/namespaces/default/secrets"

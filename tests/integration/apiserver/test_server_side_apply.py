@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from engine.cluster.apiserver.serve import RunningApiServer
+from engine.cluster.apiserver.endpoints.serve import RunningApiServer
 from tests.integration.apiserver.conftest import raw, status_of, widget
 
 APPLY = "application/apply-patch+yaml"

@@ -16,7 +16,7 @@ from kubernetes import client, config
 from kubernetes.client.rest import ApiException
 
 from engine.cluster import running_apiserver
-from engine.cluster.apiserver.serve import RunningApiServer
+from engine.cluster.apiserver.endpoints.serve import RunningApiServer
 from tests.integration.apiserver.conftest import pod, raw
 from tests.polling import eventually
 

@@ -9,8 +9,12 @@ from typing import Any
 
 from kubernetes import client
 
-from engine.cluster.apiserver.serve import RunningApiServer, ServerOptions, running_apiserver
-from engine.cluster.apiserver.watch_stream import WatchSettings
+from engine.cluster.apiserver.endpoints.serve import (
+    RunningApiServer,
+    ServerOptions,
+    running_apiserver,
+)
+from engine.cluster.apiserver.endpoints.watch_stream import WatchSettings
 from tests.integration.apiserver.conftest import raw
 
 

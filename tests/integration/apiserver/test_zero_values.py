@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 import yaml
 
-from engine.cluster.apiserver.serve import RunningApiServer
+from engine.cluster.apiserver.endpoints.serve import RunningApiServer
 from tests.integration.apiserver.conftest import raw
 
 Body = dict[str, Any]

@@ -12,7 +12,7 @@ import xml.etree.ElementTree as ET
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
-from engine.controller.client import KubeClient
+from engine.kube.client import KubeClient
 from tests.kinds import PYTORCHJOBS
 
 # engine/graph/dot.py draws what a job visited in this colour (_ON_PATH).

@@ -16,11 +16,11 @@ import pytest
 
 from engine.app.run import RunOptions, run_engine
 from engine.cluster import running_apiserver
-from engine.cluster.apiserver.serve import RunningApiServer
+from engine.cluster.apiserver.endpoints.serve import RunningApiServer
 from engine.cluster.node import running_node
-from engine.controller.client import KubeClient
-from engine.controller.install import prepare_cluster
-from engine.controller.resources import LEASES
+from engine.controller.machines.install import prepare_cluster
+from engine.kube.client import KubeClient
+from engine.kube.resources import LEASES
 from engine.settings import EngineSettings
 from tests.integration.app.support import PYTORCHJOBS, job_status, wait_until, workers_job
 from tests.kinds import CRDS, MACHINES

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from engine.app.up import LocalCluster, UpOptions, running_local_cluster
-from engine.controller.errors import Invalid
-from engine.controller.resources import PODS
+from engine.kube.errors import Invalid
+from engine.kube.resources import PODS
 from engine.settings import EngineSettings
 from tests.integration.app.support import wait_until
 from tests.kinds import PYTORCHJOBS

@@ -16,8 +16,8 @@ import pytest
 
 from engine.app.up import LocalCluster, UpOptions, running_local_cluster
 from engine.cluster.node import Capacity
-from engine.controller.install import crd_resources
-from engine.controller.resources import PODS, Resource
+from engine.controller.machines.install import crd_resources
+from engine.kube.resources import PODS, Resource
 from engine.settings import EngineSettings
 from tests.integration.app.support import wait_until
 from tests.kinds import CRDS, PYTORCHJOBS

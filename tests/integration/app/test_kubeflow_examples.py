@@ -21,7 +21,7 @@ import yaml
 
 from engine.app.shipped import shipped_dir
 from engine.app.up import LocalCluster, NodeMode, UpOptions, running_local_cluster
-from engine.controller.resources import NAMESPACES, PODS
+from engine.kube.resources import NAMESPACES, PODS
 from engine.settings import EngineSettings
 from tests.integration.app.support import wait_until
 from tests.kinds import KINDS

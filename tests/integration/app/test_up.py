@@ -17,12 +17,12 @@ from typing import Any
 import pytest
 
 from engine.app.up import LocalCluster, UpOptions, running_local_cluster
-from engine.controller.cache import Cache, project_pod
-from engine.controller.children import ReplicaId
-from engine.controller.client import KubeClient
-from engine.controller.record import read_record
-from engine.controller.resources import EVENTS, PODS
-from engine.controller.watch import Informer
+from engine.controller.reconcile.children import ReplicaId
+from engine.controller.reconcile.record import read_record
+from engine.kube.cache import Cache, project_pod
+from engine.kube.client import KubeClient
+from engine.kube.informer import Informer
+from engine.kube.resources import EVENTS, PODS
 from engine.settings import EngineSettings
 from tests.integration.app.support import PYTORCHJOBS, job_status, wait_until, workers_job
 

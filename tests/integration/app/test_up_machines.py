@@ -10,7 +10,7 @@ import pytest
 from loguru import logger
 
 from engine.app.up import UpOptions, running_local_cluster
-from engine.controller.resources import STATE_MACHINES
+from engine.kube.resources import STATE_MACHINES
 from engine.settings import EngineSettings
 from tests.integration.app.support import wait_until
 from tests.kinds import MACHINES

@@ -18,7 +18,7 @@ import yaml
 from engine.app.shipped import shipped_dir
 from engine.app.up import LocalCluster, UpOptions, running_local_cluster
 from engine.cluster.node import Capacity
-from engine.controller.resources import CONFIGMAPS, NAMESPACES, PODS, SERVICES
+from engine.kube.resources import CONFIGMAPS, NAMESPACES, PODS, SERVICES
 from engine.settings import EngineSettings
 from tests.integration.app.support import wait_until
 from tests.kinds import KINDS

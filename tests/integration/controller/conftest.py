@@ -11,9 +11,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from engine.cluster.apiserver.serve import RunningApiServer
-from engine.controller.client import KubeClient
-from engine.controller.resources import NAMESPACES
+from engine.cluster.apiserver.endpoints.serve import RunningApiServer
+from engine.kube.client import KubeClient
+from engine.kube.resources import NAMESPACES
 
 
 @pytest.fixture

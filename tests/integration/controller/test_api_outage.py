@@ -24,9 +24,9 @@ from kubernetes import config as kube_config
 from kubernetes.client import Configuration
 from loguru import logger
 
-from engine.cluster.apiserver.serve import RunningApiServer
-from engine.controller.client import KubeClient
-from engine.controller.health import HealthServer, serve_metrics_and_health
+from engine.cluster.apiserver.endpoints.serve import RunningApiServer
+from engine.controller.reporting.health import HealthServer, serve_metrics_and_health
+from engine.kube.client import KubeClient
 from tests.integration.engine.helpers import (
     FAST,
     EngineRun,

@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 
 from engine.cluster import running_apiserver
-from engine.cluster.apiserver.serve import RunningApiServer, ServerOptions
-from engine.cluster.apiserver.watch_stream import WatchSettings
-from engine.controller.client import KubeClient
-from engine.controller.errors import (
+from engine.cluster.apiserver.endpoints.serve import RunningApiServer, ServerOptions
+from engine.cluster.apiserver.endpoints.watch_stream import WatchSettings
+from engine.kube.client import KubeClient
+from engine.kube.errors import (
     AlreadyExists,
     ApiError,
     Conflict,
@@ -22,7 +22,7 @@ from engine.controller.errors import (
     NotFound,
     Unavailable,
 )
-from engine.controller.resources import NAMESPACES, PODS, Resource
+from engine.kube.resources import NAMESPACES, PODS, Resource
 
 CONFIGMAPS = Resource("", "v1", "configmaps", "ConfigMap")
 HISTORY = 20

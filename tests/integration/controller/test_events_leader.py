@@ -15,11 +15,11 @@ from typing import Any
 import pytest
 
 from engine.cluster import running_apiserver
-from engine.cluster.apiserver.serve import RunningApiServer
-from engine.controller.client import KubeClient
-from engine.controller.events import COMBINED_PREFIX, EventRecorder
-from engine.controller.leader import LeaderElector
-from engine.controller.resources import EVENTS, LEASES
+from engine.cluster.apiserver.endpoints.serve import RunningApiServer
+from engine.controller.coordination.leader import LeaderElector
+from engine.controller.reporting.events import COMBINED_PREFIX, EventRecorder
+from engine.kube.client import KubeClient
+from engine.kube.resources import EVENTS, LEASES
 from tests.polling import eventually
 
 WAIT = 30.0  # generous bound for a condition to become true; never asserted as a duration

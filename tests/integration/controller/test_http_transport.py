@@ -1,4 +1,4 @@
-"""KubeClient's transport (`engine.controller.http`) as users rely on it: kept-alive
+"""KubeClient's transport (`engine.kube.http`) as users rely on it: kept-alive
 connections, a connection the server dropped while idle replaced, refused connections and bad
 certificates as Unavailable, a rotated token read again after a 401, tls-server-name, http://
 proxies and no_proxy, a server URL with a path, and a watch closed from another thread.
@@ -30,11 +30,11 @@ from cryptography import x509
 from kubernetes.client import Configuration
 
 from engine.cluster import running_apiserver
-from engine.cluster.apiserver.serve import RunningApiServer
-from engine.cluster.apiserver.tls import TlsFiles, create_ca_and_server_cert, ssl_context
-from engine.controller.client import KubeClient
-from engine.controller.errors import ApiError, Unavailable
-from engine.controller.resources import NAMESPACES, PODS, Resource
+from engine.cluster.apiserver.endpoints.serve import RunningApiServer
+from engine.cluster.apiserver.endpoints.tls import TlsFiles, create_ca_and_server_cert, ssl_context
+from engine.kube.client import KubeClient
+from engine.kube.errors import ApiError, Unavailable
+from engine.kube.resources import NAMESPACES, PODS, Resource
 from tests.polling import eventually
 
 CONFIGMAPS = Resource("", "v1", "configmaps", "ConfigMap")

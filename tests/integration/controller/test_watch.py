@@ -12,11 +12,11 @@ from urllib.parse import urlparse
 import pytest
 
 from engine.cluster import running_apiserver
-from engine.cluster.apiserver.serve import RunningApiServer, ServerOptions
-from engine.controller.cache import Cache
-from engine.controller.client import KubeClient
-from engine.controller.resources import Resource
-from engine.controller.watch import Informer
+from engine.cluster.apiserver.endpoints.serve import RunningApiServer, ServerOptions
+from engine.kube.cache import Cache
+from engine.kube.client import KubeClient
+from engine.kube.informer import Informer
+from engine.kube.resources import Resource
 from tests.polling import eventually
 
 CONFIGMAPS = Resource("", "v1", "configmaps", "ConfigMap")

@@ -14,8 +14,8 @@ from collections.abc import Iterator
 import pytest
 
 from engine.app.up import LocalCluster, UpOptions, running_local_cluster
-from engine.cluster.apiserver.serve import RunningApiServer
-from engine.controller.client import KubeClient
+from engine.cluster.apiserver.endpoints.serve import RunningApiServer
+from engine.kube.client import KubeClient
 from tests.integration.engine.helpers import (
     FAST,
     FAST_NODE,

@@ -17,14 +17,14 @@ import yaml
 
 from engine.api.kind_description import JobKind
 from engine.api.manifests import kind_crd_text
-from engine.controller.client import KubeClient
-from engine.controller.errors import AlreadyExists, NotFound
-from engine.controller.install import wait_until_served
+from engine.controller.machines.install import wait_until_served
 from engine.controller.machines.revisions import CONTROLLER_REVISIONS, MACHINE_LABEL
 from engine.controller.machines.served import CRDS
-from engine.controller.manager import Engine
-from engine.controller.resources import EVENTS, STATE_MACHINES, Resource
-from engine.controller.status import GOVERNED
+from engine.controller.reconcile.status import GOVERNED
+from engine.controller.runtime.manager import Engine
+from engine.kube.client import KubeClient
+from engine.kube.errors import AlreadyExists, NotFound
+from engine.kube.resources import EVENTS, STATE_MACHINES, Resource
 from tests.integration.engine.helpers import (
     WAIT_S,
     Obj,

@@ -20,16 +20,16 @@ from typing import Any, TypeVar
 
 from engine.app.up import LocalCluster
 from engine.cluster import running_apiserver
-from engine.cluster.apiserver.serve import RunningApiServer, ServerOptions
+from engine.cluster.apiserver.endpoints.serve import RunningApiServer, ServerOptions
 from engine.cluster.node import RestartBackoff, running_node
-from engine.controller.client import KubeClient
-from engine.controller.errors import ApiError, NotFound
-from engine.controller.install import prepare_cluster
-from engine.controller.leader import LeaderElector
-from engine.controller.manager import Engine
-from engine.controller.reconcile import RecordedTransition
-from engine.controller.record import MachineRecord, read_record
-from engine.controller.resources import EVENTS, NAMESPACES, PODS, Resource
+from engine.controller.coordination.leader import LeaderElector
+from engine.controller.machines.install import prepare_cluster
+from engine.controller.reconcile.reconcile import RecordedTransition
+from engine.controller.reconcile.record import MachineRecord, read_record
+from engine.controller.runtime.manager import Engine
+from engine.kube.client import KubeClient
+from engine.kube.errors import ApiError, NotFound
+from engine.kube.resources import EVENTS, NAMESPACES, PODS, Resource
 from engine.settings import EngineSettings
 from tests.kinds import CRDS, MACHINES, PYTORCHJOBS
 

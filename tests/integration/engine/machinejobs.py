@@ -14,9 +14,9 @@ import threading
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from engine.controller.client import KubeClient
-from engine.controller.errors import ApiError, NotFound
-from engine.controller.resources import Resource
+from engine.kube.client import KubeClient
+from engine.kube.errors import ApiError, NotFound
+from engine.kube.resources import Resource
 from tests.integration.engine.helpers import (
     WAIT_S,
     Obj,

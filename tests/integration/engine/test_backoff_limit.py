@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from engine.controller.client import KubeClient
+from engine.kube.client import KubeClient
 from tests.integration.engine.helpers import (
     PYTORCHJOBS,
     Replica,

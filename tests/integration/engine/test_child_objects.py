@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 
 from engine.app.up import LocalCluster
-from engine.controller import objects
-from engine.controller.client import KubeClient
-from engine.controller.errors import NotFound
-from engine.controller.resources import CONFIGMAPS, PODS, SECRETS, Resource
+from engine.controller.reconcile import objects
+from engine.kube.client import KubeClient
+from engine.kube.errors import NotFound
+from engine.kube.resources import CONFIGMAPS, PODS, SECRETS, Resource
 from tests.integration.engine.custom_kinds import (
     Lab,
     LabKind,

@@ -10,8 +10,8 @@ import time
 from typing import Any
 
 from engine.app.up import LocalCluster
-from engine.controller.client import KubeClient
-from engine.controller.resources import PODS, SERVICES, Resource
+from engine.kube.client import KubeClient
+from engine.kube.resources import PODS, SERVICES, Resource
 from tests.integration.engine.helpers import (
     HOLD,
     JOB_NAME,

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from engine.controller.client import KubeClient
-from engine.controller.resources import SERVICES
+from engine.kube.client import KubeClient
+from engine.kube.resources import SERVICES
 from tests.integration.engine.helpers import (
     PYTORCHJOBS,
     TRACKING,

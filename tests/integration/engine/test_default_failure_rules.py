@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine.controller.children import ReplicaId
-from engine.controller.client import KubeClient
-from engine.controller.resources import PODS
+from engine.controller.reconcile.children import ReplicaId
+from engine.kube.client import KubeClient
+from engine.kube.resources import PODS
 from tests.integration.engine.helpers import (
     Replica,
     condition,

@@ -7,8 +7,8 @@ never gets a new pod, however its replicas end.
 from __future__ import annotations
 
 from engine.app.up import LocalCluster
-from engine.controller.client import KubeClient
-from engine.controller.resources import PODS
+from engine.kube.client import KubeClient
+from engine.kube.resources import PODS
 from tests.integration.engine.helpers import (
     CLEANUP,
     HOLD,

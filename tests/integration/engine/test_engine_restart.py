@@ -17,9 +17,9 @@ from typing import Any
 
 import pytest
 
-from engine.cluster.apiserver.serve import RunningApiServer
-from engine.controller.client import KubeClient
-from engine.controller.resources import Resource
+from engine.cluster.apiserver.endpoints.serve import RunningApiServer
+from engine.kube.client import KubeClient
+from engine.kube.resources import Resource
 from tests.integration.engine.helpers import (
     FAST,
     PYTORCHJOBS,

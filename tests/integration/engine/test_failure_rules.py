@@ -7,8 +7,8 @@ back-off without counting a restart.
 
 from __future__ import annotations
 
-from engine.controller.children import ReplicaId
-from engine.controller.client import KubeClient
+from engine.controller.reconcile.children import ReplicaId
+from engine.kube.client import KubeClient
 from tests.integration.engine.helpers import (
     PYTORCHJOBS,
     Replica,

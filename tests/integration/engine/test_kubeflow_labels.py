@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine.controller.client import KubeClient
-from engine.controller.resources import PODS, SERVICES, Resource
+from engine.kube.client import KubeClient
+from engine.kube.resources import PODS, SERVICES, Resource
 from tests.integration.engine.helpers import (
     JOB_NAME,
     PYTORCHJOBS,

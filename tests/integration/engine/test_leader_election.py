@@ -13,10 +13,10 @@ from collections.abc import Iterator
 
 import pytest
 
-from engine.cluster.apiserver.serve import RunningApiServer
-from engine.controller.client import KubeClient
-from engine.controller.leader import LeaderElector
-from engine.controller.resources import LEASES
+from engine.cluster.apiserver.endpoints.serve import RunningApiServer
+from engine.controller.coordination.leader import LeaderElector
+from engine.kube.client import KubeClient
+from engine.kube.resources import LEASES
 from tests.integration.engine.helpers import (
     FAST,
     PYTORCHJOBS,

@@ -9,10 +9,10 @@ write's answer is dropped after the server made the write.
 
 from __future__ import annotations
 
-from engine.cluster.apiserver.faults import FaultInjector, FaultPlan, FaultRule
-from engine.cluster.apiserver.serve import ServerOptions
-from engine.controller.client import KubeClient
-from engine.controller.resources import EVENTS
+from engine.cluster.apiserver.endpoints.faults import FaultInjector, FaultPlan, FaultRule
+from engine.cluster.apiserver.endpoints.serve import ServerOptions
+from engine.kube.client import KubeClient
+from engine.kube.resources import EVENTS
 from tests.integration.engine.helpers import (
     FAST,
     PYTORCHJOBS,

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import pytest
 
 from engine.app.up import LocalCluster
-from engine.controller.client import KubeClient
+from engine.kube.client import KubeClient
 from tests.integration.engine.custom_kinds import (
     BROKEN_GUARD,
     Lab,

@@ -13,10 +13,10 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from engine.cluster.apiserver.serve import RunningApiServer
-from engine.controller.client import KubeClient
+from engine.cluster.apiserver.endpoints.serve import RunningApiServer
 from engine.controller.machines.served import CRDS
-from engine.controller.resources import STATE_MACHINES
+from engine.kube.client import KubeClient
+from engine.kube.resources import STATE_MACHINES
 from engine.settings import EngineSettings
 from tests.integration.engine.custom_kinds import (
     Lab,

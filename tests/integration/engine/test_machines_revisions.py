@@ -12,8 +12,8 @@ from collections.abc import Iterator
 import pytest
 
 from engine.app.up import LocalCluster
-from engine.controller.client import KubeClient
 from engine.controller.machines.revisions import CONTROLLER_REVISIONS
+from engine.kube.client import KubeClient
 from tests.integration.engine.custom_kinds import (
     BROKEN_GUARD,
     SYSTEM_NAMESPACE,

@@ -14,8 +14,8 @@ from collections.abc import Iterator
 import pytest
 import yaml
 
-from engine.controller.client import KubeClient
 from engine.definition.validate import validate_text
+from engine.kube.client import KubeClient
 from tests.integration.engine.custom_kinds import (
     BROKEN_GUARD,
     SYSTEM_NAMESPACE,

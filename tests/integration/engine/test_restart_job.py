@@ -7,8 +7,8 @@ whole-job restart counts once against runPolicy.backoffLimit.
 
 from __future__ import annotations
 
-from engine.controller.client import KubeClient
-from engine.controller.resources import PODS
+from engine.kube.client import KubeClient
+from engine.kube.resources import PODS
 from tests.integration.engine.helpers import (
     JOB_NAME,
     PYTORCHJOBS,

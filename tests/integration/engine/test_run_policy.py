@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 
 from engine.app.up import LocalCluster
-from engine.controller.client import KubeClient
+from engine.kube.client import KubeClient
 from tests.integration.engine.helpers import (
     CLEANUP,
     PYTORCHJOBS,

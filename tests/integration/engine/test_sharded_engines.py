@@ -25,13 +25,13 @@ from typing import Any
 
 import pytest
 
-from engine.cluster.apiserver.serve import RunningApiServer
-from engine.controller.client import KubeClient
-from engine.controller.errors import ApiError
-from engine.controller.resources import EVENTS, LEASES
-from engine.controller.shard_leases import ROLE_LABEL, SHARD_LABEL
-from engine.controller.shards import shard_of
-from engine.controller.timestamps import parse_time
+from engine.cluster.apiserver.endpoints.serve import RunningApiServer
+from engine.controller.coordination.shard_leases import ROLE_LABEL, SHARD_LABEL
+from engine.controller.coordination.shards import shard_of
+from engine.kube.client import KubeClient
+from engine.kube.errors import ApiError
+from engine.kube.resources import EVENTS, LEASES
+from engine.kube.timestamps import parse_time
 from tests.integration.engine.helpers import (
     JOB_NAME,
     Replica,

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine.controller.client import KubeClient
-from engine.controller.resources import PODS
+from engine.kube.client import KubeClient
+from engine.kube.resources import PODS
 from tests.integration.engine.helpers import (
     PYTORCHJOBS,
     Replica,

@@ -13,9 +13,9 @@ import re
 
 import pytest
 
-from engine.controller.client import KubeClient
-from engine.controller.errors import Invalid
-from engine.controller.resources import PODS
+from engine.kube.client import KubeClient
+from engine.kube.errors import Invalid
+from engine.kube.resources import PODS
 from tests.integration.engine.helpers import (
     EXIT_CODES,
     Obj,

@@ -16,10 +16,10 @@ from typing import Any
 
 import pytest
 
-from engine.cluster.apiserver.serve import RunningApiServer
-from engine.controller.client import KubeClient
-from engine.controller.record import read_record
-from engine.controller.timestamps import parse_time
+from engine.cluster.apiserver.endpoints.serve import RunningApiServer
+from engine.controller.reconcile.record import read_record
+from engine.kube.client import KubeClient
+from engine.kube.timestamps import parse_time
 from tests.integration.engine.helpers import (
     FAST,
     PYTORCHJOBS,

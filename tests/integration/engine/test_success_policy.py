@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import pytest
 
-from engine.controller.client import KubeClient
-from engine.controller.errors import Invalid
-from engine.controller.resources import PODS
-from engine.controller.timestamps import parse_time
+from engine.kube.client import KubeClient
+from engine.kube.errors import Invalid
+from engine.kube.resources import PODS
+from engine.kube.timestamps import parse_time
 from tests.integration.engine.helpers import (
     JOB_NAME,
     Obj,

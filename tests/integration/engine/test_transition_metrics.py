@@ -10,7 +10,7 @@ from __future__ import annotations
 from prometheus_client.parser import text_string_to_metric_families
 
 from engine.app.up import LocalCluster
-from engine.controller.client import KubeClient
+from engine.kube.client import KubeClient
 from tests.integration.engine.helpers import (
     PYTORCHJOBS,
     Replica,

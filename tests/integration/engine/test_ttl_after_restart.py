@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
-from engine.cluster.apiserver.serve import RunningApiServer
-from engine.controller.children import JobKey
-from engine.controller.client import KubeClient
-from engine.controller.timestamps import parse_time
+from engine.cluster.apiserver.endpoints.serve import RunningApiServer
+from engine.controller.reconcile.children import JobKey
+from engine.kube.client import KubeClient
+from engine.kube.timestamps import parse_time
 from tests.integration.engine.helpers import (
     FAST,
     HOLD,

@@ -12,9 +12,9 @@ from collections.abc import Iterator
 import pytest
 
 from engine.app.up import LocalCluster
-from engine.controller.client import KubeClient
-from engine.controller.errors import NotFound
-from engine.controller.resources import PODS
+from engine.kube.client import KubeClient
+from engine.kube.errors import NotFound
+from engine.kube.resources import PODS
 from tests.integration.engine.helpers import (
     HOLD,
     PYTORCHJOBS,

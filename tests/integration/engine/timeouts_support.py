@@ -12,10 +12,10 @@ import contextlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from engine.controller.children import ReplicaId
-from engine.controller.client import KubeClient
-from engine.controller.record import read_record
-from engine.controller.resources import Resource
+from engine.controller.reconcile.children import ReplicaId
+from engine.controller.reconcile.record import read_record
+from engine.kube.client import KubeClient
+from engine.kube.resources import Resource
 from tests.integration.engine.helpers import Obj, Replica, replica_spec
 from tests.integration.engine.machinejobs import WatchLog, recording
 from tests.kinds import TFJOBS

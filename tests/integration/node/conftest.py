@@ -17,7 +17,7 @@ import pytest
 from kubernetes import client, config, watch
 
 from engine.cluster import running_apiserver
-from engine.cluster.apiserver.serve import RunningApiServer
+from engine.cluster.apiserver.endpoints.serve import RunningApiServer
 from engine.cluster.node import LocalNode, RestartBackoff, running_node
 from engine.cluster.node.node import Mode
 from tests.polling import eventually

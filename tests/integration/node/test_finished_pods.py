@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from engine.cluster.apiserver.serve import RunningApiServer
+from engine.cluster.apiserver.endpoints.serve import RunningApiServer
 from engine.cluster.node import LocalNode
 from engine.cluster.node.worker import PodWorker
 from tests.integration.node.conftest import FAST_BACKOFF, NS, Cluster

@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from engine.cluster.apiserver.serve import RunningApiServer
+from engine.cluster.apiserver.endpoints.serve import RunningApiServer
 from engine.cluster.node import running_node
-from engine.cluster.node.isolation import MountIsolation
+from engine.cluster.node.runtime.isolation import MountIsolation
 from tests.integration.node.conftest import NS, Cluster, pod
 from tests.polling import eventually
 
@@ -27,8 +27,8 @@ NOBODY = 65534
 _AS_NOBODY = """
 import shutil, subprocess, tempfile
 from pathlib import Path, PurePosixPath
-from engine.cluster.node.isolation import MountIsolation, inspect, namespace_command
-from engine.cluster.node.mounts import Bind, plan_mounts
+from engine.cluster.node.runtime.isolation import MountIsolation, inspect, namespace_command
+from engine.cluster.node.runtime.mounts import Bind, plan_mounts
 isolation = MountIsolation()
 entry = isolation.entry()
 print(entry is not None and entry.remap, isolation.covers())

@@ -18,8 +18,8 @@ import pytest
 from kubernetes import client, config
 
 from engine.cluster import running_apiserver
-from engine.cluster.apiserver.faults import FaultInjector, FaultPlan, FaultRule
-from engine.cluster.apiserver.serve import ServerOptions
+from engine.cluster.apiserver.endpoints.faults import FaultInjector, FaultPlan, FaultRule
+from engine.cluster.apiserver.endpoints.serve import ServerOptions
 from engine.cluster.node import running_node
 from tests.integration.node.conftest import FAST_BACKOFF, Cluster
 from tests.integration.node.test_simulate import sim

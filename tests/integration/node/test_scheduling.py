@@ -22,12 +22,12 @@ import pytest
 from kubernetes import client, watch
 from loguru import logger
 
-from engine.cluster.apiserver.serve import RunningApiServer
+from engine.cluster.apiserver.endpoints.serve import RunningApiServer
 from engine.cluster.node import Capacity, running_node
 from engine.cluster.node.api import NodeApi
 from engine.cluster.node.scheduling.scheduler import LocalScheduler
-from engine.controller.client import KubeClient
-from engine.controller.install import crd_resources, install_crds, wait_until_served
+from engine.controller.machines.install import crd_resources, install_crds, wait_until_served
+from engine.kube.client import KubeClient
 from tests.integration.node.conftest import FAST_BACKOFF, NS, Cluster
 from tests.polling import eventually
 

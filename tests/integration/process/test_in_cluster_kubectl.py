@@ -21,7 +21,7 @@ import pytest
 from kubernetes import client, config
 
 from engine.cluster import running_apiserver
-from engine.cluster.apiserver.serve import RunningApiServer
+from engine.cluster.apiserver.endpoints.serve import RunningApiServer
 from engine.cluster.node import RestartBackoff, running_node
 from tests.polling import eventually
 

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from engine.app.up import LocalCluster, UpOptions, running_local_cluster
-from engine.controller.resources import CONFIGMAPS
+from engine.kube.resources import CONFIGMAPS
 from engine.settings import EngineSettings
 from tests.integration.app.support import wait_until
 from tests.kinds import KINDS

@@ -16,11 +16,11 @@ import pytest
 import yaml
 
 from engine.app.up import LocalCluster, UpOptions, running_local_cluster
-from engine.controller.client import KubeClient
-from engine.controller.errors import NotFound
-from engine.controller.install import wait_until_served
+from engine.controller.machines.install import wait_until_served
 from engine.controller.machines.served import CRDS, resource_of_crd
-from engine.controller.resources import STATE_MACHINES
+from engine.kube.client import KubeClient
+from engine.kube.errors import NotFound
+from engine.kube.resources import STATE_MACHINES
 from engine.sdk import JobClient
 from tests.integration.engine.custom_kinds import get_cluster_obj, wait_for_verdict
 from tests.integration.engine.helpers import FAST, FAST_NODE, WAIT_S, new_namespace, wait_for

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from ruamel.yaml import YAML
 
-from engine.cluster.apiserver.schema_validation import CompiledSchema, check_crd_schema
+from engine.cluster.apiserver.schema.schema_validation import CompiledSchema, check_crd_schema
 from tests.unit.api.cases import INVALID, Invalid, changed, example
 from tests.unit.api.conftest import schema_of
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from engine.api.status import JobStatus
-from engine.controller.jobspec import read_job_spec, validation_error
+from engine.controller.reconcile.jobspec import read_job_spec, validation_error
 from tests.kinds import shipped_definitions
 from tests.unit.api.cases import INVALID, Invalid, changed, example
 

@@ -8,7 +8,7 @@ from datetime import datetime
 import pytest
 
 from engine.app.live import LiveReport, live_line, use_colour, wanted
-from engine.controller.events import EventRecorder, EventType, RecordedEvent
+from engine.controller.reporting.events import EventRecorder, EventType, RecordedEvent
 
 AT = datetime(2027, 1, 15, 8, 2, 3)
 

@@ -6,9 +6,9 @@ import heapq
 import itertools
 from typing import Any
 
-from engine.cluster.apiserver.builtins import NAMESPACES
-from engine.cluster.apiserver.core import Core, open_core
-from engine.cluster.apiserver.reactor import Task
+from engine.cluster.apiserver.registry.builtins import NAMESPACES
+from engine.cluster.apiserver.registry.core import Core, open_core
+from engine.cluster.apiserver.registry.reactor import Task
 
 
 class ManualReactor:

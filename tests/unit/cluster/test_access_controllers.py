@@ -13,7 +13,11 @@ from typing import Any
 
 import pytest
 
-from engine.cluster.apiserver.builtins import (
+from engine.cluster.apiserver.auth.identity import service_account_user
+from engine.cluster.apiserver.auth.rbac import RbacAuthorizer
+from engine.cluster.apiserver.auth.rbac_bootstrap import BOOTSTRAP_BINDINGS, BOOTSTRAP_ROLES
+from engine.cluster.apiserver.endpoints.request_info import RequestInfo
+from engine.cluster.apiserver.registry.builtins import (
     CLUSTER_ROLE_BINDINGS,
     CLUSTER_ROLES,
     CONFIGMAPS,
@@ -21,12 +25,8 @@ from engine.cluster.apiserver.builtins import (
     NAMESPACES,
     SERVICE_ACCOUNTS,
 )
-from engine.cluster.apiserver.core import Core
-from engine.cluster.apiserver.deletion import DeleteOptions, delete
-from engine.cluster.apiserver.identity import service_account_user
-from engine.cluster.apiserver.rbac import RbacAuthorizer
-from engine.cluster.apiserver.rbac_bootstrap import BOOTSTRAP_BINDINGS, BOOTSTRAP_ROLES
-from engine.cluster.apiserver.request_info import RequestInfo
+from engine.cluster.apiserver.registry.core import Core
+from engine.cluster.apiserver.registry.deletion import DeleteOptions, delete
 from tests.unit.cluster.store_support import ManualReactor, make_core, namespace
 
 RBAC = "rbac.authorization.k8s.io"

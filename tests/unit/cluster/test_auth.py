@@ -10,8 +10,8 @@ from typing import Any
 from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 
-from engine.cluster.apiserver.auth import Authenticator, load_or_create_token
-from engine.cluster.apiserver.service_account_tokens import TokenAuthority
+from engine.cluster.apiserver.auth.authentication import Authenticator, load_or_create_token
+from engine.cluster.apiserver.auth.service_account_tokens import TokenAuthority
 
 
 def test_token_is_created_once_per_data_dir_with_owner_only_mode(tmp_path: Path) -> None:

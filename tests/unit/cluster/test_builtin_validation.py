@@ -7,7 +7,10 @@ from typing import Any
 
 import pytest
 
-from engine.cluster.apiserver.builtin_validation import validate_builtin, validate_immutable
+from engine.cluster.apiserver.validation.builtin_validation import (
+    validate_builtin,
+    validate_immutable,
+)
 
 
 def _pod(**spec: Any) -> dict[str, Any]:

@@ -15,18 +15,22 @@ from typing import Any
 
 import pytest
 
-from engine.cluster.apiserver.builtin_validation import validate_builtin
-from engine.cluster.apiserver.builtins import BUILTIN_TYPES, CONFIGMAPS, CONTROLLER_REVISIONS
-from engine.cluster.apiserver.core import Core
-from engine.cluster.apiserver.deletion import DeleteOptions, delete
-from engine.cluster.apiserver.discovery import api_group_list, api_resource_list
+from engine.cluster.apiserver.admission.typed_decoding import decode_typed
+from engine.cluster.apiserver.encoding.protobuf import decode_request
+from engine.cluster.apiserver.endpoints.discovery import api_group_list, api_resource_list
 from engine.cluster.apiserver.errors import ApiError
-from engine.cluster.apiserver.objects import ObjectTable
-from engine.cluster.apiserver.openapi import openapi_v2, openapi_v3_document
-from engine.cluster.apiserver.persistence import Journal
-from engine.cluster.apiserver.protobuf import decode_request
-from engine.cluster.apiserver.tables import to_table
-from engine.cluster.apiserver.typed_decoding import decode_typed
+from engine.cluster.apiserver.printing.tables import to_table
+from engine.cluster.apiserver.registry.builtins import (
+    BUILTIN_TYPES,
+    CONFIGMAPS,
+    CONTROLLER_REVISIONS,
+)
+from engine.cluster.apiserver.registry.core import Core
+from engine.cluster.apiserver.registry.deletion import DeleteOptions, delete
+from engine.cluster.apiserver.schema.openapi import openapi_v2, openapi_v3_document
+from engine.cluster.apiserver.storage.objects import ObjectTable
+from engine.cluster.apiserver.storage.persistence import Journal
+from engine.cluster.apiserver.validation.builtin_validation import validate_builtin
 from tests.unit.cluster.store_support import ManualReactor, make_core
 from tests.unit.cluster.test_protobuf import envelope, ld, num
 

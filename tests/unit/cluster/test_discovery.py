@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from engine.cluster.apiserver import discovery
-from engine.cluster.apiserver.builtins import CONFIGMAPS, CRDS, LEASES, PODS
-from engine.cluster.apiserver.resources import ResourceType
+from engine.cluster.apiserver.endpoints import discovery
+from engine.cluster.apiserver.registry.builtins import CONFIGMAPS, CRDS, LEASES, PODS
+from engine.cluster.apiserver.registry.resources import ResourceType
 
 
 def _job(version: str) -> ResourceType:

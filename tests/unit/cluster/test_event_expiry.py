@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from engine.cluster.apiserver.builtins import CONFIGMAPS, EVENTS
-from engine.cluster.apiserver.core import Core
-from engine.cluster.apiserver.event_expiry import last_write
-from engine.cluster.apiserver.objects import Change
+from engine.cluster.apiserver.controllers.event_expiry import last_write
+from engine.cluster.apiserver.registry.builtins import CONFIGMAPS, EVENTS
+from engine.cluster.apiserver.registry.core import Core
+from engine.cluster.apiserver.storage.objects import Change
 from tests.unit.cluster.store_support import ManualReactor, make_core
 
 TTL = 600.0

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from engine.cluster.apiserver.exec_channels import (
+from engine.cluster.apiserver.exec.channels import (
     V4_PROTOCOL,
     V5_PROTOCOL,
     Closed,

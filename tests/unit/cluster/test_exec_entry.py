@@ -12,15 +12,15 @@ from pathlib import Path, PurePosixPath
 
 import pytest
 
-from engine.cluster.apiserver.container_ids import (
+from engine.cluster.apiserver.exec.container_ids import (
     is_simulated,
     process_container_id,
     process_id,
     simulated_container_id,
 )
-from engine.cluster.apiserver.exec_entry import EntryError, enter
-from engine.cluster.node.isolation import MountIsolation, inspect, namespace_command
-from engine.cluster.node.mounts import Bind, plan_mounts
+from engine.cluster.apiserver.exec.entry import EntryError, enter
+from engine.cluster.node.runtime.isolation import MountIsolation, inspect, namespace_command
+from engine.cluster.node.runtime.mounts import Bind, plan_mounts
 from tests.polling import eventually
 
 pytestmark = pytest.mark.skipif(shutil.which("nsenter") is None, reason="needs nsenter")

@@ -15,10 +15,10 @@ import aiohttp
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
-from engine.cluster.apiserver.exec_channels import V4_PROTOCOL, V5_PROTOCOL, TerminalSize
-from engine.cluster.apiserver.exec_entry import Entry
-from engine.cluster.apiserver.exec_process import ExecProcess, Streams, start
-from engine.cluster.apiserver.exec_session import Session, StartError
+from engine.cluster.apiserver.exec.channels import V4_PROTOCOL, V5_PROTOCOL, TerminalSize
+from engine.cluster.apiserver.exec.entry import Entry
+from engine.cluster.apiserver.exec.process import ExecProcess, Streams, start
+from engine.cluster.apiserver.exec.session import Session, StartError
 
 Received = list[tuple[int, bytes]]
 Client = Callable[[aiohttp.ClientWebSocketResponse, Received], Awaitable[None]]

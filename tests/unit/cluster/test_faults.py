@@ -6,14 +6,14 @@ from pathlib import Path
 
 import pytest
 
-from engine.cluster.apiserver.faults import (
+from engine.cluster.apiserver.endpoints.faults import (
     FaultInjector,
     FaultPlan,
     FaultPlanError,
     FaultRule,
     plan_to_json,
 )
-from engine.cluster.apiserver.request_info import RequestInfo
+from engine.cluster.apiserver.endpoints.request_info import RequestInfo
 
 
 def _info(verb: str = "create", resource: str = "pods", subresource: str = "") -> RequestInfo:

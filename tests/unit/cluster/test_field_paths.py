@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from engine.cluster.apiserver.field_paths import (
+from engine.cluster.apiserver.patch.field_paths import (
     FieldSet,
     Path,
     field,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from engine.cluster.apiserver.json_documents import json_copy
+from engine.cluster.apiserver.encoding.json_documents import json_copy
 
 
 def test_the_copy_is_equal_and_shares_nothing() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from engine.cluster.apiserver.jsonpath import find, parse
+from engine.cluster.apiserver.printing.jsonpath import find, parse
 
 DOC = {
     "metadata": {"name": "j", "labels": {"app.kubernetes.io/name": "train"}},

@@ -9,7 +9,7 @@ from typing import Any
 
 from ruamel.yaml import YAML
 
-from engine.cluster.apiserver.kubeconfig import write_kubeconfig
+from engine.cluster.apiserver.endpoints.kubeconfig import write_kubeconfig
 
 
 def _load(path: Path) -> dict[str, Any]:

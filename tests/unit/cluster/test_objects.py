@@ -6,7 +6,7 @@ import tracemalloc
 
 import orjson
 
-from engine.cluster.apiserver.objects import Entry
+from engine.cluster.apiserver.storage.objects import Entry
 
 
 def test_an_entry_keeps_its_json_at_its_own_size() -> None:

@@ -8,10 +8,14 @@ from typing import Any
 
 import pytest
 
-from engine.cluster.apiserver.builtins import CONFIGMAPS, NAMESPACES, PODS
-from engine.cluster.apiserver.openapi import openapi_v2, openapi_v3_document, openapi_v3_paths
-from engine.cluster.apiserver.openapi_schemas import builtin_fields
-from engine.cluster.apiserver.resources import ResourceType
+from engine.cluster.apiserver.registry.builtins import CONFIGMAPS, NAMESPACES, PODS
+from engine.cluster.apiserver.registry.resources import ResourceType
+from engine.cluster.apiserver.schema.openapi import (
+    openapi_v2,
+    openapi_v3_document,
+    openapi_v3_paths,
+)
+from engine.cluster.apiserver.schema.openapi_schemas import builtin_fields
 
 JOB_SCHEMA: dict[str, Any] = {
     "type": "object",

@@ -9,12 +9,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from engine.cluster.apiserver.patch import (
-    PatchError,
+from engine.cluster.apiserver.patch.patch import (
     json_patch,
     merge_patch,
     strategic_merge_patch,
 )
+from engine.cluster.apiserver.patch.values import PatchError
 
 SCALARS = st.one_of(st.none(), st.booleans(), st.integers(-5, 5), st.sampled_from(["", "a", "b"]))
 JSON = st.recursive(

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from engine.cluster.apiserver.builtins import CONFIGMAPS
-from engine.cluster.apiserver.objects import ObjectTable
-from engine.cluster.apiserver.persistence import JOURNAL, Journal, JournalCorruptError
-from engine.cluster.apiserver.service_account_admission import ROOT_CA_CONFIGMAP
+from engine.cluster.apiserver.admission.service_account_admission import ROOT_CA_CONFIGMAP
+from engine.cluster.apiserver.registry.builtins import CONFIGMAPS
+from engine.cluster.apiserver.storage.objects import ObjectTable
+from engine.cluster.apiserver.storage.persistence import JOURNAL, Journal, JournalCorruptError
 from tests.unit.cluster.store_support import ManualReactor, make_core
 
 

@@ -22,17 +22,17 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from loguru import logger
 
-from engine.cluster.apiserver.builtins import CONFIGMAPS
-from engine.cluster.apiserver.journal_repair import repair_data_dir
-from engine.cluster.apiserver.objects import ObjectTable
-from engine.cluster.apiserver.persistence import (
+from engine.cluster.apiserver.admission.service_account_admission import ROOT_CA_CONFIGMAP
+from engine.cluster.apiserver.registry.builtins import CONFIGMAPS
+from engine.cluster.apiserver.storage.journal_repair import repair_data_dir
+from engine.cluster.apiserver.storage.objects import ObjectTable
+from engine.cluster.apiserver.storage.persistence import (
     JOURNAL,
     SNAPSHOT,
     CorruptDataError,
     ForeignFormatError,
     Journal,
 )
-from engine.cluster.apiserver.service_account_admission import ROOT_CA_CONFIGMAP
 from tests.unit.cluster.store_support import ManualReactor, make_core
 
 REMEDY = ("; to start with the good records only, run `jobmachine repair-data --data-dir {}` "

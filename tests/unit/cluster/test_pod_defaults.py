@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from engine.cluster.apiserver.builtins import PODS
-from engine.cluster.apiserver.defaults import Held, apply_defaults
-from engine.cluster.apiserver.qos import qos_class, quantity
+from engine.cluster.apiserver.admission.defaults import Held, apply_defaults
+from engine.cluster.apiserver.admission.qos import qos_class, quantity
+from engine.cluster.apiserver.registry.builtins import PODS
 
 _HELD = Held(list, lambda _service: ())  # no services: pods allocate nothing
 

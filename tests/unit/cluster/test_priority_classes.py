@@ -13,23 +13,23 @@ from typing import Any
 
 import pytest
 
-from engine.cluster.apiserver.builtins import PODS, PRIORITY_CLASSES
-from engine.cluster.apiserver.core import Core
-from engine.cluster.apiserver.errors import ApiError
-from engine.cluster.apiserver.priority_admission import (
+from engine.cluster.apiserver.admission.priority_admission import (
     admit_pod,
     check_priority_class,
     default_class,
 )
-from engine.cluster.apiserver.priority_classes import (
+from engine.cluster.apiserver.admission.typed_decoding import decode_typed
+from engine.cluster.apiserver.encoding.protobuf import decode_request
+from engine.cluster.apiserver.errors import ApiError
+from engine.cluster.apiserver.printing.tables import to_table
+from engine.cluster.apiserver.registry.builtins import PODS, PRIORITY_CLASSES
+from engine.cluster.apiserver.registry.core import Core
+from engine.cluster.apiserver.registry.priority_classes import (
     SYSTEM_CLASSES,
     priority_class_immutable,
     validate_priority_class,
     with_defaults,
 )
-from engine.cluster.apiserver.protobuf import decode_request
-from engine.cluster.apiserver.tables import to_table
-from engine.cluster.apiserver.typed_decoding import decode_typed
 from tests.unit.cluster.store_support import ManualReactor, make_core
 from tests.unit.cluster.test_protobuf import envelope, ld, num
 

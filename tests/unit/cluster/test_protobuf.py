@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from engine.cluster.apiserver.protobuf import (
+from engine.cluster.apiserver.encoding.protobuf import (
     PROTOBUF_CONTENT_TYPE,
     ProtobufError,
     UnsupportedKindError,

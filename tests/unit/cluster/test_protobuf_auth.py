@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from engine.cluster.apiserver import protobuf, protobuf_tables, protobuf_tables_auth
-from engine.cluster.apiserver.protobuf import UnsupportedKindError, decode_request
+from engine.cluster.apiserver.encoding import protobuf, protobuf_tables, protobuf_tables_auth
+from engine.cluster.apiserver.encoding.protobuf import UnsupportedKindError, decode_request
 from tests.unit.cluster.test_protobuf import entry, envelope, ld, num
 
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"

@@ -10,17 +10,17 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from engine.cluster.apiserver.builtins import (
+from engine.cluster.apiserver.auth.identity import UserInfo, service_account_user
+from engine.cluster.apiserver.auth.rbac import Decision, RbacAuthorizer, rule_allows
+from engine.cluster.apiserver.endpoints.request_info import RequestInfo
+from engine.cluster.apiserver.registry.builtins import (
     CLUSTER_ROLE_BINDINGS,
     CLUSTER_ROLES,
     ROLE_BINDINGS,
     ROLES,
 )
-from engine.cluster.apiserver.core import Core
-from engine.cluster.apiserver.deletion import DeleteOptions, delete
-from engine.cluster.apiserver.identity import UserInfo, service_account_user
-from engine.cluster.apiserver.rbac import Decision, RbacAuthorizer, rule_allows
-from engine.cluster.apiserver.request_info import RequestInfo
+from engine.cluster.apiserver.registry.core import Core
+from engine.cluster.apiserver.registry.deletion import DeleteOptions, delete
 from tests.unit.cluster.store_support import ManualReactor, make_core, namespace
 
 RBAC = "rbac.authorization.k8s.io"

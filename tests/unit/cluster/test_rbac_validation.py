@@ -8,16 +8,16 @@ from typing import Any
 
 import pytest
 
-from engine.cluster.apiserver.builtins import (
+from engine.cluster.apiserver.errors import ApiError
+from engine.cluster.apiserver.registry.builtins import (
     CLUSTER_ROLE_BINDINGS,
     CLUSTER_ROLES,
     ROLE_BINDINGS,
     ROLES,
 )
-from engine.cluster.apiserver.core import Core
-from engine.cluster.apiserver.errors import ApiError
-from engine.cluster.apiserver.resources import ResourceType
-from engine.cluster.apiserver.store import Store
+from engine.cluster.apiserver.registry.core import Core
+from engine.cluster.apiserver.registry.resources import ResourceType
+from engine.cluster.apiserver.registry.store import Store
 from tests.unit.cluster.store_support import ManualReactor, make_core
 
 RBAC = "rbac.authorization.k8s.io"

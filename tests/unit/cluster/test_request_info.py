@@ -9,8 +9,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from multidict import MultiDict
 
-from engine.cluster.apiserver.params import flag
-from engine.cluster.apiserver.request_info import RequestInfo, request_info
+from engine.cluster.apiserver.endpoints.params import flag
+from engine.cluster.apiserver.endpoints.request_info import RequestInfo, request_info
 
 
 def info(method: str, path: str, **query: str) -> RequestInfo:

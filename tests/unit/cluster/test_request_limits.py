@@ -10,11 +10,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from engine.cluster.apiserver.builtins import CONFIGMAPS, PODS
+from engine.cluster.apiserver.admission.typed_decoding import decode_typed
+from engine.cluster.apiserver.encoding.json_documents import MAX_DEPTH, check_depth
+from engine.cluster.apiserver.endpoints.responses import warning_header
 from engine.cluster.apiserver.errors import ApiError
-from engine.cluster.apiserver.json_documents import MAX_DEPTH, check_depth
-from engine.cluster.apiserver.responses import warning_header
-from engine.cluster.apiserver.typed_decoding import decode_typed
+from engine.cluster.apiserver.registry.builtins import CONFIGMAPS, PODS
 
 
 def _nested(levels: int) -> Any:

@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from engine.cluster.apiserver.cel_rules import RuleCompileError
-from engine.cluster.apiserver.schema_validation import CompiledSchema, check_crd_schema
+from engine.cluster.apiserver.schema.cel_rules import RuleCompileError
+from engine.cluster.apiserver.schema.schema_validation import CompiledSchema, check_crd_schema
 
 ROOT = "spec.versions[0].schema.openAPIV3Schema"
 

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from engine.cluster.apiserver.selectors import (
+from engine.cluster.apiserver.registry.selectors import (
     FieldSelector,
     LabelSelector,
     SelectorError,

@@ -10,13 +10,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from engine.cluster.apiserver.builtins import CONFIGMAPS, CRDS, PODS, SERVICES
-from engine.cluster.apiserver.core import Core
 from engine.cluster.apiserver.errors import ApiError
-from engine.cluster.apiserver.objects import Obj
-from engine.cluster.apiserver.resources import ResourceType
-from engine.cluster.apiserver.server_side_apply import check_options, manager_name
-from engine.cluster.apiserver.store import Written
+from engine.cluster.apiserver.patch.server_side_apply import check_options, manager_name
+from engine.cluster.apiserver.registry.builtins import CONFIGMAPS, CRDS, PODS, SERVICES
+from engine.cluster.apiserver.registry.core import Core
+from engine.cluster.apiserver.registry.resources import ResourceType
+from engine.cluster.apiserver.registry.store import Written
+from engine.cluster.apiserver.storage.objects import Obj
 from tests.unit.cluster.store_support import ManualReactor, make_core, namespace
 
 NOW = "2023-11-14T22:13:20Z"

@@ -20,16 +20,16 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
-from engine.cluster.apiserver.auth import Authenticator
-from engine.cluster.apiserver.identity import UserInfo
-from engine.cluster.apiserver.objects import Obj
-from engine.cluster.apiserver.service_account_tokens import (
+from engine.cluster.apiserver.auth.authentication import Authenticator
+from engine.cluster.apiserver.auth.identity import UserInfo
+from engine.cluster.apiserver.auth.service_account_tokens import (
     API_AUDIENCES,
     CREDENTIAL_ID,
     ISSUER,
     KEY_FILE,
     TokenAuthority,
 )
+from engine.cluster.apiserver.storage.objects import Obj
 
 HOUR = 3600
 

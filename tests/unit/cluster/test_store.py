@@ -7,9 +7,9 @@ from typing import Any
 import orjson
 import pytest
 
-from engine.cluster.apiserver.builtins import CONFIGMAPS, PODS
-from engine.cluster.apiserver.core import Core
 from engine.cluster.apiserver.errors import ApiError
+from engine.cluster.apiserver.registry.builtins import CONFIGMAPS, PODS
+from engine.cluster.apiserver.registry.core import Core
 from tests.unit.cluster.store_support import ManualReactor, make_core
 
 
@@ -96,7 +96,7 @@ def test_dry_run_stores_nothing(core: Core) -> None:
 
 
 def test_events_and_leases_are_created_by_update(core: Core) -> None:
-    from engine.cluster.apiserver.builtins import LEASES
+    from engine.cluster.apiserver.registry.builtins import LEASES
 
     written = core.store.update(LEASES, "default", "l", {"metadata": {"name": "l"}, "spec": {}})
     assert written.created and core.store.table.get(LEASES.key, "default", "l") is not None
@@ -106,7 +106,7 @@ def test_events_and_leases_are_created_by_update(core: Core) -> None:
 
 
 def test_generate_name_retries_on_collision(core: Core, monkeypatch: pytest.MonkeyPatch) -> None:
-    from engine.cluster.apiserver import store as store_module
+    from engine.cluster.apiserver.registry import store as store_module
 
     names = iter(["x-aaaaa", "x-aaaaa", "x-bbbbb"])
     monkeypatch.setattr(store_module, "generated_name", lambda base: next(names))

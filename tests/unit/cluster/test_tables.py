@@ -7,7 +7,13 @@ from typing import Any
 
 import pytest
 
-from engine.cluster.apiserver.builtins import (
+from engine.cluster.apiserver.printing.tables import (
+    human_duration,
+    table_api_version,
+    to_table,
+    wants_table,
+)
+from engine.cluster.apiserver.registry.builtins import (
     CONFIGMAPS,
     CRDS,
     EVENTS,
@@ -17,8 +23,7 @@ from engine.cluster.apiserver.builtins import (
     PODS,
     SERVICES,
 )
-from engine.cluster.apiserver.resources import ResourceType
-from engine.cluster.apiserver.tables import human_duration, table_api_version, to_table, wants_table
+from engine.cluster.apiserver.registry.resources import ResourceType
 
 NOW = datetime.datetime(2025, 6, 1, 12, 0, 0, tzinfo=datetime.UTC)
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from cryptography import x509
 
-from engine.cluster.apiserver.tls import TlsFiles, create_ca_and_server_cert, ssl_context
+from engine.cluster.apiserver.endpoints.tls import TlsFiles, create_ca_and_server_cert, ssl_context
 
 
 def _names(files: TlsFiles) -> tuple[set[str], set[str]]:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from engine.cluster.apiserver.errors import ApiError
-from engine.cluster.apiserver.objects import ObjectTable
-from engine.cluster.apiserver.watch import WatchHub
+from engine.cluster.apiserver.storage.objects import ObjectTable
+from engine.cluster.apiserver.storage.watch import WatchHub
 
 KEY = ("", "configmaps")
 OTHER = ("", "pods")

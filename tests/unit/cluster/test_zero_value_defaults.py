@@ -21,8 +21,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.cluster.apiserver.builtin_validation import validate_immutable
-from engine.cluster.apiserver.builtins import (
+from engine.cluster.apiserver.admission.pod_defaults import image_pull_policy, pod_defaults
+from engine.cluster.apiserver.errors import ApiError
+from engine.cluster.apiserver.registry.builtins import (
     CLUSTER_ROLE_BINDINGS,
     CLUSTER_ROLES,
     CONFIGMAPS,
@@ -40,12 +41,11 @@ from engine.cluster.apiserver.builtins import (
     SERVICE_ACCOUNTS,
     SERVICES,
 )
-from engine.cluster.apiserver.core import Core
-from engine.cluster.apiserver.deletion import DeleteOptions, delete
-from engine.cluster.apiserver.errors import ApiError
-from engine.cluster.apiserver.node_ports import NODE_PORTS
-from engine.cluster.apiserver.pod_defaults import image_pull_policy, pod_defaults
-from engine.cluster.apiserver.resources import ResourceType
+from engine.cluster.apiserver.registry.core import Core
+from engine.cluster.apiserver.registry.deletion import DeleteOptions, delete
+from engine.cluster.apiserver.registry.node_ports import NODE_PORTS
+from engine.cluster.apiserver.registry.resources import ResourceType
+from engine.cluster.apiserver.validation.builtin_validation import validate_immutable
 from engine.cluster.quantities import milli_rounded
 from tests.unit.cluster.store_support import ManualReactor, make_core
 

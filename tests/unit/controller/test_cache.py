@@ -9,14 +9,14 @@ from typing import Any
 
 import pytest
 
-from engine.controller.cache import (
+from engine.controller.reconcile.children import JOB_NAME_LABEL
+from engine.kube.cache import (
     Cache,
     project_job,
     project_node,
     project_pod,
     project_service,
 )
-from engine.controller.children import JOB_NAME_LABEL
 
 
 def obj(name: str, *, ns: str | None = "default", rv: str = "1", uid: str | None = None,

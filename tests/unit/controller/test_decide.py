@@ -15,13 +15,13 @@ from typing import Any
 
 import pytest
 
-from engine.controller.children import ReplicaId
-from engine.controller.decide import Decision, decide
-from engine.controller.jobspec import read_job_spec
-from engine.controller.observe import job_observations
-from engine.controller.record import RestartRecord, read_record
-from engine.controller.status import build_status
-from engine.controller.timestamps import format_time
+from engine.controller.reconcile.children import ReplicaId
+from engine.controller.reconcile.decide import Decision, decide
+from engine.controller.reconcile.jobspec import read_job_spec
+from engine.controller.reconcile.observe import job_observations
+from engine.controller.reconcile.record import RestartRecord, read_record
+from engine.controller.reconcile.status import build_status
+from engine.kube.timestamps import format_time
 from tests.kinds import assignment
 from tests.scenarios.world import (
     MASTER,

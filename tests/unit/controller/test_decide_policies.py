@@ -13,10 +13,10 @@ from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from typing import Any
 
-from engine.controller.children import ReplicaId
-from engine.controller.jobspec import read_job_spec
-from engine.controller.record import read_record
-from engine.controller.timestamps import format_time
+from engine.controller.reconcile.children import ReplicaId
+from engine.controller.reconcile.jobspec import read_job_spec
+from engine.controller.reconcile.record import read_record
+from engine.kube.timestamps import format_time
 from tests.scenarios.world import (
     DEFINITIONS,
     MASTER,

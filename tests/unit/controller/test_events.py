@@ -10,8 +10,9 @@ from typing import Any
 import pytest
 from loguru import logger
 
-from engine.controller import events
-from engine.controller.errors import (
+from engine.controller.reporting import events
+from engine.controller.reporting.events import COMBINED_PREFIX, EventRecorder
+from engine.kube.errors import (
     AlreadyExists,
     ApiError,
     Conflict,
@@ -19,8 +20,7 @@ from engine.controller.errors import (
     NotFound,
     Unavailable,
 )
-from engine.controller.events import COMBINED_PREFIX, EventRecorder
-from engine.controller.resources import EVENTS, Resource
+from engine.kube.resources import EVENTS, Resource
 
 from .conftest import FakeClock
 

@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from engine.controller.expectations import ExpectationKey, Expectations
+from engine.controller.runtime.expectations import ExpectationKey, Expectations
 
 from .conftest import FakeClock
 

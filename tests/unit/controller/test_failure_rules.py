@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from engine.controller.failure_rules import failure_action
+from engine.controller.reconcile.failure_rules import failure_action
 
 
 def pod(*containers: tuple[str, int, str], init: tuple[tuple[str, int], ...] = (),

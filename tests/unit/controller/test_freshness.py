@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from engine.controller.freshness import ReleasedFinalizers, WrittenVersions
+from engine.controller.runtime.freshness import ReleasedFinalizers, WrittenVersions
 
 
 class Clock:

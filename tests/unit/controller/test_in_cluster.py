@@ -9,9 +9,9 @@ import pytest
 from typer.testing import CliRunner
 
 from engine.cli import app
-from engine.cluster.apiserver.tls import create_ca_and_server_cert
-from engine.controller.client import KubeClient
-from engine.controller.in_cluster import InClusterError, pod_identity
+from engine.cluster.apiserver.endpoints.tls import create_ca_and_server_cert
+from engine.kube.client import KubeClient
+from engine.kube.in_cluster import InClusterError, pod_identity
 
 POD_ENV = {"KUBERNETES_SERVICE_HOST": "10.96.0.1", "KUBERNETES_SERVICE_PORT": "443"}
 

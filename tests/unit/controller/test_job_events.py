@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 from kubernetes.client import Configuration
 
-from engine.controller.children import JobKey
-from engine.controller.client import KubeClient
-from engine.controller.manager import Engine
+from engine.controller.reconcile.children import JobKey
+from engine.controller.runtime.manager import Engine
+from engine.kube.client import KubeClient
 from engine.settings import EngineSettings
 
 KEY = JobKey("PyTorchJob", "default", "train")

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from engine.api.replicated import read_path
-from engine.controller.jobspec import ValidationVerdicts, read_job_spec
+from engine.controller.reconcile.jobspec import ValidationVerdicts, read_job_spec
 from tests.scenarios.world import DEFINITIONS, pytorch_job
 
 PYTORCH = DEFINITIONS["PyTorchJob"]

@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from engine.controller.errors import AlreadyExists, ApiError, Conflict, NotFound, Unavailable
-from engine.controller.leader import LeaderElector, micro_time
-from engine.controller.resources import LEASES, Resource
+from engine.controller.coordination.leader import LeaderElector, micro_time
+from engine.kube.errors import AlreadyExists, ApiError, Conflict, NotFound, Unavailable
+from engine.kube.resources import LEASES, Resource
 from tests.polling import eventually
 
 from .conftest import FakeClock

@@ -14,7 +14,7 @@ import yaml
 
 from engine.controller.machines.admission import Judge, KeptRevision, MachineVerdict, verdicts
 from engine.controller.machines.revisions import revision_name
-from engine.controller.resources import Resource
+from engine.kube.resources import Resource
 from tests.kinds import KINDS, MACHINES
 
 SERVED = {(r.api_version, r.kind): r for r in KINDS.values()}

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from engine.controller.children import (
+from engine.controller.reconcile.children import (
     JOB_NAME_LABEL,
     JOB_UID_LABEL,
     REPLICA_INDEX_LABEL,
@@ -29,16 +29,20 @@ from engine.controller.children import (
     replica_of,
     replica_selector,
 )
-from engine.controller.jobspec import ReplicaTypeSpec, read_job_spec
-from engine.controller.manifests import (
+from engine.controller.reconcile.jobspec import ReplicaTypeSpec, read_job_spec
+from engine.controller.reconcile.manifests import (
     build_pod,
     build_service,
     cluster_spec,
     main_container_name,
 )
-from engine.controller.observe import MISSING
-from engine.controller.record import MachineRecord
-from engine.controller.variables import common_variables, replica_summary, replica_variables
+from engine.controller.reconcile.observe import MISSING
+from engine.controller.reconcile.record import MachineRecord
+from engine.controller.reconcile.variables import (
+    common_variables,
+    replica_summary,
+    replica_variables,
+)
 from engine.definition import (
     CompiledDefinition,
     PodDecorations,

@@ -9,10 +9,10 @@ from collections.abc import Iterator
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from engine.controller.events import EventStats
-from engine.controller.health import HealthServer, serve_metrics_and_health
-from engine.controller.metrics import Metrics
-from engine.controller.queue import QueueMetrics
+from engine.controller.reporting.events import EventStats
+from engine.controller.reporting.health import HealthServer, serve_metrics_and_health
+from engine.controller.reporting.metrics import Metrics
+from engine.controller.runtime.queue import QueueMetrics
 
 QUEUE = QueueMetrics(
     depth=3, adds=40, retries=5, processed=37, work_seconds=1.5,

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from engine.controller.children import ReplicaId
-from engine.controller.decide import Fired
-from engine.controller.notices import Notice, UnconfirmedNotices, notices_for
-from engine.controller.observe import PodFacts
+from engine.controller.reconcile.children import ReplicaId
+from engine.controller.reconcile.decide import Fired
+from engine.controller.reconcile.notices import Notice, UnconfirmedNotices, notices_for
+from engine.controller.reconcile.observe import PodFacts
 from engine.definition import FiredTransition
 from tests.scenarios.world import MASTER, World, exited, pytorch_job, running, worker
 

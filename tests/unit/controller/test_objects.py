@@ -6,18 +6,18 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from engine.controller.cache import Cache, project_child_object
-from engine.controller.children import JobKey
-from engine.controller.errors import AlreadyExists, NotFound
-from engine.controller.objects import (
+from engine.controller.reconcile.children import JobKey
+from engine.controller.reconcile.objects import (
     HASH_ANNOTATION,
     READY,
     ObjectRun,
     build_object,
     sync_objects,
 )
-from engine.controller.resources import BUILTIN_CHILDREN, CONFIGMAPS
 from engine.definition import RenderedObject, render_objects
+from engine.kube.cache import Cache, project_child_object
+from engine.kube.errors import AlreadyExists, NotFound
+from engine.kube.resources import BUILTIN_CHILDREN, CONFIGMAPS
 from tests.kinds import shipped_definitions
 
 SHIPPED_MPI = shipped_definitions()["MPIJob"]

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from engine.controller.jobspec import JobSpecView
-from engine.controller.observe import (
+from engine.controller.reconcile.jobspec import JobSpecView
+from engine.controller.reconcile.observe import (
     MISSING,
     deadline_of,
     job_observations,

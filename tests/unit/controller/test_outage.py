@@ -15,14 +15,14 @@ import pytest
 from kubernetes.client import Configuration
 from loguru import logger
 
-from engine.controller.cache import Cache
-from engine.controller.client import KubeClient
-from engine.controller.errors import ApiError, Forbidden, NotFound, Unavailable
-from engine.controller.health import serve_metrics_and_health
-from engine.controller.metrics import Metrics
-from engine.controller.outage import ApiHealth, unreachable
-from engine.controller.resources import Resource
-from engine.controller.watch import Informer
+from engine.controller.reporting.health import serve_metrics_and_health
+from engine.controller.reporting.metrics import Metrics
+from engine.kube.cache import Cache
+from engine.kube.client import KubeClient
+from engine.kube.errors import ApiError, Forbidden, NotFound, Unavailable
+from engine.kube.informer import Informer
+from engine.kube.outage import ApiHealth, unreachable
+from engine.kube.resources import Resource
 
 from .conftest import FakeClock
 

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from engine.controller.queue import WorkQueue
+from engine.controller.runtime.queue import WorkQueue
 
 from .conftest import FakeClock
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from engine.controller.ratelimit import TokenBucket
+from engine.kube.ratelimit import TokenBucket
 from tests.unit.controller.conftest import FakeClock
 
 

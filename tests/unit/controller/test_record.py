@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from engine.controller.children import ReplicaId
-from engine.controller.record import (
+from engine.controller.reconcile.children import ReplicaId
+from engine.controller.reconcile.record import (
     InPlaceEnds,
     MachineRecord,
     RecordError,

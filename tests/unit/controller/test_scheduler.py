@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from engine.controller.scheduler import WakeScheduler
+from engine.controller.runtime.scheduler import WakeScheduler
 
 WAIT = 60.0  # generous bound for background firing; never asserted as a duration
 

@@ -19,11 +19,8 @@ from typing import Any
 
 import pytest
 
-from engine.controller.children import JobKey
-from engine.controller.errors import AlreadyExists, ApiError, Conflict, NotFound
-from engine.controller.leader import micro_time
-from engine.controller.resources import LEASES, Resource
-from engine.controller.shard_leases import (
+from engine.controller.coordination.leader import micro_time
+from engine.controller.coordination.shard_leases import (
     COUNT_ANNOTATION,
     GROUP_LABEL,
     ROLE_LABEL,
@@ -31,7 +28,10 @@ from engine.controller.shard_leases import (
     LeaseTimings,
     ShardCoordinator,
 )
-from engine.controller.shards import ShardGate
+from engine.controller.coordination.shards import ShardGate
+from engine.controller.reconcile.children import JobKey
+from engine.kube.errors import AlreadyExists, ApiError, Conflict, NotFound
+from engine.kube.resources import LEASES, Resource
 from tests.polling import eventually
 
 from .conftest import FakeClock

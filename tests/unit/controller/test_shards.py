@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from engine.controller.children import JobKey
-from engine.controller.shards import ShardGate, shard_of
+from engine.controller.coordination.shards import ShardGate, shard_of
+from engine.controller.reconcile.children import JobKey
 from tests.polling import eventually
 
 WAIT = 10.0  # generous bound for a thread to finish; never asserted as a duration

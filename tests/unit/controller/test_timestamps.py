@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
-from engine.controller.timestamps import format_time, parse_time
+from engine.kube.timestamps import format_time, parse_time
 
 
 def test_format_time_is_utc_with_z_to_the_second() -> None:

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from engine.controller.children import ReplicaId
-from engine.controller.jobspec import read_job_spec
-from engine.controller.observe import MISSING
-from engine.controller.record import MachineRecord, RestartRecord
-from engine.controller.variables import (
+from engine.controller.reconcile.children import ReplicaId
+from engine.controller.reconcile.jobspec import read_job_spec
+from engine.controller.reconcile.observe import MISSING
+from engine.controller.reconcile.record import MachineRecord, RestartRecord
+from engine.controller.reconcile.variables import (
     common_variables,
     lower_camel,
     replica_summary,

@@ -8,8 +8,8 @@ from typing import Any
 import orjson
 import pytest
 
-from engine.controller.client import WatchStream
-from engine.controller.errors import ApiError, Gone, Unavailable
+from engine.kube.client import WatchStream
+from engine.kube.errors import ApiError, Gone, Unavailable
 
 
 class FakeResponse:

@@ -8,9 +8,8 @@ from typing import Any
 import pytest
 from loguru import logger
 
-from engine.controller.errors import Unavailable
-from engine.controller.queue import WorkQueue
-from engine.controller.workers import (
+from engine.controller.runtime.queue import WorkQueue
+from engine.controller.runtime.workers import (
     Done,
     Outcome,
     RequeueAfter,
@@ -19,6 +18,7 @@ from engine.controller.workers import (
     process_one,
     run_workers,
 )
+from engine.kube.errors import Unavailable
 
 from .conftest import FakeClock
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from engine.controller.objects import build_object
+from engine.controller.reconcile.objects import build_object
 from engine.definition import (
     CompiledDefinition,
     RenderedObject,

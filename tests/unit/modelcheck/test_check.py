@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from engine.controller.children import ReplicaId
-from engine.controller.decide import Decision
-from engine.controller.record import MachineRecord
+from engine.controller.reconcile.children import ReplicaId
+from engine.controller.reconcile.decide import Decision
+from engine.controller.reconcile.record import MachineRecord
 from engine.definition import load_definitions
 from engine.modelcheck.check import CheckReport, check_paths
 from engine.modelcheck.explore import Step, _Explorer

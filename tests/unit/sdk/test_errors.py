@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from engine.controller.errors import Invalid
+from engine.kube.errors import Invalid
 from engine.sdk import JobClientError, JobFailedError, JobTimeoutError
 from engine.sdk.errors import refused
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from engine.controller.children import ReplicaId
+from engine.controller.reconcile.children import ReplicaId
 from engine.sdk.logs import Selection
 
 

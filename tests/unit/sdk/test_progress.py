@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from engine.controller.children import ReplicaId
-from engine.controller.record import MachineRecord, record_fields
+from engine.controller.reconcile.children import ReplicaId
+from engine.controller.reconcile.record import MachineRecord, record_fields
 from engine.sdk.progress import ProgressDisplay, progress_display, progress_line
 
 

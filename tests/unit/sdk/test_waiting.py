@@ -11,9 +11,9 @@ from typing import Any, cast
 
 import pytest
 
-from engine.controller.client import KubeClient
-from engine.controller.errors import Gone
-from engine.controller.resources import Resource
+from engine.kube.client import KubeClient
+from engine.kube.errors import Gone
+from engine.kube.resources import Resource
 from engine.sdk import JobFailedError, JobNotFoundError, JobTimeoutError
 from engine.sdk.waiting import reached, wait_for_conditions
 from tests.kinds import PYTORCHJOBS

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.controller.children import ReplicaId
+from engine.controller.reconcile.children import ReplicaId
 from engine.simulation.loading import ScenarioError, load_scenario
 from tests.kinds import MACHINES, REPO
 from tests.unit.simulation.support import load, machine_job, write

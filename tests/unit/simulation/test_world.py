@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from engine.controller.children import ReplicaId
+from engine.controller.reconcile.children import ReplicaId
 from engine.simulation import kubelet
 from engine.simulation.world import Pass, World
 from tests.kinds import shipped_definitions

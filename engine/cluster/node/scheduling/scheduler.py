@@ -23,7 +23,6 @@ from typing import Any
 
 from loguru import logger
 
-from engine.cluster.node import phases
 from engine.cluster.node.api import ApiError, NodeApi, pod_path
 from engine.cluster.node.events import SCHEDULER, EventPoster
 from engine.cluster.node.scheduling import gangs
@@ -31,6 +30,7 @@ from engine.cluster.node.scheduling.capacity import Capacity
 from engine.cluster.node.scheduling.fit import node_message, short_of
 from engine.cluster.node.scheduling.gangs import GangRef
 from engine.cluster.node.scheduling.requests import Resources, pod_requests
+from engine.cluster.node.status import phases
 from engine.cluster.node.times import now
 from engine.cluster.node.watcher import Watcher
 

@@ -15,7 +15,7 @@ import pytest
 
 from engine.app.up import LocalCluster, UpOptions, running_local_cluster
 from engine.app.web import RunningWebView, WebOptions, serving_web_view
-from engine.controller.resources import NAMESPACES, Resource
+from engine.kube.resources import NAMESPACES, Resource
 from engine.settings import EngineSettings
 from tests.integration.app.support import job_status, wait_until, workers_job
 from tests.integration.app.web.browsing import (

@@ -7,7 +7,7 @@ from typing import Any
 import orjson
 
 from engine.app.web.state import Feed
-from engine.controller.resources import Resource
+from engine.kube.resources import Resource
 
 PYTORCHJOBS = Resource("kubeflow.org", "v1", "pytorchjobs", "PyTorchJob")
 TFJOBS = Resource("kubeflow.org", "v1", "tfjobs", "TFJob")

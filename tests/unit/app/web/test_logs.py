@@ -6,8 +6,8 @@ from typing import Any, cast
 
 from engine.app.web.logs import SHOWN, TAIL_LINES, LogTails
 from engine.app.web.state import Pod
-from engine.controller.client import KubeClient
-from engine.controller.errors import ApiError, Forbidden
+from engine.kube.client import KubeClient
+from engine.kube.errors import ApiError, Forbidden
 
 
 class FakeClient:

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from engine.cluster.node import attempts
-from engine.cluster.node.attempts import AttemptCounter, counter_key, pod_group
+from engine.cluster.node.runtime import attempts
+from engine.cluster.node.runtime.attempts import AttemptCounter, counter_key, pod_group
 
 RETENTION = 3600.0
 

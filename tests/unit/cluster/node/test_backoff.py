@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from engine.cluster.node import backoff
-from engine.cluster.node.backoff import RestartBackoff, Window
+from engine.cluster.node.status import backoff
+from engine.cluster.node.status.backoff import RestartBackoff, Window
 
 KUBELET = RestartBackoff()
 META = {"name": "train", "namespace": "jobs", "uid": "u-1"}

@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 
 from engine.cluster.node.api import ApiError
-from engine.cluster.node.container_config import check_sources, read_sources, resolve
-from engine.cluster.node.env import ContainerConfigError
-from engine.cluster.node.runtime import ContainerWaitingError
-from engine.cluster.node.sources import SourceObject, SourceRef, Sources
+from engine.cluster.node.config.container_config import check_sources, read_sources, resolve
+from engine.cluster.node.config.env import ContainerConfigError
+from engine.cluster.node.config.sources import SourceObject, SourceRef, Sources
+from engine.cluster.node.runtime.interface import ContainerWaitingError
 
 POD: dict[str, Any] = {
     "metadata": {"name": "w-0", "namespace": "team", "uid": "u1"},

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from engine.cluster.node.env import (
+from engine.cluster.node.config.env import (
     ContainerConfigError,
     command_line,
     container_env,
@@ -16,7 +16,7 @@ from engine.cluster.node.env import (
     field_value,
     valid_env_name,
 )
-from engine.cluster.node.sources import MissingSourceError, SourceObject, SourceRef, Sources
+from engine.cluster.node.config.sources import MissingSourceError, SourceObject, SourceRef, Sources
 
 POD: dict[str, Any] = {
     "metadata": {

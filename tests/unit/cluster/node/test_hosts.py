@@ -5,7 +5,7 @@ from __future__ import annotations
 import socket
 from typing import Any
 
-from engine.cluster.node.hosts import hosts_text, pod_names
+from engine.cluster.node.runtime.hosts import hosts_text, pod_names
 
 
 def pod(**spec: Any) -> dict[str, Any]:

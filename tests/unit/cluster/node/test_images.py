@@ -7,10 +7,10 @@ import sys
 
 import pytest
 
-from engine.cluster.node.env import ContainerConfigError, command_line
-from engine.cluster.node.images import entrypoint, repository
+from engine.cluster.node.config.env import ContainerConfigError, command_line
+from engine.cluster.node.runtime.images import entrypoint, repository
 
-DELIVERY = [sys.executable, "-m", "engine.cluster.node.kubectl_delivery"]
+DELIVERY = [sys.executable, "-m", "engine.cluster.node.runtime.kubectl_delivery"]
 
 
 @pytest.mark.parametrize(("image", "expected"), [

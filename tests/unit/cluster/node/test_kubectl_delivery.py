@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.cluster.node.kubectl_delivery import (
+from engine.cluster.node.runtime.kubectl_delivery import (
     DeliveryError,
     deliver_kubectl,
     hostfile_pods,

@@ -7,7 +7,7 @@ from pathlib import Path, PurePosixPath
 
 import pytest
 
-from engine.cluster.node.mounts import (
+from engine.cluster.node.runtime.mounts import (
     Bind,
     Cover,
     MountPlanError,

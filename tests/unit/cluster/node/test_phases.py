@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from engine.cluster.node import phases
+from engine.cluster.node.status import phases
 
 T0, T1 = "2024-01-01T00:00:00Z", "2024-01-01T00:00:05Z"
 

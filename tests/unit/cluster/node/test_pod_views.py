@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine.cluster.node.attempts import pod_group
 from engine.cluster.node.pod_views import finished_view, without_managed_fields
+from engine.cluster.node.runtime.attempts import pod_group
 from engine.cluster.node.scheduling.gangs import gang_of
 
 POD: dict[str, Any] = {

@@ -6,15 +6,15 @@ from __future__ import annotations
 
 from pathlib import Path, PurePosixPath
 
-from engine.cluster.node.mounts import Bind
-from engine.cluster.node.process import _spare
-from engine.cluster.node.process_env import (
+from engine.cluster.node.config.volumes import Mount
+from engine.cluster.node.runtime.mounts import Bind
+from engine.cluster.node.runtime.process import _spare
+from engine.cluster.node.runtime.process_env import (
     ApiAddress,
     api_address,
     kubernetes_service_env,
     process_environment,
 )
-from engine.cluster.node.volumes import Mount
 
 API = ApiAddress("127.0.0.1", 6443)
 

@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from engine.cluster.node.env import ContainerConfigError
-from engine.cluster.node.sources import SourceObject, SourceRef, Sources, volume_references
-from engine.cluster.node.tokens import TokenFailure, TokenRef
-from engine.cluster.node.volumes import (
+from engine.cluster.node.config.env import ContainerConfigError
+from engine.cluster.node.config.sources import SourceObject, SourceRef, Sources, volume_references
+from engine.cluster.node.config.tokens import TokenFailure, TokenRef
+from engine.cluster.node.config.volumes import (
     File,
     Mount,
     Projection,

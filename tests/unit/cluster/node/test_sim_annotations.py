@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from engine.cluster.node.sim_annotations import (
+from engine.cluster.node.runtime.sim_annotations import (
     DEFAULT_RUN_SECONDS,
     SimulationError,
     exit_code,

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from engine.cluster.node import phases
-from engine.cluster.node.slots import pod_slots
-from engine.cluster.node.status import pod_status
+from engine.cluster.node.status import phases
+from engine.cluster.node.status.pod_status import pod_status
+from engine.cluster.node.status.slots import pod_slots
 
 T0 = "2024-01-01T00:00:00Z"
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import base64
 
-from engine.cluster.node.sources import (
+from engine.cluster.node.config.sources import (
     SourceRef,
     env_references,
     source_object,

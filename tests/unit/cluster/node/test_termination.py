@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from engine.cluster.node import phases, termination
+from engine.cluster.node.status import phases, termination
 
 FALLBACK = {"name": "main", "terminationMessagePolicy": "FallbackToLogsOnError"}
 FILE = {"name": "main", "terminationMessagePolicy": "File"}

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from engine.cluster.node.api import ApiError
-from engine.cluster.node.tokens import TokenFailure, TokenRef, request_tokens, token_refs
+from engine.cluster.node.config.tokens import TokenFailure, TokenRef, request_tokens, token_refs
 
 
 def pod(*sources: dict[str, Any], account: str | None = "runner") -> dict[str, Any]:

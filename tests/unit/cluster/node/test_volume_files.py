@@ -9,15 +9,15 @@ from pathlib import Path, PurePosixPath
 
 import pytest
 
-from engine.cluster.node.env import ContainerConfigError
-from engine.cluster.node.volume_files import (
+from engine.cluster.node.config.env import ContainerConfigError
+from engine.cluster.node.config.volume_files import (
     DATA,
     VolumeNotReadyError,
     prepare_volumes,
     volume_binds,
     write_projection,
 )
-from engine.cluster.node.volumes import (
+from engine.cluster.node.config.volumes import (
     Content,
     EmptyDir,
     File,

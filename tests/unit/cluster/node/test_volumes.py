@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from engine.cluster.node.env import ContainerConfigError
-from engine.cluster.node.sources import SourceObject, SourceRef, Sources
-from engine.cluster.node.volumes import (
+from engine.cluster.node.config.env import ContainerConfigError
+from engine.cluster.node.config.sources import SourceObject, SourceRef, Sources
+from engine.cluster.node.config.volumes import (
     EmptyDir,
     File,
     HostPath,

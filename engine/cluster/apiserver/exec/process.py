@@ -1,0 +1,166 @@
+"""The process of one exec: started inside the container (exec_entry.py) with pipes, or with a
+pseudo-terminal as its controlling terminal; its output read, its input written, its terminal
+resized, and its process group killed when it ends.
+
+The command runs in a session and process group of its own, so that when it exits (or the
+client goes away) whatever it left running is killed with it, as the node kills a
+container's group when its main process ends.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import fcntl
+import os
+import pty
+import shutil
+import signal
+import struct
+import termios
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import IO, Any
+
+from engine.cluster.apiserver.exec.channels import STDERR, STDOUT, TerminalSize
+from engine.cluster.apiserver.exec.entry import Entry
+
+_READ_CHUNK = 32 * 1024
+
+
+@dataclass(frozen=True)
+class Streams:
+    """Which standard streams the client asked for."""
+
+    stdin: bool
+    stdout: bool
+    stderr: bool
+    tty: bool
+
+
+class ExecProcess:
+    """A started command: `outputs` maps channels to what the command writes on them."""
+
+    def __init__(self, process: asyncio.subprocess.Process, *,
+                 stdin: asyncio.StreamWriter | None,
+                 outputs: dict[int, asyncio.StreamReader], terminal: int | None = None,
+                 terminal_output: asyncio.BaseTransport | None = None) -> None:
+        self._process = process
+        self._stdin = stdin
+        self.outputs = outputs
+        self._terminal = terminal
+        self._terminal_output = terminal_output
+
+    async def write(self, data: bytes) -> None:
+        if self._stdin is None or self._stdin.is_closing():
+            return
+        with contextlib.suppress(OSError):  # the command has closed its input, or ended
+            self._stdin.write(data)
+            await self._stdin.drain()
+
+    def close_stdin(self) -> None:
+        """The end of input. A terminal has no end of input but the one typed (Ctrl-D)."""
+        if self._stdin is not None and self._terminal is None:
+            self._stdin.close()
+
+    def resize(self, size: TerminalSize) -> None:
+        if self._terminal is not None:
+            with contextlib.suppress(OSError):
+                _set_size(self._terminal, size)
+
+    async def wait(self) -> int:
+        """The exit code (128 + N for a death by signal N); what the command left running in
+        its group is killed."""
+        code = await self._process.wait()
+        self.kill()
+        return 128 - code if code < 0 else code
+
+    def kill(self) -> None:
+        with contextlib.suppress(OSError):
+            os.killpg(self._process.pid, signal.SIGKILL)
+
+    def close(self) -> None:
+        """Release the input and the terminal (once the output has been read)."""
+        if self._stdin is not None:
+            self._stdin.close()
+        if self._terminal_output is not None:
+            self._terminal_output.close()
+        if self._terminal is not None:
+            with contextlib.suppress(OSError):
+                os.close(self._terminal)
+            self._terminal = None
+
+
+async def start(entry: Entry, command: Sequence[str], streams: Streams,
+                size: TerminalSize | None) -> ExecProcess:
+    """Run `command` inside the container; with a terminal of `size` when `streams.tty`."""
+    argv = [*entry.prefix, *command]
+    try:
+        if streams.tty:
+            return await _start_on_terminal(entry, argv, size)
+        return await _start_with_pipes(entry, argv, streams)
+    finally:
+        entry.close()
+
+
+async def _start_with_pipes(entry: Entry, argv: list[str], streams: Streams) -> ExecProcess:
+    process = await asyncio.create_subprocess_exec(
+        *argv,
+        stdin=asyncio.subprocess.PIPE if streams.stdin else asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE if streams.stdout else asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.PIPE if streams.stderr else asyncio.subprocess.DEVNULL,
+        env=entry.env, pass_fds=entry.fds, start_new_session=True, limit=_READ_CHUNK,
+    )
+    outputs = {channel: reader for channel, reader in
+               ((STDOUT, process.stdout), (STDERR, process.stderr)) if reader is not None}
+    return ExecProcess(process, stdin=process.stdin, outputs=outputs)
+
+
+async def _start_on_terminal(entry: Entry, argv: list[str], size: TerminalSize | None
+                             ) -> ExecProcess:
+    """The command with a new pseudo-terminal as its controlling terminal and its standard
+    streams (stderr goes to the terminal too, as with the kubelet): `setsid --ctty` makes
+    the session and takes the terminal before entering the container."""
+    setsid = shutil.which("setsid")
+    if setsid is None:
+        raise OSError("setsid (util-linux) is not installed on this machine")
+    main, secondary = pty.openpty()
+    try:
+        if size is not None:
+            _set_size(main, size)
+        process = await asyncio.create_subprocess_exec(
+            setsid, "--ctty", *argv, stdin=secondary, stdout=secondary, stderr=secondary,
+            env=entry.env, pass_fds=entry.fds, limit=_READ_CHUNK,
+        )
+    except BaseException:
+        os.close(main)
+        raise
+    finally:
+        os.close(secondary)
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader(limit=_READ_CHUNK)
+    output, _ = await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader),
+                                             _file(os.dup(main), "rb"))
+    transport, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin,
+                                                        _file(os.dup(main), "wb"))
+    writer = asyncio.StreamWriter(transport, protocol, None, loop)
+    return ExecProcess(process, stdin=writer, outputs={STDOUT: reader}, terminal=main,
+                       terminal_output=output)
+
+
+def _set_size(terminal: int, size: TerminalSize) -> None:
+    """The terminal's size; the kernel tells its foreground process group (SIGWINCH)."""
+    fcntl.ioctl(terminal, termios.TIOCSWINSZ, struct.pack("HHHH", size.height, size.width, 0, 0))
+
+
+def _file(fd: int, mode: str) -> IO[Any]:
+    return os.fdopen(fd, mode, buffering=0)
+
+
+async def read_chunk(reader: asyncio.StreamReader) -> bytes:
+    """The next output bytes; b"" at the end (a terminal whose last holder has gone reads as
+    an I/O error, which is its end too)."""
+    try:
+        return await reader.read(_READ_CHUNK)
+    except OSError:
+        return b""

@@ -1,0 +1,243 @@
+"""The built-in resource types the embedded server serves, and their write strategies.
+
+These are the records discovery, routing, storage and printing read for the
+kinds a job engine needs (namespaces, pods, services, events, configmaps,
+secrets, nodes, controllerrevisions, leases, priorityclasses, CRDs), and the
+identity and access kinds (serviceaccounts, RBAC, access reviews). The
+strategy says what the real API server's registry does differently per kind
+(create on update, unconditional update, status on create, generation);
+custom resources use the default strategy.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from engine.cluster.apiserver.registry.resources import ResourceType
+from engine.cluster.apiserver.storage.objects import TypeKey
+
+NAMESPACES = ResourceType(
+    group="",
+    version="v1",
+    kind="Namespace",
+    plural="namespaces",
+    singular="namespace",
+    namespaced=False,
+    short_names=("ns",),
+    subresources=frozenset({"status", "finalize"}),
+    verbs=("create", "delete", "get", "list", "patch", "update", "watch"),  # as upstream
+)
+PODS = ResourceType(
+    group="",
+    version="v1",
+    kind="Pod",
+    plural="pods",
+    singular="pod",
+    namespaced=True,
+    short_names=("po",),
+    categories=("all",),
+    subresources=frozenset({"status", "log", "binding", "exec"}),
+)
+SERVICES = ResourceType(
+    group="",
+    version="v1",
+    kind="Service",
+    plural="services",
+    singular="service",
+    namespaced=True,
+    short_names=("svc",),
+    categories=("all",),
+    subresources=frozenset({"status"}),
+)
+EVENTS = ResourceType(
+    group="",
+    version="v1",
+    kind="Event",
+    plural="events",
+    singular="event",
+    namespaced=True,
+    short_names=("ev",),
+)
+CONFIGMAPS = ResourceType(
+    group="",
+    version="v1",
+    kind="ConfigMap",
+    plural="configmaps",
+    singular="configmap",
+    namespaced=True,
+    short_names=("cm",),
+)
+SECRETS = ResourceType(
+    group="",
+    version="v1",
+    kind="Secret",
+    plural="secrets",
+    singular="secret",
+    namespaced=True,
+)
+NODES = ResourceType(
+    group="",
+    version="v1",
+    kind="Node",
+    plural="nodes",
+    singular="node",
+    namespaced=False,
+    short_names=("no",),
+    subresources=frozenset({"status"}),
+)
+CONTROLLER_REVISIONS = ResourceType(
+    group="apps",
+    version="v1",
+    kind="ControllerRevision",
+    plural="controllerrevisions",
+    singular="controllerrevision",
+    namespaced=True,
+)
+LEASES = ResourceType(
+    group="coordination.k8s.io",
+    version="v1",
+    kind="Lease",
+    plural="leases",
+    singular="lease",
+    namespaced=True,
+)
+PRIORITY_CLASSES = ResourceType(
+    group="scheduling.k8s.io",
+    version="v1",
+    kind="PriorityClass",
+    plural="priorityclasses",
+    singular="priorityclass",
+    namespaced=False,
+    short_names=("pc",),
+)
+SERVICE_ACCOUNTS = ResourceType(
+    group="",
+    version="v1",
+    kind="ServiceAccount",
+    plural="serviceaccounts",
+    singular="serviceaccount",
+    namespaced=True,
+    short_names=("sa",),
+    subresources=frozenset({"token"}),
+)
+_RBAC = "rbac.authorization.k8s.io"
+ROLES = ResourceType(
+    group=_RBAC, version="v1", kind="Role", plural="roles", singular="role", namespaced=True,
+)
+CLUSTER_ROLES = ResourceType(
+    group=_RBAC,
+    version="v1",
+    kind="ClusterRole",
+    plural="clusterroles",
+    singular="clusterrole",
+    namespaced=False,
+)
+ROLE_BINDINGS = ResourceType(
+    group=_RBAC,
+    version="v1",
+    kind="RoleBinding",
+    plural="rolebindings",
+    singular="rolebinding",
+    namespaced=True,
+)
+CLUSTER_ROLE_BINDINGS = ResourceType(
+    group=_RBAC,
+    version="v1",
+    kind="ClusterRoleBinding",
+    plural="clusterrolebindings",
+    singular="clusterrolebinding",
+    namespaced=False,
+)
+# Reviews are asked, never stored: create is their only verb, as upstream.
+SELF_SUBJECT_ACCESS_REVIEWS = ResourceType(
+    group="authorization.k8s.io",
+    version="v1",
+    kind="SelfSubjectAccessReview",
+    plural="selfsubjectaccessreviews",
+    singular="selfsubjectaccessreview",
+    namespaced=False,
+    verbs=("create",),
+)
+SELF_SUBJECT_RULES_REVIEWS = ResourceType(
+    group="authorization.k8s.io",
+    version="v1",
+    kind="SelfSubjectRulesReview",
+    plural="selfsubjectrulesreviews",
+    singular="selfsubjectrulesreview",
+    namespaced=False,
+    verbs=("create",),
+)
+SELF_SUBJECT_REVIEWS = ResourceType(
+    group="authentication.k8s.io",
+    version="v1",
+    kind="SelfSubjectReview",
+    plural="selfsubjectreviews",
+    singular="selfsubjectreview",
+    namespaced=False,
+    verbs=("create",),
+)
+REVIEW_TYPES: tuple[ResourceType, ...] = (
+    SELF_SUBJECT_ACCESS_REVIEWS, SELF_SUBJECT_RULES_REVIEWS, SELF_SUBJECT_REVIEWS,
+)
+RBAC_TYPES: tuple[ResourceType, ...] = (ROLES, CLUSTER_ROLES, ROLE_BINDINGS, CLUSTER_ROLE_BINDINGS)
+CRDS = ResourceType(
+    group="apiextensions.k8s.io",
+    version="v1",
+    kind="CustomResourceDefinition",
+    plural="customresourcedefinitions",
+    singular="customresourcedefinition",
+    namespaced=False,
+    short_names=("crd", "crds"),
+    categories=("api-extensions",),
+    subresources=frozenset({"status"}),
+)
+
+BUILTIN_TYPES: tuple[ResourceType, ...] = (
+    NAMESPACES,
+    PODS,
+    SERVICES,
+    EVENTS,
+    CONFIGMAPS,
+    SECRETS,
+    NODES,
+    CONTROLLER_REVISIONS,
+    LEASES,
+    PRIORITY_CLASSES,
+    SERVICE_ACCOUNTS,
+    *RBAC_TYPES,
+    *REVIEW_TYPES,
+    CRDS,
+)
+
+# Namespaces that exist from the start and can never be deleted.
+INITIAL_NAMESPACES: tuple[str, ...] = ("default", "kube-system", "kube-public", "kube-node-lease")
+
+
+@dataclass(frozen=True)
+class Strategy:
+    """Per-kind differences of the real registry's create/update rules."""
+
+    # PUT of a missing object creates it (events and leases do; most kinds answer 404).
+    create_on_update: bool = False
+    # PUT without metadata.resourceVersion is accepted as an unconditional update.
+    unconditional_update: bool = True
+    # Status given on create is kept (the kubelet registers nodes with their status).
+    keep_status_on_create: bool = False
+    # An update that changes more than metadata moves metadata.generation (PriorityClass's
+    # registry sets generation 1 on create and never moves it).
+    generation_on_update: bool = True
+
+
+DEFAULT_STRATEGY = Strategy()
+
+_STRATEGIES: dict[TypeKey, Strategy] = {
+    EVENTS.key: Strategy(create_on_update=True),
+    LEASES.key: Strategy(create_on_update=True),
+    NODES.key: Strategy(keep_status_on_create=True),
+    PRIORITY_CLASSES.key: Strategy(generation_on_update=False),
+    CRDS.key: Strategy(unconditional_update=False),
+}
+
+
+def strategy_for(key: TypeKey) -> Strategy:
+    return _STRATEGIES.get(key, DEFAULT_STRATEGY)

@@ -1,0 +1,335 @@
+"""Label and field selectors, parsed and matched as kube-apiserver does.
+
+List, watch and deletecollection filter with these; the grammar, the key and
+value checks and the error messages follow k8s.io/apimachinery's `labels` and
+`fields` packages, so kubectl users see the errors they know.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from engine.cluster.apiserver.validation.names import label_key_errors, label_value_errors
+
+
+class SelectorError(ValueError):
+    """A selector that does not parse, or names a field the resource cannot select on."""
+
+
+# Operators as the labels package names them; "=" and "==" both mean equals.
+EQUALS = "="
+NOT_EQUALS = "!="
+IN = "in"
+NOT_IN = "notin"
+EXISTS = "exists"
+DOES_NOT_EXIST = "!"
+GT = "gt"
+LT = "lt"
+_SET_OPERATORS = {EQUALS, NOT_EQUALS, IN, NOT_IN}
+_TOKEN = re.compile(r"\s*(==|!=|=|\(|\)|,|!|>|<|[^\s=!(),<>]+)")
+
+
+@dataclass(frozen=True)
+class Requirement:
+    """One term of a label selector: key, operator, values."""
+
+    key: str
+    operator: str
+    values: tuple[str, ...] = ()
+
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        present = self.key in labels
+        value = labels.get(self.key, "")
+        if self.operator in (EQUALS, IN):
+            return present and value in self.values
+        if self.operator in (NOT_EQUALS, NOT_IN):
+            return not present or value not in self.values
+        if self.operator == EXISTS:
+            return present
+        if self.operator == DOES_NOT_EXIST:
+            return not present
+        try:
+            number, bound = int(value), int(self.values[0])
+        except ValueError:
+            return False
+        return present and (number > bound if self.operator == GT else number < bound)
+
+    def __str__(self) -> str:
+        if self.operator == EXISTS:
+            return self.key
+        if self.operator == DOES_NOT_EXIST:
+            return f"!{self.key}"
+        if self.operator in (IN, NOT_IN):
+            # A lone empty value is written "(,)": "()" would be the empty set, an error.
+            values = "," if self.values == ("",) else ",".join(self.values)
+            return f"{self.key} {self.operator} ({values})"
+        symbol = {EQUALS: "=", NOT_EQUALS: "!=", GT: ">", LT: "<"}[self.operator]
+        return f"{self.key}{symbol}{self.values[0]}"
+
+
+def requirement(key: str, operator: str, values: Collection[str] = ()) -> Requirement:
+    """A checked requirement: key and values must be valid label syntax."""
+    problems = [f'Invalid value: "{key}": {e}' for e in label_key_errors(key)]
+    if operator in (IN, NOT_IN) and not values:
+        problems.append("for 'in', 'notin' operators, values set can't be empty")
+    elif operator in (EQUALS, NOT_EQUALS) and len(values) != 1:
+        problems.append("exact-match compatibility requires one single value")
+    elif operator in (EXISTS, DOES_NOT_EXIST) and values:
+        problems.append("values set must be empty for exists and does not exist")
+    elif operator in (GT, LT):
+        if len(values) != 1 or not re.fullmatch(r"-?\d+", next(iter(values))):
+            problems.append("for 'Gt', 'Lt' operators, exactly one integer value is required")
+    elif operator not in _SET_OPERATORS | {EXISTS, DOES_NOT_EXIST}:
+        problems.append(f'"{operator}" is not a valid label selector operator')
+    if operator not in (GT, LT):
+        for value in values:
+            problems += [f'Invalid value: "{value}": {e}' for e in label_value_errors(value)]
+    if problems:
+        raise SelectorError(f"unable to parse requirement: {'; '.join(problems)}")
+    return Requirement(key, operator, tuple(sorted(set(values))))
+
+
+@dataclass(frozen=True)
+class LabelSelector:
+    """AND of requirements; the empty selector matches everything."""
+
+    requirements: tuple[Requirement, ...] = ()
+
+    @classmethod
+    def parse(cls, text: str) -> LabelSelector:
+        return cls(tuple(sorted(_LabelParser(text).parse(), key=lambda r: r.key)))
+
+    @classmethod
+    def from_object(cls, sel: Mapping[str, Any]) -> LabelSelector:
+        """From a metav1.LabelSelector (`matchLabels`, `matchExpressions`)."""
+        reqs = [requirement(k, EQUALS, [v]) for k, v in (sel.get("matchLabels") or {}).items()]
+        operators = {"In": IN, "NotIn": NOT_IN, "Exists": EXISTS, "DoesNotExist": DOES_NOT_EXIST}
+        for expr in sel.get("matchExpressions") or []:
+            op = expr.get("operator", "")
+            if op not in operators:
+                raise SelectorError(f'"{op}" is not a valid label selector operator')
+            reqs.append(requirement(expr.get("key", ""), operators[op], expr.get("values") or []))
+        return cls(tuple(sorted(reqs, key=lambda r: r.key)))
+
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        return all(r.matches(labels) for r in self.requirements)
+
+    @property
+    def empty(self) -> bool:
+        return not self.requirements
+
+    def __str__(self) -> str:
+        return ",".join(str(r) for r in self.requirements)
+
+
+class _LabelParser:
+    """Recursive-descent parser over the tokens of a label selector string."""
+
+    _OPERATORS = {
+        "=": EQUALS,
+        "==": EQUALS,
+        "!=": NOT_EQUALS,
+        "in": IN,
+        "notin": NOT_IN,
+        ">": GT,
+        "<": LT,
+    }
+
+    def __init__(self, text: str) -> None:
+        self.tokens = _TOKEN.findall(text)
+        self.pos = 0
+
+    def peek(self) -> str:
+        return self.tokens[self.pos] if self.pos < len(self.tokens) else ""
+
+    def take(self) -> str:
+        token = self.peek()
+        self.pos += 1
+        return token
+
+    def expect(self, token: str, what: str) -> None:
+        found = self.take()
+        if found != token:
+            raise SelectorError(f"found '{found}', expected: {what}")
+
+    def parse(self) -> list[Requirement]:
+        reqs: list[Requirement] = []
+        if not self.tokens:
+            return reqs
+        while True:
+            reqs.append(self.requirement())
+            if self.pos >= len(self.tokens):
+                return reqs
+            self.expect(",", "',' or 'end of string'")
+
+    def requirement(self) -> Requirement:
+        if self.peek() == "!":
+            self.take()
+            return requirement(self.identifier("identifier after '!'"), DOES_NOT_EXIST)
+        key = self.identifier("identifier")
+        if self.peek() in ("", ","):
+            return requirement(key, EXISTS)
+        symbol = self.take()
+        if symbol not in self._OPERATORS:
+            raise SelectorError(f"found '{symbol}', expected: '=', '!=', '==', 'in', notin'")
+        operator = self._OPERATORS[symbol]
+        if operator in (IN, NOT_IN):
+            return requirement(key, operator, self.value_list())
+        value = "" if self.peek() in ("", ",") else self.identifier("identifier")
+        return requirement(key, operator, [value])
+
+    def identifier(self, what: str) -> str:
+        token = self.take()
+        if token == "" or token in "(),!=<>" or token in ("==", "!="):
+            raise SelectorError(f"found '{token}', expected: {what}")
+        return token
+
+    def value_list(self) -> list[str]:
+        self.expect("(", "'('")
+        values: list[str] = []
+        expecting_value = True
+        while True:
+            token = self.take()
+            if token == ")":
+                if expecting_value and values:
+                    values.append("")
+                return values
+            if token == ",":
+                if expecting_value:
+                    values.append("")
+                expecting_value = True
+            elif expecting_value and token and token not in "(!=<>":
+                values.append(token)
+                expecting_value = False
+            else:
+                raise SelectorError(f"found '{token}', expected: ',', ')' or identifier")
+
+
+_COMMON_FIELDS = frozenset({"metadata.name", "metadata.namespace"})
+_EXTRA_FIELDS: dict[tuple[str, str], frozenset[str]] = {
+    ("", "pods"): frozenset(
+        {
+            "spec.nodeName",
+            "spec.restartPolicy",
+            "spec.schedulerName",
+            "spec.serviceAccountName",
+            "spec.hostNetwork",
+            "status.phase",
+            "status.podIP",
+            "status.nominatedNodeName",
+        }
+    ),
+    ("", "events"): frozenset(
+        {
+            "involvedObject.kind",
+            "involvedObject.namespace",
+            "involvedObject.name",
+            "involvedObject.uid",
+            "involvedObject.apiVersion",
+            "involvedObject.resourceVersion",
+            "involvedObject.fieldPath",
+            "reason",
+            "reportingComponent",
+            "source",
+            "type",
+        }
+    ),
+    ("", "nodes"): frozenset({"spec.unschedulable"}),
+    ("", "namespaces"): frozenset({"status.phase"}),
+    ("", "secrets"): frozenset({"type"}),
+}
+# Selectable names that are not the JSON path of the value they select.
+_FIELD_PATHS = {"source": "source.component"}
+# Booleans the real server renders with strconv.FormatBool, so absent reads "false".
+_BOOLEAN_FIELDS = frozenset({"spec.hostNetwork", "spec.unschedulable"})
+
+
+def fields_for(group: str, plural: str) -> frozenset[str]:
+    """The field selectors a resource supports, as the real server lists them."""
+    return _COMMON_FIELDS | _EXTRA_FIELDS.get((group, plural), frozenset())
+
+
+def field_value(obj: Mapping[str, Any], name: str) -> str:
+    """The string a field selector compares against; a missing field reads as ""."""
+    node: Any = obj
+    for part in _FIELD_PATHS.get(name, name).split("."):
+        node = node.get(part) if isinstance(node, Mapping) else None
+    if node is None:
+        return "false" if name in _BOOLEAN_FIELDS else ""
+    if isinstance(node, bool):
+        return "true" if node else "false"
+    return str(node)
+
+
+@dataclass(frozen=True)
+class FieldTerm:
+    """One `field=value` or `field!=value` term."""
+
+    field: str
+    value: str
+    negated: bool = False
+
+    def matches(self, obj: Mapping[str, Any]) -> bool:
+        return (field_value(obj, self.field) == self.value) != self.negated
+
+
+@dataclass(frozen=True)
+class FieldSelector:
+    """AND of field terms; the empty selector matches everything."""
+
+    terms: tuple[FieldTerm, ...] = ()
+
+    @classmethod
+    def parse(cls, text: str, supported: Collection[str]) -> FieldSelector:
+        terms = []
+        for part in _split_unescaped(text, ","):
+            if not part.strip():
+                continue
+            terms.append(_parse_field_term(part.strip(), text))
+        for term in terms:
+            if term.field not in supported:
+                raise SelectorError(f"field label not supported: {term.field}")
+        return cls(tuple(terms))
+
+    def matches(self, obj: Mapping[str, Any]) -> bool:
+        return all(term.matches(obj) for term in self.terms)
+
+    def exact(self, field: str) -> str | None:
+        """The value a `field=value` term pins, so callers can narrow a lookup."""
+        return next((t.value for t in self.terms if t.field == field and not t.negated), None)
+
+    @property
+    def empty(self) -> bool:
+        return not self.terms
+
+
+def _parse_field_term(part: str, text: str) -> FieldTerm:
+    for symbol, negated in (("!=", True), ("==", False), ("=", False)):
+        pieces = _split_unescaped(part, symbol, maxsplit=1)
+        if len(pieces) == 2:
+            return FieldTerm(pieces[0].strip(), _unescape(pieces[1]), negated)
+    raise SelectorError(f"invalid selector: '{text}'; can't understand '{part}'")
+
+
+def _split_unescaped(text: str, separator: str, maxsplit: int = -1) -> list[str]:
+    """Split on `separator` where it is not escaped by a backslash."""
+    parts: list[str] = []
+    current, i = "", 0
+    while i < len(text):
+        if text[i] == "\\" and i + 1 < len(text):
+            current += text[i : i + 2]
+            i += 2
+        elif text.startswith(separator, i) and maxsplit != len(parts):
+            parts.append(current)
+            current, i = "", i + len(separator)
+        else:
+            current += text[i]
+            i += 1
+    return [*parts, current]
+
+
+def _unescape(value: str) -> str:
+    return re.sub(r"\\(.)", r"\1", value)

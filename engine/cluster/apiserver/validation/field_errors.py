@@ -1,0 +1,45 @@
+"""Field errors worded as k8s.io/apimachinery's field.Error bodies, as `Cause`s.
+
+Built-in validation builds every cause through these so the message prefixes
+("Required value", "Invalid value: ...", "Unsupported value: ...") match what
+kubectl users see from a real server.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from engine.cluster.apiserver.errors import Cause
+from engine.cluster.apiserver.schema.schema_values import render
+
+
+def required(path: str, detail: str = "") -> Cause:
+    return Cause(
+        path, f"Required value: {detail}" if detail else "Required value", "FieldValueRequired"
+    )
+
+
+def invalid(path: str, value: Any, detail: str) -> Cause:
+    return Cause(path, f"Invalid value: {render(value)}: {detail}", "FieldValueInvalid")
+
+
+def forbidden(path: str, detail: str) -> Cause:
+    return Cause(path, f"Forbidden: {detail}", "FieldValueForbidden")
+
+
+def duplicate(path: str, value: Any) -> Cause:
+    return Cause(path, f"Duplicate value: {render(value)}", "FieldValueDuplicate")
+
+
+def not_supported(path: str, value: Any, supported: Iterable[str]) -> Cause:
+    listed = ", ".join(f'"{s}"' for s in supported)
+    return Cause(
+        path,
+        f"Unsupported value: {render(value)}: supported values: {listed}",
+        "FieldValueNotSupported",
+    )
+
+
+def too_long(path: str, limit: int) -> Cause:
+    return Cause(path, f"Too long: must have at most {limit} bytes", "FieldValueTooLong")

@@ -1,0 +1,3 @@
+"""The kubelet's rules for container and pod status, pure: container records, phases and
+conditions, restart back-off, termination messages, the status written.
+"""

@@ -1,0 +1,334 @@
+"""Carrying out what the machines decided, after the status write: pods, services, finalizers.
+
+Every action is replayable: names are deterministic, deletes carry the uid
+precondition and treat NotFound as done, and `AlreadyExists` is not an error
+(field notes, story 1). Pod creates and deletes are guarded by expectations
+(story 4) and a failed replica's pod is re-created only after its back-off.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from loguru import logger
+
+from engine.controller.reconcile.children import (
+    TRACKING_FINALIZER,
+    JobKey,
+    ReplicaId,
+    controller_uid,
+)
+from engine.controller.reconcile.claims import Claimed
+from engine.controller.reconcile.cleanup import cleanup_policy, pods_to_clean
+from engine.controller.reconcile.decide import Decision, Planned
+from engine.controller.reconcile.jobspec import JobSpecView, ReplicaTypeSpec
+from engine.controller.reconcile.manifests import (
+    build_pod,
+    build_service,
+    cluster_spec,
+    hosts,
+    service_spec_for,
+)
+from engine.controller.reconcile.observe import MISSING, PodFacts
+from engine.controller.reconcile.variables import replica_variables
+from engine.controller.reporting.events import EventRecorder
+from engine.controller.runtime.expectations import ExpectationKey, Expectations
+from engine.controller.runtime.freshness import ReleasedFinalizers
+from engine.definition import CompiledDefinition, PodDecorations, render_pod_decorations
+from engine.definition.cel import CelEvaluationError
+from engine.kube.client import KubeClient
+from engine.kube.errors import AlreadyExists, Invalid, NotFound
+from engine.kube.resources import PODS, SERVICES, Resource
+from engine.kube.timestamps import parse_time
+from engine.settings import EngineSettings
+
+Obj = Mapping[str, Any]
+_TEMPLATE_RETRY_S = 30.0
+"""How soon a pod whose machine values failed is tried again (the job may be edited)."""
+
+
+@dataclass
+class ActionRun:
+    """One reconcile's acts on one job, and what they could not do yet."""
+
+    client: KubeClient
+    expectations: Expectations
+    recorder: EventRecorder
+    settings: EngineSettings
+    key: JobKey
+    job: Obj
+    definition: CompiledDefinition
+    spec: JobSpecView
+    decision: Decision
+    pods: Claimed
+    services: Claimed
+    facts: Mapping[ReplicaId, PodFacts]
+    now: datetime
+    old_attempt: frozenset[ReplicaId] = frozenset()
+    """Replicas whose pod is of an older restart attempt: it is deleted, whatever the state."""
+    released: ReleasedFinalizers | None = None
+    """Tracking finalizers already removed, while the cache shows pods from before."""
+    wait_s: list[float] = field(default_factory=list)
+    """Delays after which a blocked action can go ahead (back-off, unmet expectations)."""
+    objects_wait_s: float = 0.0
+    """0 when the job's child objects are as the machine wants them, else how long to wait
+    before trying again: pods that may mount them are created only once they are."""
+    _templates: dict[str, Any] | None = field(default=None, init=False, repr=False)
+
+    def template_variables(self) -> dict[str, Any]:
+        """`clusterSpec` and `hosts`, built once per run (they list every replica)."""
+        if self._templates is None:
+            self._templates = {
+                "clusterSpec": cluster_spec(self.job, self.definition, self.spec.replica_types),
+                "hosts": hosts(self.job, self.spec.replica_types),
+            }
+        return self._templates
+
+    def expectation(self, replica_type: str) -> ExpectationKey:
+        """The expectations record of this job and replica type."""
+        return ExpectationKey(self.key.id, replica_type)
+
+
+def execute(run: ActionRun) -> None:
+    """Run the planned actions in order, then remove pods that no replica owns any more."""
+    for planned in run.decision.actions:
+        _execute_one(run, planned)
+    for replica in sorted(run.old_attempt):
+        _delete(run, replica, run.pods.by_replica.get(replica), pod=True)
+    if not run.decision.holds_replicas:
+        _delete_stale(run)
+
+
+def _execute_one(run: ActionRun, planned: Planned) -> None:
+    name, replica = planned.action.name, planned.replica
+    if name == "event":
+        args = planned.action.args
+        run.recorder.record(
+            run.job, type="Warning" if args.get("type") == "Warning" else "Normal",
+            reason=str(args["reason"]),
+            message=str(args.get("message") or args["reason"]),
+            replica=None if replica is None else str(replica),
+        )
+    elif name == "cleanupPods":
+        _cleanup_pods(run, planned.action.args.get("policy"))
+    elif replica is None:
+        raise ValueError(f"replica action {name} planned without a replica")
+    elif name == "createPod":
+        _create_pod(run, replica)
+    elif name == "deletePod":
+        _delete(run, replica, run.pods.by_replica.get(replica), pod=True)
+    elif name == "createService":
+        _create_service(run, replica)
+    elif name == "deleteService":
+        _delete(run, replica, run.services.by_replica.get(replica), pod=False)
+    else:
+        raise NotImplementedError(f"the engine has no executor for action {name!r}")
+
+
+def _log(run: ActionRun, replica: ReplicaId | None = None) -> Any:
+    bound = logger.bind(job=str(run.key), kind=run.key.kind)
+    return bound.bind(replica=str(replica)) if replica is not None else bound
+
+
+def _create_pod(run: ActionRun, replica: ReplicaId) -> None:
+    if replica in run.pods.by_replica:
+        return
+    if run.objects_wait_s > 0:
+        run.wait_s.append(run.objects_wait_s)
+        return
+    if not run.expectations.satisfied(run.expectation(replica.type)):
+        run.wait_s.append(1.0)
+        return
+    delay = _backoff_remaining(run, replica)
+    if delay > 0:
+        run.wait_s.append(delay)
+        return
+    replica_type = run.spec.replica_type(replica.type)
+    if replica_type is None:
+        return
+    decorations = _decorations(run, replica, replica_type)
+    if decorations is None:
+        return
+    pod = build_pod(run.job, run.definition, replica_type, replica, decorations,
+                    attempt=run.decision.record.restart_attempt)
+    _warn_restart_policy(run, replica, replica_type.template_restart_policy,
+                         pod["spec"]["restartPolicy"])
+    key = run.expectation(replica.type)
+    run.expectations.expect_creations(key, 1)
+    try:
+        run.client.create(PODS, pod, run.key.namespace)
+    except AlreadyExists:
+        run.expectations.creation_observed(key)
+        _explain_existing(run, PODS, pod["metadata"]["name"], replica)
+    except Exception:
+        run.expectations.creation_observed(key)
+        raise
+    else:
+        _log(run, replica).info(f"created pod {pod['metadata']['name']}")
+
+
+def _decorations(
+    run: ActionRun, replica: ReplicaId, replica_type: ReplicaTypeSpec
+) -> PodDecorations | None:
+    """The machine's env, labels and annotations for the replica; None (reported) if they fail."""
+    variables = replica_variables(
+        run.decision.variables, replica, desired=replica_type.replicas,
+        policy=replica_type.restart_policy, record=run.decision.record,
+        facts=run.facts.get(replica, MISSING),
+    )
+    variables.update(run.template_variables())
+    try:
+        return render_pod_decorations(run.definition, variables)
+    except CelEvaluationError as exc:
+        run.recorder.record(
+            run.job, type="Warning", reason="PodTemplateError",
+            message=f"{replica}: the machine's pod values cannot be computed: {exc}",
+        )
+        _log(run, replica).warning(f"pod values cannot be computed: {exc}")
+        run.wait_s.append(_TEMPLATE_RETRY_S)
+        return None
+
+
+def _backoff_remaining(run: ActionRun, replica: ReplicaId) -> float:
+    """Seconds until a replica whose pod failed may get a new one (0: now)."""
+    restarts = run.decision.record.replica_backoff.get(replica)
+    if restarts is None or restarts.count == 0:
+        return 0.0
+    settings = run.settings
+    delay = min(
+        settings.replica_backoff_base_s * 2 ** min(restarts.count - 1, 30),
+        settings.replica_backoff_cap_s,
+    )
+    due = parse_time(restarts.last) + timedelta(seconds=delay)
+    return max((due - run.now).total_seconds(), 0.0)
+
+
+def _warn_restart_policy(
+    run: ActionRun, replica: ReplicaId, template_policy: str | None, pod_policy: str
+) -> None:
+    if template_policy is None or template_policy == pod_policy:
+        return
+    run.recorder.record(
+        run.job, type="Warning", reason="RestartPolicyOverridden",
+        message=f"{replica}: the pod template's restartPolicy {template_policy} is replaced by "
+        f"{pod_policy}; the replica's restartPolicy decides restarts",
+    )
+
+
+def _explain_existing(
+    run: ActionRun, resource: Resource, name: str, replica: ReplicaId
+) -> None:
+    """After AlreadyExists: ours or an orphan is claimed next pass; another owner's is reported."""
+    try:
+        existing = run.client.get(resource, name, run.key.namespace)
+    except NotFound:
+        run.wait_s.append(0.5)
+        return
+    owner = controller_uid(existing)
+    if owner not in (None, run.job["metadata"]["uid"]):
+        run.recorder.record(
+            run.job, type="Warning", reason="NameConflict",
+            message=f"{replica}: {resource.kind} {name} exists and belongs to another controller",
+        )
+        _log(run, replica).warning(f"{resource.kind} {name} belongs to another controller")
+    run.wait_s.append(0.5)
+
+
+def _create_service(run: ActionRun, replica: ReplicaId) -> None:
+    if replica in run.services.by_replica:
+        return
+    replica_type = run.spec.replica_type(replica.type)
+    if replica_type is None or service_spec_for(run.definition, replica.type) is None:
+        return
+    decorations = _decorations(run, replica, replica_type)
+    if decorations is None:
+        return
+    service = build_service(run.job, run.definition, replica_type, replica,
+                            labels=decorations.labels)
+    if service is None:
+        return
+    try:
+        run.client.create(SERVICES, service, run.key.namespace)
+    except AlreadyExists:
+        _explain_existing(run, SERVICES, service["metadata"]["name"], replica)
+
+
+def _delete(run: ActionRun, replica: ReplicaId | None, obj: Obj | None, *, pod: bool) -> None:
+    if obj is None or obj["metadata"].get("deletionTimestamp"):
+        return
+    metadata = obj["metadata"]
+    resource = PODS if pod else SERVICES
+    key = run.expectation(replica.type) if (pod and replica is not None) else None
+    if key is not None:
+        if not run.expectations.satisfied(key):
+            run.wait_s.append(1.0)
+            return
+        run.expectations.expect_deletions(key, [metadata["name"]])
+    try:
+        run.client.delete(resource, metadata["name"], metadata["namespace"], uid=metadata["uid"])
+    except NotFound:
+        if key is not None:
+            run.expectations.deletion_observed(key, metadata["name"])
+    else:
+        _log(run, replica).info(f"deleted {resource.kind.lower()} {metadata['name']}")
+
+
+def _cleanup_pods(run: ActionRun, policy: Any) -> None:
+    chosen = cleanup_policy(policy, run.spec.run_policy)
+    for replica in pods_to_clean(chosen, run.facts):
+        _delete(run, replica, run.pods.by_replica.get(replica), pod=True)
+        _delete(run, replica, run.services.by_replica.get(replica), pod=False)
+
+
+def _delete_stale(run: ActionRun) -> None:
+    """Children of replicas the spec no longer has (scaled down or removed types)."""
+    desired = {t.name: t.replicas for t in run.spec.replica_types}
+    for claimed, pod in ((run.pods, True), (run.services, False)):
+        for replica, obj in claimed.by_replica.items():
+            if replica.index >= desired.get(replica.type, 0):
+                _delete(run, replica, obj, pod=pod)
+        for obj in claimed.unplaced:
+            _delete(run, None, obj, pod=pod)
+
+
+def release_tracking(run: ActionRun) -> None:
+    """Drop the tracking finalizer of pods whose outcome the written status now holds."""
+    done = run.decision.holds_replicas
+    desired = {t.name: t.replicas for t in run.spec.replica_types}
+    for replica, pod in run.pods.by_replica.items():
+        stale = replica.index >= desired.get(replica.type, 0) or replica in run.old_attempt
+        if done or stale or run.facts.get(replica, MISSING).terminal:
+            remove_finalizer(run.client, pod, TRACKING_FINALIZER, released=run.released)
+    for pod in run.pods.unplaced:
+        remove_finalizer(run.client, pod, TRACKING_FINALIZER, released=run.released)
+
+
+def remove_finalizer(
+    client: KubeClient, obj: Obj, finalizer: str, *, resource: Resource = PODS,
+    released: ReleasedFinalizers | None = None,
+) -> None:
+    """A JSON patch that removes one finalizer only if the list is still what we saw;
+    not sent again while the cache still shows the copy from before our removal."""
+    metadata = obj["metadata"]
+    current = list(metadata.get("finalizers") or [])
+    if finalizer not in current:
+        return
+    uid, version = str(metadata.get("uid") or ""), str(metadata.get("resourceVersion") or "")
+    if released is not None and released.pending(uid, finalizer, version):
+        return
+    patch = [
+        {"op": "test", "path": "/metadata/finalizers", "value": current},
+        {"op": "replace", "path": "/metadata/finalizers",
+         "value": [f for f in current if f != finalizer]},
+    ]
+    try:
+        patched = client.patch(resource, metadata["name"], patch,
+                               namespace=metadata.get("namespace"), patch_type="json")
+    except (NotFound, Invalid):
+        # Gone, or the list changed since our read: its watch event queues the job again.
+        return
+    if released is not None:
+        released.released(uid, finalizer, str(patched["metadata"].get("resourceVersion") or ""))

@@ -1,0 +1,176 @@
+"""Which pods and services belong to a job: by ownerReference first, by labels second.
+
+Field notes, stories 1 and 2: a child our controller reference names is ours
+even when its labels drifted (we relabel it, never release it); an orphan whose
+labels match is adopted with a uid precondition, and only after one uncached
+read of the job proves it is the same job and not being deleted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from loguru import logger
+
+from engine.controller.reconcile.children import (
+    JOB_NAME_LABEL,
+    JOB_UID_LABEL,
+    ReplicaId,
+    child_labels,
+    child_name,
+    controller_uid,
+    owner_reference,
+    replica_of,
+)
+from engine.kube.cache import Cache
+from engine.kube.client import KubeClient
+from engine.kube.errors import Conflict, NotFound
+from engine.kube.resources import Resource
+
+Obj = Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class Claimed:
+    """A job's children of one resource, by replica."""
+
+    by_replica: Mapping[ReplicaId, Obj]
+    unplaced: tuple[Obj, ...] = ()
+    """Ours, but naming no replica the job has (a removed type): to be deleted."""
+
+
+class AdoptionGuard:
+    """The fresh-read guard: one uncached GET of the job per reconcile, and only if needed."""
+
+    def __init__(self, client: KubeClient, resource: Resource, job: Obj) -> None:
+        self._client = client
+        self._resource = resource
+        self._job = job
+        self._verdict: bool | None = None
+
+    def may_adopt(self) -> bool:
+        """Whether the job, read fresh, is the same job and is not being deleted."""
+        if self._verdict is None:
+            self._verdict = self._read()
+        return self._verdict
+
+    def _read(self) -> bool:
+        metadata = self._job["metadata"]
+        try:
+            fresh = self._client.get(self._resource, metadata["name"], metadata["namespace"])
+        except NotFound:
+            return False
+        same = fresh["metadata"].get("uid") == metadata["uid"]
+        deleting = fresh["metadata"].get("deletionTimestamp") is not None
+        if same and deleting:
+            logger.bind(job=f"{metadata['namespace']}/{metadata['name']}").info(
+                "not adopting orphans: the job is being deleted"
+            )
+        return same and not deleting
+
+
+def claim(
+    client: KubeClient,
+    resource: Resource,
+    cache: Cache,
+    job: Obj,
+    *,
+    replica_types: Sequence[str],
+    guard: AdoptionGuard,
+) -> Claimed:
+    """The job's children of `resource`, adopting matching orphans and relabelling drifted ones."""
+    metadata = job["metadata"]
+    uid = metadata["uid"]
+    candidates: dict[str, Obj] = {o["metadata"]["uid"]: o for o in cache.by_owner(uid)}
+    for labelled in cache.by_label(metadata["namespace"], JOB_NAME_LABEL, metadata["name"]):
+        candidates.setdefault(labelled["metadata"]["uid"], labelled)
+    by_replica: dict[ReplicaId, Obj] = {}
+    unplaced: list[Obj] = []
+    for candidate in candidates.values():
+        owner = controller_uid(candidate)
+        if owner is not None and owner != uid:
+            continue
+        obj = candidate
+        if owner is None and (not _matches(obj, job) or not guard.may_adopt()):
+            continue
+        replica = _replica(obj, job, replica_types)
+        if owner is None:
+            obj = _adopt(client, resource, obj, job, replica)
+        if replica is None:
+            unplaced.append(obj)
+            continue
+        obj = _relabel_if_drifted(client, resource, obj, job, replica)
+        current = by_replica.get(replica)
+        if current is None or obj["metadata"]["name"] == child_name(metadata["name"], replica):
+            by_replica[replica] = obj
+    return Claimed(by_replica, tuple(unplaced))
+
+
+def _matches(obj: Obj, job: Obj) -> bool:
+    """An orphan is a candidate when its job labels name this job (and not another uid)."""
+    if obj["metadata"].get("deletionTimestamp"):
+        return False
+    labels = obj["metadata"].get("labels") or {}
+    uid_label = labels.get(JOB_UID_LABEL)
+    return labels.get(JOB_NAME_LABEL) == job["metadata"]["name"] and uid_label in (
+        None,
+        job["metadata"]["uid"],
+    )
+
+
+def _replica(obj: Obj, job: Obj, replica_types: Iterable[str]) -> ReplicaId | None:
+    """The replica from the labels, else from the deterministic name."""
+    types = {t.lower(): t for t in replica_types}
+    replica = replica_of(obj)
+    if replica is not None and replica.type in types.values():
+        return replica
+    prefix = job["metadata"]["name"] + "-"
+    name = obj["metadata"]["name"]
+    if not name.startswith(prefix):
+        return None
+    lowered, _, index = name[len(prefix):].rpartition("-")
+    if lowered in types and index.isdigit():
+        return ReplicaId(types[lowered], int(index))
+    return None
+
+
+def _adopt(
+    client: KubeClient, resource: Resource, obj: Obj, job: Obj, replica: ReplicaId | None
+) -> Obj:
+    """Owner reference and replica labels in one patch, so no reader sees one without the other."""
+    references = [*(obj["metadata"].get("ownerReferences") or []), owner_reference(job)]
+    metadata: dict[str, Any] = {"uid": obj["metadata"]["uid"], "ownerReferences": references}
+    if replica is not None:
+        metadata["labels"] = child_labels(job, replica)
+    patch = {"metadata": metadata}
+    adopted = _patch(client, resource, obj, patch)
+    logger.bind(job=f"{job['metadata']['namespace']}/{job['metadata']['name']}").info(
+        f"adopted {resource.kind} {obj['metadata']['name']}"
+    )
+    return adopted
+
+
+def _relabel_if_drifted(
+    client: KubeClient, resource: Resource, obj: Obj, job: Obj, replica: ReplicaId
+) -> Obj:
+    wanted = child_labels(job, replica)
+    labels = obj["metadata"].get("labels") or {}
+    if all(labels.get(k) == v for k, v in wanted.items()):
+        return obj
+    patch = {"metadata": {"uid": obj["metadata"]["uid"], "labels": wanted}}
+    relabelled = _patch(client, resource, obj, patch)
+    logger.bind(job=f"{job['metadata']['namespace']}/{job['metadata']['name']}").info(
+        f"relabelled {resource.kind} {obj['metadata']['name']} (its labels had drifted)"
+    )
+    return relabelled
+
+
+def _patch(client: KubeClient, resource: Resource, obj: Obj, patch: Obj) -> Obj:
+    """A merge patch with the object's uid as precondition; a vanished object raises Conflict."""
+    metadata = obj["metadata"]
+    try:
+        return client.patch(resource, metadata["name"], patch, namespace=metadata["namespace"])
+    except NotFound as exc:
+        raise Conflict(409, "Conflict", f"{metadata['name']} vanished while claiming", {}) from exc

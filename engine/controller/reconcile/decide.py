@@ -1,0 +1,585 @@
+"""The pure heart of a reconcile: step the replica machines, then the job machine, to a fixed point.
+
+Nothing here reads the clock or the network. Given the job, its record and the
+observations, `decide` returns the new record, the transitions that fired, the
+conditions to set and the actions to run, so the reconcile can write status
+first and act after (the write-ahead rule of the architecture page).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
+from typing import Any
+
+from engine.controller.reconcile.children import ReplicaId
+from engine.controller.reconcile.cleanup import cleanup_policy, pods_to_clean
+from engine.controller.reconcile.jobspec import JobSpecView
+from engine.controller.reconcile.observe import MISSING, PodFacts
+from engine.controller.reconcile.record import (
+    LAST_TRANSITIONS,
+    POD_UID_KEPT,
+    InPlaceEnds,
+    MachineRecord,
+    RestartRecord,
+    shown_in_history,
+)
+from engine.controller.reconcile.variables import (
+    Surroundings,
+    common_variables,
+    replica_summary,
+    replica_variables,
+)
+from engine.definition import (
+    CompiledDefinition,
+    CompiledMachine,
+    Facts,
+    FiredTransition,
+    PlannedAction,
+    entry_actions,
+    state_timeout,
+    step,
+)
+from engine.definition.cel import Activation, CelEvaluationError
+from engine.definition.vocabulary import job_value
+from engine.kube.timestamps import parse_time
+
+REPLAYABLE_ACTIONS = frozenset(
+    {"createPod", "createService", "deletePod", "deleteService", "cleanupPods"}
+)
+"""Actions whose effect is a desired state of the world, so doing them twice is harmless."""
+
+_CREATIONS = frozenset({"createPod", "createService"})
+"""Replica actions a job state that holds its replicas cancels, though planned earlier in the
+same decision (a replica stepped before the job reached its end)."""
+
+
+@dataclass(frozen=True)
+class ConditionUpdate:
+    """A condition to set on the job, in the order the machines asked."""
+
+    type: str
+    status: str
+    reason: str
+    message: str
+
+
+@dataclass(frozen=True)
+class Fired:
+    """A state change, at job level (replica None) or of one replica."""
+
+    transition: FiredTransition
+    replica: ReplicaId | None = None
+
+
+@dataclass(frozen=True)
+class Planned:
+    """An action to run after the status write, and for which replica (None: the job)."""
+
+    action: PlannedAction
+    replica: ReplicaId | None = None
+    replayed: bool = False
+    """Planned again for a state the instance stays in (see `_replay_entry`), not new."""
+
+
+@dataclass(frozen=True)
+class Decision:
+    """Everything one reconcile decided."""
+
+    record: MachineRecord
+    fired: tuple[Fired, ...] = ()
+    conditions: tuple[ConditionUpdate, ...] = ()
+    actions: tuple[Planned, ...] = ()
+    errors: tuple[str, ...] = ()
+    variables: Mapping[str, Any] = field(default_factory=dict)
+    """The job-level CEL variables of the last round (for requeueAfter and templates)."""
+    holds_replicas: bool = False
+    """Whether the final job state holds its replicas (terminal, or `holdReplicas`)."""
+    timer_due: datetime | None = None
+    """When the earliest replica state timeout that has not passed yet runs out."""
+    restarts: tuple[tuple[str, int], ...] = ()
+    """Restarts counted in this decision, each with the reason of the transition that
+    counted it (PodFailed, PodRestarted, RestartJob...): what the restart metric counts."""
+
+
+@dataclass
+class _Progress:
+    record: MachineRecord
+    now: str
+    job: Mapping[str, Any]
+    fired: list[Fired] = field(default_factory=list)
+    conditions: list[ConditionUpdate] = field(default_factory=list)
+    actions: list[Planned] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    seen_actions: set[tuple[Any, ...]] = field(default_factory=set)
+    timer_due: datetime | None = None
+    restarts: list[tuple[str, int]] = field(default_factory=list)
+
+    def apply_all(self, actions: Sequence[PlannedAction], replica: ReplicaId | None,
+                  fired: Sequence[FiredTransition]) -> None:
+        """Apply the actions of the transitions that fired, noting the restarts they count
+        under the reason of the first of them."""
+        before = self.record.restarts
+        for action in actions:
+            _apply(action, replica, self)
+        counted = self.record.restarts - before
+        if counted > 0:
+            self.restarts.append((fired[0].reason if fired else "", counted))
+
+    def actions_planned(self) -> Iterator[tuple[PlannedAction, ReplicaId | None]]:
+        """Every action planned so far, with its replica (None: the job)."""
+        return ((p.action, p.replica) for p in self.actions)
+
+    def timer_runs_out(self, due: datetime) -> None:
+        """Note a replica timer that has not run out yet (the engine wakes for the first)."""
+        if self.timer_due is None or due < self.timer_due:
+            self.timer_due = due
+
+    def plan(
+        self, action: PlannedAction, replica: ReplicaId | None, *, replayed: bool = False
+    ) -> None:
+        key = (replica, action.name, tuple(sorted((k, repr(v)) for k, v in action.args.items())))
+        if key in self.seen_actions:
+            return
+        self.seen_actions.add(key)
+        self.actions.append(Planned(action, replica, replayed))
+
+
+def decide(
+    definition: CompiledDefinition,
+    job: Mapping[str, Any],
+    spec: JobSpecView,
+    record: MachineRecord,
+    pods: Mapping[ReplicaId, PodFacts],
+    *,
+    job_observations: frozenset[str],
+    now: str,
+    transitions_kept: int = LAST_TRANSITIONS,
+    surroundings: Surroundings | None = None,
+) -> Decision:
+    """Step every machine of `job` until nothing fires; see the module docstring.
+    `surroundings`: by default, not gang scheduled and no child object seen yet."""
+    if surroundings is None:
+        surroundings = Surroundings(objects={child.name: {} for child in definition.objects})
+    progress = _Progress(_without_stale_replicas(record, spec), now, job)
+    state = progress.record.state
+    variables: dict[str, Any] = {}
+    cel_job = job_value(job)
+    shared = Activation({})
+    observations = job_observations
+    for _ in range(len(definition.job.states) + len(definition.replica.states) + 2):
+        replicas_moved = False
+        if state is None or not _holds(definition, state):
+            replicas_moved = _step_replicas(definition, cel_job, spec, pods, progress,
+                                            shared=shared, surroundings=surroundings)
+        summary = replica_summary(spec, progress.record, pods, definition.replica)
+        variables = common_variables(cel_job, spec, progress.record, summary, surroundings)
+        staying, staying_errors = ((), ()) if state is None else entry_actions(
+            definition.job, state, Facts(observations, variables, sharing=shared))
+        planned = (*progress.actions_planned(), *((action, None) for action in staying))
+        if _deletions_pending(planned, pods, spec):
+            observations = observations - {"settled"}
+        result = step(definition.job, state, Facts(observations, variables, sharing=shared))
+        progress.errors += result.errors
+        for transition in result.fired:
+            _record_job_transition(definition, transition, progress, variables)
+        progress.apply_all(result.actions, None, result.fired)
+        if not result.changed and state is not None:
+            progress.errors += staying_errors
+            _replay(staying, None, progress)
+            if replicas_moved:
+                continue
+            break
+        state = result.state
+        progress.record = progress.record.with_changes(state=state)
+    holds = state is not None and _holds(definition, state)
+    history = progress.record.history[-transitions_kept:]
+    timers = {} if holds else progress.record.replica_timers
+    actions = tuple(planned for planned in progress.actions
+                    if not (holds and planned.replica is not None
+                            and planned.action.name in _CREATIONS))
+    return Decision(
+        progress.record.with_changes(history=history, replica_timers=timers),
+        tuple(progress.fired),
+        tuple(progress.conditions),
+        actions,
+        tuple(progress.errors),
+        variables,
+        holds,
+        None if holds else progress.timer_due,
+        tuple(progress.restarts),
+    )
+
+
+def _deletions_pending(
+    planned_actions: Iterable[tuple[PlannedAction, ReplicaId | None]],
+    pods: Mapping[ReplicaId, PodFacts],
+    spec: JobSpecView,
+) -> bool:
+    """Whether a deletion planned in this pass, or replayed for the state the job is in,
+    will remove a pod that still exists.
+
+    Until it has, the job is not `settled`: Failed or Succeeded must wait for the
+    pods its clean-up deletes (the two-phase terminal conditions).
+    """
+    for action, replica in planned_actions:
+        name = action.name
+        if name == "deletePod" and replica is not None:
+            if pods.get(replica, MISSING).observation not in ("podMissing", "podGone"):
+                return True
+        elif name == "cleanupPods":
+            policy = cleanup_policy(action.args.get("policy"), spec.run_policy)
+            if any(pods[r].observation != "podGone" for r in pods_to_clean(policy, pods)):
+                return True
+    return False
+
+
+def _replay_entry(
+    machine: CompiledMachine,
+    state: str,
+    replica: ReplicaId | None,
+    facts: Facts,
+    progress: _Progress,
+) -> None:
+    """Plan again the idempotent onEnter actions of a state an instance stays in.
+
+    Entering a state plans its actions once; if carrying one out failed (the API
+    server was away), this makes the next pass do it: level-triggered, like the rest.
+    """
+    actions, errors = entry_actions(machine, state, facts)
+    progress.errors += errors
+    _replay(actions, replica, progress)
+
+
+def _replay(
+    actions: Iterable[PlannedAction], replica: ReplicaId | None, progress: _Progress
+) -> None:
+    """Plan the replayable ones of a state's rendered onEnter actions again."""
+    for action in actions:
+        if action.name in REPLAYABLE_ACTIONS:
+            progress.plan(action, replica, replayed=True)
+
+
+def _holds(definition: CompiledDefinition, state: str) -> bool:
+    compiled = definition.job.states[state]
+    return compiled.hold_replicas or compiled.terminal is not None
+
+
+def _without_stale_replicas(record: MachineRecord, spec: JobSpecView) -> MachineRecord:
+    """Forget replicas the spec no longer has (a scaled-down type, a removed type).
+
+    Their restarts stay counted for the job (backoffLimit), not for the index: a replica
+    created there later starts afresh.
+    """
+    desired = {t.name: t.replicas for t in spec.replica_types}
+    states = {r: s for r, s in record.replica_states.items() if r.index < desired.get(r.type, 0)}
+    restarts = {
+        r: entry for r, entry in record.replica_restarts.items()
+        if r.index < desired.get(r.type, 0)
+    }
+    backoff = {
+        r: entry for r, entry in record.replica_backoff.items()
+        if r.index < desired.get(r.type, 0)
+    }
+    timers = {r: since for r, since in record.replica_timers.items()
+              if r.index < desired.get(r.type, 0)}
+    ends = {r: e for r, e in record.in_place_ends.items() if r.index < desired.get(r.type, 0)}
+    kept = (len(states), len(restarts), len(backoff), len(timers), len(ends))
+    if kept == (len(record.replica_states), len(record.replica_restarts),
+                len(record.replica_backoff), len(record.replica_timers),
+                len(record.in_place_ends)):
+        return record
+    return record.with_changes(
+        replica_states=states, replica_restarts=restarts, replica_backoff=backoff,
+        replica_timers=timers, in_place_ends=ends,
+    )
+
+
+def _step_replicas(
+    definition: CompiledDefinition,
+    job: Mapping[str, Any],
+    spec: JobSpecView,
+    pods: Mapping[ReplicaId, PodFacts],
+    progress: _Progress,
+    *,
+    shared: Activation,
+    surroundings: Surroundings,
+) -> bool:
+    """Step every replica once; whether any of them changed state."""
+    moved = False
+    summary = replica_summary(spec, progress.record, pods, definition.replica)
+    common = common_variables(job, spec, progress.record, summary, surroundings)
+    for replica_type in spec.replica_types:
+        for index in range(replica_type.replicas):
+            replica = ReplicaId(replica_type.name, index)
+            facts = pods.get(replica, MISSING)
+            new_ends = _new_ends(progress.record, replica, facts)
+            consumed = {}
+            if new_ends and facts.observation in _RESTARTED_FIRST:
+                consumed = {"podRestarting": facts.observation}
+                facts = replace(facts, observation="podRestarting")
+            variables = replica_variables(
+                common, replica, desired=replica_type.replicas,
+                policy=replica_type.restart_policy, record=progress.record, facts=facts,
+                new_restarts=new_ends,
+            )
+            current = progress.record.replica_states.get(replica)
+            observations = {facts.observation}
+            if current is not None and _timed_out(definition, replica, current, variables,
+                                                  progress):
+                observations.add("timedOut")
+            replica_facts = Facts(frozenset(observations), variables, consumed, shared)
+            result = step(definition.replica, current, replica_facts)
+            progress.errors += [f"{replica}: {error}" for error in result.errors]
+            _note_ends(replica, facts, bool(result.fired), progress)
+            for transition in result.fired:
+                if not transition.self_loop:
+                    _count(progress, "replica", transition, replica)
+            progress.apply_all(result.actions, replica, result.fired)
+            if result.state == current and current is not None:
+                _replay_entry(definition.replica, current, replica, replica_facts, progress)
+            if result.state != current:
+                moved = True
+                states = {**progress.record.replica_states, replica: result.state}
+                progress.record = progress.record.with_changes(replica_states=states)
+                _track_backoff(definition, replica, facts, result.state, progress)
+                _restart_timer(definition, replica, result.state, variables, progress)
+    return moved
+
+
+def _new_ends(record: MachineRecord, replica: ReplicaId, facts: PodFacts) -> int:
+    """How many ends of the pod's main container (restarted in place) are not seen yet."""
+    seen = record.in_place_ends.get(replica)
+    before = seen.seen if seen is not None and seen.of(facts.uid) else 0
+    return max(facts.ends - before, 0)
+
+
+_FAILURES = frozenset({"podFailed", "podRestarting", "podLost"})
+_RESTARTED_FIRST = frozenset({"podPending", "podRunning", "podSucceeded", "podFailed"})
+"""Observations that, with restarts in place not seen yet, are `podRestarting` first (the
+restarts are counted), then themselves: a pod may finish before the engine saw it restart."""
+
+
+def _note_ends(replica: ReplicaId, facts: PodFacts, moved: bool, progress: _Progress) -> None:
+    """Remember the pod's ends as seen (each is observed once), and a failure the replica's
+    machine took as the job's last failure (`lastFailure`)."""
+    record = progress.record
+    seen = record.in_place_ends.get(replica)
+    wanted = InPlaceEnds(facts.uid[:POD_UID_KEPT], facts.ends) if facts.ends else None
+    if seen != wanted:
+        ends = {r: e for r, e in record.in_place_ends.items() if r != replica}
+        if wanted is not None:
+            ends[replica] = wanted
+        record = record.with_changes(in_place_ends=ends)
+    if moved and facts.observation in _FAILURES:
+        what = "lost with its node" if facts.observation == "podLost" else facts.termination
+        record = record.with_changes(last_failure=f"{replica} ({what})")
+    progress.record = record
+
+
+def _timeout_of(
+    definition: CompiledDefinition, state: str, variables: Mapping[str, Any], progress: _Progress
+) -> float | None:
+    try:
+        return state_timeout(definition.replica, state, variables)
+    except CelEvaluationError as exc:
+        progress.errors.append(f"timeout of replica state {state}: {exc}")
+        return None
+
+
+def _timed_out(
+    definition: CompiledDefinition,
+    replica: ReplicaId,
+    state: str,
+    variables: Mapping[str, Any],
+    progress: _Progress,
+) -> bool:
+    """Whether the replica has been in `state` past its timeout (`timedOut` holds).
+
+    A replica in a state with a timeout but no timer (the job just resumed, or the
+    timeout was turned on) starts one now.
+    """
+    seconds = _timeout_of(definition, state, variables, progress)
+    if seconds is None:
+        return False
+    since = progress.record.replica_timers.get(replica)
+    if since is None:
+        _set_timer(replica, seconds, progress)
+        return False
+    due = parse_time(since) + timedelta(seconds=seconds)
+    if parse_time(progress.now) >= due:
+        return True
+    progress.timer_runs_out(due)
+    return False
+
+
+def _restart_timer(
+    definition: CompiledDefinition,
+    replica: ReplicaId,
+    state: str,
+    variables: Mapping[str, Any],
+    progress: _Progress,
+) -> None:
+    """Entering a state starts its timeout afresh; a state without one has no timer."""
+    seconds = _timeout_of(definition, state, variables, progress)
+    if seconds is not None:
+        _set_timer(replica, seconds, progress)
+    elif replica in progress.record.replica_timers:
+        timers = {r: s for r, s in progress.record.replica_timers.items() if r != replica}
+        progress.record = progress.record.with_changes(replica_timers=timers)
+
+
+def _set_timer(replica: ReplicaId, seconds: float, progress: _Progress) -> None:
+    """Start the replica's timer now; it runs out `seconds` later."""
+    timers = {**progress.record.replica_timers, replica: progress.now}
+    progress.record = progress.record.with_changes(replica_timers=timers)
+    progress.timer_runs_out(parse_time(progress.now) + timedelta(seconds=seconds))
+
+
+def _track_backoff(
+    definition: CompiledDefinition,
+    replica: ReplicaId,
+    facts: PodFacts,
+    state: str,
+    progress: _Progress,
+) -> None:
+    """Count failed attempts in a row per index, counted restarts or not; a success resets.
+
+    The re-creation back-off is computed from this, so a failure that a rule ignores
+    (no restart counted) still cannot recreate a pod in a tight loop.
+    """
+    backoff = dict(progress.record.replica_backoff)
+    if facts.observation == "podSucceeded":
+        if backoff.pop(replica, None) is None:
+            return
+    elif facts.observation in ("podFailed", "podLost") and not (
+        definition.replica.states[state].terminal
+    ):
+        previous = backoff.get(replica)
+        backoff[replica] = RestartRecord((previous.count if previous else 0) + 1, progress.now)
+    else:
+        return
+    progress.record = progress.record.with_changes(replica_backoff=backoff)
+
+
+def _record_job_transition(
+    definition: CompiledDefinition,
+    transition: FiredTransition,
+    progress: _Progress,
+    variables: Mapping[str, Any],
+) -> None:
+    if transition.self_loop:
+        return
+    entered = definition.job.states[transition.target]
+    condition_message = transition.message
+    condition_reason = transition.reason
+    if entered.condition_message is not None:
+        condition_message, errors = entered.condition_message.render(variables)
+        progress.errors += errors
+    if entered.condition is not None and entered.condition.copy_from is not None:
+        copied = _condition(progress, entered.condition.copy_from)
+        if copied is not None:
+            condition_reason, condition_message = copied
+    if transition.source is None:
+        transition = replace(transition, message=condition_message)
+    said = transition.reason
+    if transition.source is None and entered.condition is not None and entered.condition.reason:
+        # A new job is said under its first condition's reason (PyTorchJobCreated); the count
+        # keeps the language's creation edge, which pictures draw.
+        said = entered.condition.reason
+    _count(progress, "job", transition, None, said=said)
+    progress.record = progress.record.with_changes(state_since=progress.now)
+    if transition.source is not None:
+        left = definition.job.states[transition.source].condition
+        if (
+            left is not None
+            and not left.sticky
+            and left.type != _condition_type(definition, transition.target)
+        ):
+            progress.conditions.append(
+                ConditionUpdate(left.type, "False", transition.reason, transition.message)
+            )
+    if entered.condition is not None:
+        progress.conditions.append(ConditionUpdate(
+            entered.condition.type,
+            entered.condition.status,
+            entered.condition.reason or condition_reason,
+            condition_message,
+        ))
+
+
+def _condition(progress: _Progress, condition_type: str) -> tuple[str, str] | None:
+    """Reason and message of the job's condition of this type: set in this pass, else before."""
+    for update in reversed(progress.conditions):
+        if update.type == condition_type:
+            return update.reason, update.message
+    for existing in (progress.job.get("status") or {}).get("conditions") or ():
+        if existing.get("type") == condition_type:
+            return str(existing.get("reason") or ""), str(existing.get("message") or "")
+    return None
+
+
+def _condition_type(definition: CompiledDefinition, state: str) -> str | None:
+    condition = definition.job.states[state].condition
+    return condition.type if condition else None
+
+
+def _count(
+    progress: _Progress, level: str, transition: FiredTransition, replica: ReplicaId | None,
+    *, said: str | None = None,
+) -> None:
+    """Record a state change: it fired (`said`: the reason its Event and history give, when
+    not the transition's own), it is counted, and it joins the last transitions."""
+    key = (level, transition.source or "", transition.target, transition.reason)
+    if said is not None and said != transition.reason:
+        transition = replace(transition, reason=said)
+    progress.fired.append(Fired(transition, replica))
+    entry: dict[str, Any] = {"time": progress.now, "level": level}
+    if replica is not None:
+        entry["replica"] = str(replica)
+    entry.update({"from": transition.source, "to": transition.target, "reason": transition.reason})
+    counts = dict(progress.record.transition_counts)
+    counts[key] = counts.get(key, 0) + 1
+    history = progress.record.history
+    if shown_in_history(entry):
+        history = (*history, entry)
+    progress.record = progress.record.with_changes(transition_counts=counts, history=history)
+
+
+def _apply(action: PlannedAction, replica: ReplicaId | None, progress: _Progress) -> None:
+    """Actions on the record happen now; the rest are planned for after the status write."""
+    if action.name == "countRestart" and replica is not None:
+        count = action.args.get("count", 1)
+        if not isinstance(count, int) or isinstance(count, bool) or count < 0:
+            progress.errors.append(f"{replica}: countRestart count gave {count!r}, not an int >= 0")
+            return
+        if count == 0:
+            return
+        previous = progress.record.replica_restarts.get(replica)
+        restarts = {
+            **progress.record.replica_restarts,
+            replica: RestartRecord((previous.count if previous else 0) + count, progress.now),
+        }
+        progress.record = progress.record.with_changes(
+            restarts=progress.record.restarts + count, replica_restarts=restarts
+        )
+    elif action.name == "restartJob":
+        record = progress.record
+        progress.record = record.with_changes(
+            restart_attempt=record.restart_attempt + 1,
+            restarts=record.restarts + 1,
+            replica_states={},
+            replica_backoff={},
+            replica_timers={},
+        )
+    elif action.name == "setCondition":
+        args = action.args
+        progress.conditions.append(ConditionUpdate(
+            str(args["type"]),
+            str(args.get("status", "True")),
+            str(args.get("reason") or args["type"]),
+            str(args.get("message") or ""),
+        ))
+    else:
+        progress.plan(action, replica)

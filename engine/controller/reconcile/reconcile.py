@@ -1,0 +1,513 @@
+"""reconcile(job key) -> outcome: the steps of the architecture page, and nothing but calls.
+
+Read the job from the cache; finish a deletion; make sure of our finalizer;
+claim children; observe; decide; write status first; act; post one event per
+state change; say when to look again. Every module called here owns its step.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
+from typing import Any
+
+from loguru import logger
+
+from engine.controller.machines.registry import Assignment, MachineRegistry, Unassigned
+from engine.controller.reconcile.actions import (
+    ActionRun,
+    execute,
+    release_tracking,
+    remove_finalizer,
+)
+from engine.controller.reconcile.children import (
+    CLEANUP_FINALIZER,
+    JOB_NAME_LABEL,
+    TRACKING_FINALIZER,
+    JobKey,
+    ReplicaId,
+    attempt_of,
+)
+from engine.controller.reconcile.claims import AdoptionGuard, Claimed, claim
+from engine.controller.reconcile.decide import Decision, decide
+from engine.controller.reconcile.jobspec import (
+    JobSpecView,
+    ValidationVerdicts,
+    managed_by_us,
+    read_job_spec,
+)
+from engine.controller.reconcile.manifests import main_container_name
+from engine.controller.reconcile.notices import Notice, UnconfirmedNotices, notices_for
+from engine.controller.reconcile.objects import ObjectRun, object_name, ours, sync_objects
+from engine.controller.reconcile.observe import (
+    PodFacts,
+    job_observations,
+    node_is_ready,
+    observe_replica_pod,
+)
+from engine.controller.reconcile.record import MachineRecord, RecordError, read_record
+from engine.controller.reconcile.status import build_status, ungoverned_status, write_status
+from engine.controller.reconcile.timeouts import next_look, state_timed_out
+from engine.controller.reconcile.variables import (
+    Surroundings,
+    gang_scheduler_of,
+)
+from engine.controller.reporting.events import EventRecorder
+from engine.controller.reporting.metrics import Metrics
+from engine.controller.runtime.expectations import Expectations
+from engine.controller.runtime.freshness import ReleasedFinalizers, WrittenVersions
+from engine.controller.runtime.scheduler import WakeScheduler, utc_now
+from engine.controller.runtime.workers import Done, Outcome, RequeueAfter, Retry, Terminal
+from engine.definition import CompiledDefinition, StepError
+from engine.kube.cache import Cache
+from engine.kube.client import KubeClient
+from engine.kube.errors import ApiError, Conflict, Forbidden, Invalid, NotFound
+from engine.kube.resources import PODS, SERVICES, Resource
+from engine.kube.timestamps import format_time, parse_time
+from engine.settings import EngineSettings
+
+Obj = Mapping[str, Any]
+_CACHE_CATCH_UP_S = 1.0
+"""A backstop: the watch event of our own write queues the job again sooner."""
+_DELETION_ACTIONS = frozenset({"deletePod", "deleteService", "cleanupPods", "event"})
+
+
+@dataclass(frozen=True)
+class Caches:
+    """The watch caches a reconcile reads: jobs per kind, pods, services, nodes, and the
+    child objects of every kind a machine declares (by apiVersion and kind)."""
+
+    jobs: dict[str, Cache]
+    pods: Cache
+    services: Cache
+    nodes: Cache
+    objects: dict[tuple[str, str], tuple[Resource, Cache]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class RecordedTransition:
+    """A state change of a job or one of its replicas, once the status write recording it
+    has succeeded: what `demo` prints and tests follow (status keeps only the last few)."""
+
+    kind: str
+    namespace: str
+    name: str
+    uid: str
+    time: str
+    level: str
+    """`job` or `replica`."""
+    replica: str | None
+    source: str | None
+    """None for the creation of a machine."""
+    target: str
+    reason: str
+
+
+TransitionListener = Callable[[Sequence[RecordedTransition]], None]
+"""Told of each reconcile's state changes, in a worker thread: it must return at once."""
+
+
+@dataclass(frozen=True)
+class _Observed:
+    spec: JobSpecView
+    pods: Claimed
+    services: Claimed
+    record: MachineRecord
+    """The engine's record, read once from the job's status."""
+    facts: Mapping[ReplicaId, PodFacts]
+    old_attempt: frozenset[ReplicaId]
+    """Replicas whose pod is of an older restart attempt: not observed, only deleted."""
+    surroundings: Surroundings
+
+
+class Reconciler:
+    """Reconciles one job per call; safe to call from several workers (never for one key)."""
+
+    def __init__(
+        self,
+        *,
+        client: KubeClient,
+        caches: Caches,
+        machines: MachineRegistry,
+        expectations: Expectations,
+        recorder: EventRecorder,
+        scheduler: WakeScheduler[JobKey],
+        settings: EngineSettings,
+        written: WrittenVersions,
+        clock: Callable[[], datetime] = utc_now,
+        metrics: Metrics | None = None,
+    ) -> None:
+        self._metrics = metrics
+        self._client = client
+        self._caches = caches
+        self._machines = machines
+        self._expectations = expectations
+        self._recorder = recorder
+        self._scheduler = scheduler
+        self._settings = settings
+        self._written = written
+        self._released = ReleasedFinalizers()
+        self._unconfirmed = UnconfirmedNotices()
+        self._verdicts = ValidationVerdicts()
+        self._clock = clock
+        self._transition_listeners: list[TransitionListener] = []
+
+    def __call__(self, key: JobKey) -> Outcome:
+        """The work-queue handler: conflicts and stale reads retry with back-off (an object
+        deleted under a reconcile, the job itself included, is a stale read too: the next
+        look sees it gone)."""
+        try:
+            return self.reconcile(key)
+        except (Conflict, Invalid, NotFound) as exc:
+            return Retry(exc)
+        except Forbidden as exc:
+            return self._refused(key, exc)
+        except (StepError, RecordError) as exc:
+            cache = self._caches.jobs.get(key.kind)
+            job = cache.get(key.namespace, key.name) if cache is not None else None
+            if job is not None:
+                self._recorder.record(job, type="Warning", reason="MachineError",
+                                      message=str(exc))
+            return Terminal(exc)
+
+    def _refused(self, key: JobKey, exc: Forbidden) -> Outcome:
+        """The engine lacks a permission: say which on the job and in the log, and retry with
+        back-off, so granting it is enough (no restart) and nothing waits silently."""
+        message = (f"the API server refused the engine: {exc.message}; grant the engine's "
+                   f"service account this permission (see deploy/base/rbac.yaml)")
+        logger.bind(job=f"{key.namespace}/{key.name}").error(message)
+        cache = self._caches.jobs.get(key.kind)
+        job = cache.get(key.namespace, key.name) if cache is not None else None
+        if job is not None:
+            self._recorder.record(job, type="Warning", reason="Forbidden", message=message)
+        return Retry(exc)
+
+    def reconcile(self, key: JobKey) -> Outcome:
+        """One pass over one job; see the module docstring."""
+        cache = self._caches.jobs.get(key.kind)
+        job: Obj | None = cache.get(key.namespace, key.name) if cache is not None else None
+        if job is None:
+            self._written.forget(key.id)
+            self._unconfirmed.forget(key.id)
+            self._expectations.forget(key.id)
+            self._scheduler.cancel_all(key)
+            self._release_orphaned_pods(key)
+            return Done()
+        if not self._written.caught_up(key.id, job["metadata"]["resourceVersion"]):
+            return RequeueAfter(_CACHE_CATCH_UP_S)
+        if not self._machines.ready:
+            return RequeueAfter(_CACHE_CATCH_UP_S)
+        assignment = self._machines.assign(key.kind, job)
+        if isinstance(assignment, Unassigned):
+            return self._without_machine(key, job, assignment)
+        definition = assignment.definition
+        if not managed_by_us(job, definition):
+            return Done()
+        self._post(job, self._unconfirmed.landed(key.id, job.get("status") or {}))
+        if job["metadata"].get("deletionTimestamp"):
+            return self._finish_deletion(key, job, assignment)
+        job = self._ensure_finalizer(key, job)
+        now = self._clock()
+        observed = self._observe(key, job, definition)
+        decision = self._decide(job, definition, observed, now)
+        notices = notices_for(decision.fired, observed.facts)
+        job = self._write_status(key, job, assignment, spec=observed.spec, decision=decision,
+                                 now=now, notices=notices)
+        self._tell_listeners(job, decision, now)
+        self._count_changes(job, definition, decision, now)
+        # Recorded state changes get their Events whatever acting on them meets.
+        self._post(job, notices)
+        run = self._act(key, job, definition, observed=observed, decision=decision, now=now)
+        return self._next_look(key, job, definition, spec=observed.spec, decision=decision,
+                               run=run, now=now)
+
+    def add_transition_listener(self, listener: TransitionListener) -> None:
+        """Have `listener` told of every recorded state change from now on."""
+        self._transition_listeners.append(listener)
+
+    def _count_changes(self, job: Obj, definition: CompiledDefinition, decision: Decision,
+                       now: datetime) -> None:
+        """The metrics of what this reconcile recorded (its status write succeeded)."""
+        if self._metrics is None or not (decision.fired or decision.restarts):
+            return
+        finished = None
+        for fired in decision.fired:
+            target = fired.transition.target
+            if fired.replica is None and definition.job.states[target].terminal:
+                created = parse_time(job["metadata"]["creationTimestamp"])
+                finished = (target, (now - created).total_seconds())
+        self._metrics.observe_changes(
+            job["kind"],
+            [("job" if f.replica is None else "replica", f.transition.source,
+              f.transition.target) for f in decision.fired],
+            decision.restarts, finished,
+        )
+
+    def _tell_listeners(self, job: Obj, decision: Decision, now: datetime) -> None:
+        if not self._transition_listeners or not decision.fired:
+            return
+        metadata = job["metadata"]
+        changes = [
+            RecordedTransition(
+                kind=job["kind"], namespace=metadata["namespace"], name=metadata["name"],
+                uid=metadata["uid"], time=format_time(now),
+                level="job" if fired.replica is None else "replica",
+                replica=None if fired.replica is None else str(fired.replica),
+                source=fired.transition.source, target=fired.transition.target,
+                reason=fired.transition.reason,
+            )
+            for fired in decision.fired
+        ]
+        for listener in self._transition_listeners:
+            try:
+                listener(changes)
+            except Exception:
+                logger.exception("a transition listener failed")
+
+    def _observe(self, key: JobKey, job: Obj, definition: CompiledDefinition) -> _Observed:
+        spec = read_job_spec(job, definition, verdicts=self._verdicts)
+        guard = AdoptionGuard(self._client, self._resource(key), job)
+        types = [t.name for t in spec.replica_types]
+        pods = claim(self._client, PODS, self._caches.pods, job, replica_types=types, guard=guard)
+        services = claim(self._client, SERVICES, self._caches.services, job,
+                         replica_types=types, guard=guard)
+        record = read_record(job.get("status") or {})
+        facts = {}
+        old_attempt = set()
+        for replica, pod in pods.by_replica.items():
+            if attempt_of(pod) != record.restart_attempt:
+                old_attempt.add(replica)
+                continue
+            replica_type = spec.replica_type(replica.type)
+            template = replica_type.template if replica_type else {}
+            facts[replica] = observe_replica_pod(
+                pod, replica_type=replica.type, failure_rules=spec.failure_rules,
+                main_container=main_container_name(definition, template),
+                node_ready=self._node_ready,
+            )
+        return _Observed(spec, pods, services, record, facts, frozenset(old_attempt),
+                         self._surroundings(job, definition, spec))
+
+    def _surroundings(self, job: Obj, definition: CompiledDefinition, spec: JobSpecView
+                      ) -> Surroundings:
+        objects: dict[str, Mapping[str, Any]] = {}
+        for child in definition.objects:
+            found = self._caches.objects.get((child.api_version, child.kind))
+            seen = None if found is None else found[1].get(
+                job["metadata"]["namespace"], object_name(job, child.suffix, child.naming))
+            objects[child.name] = seen if seen is not None and ours(job, seen) else {}
+        return Surroundings(
+            gang_scheduler=gang_scheduler_of(
+                spec.run_policy, scheduler_name=self._settings.gang_scheduler_name,
+                for_every_job=self._settings.gang_scheduling),
+            objects=objects,
+        )
+
+    def _decide(
+        self, job: Obj, definition: CompiledDefinition, observed: _Observed, now: datetime
+    ) -> Decision:
+        status = job.get("status") or {}
+        record = observed.record
+        _check_states_exist(definition, record)
+        observations = job_observations(
+            job, observed.spec, start_time=status.get("startTime"), now=now,
+            terminating_pods=sum(
+                1 for replica, p in observed.pods.by_replica.items()
+                if p["metadata"].get("deletionTimestamp") or replica in observed.old_attempt
+            ),
+        )
+        if state_timed_out(definition, job, spec=observed.spec, record=record,
+                           facts=observed.facts, surroundings=observed.surroundings, now=now):
+            observations |= {"timedOut"}
+        decision = decide(
+            definition, job, observed.spec, record, observed.facts,
+            job_observations=observations, now=format_time(now),
+            transitions_kept=self._settings.status_last_transitions,
+            surroundings=observed.surroundings,
+        )
+        log = logger.bind(job=f"{job['metadata']['namespace']}/{job['metadata']['name']}")
+        for error in decision.errors:
+            log.warning(f"machine evaluation error: {error}")
+        return decision
+
+    def _write_status(
+        self, key: JobKey, job: Obj, assignment: Assignment, *, spec: JobSpecView,
+        decision: Decision, now: datetime, notices: Sequence[Notice],
+    ) -> Obj:
+        """Write the decision's status; when it fails, `notices` wait for a later reconcile to
+        tell whether it landed all the same (its answer lost)."""
+        status = build_status(job, assignment, spec, decision, now=format_time(now))
+        if status == (job.get("status") or {}):
+            return job
+        try:
+            written = write_status(self._client, self._resource(key), job, status)
+        except ApiError:
+            # A lost answer can come back as anything: a broken connection, or the 409 of
+            # the transport's own retry of a write that had landed.
+            self._unconfirmed.remember(key.id, status.get("record"), notices)
+            raise
+        self._unconfirmed.forget(key.id)
+        self._written.wrote(key.id, written["metadata"]["resourceVersion"])
+        return written
+
+    def _post(self, job: Obj, notices: Sequence[Notice]) -> None:
+        for notice in notices:
+            self._recorder.record(job, type=notice.type, reason=notice.reason,
+                                  message=notice.message, replica=notice.replica)
+
+    def _act(
+        self, key: JobKey, job: Obj, definition: CompiledDefinition, *, observed: _Observed,
+        decision: Decision, now: datetime,
+    ) -> ActionRun:
+        run = ActionRun(
+            client=self._client, expectations=self._expectations, recorder=self._recorder,
+            settings=self._settings, key=key, job=job, definition=definition,
+            spec=observed.spec, decision=decision, pods=observed.pods,
+            services=observed.services, facts=observed.facts, now=now,
+            old_attempt=observed.old_attempt, released=self._released,
+        )
+        if not decision.holds_replicas and not job["metadata"].get("deletionTimestamp"):
+            run.objects_wait_s = self._sync_objects(key, job, definition, run)
+        execute(run)
+        release_tracking(run)
+        return run
+
+    def _sync_objects(
+        self, key: JobKey, job: Obj, definition: CompiledDefinition, run: ActionRun
+    ) -> float:
+        objects = dict(self._caches.objects)
+        return sync_objects(ObjectRun(
+            client=self._client, recorder=self._recorder, key=key, job=job,
+            definition=definition,
+            variables={**run.decision.variables, **run.template_variables()},
+            resources={k: resource for k, (resource, _) in objects.items()},
+            caches={k: cache for k, (_, cache) in objects.items()},
+        ))
+
+    def _next_look(
+        self, key: JobKey, job: Obj, definition: CompiledDefinition, *, spec: JobSpecView,
+        decision: Decision, run: ActionRun, now: datetime,
+    ) -> Outcome:
+        state = decision.record.state
+        compiled = definition.job.states[state] if state else None
+        status = job.get("status") or {}
+        if compiled is not None and compiled.terminal:
+            return self._after_finish(key, job, spec, status, now)
+        look = next_look(definition, spec, status, decision, wait_s=run.wait_s, now=now)
+        for purpose, when in look.wake_ups.items():
+            self._scheduler.wake_at(key, when, purpose)
+        if "replica-timeout" not in look.wake_ups:
+            self._scheduler.cancel(key, "replica-timeout")
+        return RequeueAfter(min(look.delays)) if look.delays else Done()
+
+    def _after_finish(
+        self, key: JobKey, job: Obj, spec: JobSpecView, status: Obj, now: datetime
+    ) -> Outcome:
+        """A finished job waits for watch events, or for its TTL to delete it."""
+        self._scheduler.cancel(key, "deadline")
+        ttl = spec.run_policy.get("ttlSecondsAfterFinished")
+        finished = status.get("completionTime")
+        if ttl is None or finished is None:
+            return Done()
+        expires = parse_time(finished) + timedelta(seconds=int(ttl))
+        if now < expires:
+            self._scheduler.wake_at(key, expires, "ttl")
+            return Done()
+        logger.bind(job=str(key)).info(f"deleting: ttlSecondsAfterFinished ({ttl}s) has passed")
+        with contextlib.suppress(NotFound):
+            self._client.delete(
+                self._resource(key), key.name, key.namespace,
+                uid=job["metadata"]["uid"], propagation_policy="Background",
+            )
+        return Done()
+
+    def _ensure_finalizer(self, key: JobKey, job: Obj) -> Obj:
+        finalizers = list(job["metadata"].get("finalizers") or [])
+        if CLEANUP_FINALIZER in finalizers:
+            return job
+        patch = [
+            {"op": "test", "path": "/metadata/resourceVersion",
+             "value": job["metadata"]["resourceVersion"]},
+            {"op": "add", "path": "/metadata/finalizers", "value": [*finalizers,
+                                                                     CLEANUP_FINALIZER]},
+        ]
+        patched = self._client.patch(
+            self._resource(key), key.name, patch, namespace=key.namespace, patch_type="json"
+        )
+        self._written.wrote(key.id, patched["metadata"]["resourceVersion"])
+        return patched
+
+    def _finish_deletion(self, key: JobKey, job: Obj, assignment: Assignment) -> Outcome:
+        """Run the machine's clean-up, release every pod, then let the job go."""
+        definition = assignment.definition
+        now = self._clock()
+        observed = self._observe(key, job, definition)
+        decision = self._decide(job, definition, observed, now)
+        cleanup = tuple(a for a in decision.actions if a.action.name in _DELETION_ACTIONS)
+        decision = replace(decision, actions=cleanup, holds_replicas=True)
+        if CLEANUP_FINALIZER not in (job["metadata"].get("finalizers") or []):
+            self._release_orphaned_pods(key)
+            return Done()
+        notices = notices_for(decision.fired, observed.facts)
+        job = self._write_status(key, job, assignment, spec=observed.spec, decision=decision,
+                                 now=now, notices=notices)
+        self._post(job, notices)
+        self._act(key, job, definition, observed=observed, decision=decision, now=now)
+        remove_finalizer(self._client, job, CLEANUP_FINALIZER, resource=self._resource(key))
+        self._expectations.forget(key.id)
+        self._scheduler.cancel_all(key)
+        logger.bind(job=str(key)).info("deletion clean-up done; finalizer removed")
+        return Done()
+
+    def _without_machine(self, key: JobKey, job: Obj, unassigned: Unassigned) -> Outcome:
+        """A job no machine revision can run: say why on the job and leave its pods alone.
+
+        A job being deleted is let go (our finalizer removed, its pods released to the
+        garbage collector), since no machine is there to run its clean-up.
+        """
+        log = logger.bind(job=str(key), kind=key.kind)
+        if job["metadata"].get("deletionTimestamp"):
+            self._release_orphaned_pods(key)
+            remove_finalizer(self._client, job, CLEANUP_FINALIZER, resource=self._resource(key))
+            log.info(f"deleted without its machine's clean-up: {unassigned.message}")
+            return Done()
+        status = ungoverned_status(job, unassigned, now=format_time(self._clock()))
+        if status != (job.get("status") or {}):
+            written = write_status(self._client, self._resource(key), job, status)
+            self._written.wrote(key.id, written["metadata"]["resourceVersion"])
+            self._recorder.record(job, type="Warning", reason=unassigned.reason,
+                                  message=unassigned.message)
+            log.warning(unassigned.message)
+        return Done()
+
+    def _resource(self, key: JobKey) -> Resource:
+        resource = self._machines.resource(key.kind)
+        if resource is None:
+            raise NotFound(404, "NotFound", f"the engine no longer watches {key.kind}", {})
+        return resource
+
+    def _release_orphaned_pods(self, key: JobKey) -> None:
+        """Pods of a job that went away without our clean-up must not keep our finalizer."""
+        for pod in self._caches.pods.by_label(key.namespace, JOB_NAME_LABEL, key.name):
+            references = pod["metadata"].get("ownerReferences") or []
+            ours = any(r.get("controller") and r.get("kind") == key.kind for r in references)
+            if ours and TRACKING_FINALIZER in (pod["metadata"].get("finalizers") or []):
+                remove_finalizer(self._client, pod, TRACKING_FINALIZER, released=self._released)
+
+    def _node_ready(self, name: str) -> bool:
+        if len(self._caches.nodes) == 0:
+            return True
+        return node_is_ready(self._caches.nodes.get(None, name))
+
+
+def _check_states_exist(definition: CompiledDefinition, record: MachineRecord) -> None:
+    """A recorded state the definition no longer has (it was edited) is a clear error."""
+    unknown = {record.state} - set(definition.job.states) - {None}
+    unknown |= set(record.replica_states.values()) - set(definition.replica.states)
+    if unknown:
+        raise StepError(
+            f"the job's status records states {sorted(map(str, unknown))} that machine "
+            f"{definition.name} does not have (was it changed while the job ran?)"
+        )

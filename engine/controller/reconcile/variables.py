@@ -1,0 +1,136 @@
+"""The CEL variables a step sees: the job, its run policy, and the per-type replica summary.
+
+Built once per round of a reconcile from the record and the observations, so
+every guard of every replica reads the same numbers (the language reference
+lists each variable; engine.definition.vocabulary declares them).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from engine.controller.reconcile.children import ReplicaId
+from engine.controller.reconcile.jobspec import JobSpecView
+from engine.controller.reconcile.observe import MISSING, PodFacts
+from engine.controller.reconcile.record import MachineRecord
+from engine.definition import CompiledMachine
+
+
+def lower_camel(word: str) -> str:
+    """`Running` -> `running`, `SucceededAsChief` -> `succeededAsChief`."""
+    return word[:1].lower() + word[1:]
+
+
+def replica_summary(
+    spec: JobSpecView,
+    record: MachineRecord,
+    pods: Mapping[ReplicaId, PodFacts],
+    machine: CompiledMachine,
+) -> dict[str, dict[str, Any]]:
+    """Per replica type: desired, active, succeeded, failed, restarts, per-phase counts, states."""
+    summary: dict[str, dict[str, Any]] = {}
+    phase_words = {lower_camel(s.phase) for s in machine.states.values()}
+    for replica_type in spec.replica_types:
+        entry: dict[str, Any] = {word: 0 for word in phase_words}
+        entry.update(
+            desired=replica_type.replicas, active=0, ready=0, succeeded=0, failed=0, restarts=0
+        )
+        states: dict[str, int] = {}
+        for index in range(replica_type.replicas):
+            replica = ReplicaId(replica_type.name, index)
+            state = record.replica_states.get(replica)
+            restarts = record.replica_restarts.get(replica)
+            entry["restarts"] += restarts.count if restarts else 0
+            facts = pods.get(replica, MISSING)
+            if facts.observation == "podRunning":
+                entry["active"] += 1
+                entry["ready"] += facts.ready
+            if state is None:
+                continue
+            compiled = machine.states[state]
+            states[state] = states.get(state, 0) + 1
+            entry[lower_camel(compiled.phase)] += 1
+            if compiled.terminal in ("success", "failure"):
+                terminal_key = "succeeded" if compiled.terminal == "success" else "failed"
+                if lower_camel(compiled.phase) != terminal_key:
+                    entry[terminal_key] += 1
+        entry["states"] = states
+        summary[replica_type.name] = entry
+    return summary
+
+
+@dataclass(frozen=True)
+class Surroundings:
+    """What a job's guards see beyond the job and its pods."""
+
+    gang_scheduler: str = ""
+    """The PodGroup API the job is gang scheduled with, '' when it is not."""
+    objects: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    """Each child object the machine declares, by its name there, as last seen ({} when
+    absent)."""
+
+
+def gang_scheduler_of(run_policy: Mapping[str, Any], *, scheduler_name: str,
+                      for_every_job: bool) -> str:
+    """The PodGroup API a job is gang scheduled with: the engine's, when the engine gang
+    schedules every job or the job's run policy asks with a schedulingPolicy; else ''."""
+    asked = run_policy.get("schedulingPolicy") is not None
+    return scheduler_name if for_every_job or asked else ""
+
+
+def common_variables(
+    job: Mapping[str, Any],
+    spec: JobSpecView,
+    record: MachineRecord,
+    summary: Mapping[str, Any],
+    surroundings: Surroundings | None = None,
+) -> dict[str, Any]:
+    """The variables every guard sees, at either level; `job` as `job_value` gives it (made
+    once per decision, so every step can share its converted value)."""
+    around = surroundings or Surroundings()
+    return {
+        "job": job,
+        "runPolicy": spec.run_policy,
+        "replicas": summary,
+        "restarts": record.restarts,
+        "error": spec.error,
+        "lastFailure": record.last_failure,
+        "gangScheduler": around.gang_scheduler,
+        "objects": around.objects,
+    }
+
+
+def replica_variables(
+    common: Mapping[str, Any],
+    replica: ReplicaId,
+    *,
+    desired: int,
+    policy: str,
+    record: MachineRecord,
+    facts: PodFacts,
+    new_restarts: int = 0,
+) -> dict[str, Any]:
+    """The variables one replica's guards see: the common ones plus this replica and its pod.
+
+    `new_restarts`: the ends of its container restarted in place not seen before.
+    """
+    restarts = record.replica_restarts.get(replica)
+    return {
+        **common,
+        "replica": {
+            "type": replica.type,
+            "index": replica.index,
+            "restarts": restarts.count if restarts else 0,
+            "desired": desired,
+        },
+        "policy": policy,
+        "pod": facts.pod,
+        "exitCode": facts.exit_code,
+        "reason": facts.reason,
+        "terminationMessage": facts.message,
+        "termination": facts.termination,
+        "newRestarts": new_restarts,
+        "failureAction": facts.failure_action,
+    }

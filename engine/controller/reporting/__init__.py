@@ -1,0 +1,2 @@
+"""What the engine reports: Events on jobs, Prometheus metrics, and the health endpoints.
+"""
