@@ -40,7 +40,8 @@ from engine.cluster.apiserver.endpoints.serve import RunningApiServer  # noqa: E
 from engine.cluster.node import running_node  # noqa: E402
 from engine.controller.machines.install import crd_resources, prepare_cluster  # noqa: E402
 from engine.controller.runtime.manager import Engine  # noqa: E402
-from engine.kube.cache import Cache, project_pod  # noqa: E402
+from engine.controller.runtime.projections import project_pod  # noqa: E402
+from engine.kube.cache import Cache  # noqa: E402
 from engine.kube.client import KubeClient  # noqa: E402
 from engine.kube.resources import PODS  # noqa: E402
 from engine.settings import EngineSettings  # noqa: E402

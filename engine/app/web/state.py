@@ -21,7 +21,8 @@ from engine.controller.reconcile.children import (
     REPLICA_TYPE_LABEL,
 )
 from engine.controller.reconcile.record import RecordError, read_record
-from engine.kube.cache import Cache, project_pod
+from engine.controller.runtime.projections import project_pod
+from engine.kube.cache import Cache
 from engine.kube.resources import Resource
 from engine.kube.timestamps import parse_time
 
@@ -262,7 +263,7 @@ class LiveJobs:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._kinds: dict[Resource, Cache] = {}
-        self._pods = Cache(project_pod)
+        self._pods = Cache(project_pod, indexed_label=JOB_NAME_LABEL)
         self._events = Cache(project_event)
         self._events_by_uid: defaultdict[str, set[tuple[str, str]]] = defaultdict(set)
         self._listeners: list[Listener] = []

@@ -32,6 +32,13 @@ from engine.controller.reporting.events import EventRecorder
 from engine.controller.reporting.metrics import Metrics
 from engine.controller.runtime.expectations import ExpectationKey, Expectations
 from engine.controller.runtime.freshness import WrittenVersions
+from engine.controller.runtime.projections import (
+    project_child_object,
+    project_job,
+    project_node,
+    project_pod,
+    project_service,
+)
 from engine.controller.runtime.queue import WorkQueue
 from engine.controller.runtime.scheduler import WakeScheduler
 from engine.controller.runtime.workers import (
@@ -42,14 +49,7 @@ from engine.controller.runtime.workers import (
     Terminal,
     run_workers,
 )
-from engine.kube.cache import (
-    Cache,
-    project_child_object,
-    project_job,
-    project_node,
-    project_pod,
-    project_service,
-)
+from engine.kube.cache import Cache
 from engine.kube.client import KubeClient
 from engine.kube.errors import AlreadyExists, ApiError
 from engine.kube.informer import Informer
@@ -101,8 +101,8 @@ class Engine:
         )
         self.caches = Caches(
             jobs={},
-            pods=Cache(project_pod),
-            services=Cache(project_service),
+            pods=Cache(project_pod, indexed_label=JOB_NAME_LABEL),
+            services=Cache(project_service, indexed_label=JOB_NAME_LABEL),
             nodes=Cache(project_node),
         )
         self._job_informers: dict[str, tuple[Resource, Informer]] = {}
@@ -190,7 +190,7 @@ class Engine:
                     continue
                 if key in self._object_informers:
                     self._object_informers.pop(key).stop()
-                cache = Cache(project_child_object)
+                cache = Cache(project_child_object, indexed_label=JOB_NAME_LABEL)
                 informer = Informer(self._client, resource, namespace=self._namespace,
                                     cache=cache, handler=self._on_child,
                                     label_selector=JOB_NAME_LABEL)

@@ -19,7 +19,8 @@ import pytest
 from engine.app.up import LocalCluster, UpOptions, running_local_cluster
 from engine.controller.reconcile.children import ReplicaId
 from engine.controller.reconcile.record import read_record
-from engine.kube.cache import Cache, project_pod
+from engine.controller.runtime.projections import project_pod
+from engine.kube.cache import Cache
 from engine.kube.client import KubeClient
 from engine.kube.informer import Informer
 from engine.kube.resources import EVENTS, PODS

@@ -10,13 +10,13 @@ from typing import Any
 import pytest
 
 from engine.controller.reconcile.children import JOB_NAME_LABEL
-from engine.kube.cache import (
-    Cache,
+from engine.controller.runtime.projections import (
     project_job,
     project_node,
     project_pod,
     project_service,
 )
+from engine.kube.cache import Cache
 
 
 def obj(name: str, *, ns: str | None = "default", rv: str = "1", uid: str | None = None,
@@ -133,7 +133,7 @@ def test_job_projection_drops_managed_fields_only_and_copies() -> None:
 
 
 def test_apply_returns_old_and_new_and_indexes_by_owner_and_job_label() -> None:
-    cache = Cache(project_pod)
+    cache = Cache(project_pod, indexed_label=JOB_NAME_LABEL)
     assert cache.apply("ADDED", obj("p0", owners=("j1",), job="a")) == (
         None, cache.get("default", "p0"))
     cache.apply("ADDED", obj("p1", owners=("j1", "other"), job="a"))

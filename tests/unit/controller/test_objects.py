@@ -14,8 +14,9 @@ from engine.controller.reconcile.objects import (
     build_object,
     sync_objects,
 )
+from engine.controller.runtime.projections import project_child_object
 from engine.definition import RenderedObject, render_objects
-from engine.kube.cache import Cache, project_child_object
+from engine.kube.cache import Cache
 from engine.kube.errors import AlreadyExists, NotFound
 from engine.kube.resources import BUILTIN_CHILDREN, CONFIGMAPS
 from tests.kinds import shipped_definitions
