@@ -6,8 +6,8 @@ import heapq
 import itertools
 from typing import Any
 
+from engine.cluster.apiserver.core import Core, open_core
 from engine.cluster.apiserver.registry.builtins import NAMESPACES
-from engine.cluster.apiserver.registry.core import Core, open_core
 from engine.cluster.apiserver.registry.reactor import Task
 
 

@@ -16,6 +16,7 @@ import pytest
 from engine.cluster.apiserver.auth.identity import service_account_user
 from engine.cluster.apiserver.auth.rbac import RbacAuthorizer
 from engine.cluster.apiserver.auth.rbac_bootstrap import BOOTSTRAP_BINDINGS, BOOTSTRAP_ROLES
+from engine.cluster.apiserver.core import Core
 from engine.cluster.apiserver.endpoints.request_info import RequestInfo
 from engine.cluster.apiserver.registry.builtins import (
     CLUSTER_ROLE_BINDINGS,
@@ -25,7 +26,6 @@ from engine.cluster.apiserver.registry.builtins import (
     NAMESPACES,
     SERVICE_ACCOUNTS,
 )
-from engine.cluster.apiserver.registry.core import Core
 from engine.cluster.apiserver.registry.deletion import DeleteOptions, delete
 from tests.unit.cluster.store_support import ManualReactor, make_core, namespace
 

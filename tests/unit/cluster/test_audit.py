@@ -19,9 +19,9 @@ from aiohttp.test_utils import TestClient, TestServer
 
 from engine.cluster.apiserver.auth.audit import AuditLog
 from engine.cluster.apiserver.auth.service_account_tokens import API_AUDIENCES, TokenAuthority
+from engine.cluster.apiserver.core import Core
 from engine.cluster.apiserver.endpoints.server import build_app
 from engine.cluster.apiserver.registry.builtins import SERVICE_ACCOUNTS
-from engine.cluster.apiserver.registry.core import Core
 from tests.unit.cluster.store_support import ManualReactor, make_core, namespace
 
 ADMIN_TOKEN = "admin-token"

@@ -16,8 +16,10 @@ from typing import Any
 import pytest
 
 from engine.cluster.apiserver.admission.typed_decoding import decode_typed
+from engine.cluster.apiserver.core import Core
 from engine.cluster.apiserver.encoding.protobuf import decode_request
 from engine.cluster.apiserver.endpoints.discovery import api_group_list, api_resource_list
+from engine.cluster.apiserver.endpoints.openapi import openapi_v2, openapi_v3_document
 from engine.cluster.apiserver.errors import ApiError
 from engine.cluster.apiserver.printing.tables import to_table
 from engine.cluster.apiserver.registry.builtins import (
@@ -25,9 +27,7 @@ from engine.cluster.apiserver.registry.builtins import (
     CONFIGMAPS,
     CONTROLLER_REVISIONS,
 )
-from engine.cluster.apiserver.registry.core import Core
 from engine.cluster.apiserver.registry.deletion import DeleteOptions, delete
-from engine.cluster.apiserver.schema.openapi import openapi_v2, openapi_v3_document
 from engine.cluster.apiserver.storage.objects import ObjectTable
 from engine.cluster.apiserver.storage.persistence import Journal
 from engine.cluster.apiserver.validation.builtin_validation import validate_builtin

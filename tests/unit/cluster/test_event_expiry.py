@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from engine.cluster.apiserver.controllers.event_expiry import last_write
+from engine.cluster.apiserver.core import Core
 from engine.cluster.apiserver.registry.builtins import CONFIGMAPS, EVENTS
-from engine.cluster.apiserver.registry.core import Core
 from engine.cluster.apiserver.storage.objects import Change
 from tests.unit.cluster.store_support import ManualReactor, make_core
 

@@ -17,6 +17,7 @@ from aiohttp.test_utils import TestClient, TestServer
 from engine.cluster.apiserver.auth.authorization import forbidden_request
 from engine.cluster.apiserver.auth.identity import UserInfo
 from engine.cluster.apiserver.auth.service_account_tokens import API_AUDIENCES, TokenAuthority
+from engine.cluster.apiserver.core import Core
 from engine.cluster.apiserver.endpoints.request_info import RequestInfo
 from engine.cluster.apiserver.endpoints.server import build_app
 from engine.cluster.apiserver.registry.builtins import (
@@ -25,7 +26,6 @@ from engine.cluster.apiserver.registry.builtins import (
     CONFIGMAPS,
     SERVICE_ACCOUNTS,
 )
-from engine.cluster.apiserver.registry.core import Core
 from tests.unit.cluster.store_support import ManualReactor, make_core, namespace
 
 U = UserInfo("u")

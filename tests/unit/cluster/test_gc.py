@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 
 from engine.cluster.apiserver.admission.service_account_admission import ROOT_CA_CONFIGMAP
+from engine.cluster.apiserver.core import Core
 from engine.cluster.apiserver.registry.builtins import CONFIGMAPS, PODS
-from engine.cluster.apiserver.registry.core import Core
 from engine.cluster.apiserver.registry.deletion import DeleteOptions, delete
 from tests.unit.cluster.store_support import ManualReactor, make_core
 

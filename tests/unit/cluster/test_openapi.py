@@ -8,13 +8,13 @@ from typing import Any
 
 import pytest
 
-from engine.cluster.apiserver.registry.builtins import CONFIGMAPS, NAMESPACES, PODS
-from engine.cluster.apiserver.registry.resources import ResourceType
-from engine.cluster.apiserver.schema.openapi import (
+from engine.cluster.apiserver.endpoints.openapi import (
     openapi_v2,
     openapi_v3_document,
     openapi_v3_paths,
 )
+from engine.cluster.apiserver.registry.builtins import CONFIGMAPS, NAMESPACES, PODS
+from engine.cluster.apiserver.registry.resources import ResourceType
 from engine.cluster.apiserver.schema.openapi_schemas import builtin_fields
 
 JOB_SCHEMA: dict[str, Any] = {

@@ -8,9 +8,9 @@ from typing import Any
 import yaml
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
+from engine.cluster.apiserver.endpoints.openapi import openapi_v2
+from engine.cluster.apiserver.endpoints.openapi_protobuf import document_bytes, wants_protobuf
 from engine.cluster.apiserver.registry.builtins import BUILTIN_TYPES, PODS
-from engine.cluster.apiserver.schema.openapi import openapi_v2
-from engine.cluster.apiserver.schema.openapi_protobuf import document_bytes, wants_protobuf
 
 _STRING = descriptor_pb2.FieldDescriptorProto.TYPE_STRING
 _BOOL = descriptor_pb2.FieldDescriptorProto.TYPE_BOOL

@@ -19,11 +19,11 @@ from engine.cluster.apiserver.admission.priority_admission import (
     default_class,
 )
 from engine.cluster.apiserver.admission.typed_decoding import decode_typed
+from engine.cluster.apiserver.core import Core
 from engine.cluster.apiserver.encoding.protobuf import decode_request
 from engine.cluster.apiserver.errors import ApiError
 from engine.cluster.apiserver.printing.tables import to_table
 from engine.cluster.apiserver.registry.builtins import PODS, PRIORITY_CLASSES
-from engine.cluster.apiserver.registry.core import Core
 from engine.cluster.apiserver.registry.priority_classes import (
     SYSTEM_CLASSES,
     priority_class_immutable,

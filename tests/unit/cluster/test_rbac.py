@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from engine.cluster.apiserver.auth.identity import UserInfo, service_account_user
 from engine.cluster.apiserver.auth.rbac import Decision, RbacAuthorizer, rule_allows
+from engine.cluster.apiserver.core import Core
 from engine.cluster.apiserver.endpoints.request_info import RequestInfo
 from engine.cluster.apiserver.registry.builtins import (
     CLUSTER_ROLE_BINDINGS,
@@ -19,7 +20,6 @@ from engine.cluster.apiserver.registry.builtins import (
     ROLE_BINDINGS,
     ROLES,
 )
-from engine.cluster.apiserver.registry.core import Core
 from engine.cluster.apiserver.registry.deletion import DeleteOptions, delete
 from tests.unit.cluster.store_support import ManualReactor, make_core, namespace
 

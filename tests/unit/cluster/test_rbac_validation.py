@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from engine.cluster.apiserver.core import Core
 from engine.cluster.apiserver.errors import ApiError
 from engine.cluster.apiserver.registry.builtins import (
     CLUSTER_ROLE_BINDINGS,
@@ -15,7 +16,6 @@ from engine.cluster.apiserver.registry.builtins import (
     ROLE_BINDINGS,
     ROLES,
 )
-from engine.cluster.apiserver.registry.core import Core
 from engine.cluster.apiserver.registry.resources import ResourceType
 from engine.cluster.apiserver.registry.store import Store
 from tests.unit.cluster.store_support import ManualReactor, make_core

@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from engine.cluster.apiserver.endpoints.discovery import api_resource_list
+from engine.cluster.apiserver.endpoints.openapi import openapi_v2, openapi_v3_document
 from engine.cluster.apiserver.errors import ApiError
 from engine.cluster.apiserver.registry.crds import crd_types
 from engine.cluster.apiserver.registry.resources import ResourceType, ScalePaths
@@ -22,7 +23,6 @@ from engine.cluster.apiserver.registry.scale import (
     unknown_fields,
     updated,
 )
-from engine.cluster.apiserver.schema.openapi import openapi_v2, openapi_v3_document
 
 PATHS = ScalePaths(".spec.size.count", ".status.count", ".status.selector")
 GADGETS = ResourceType(

@@ -18,11 +18,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from engine.cluster.apiserver.admission.typed_decoding import decode_typed
+from engine.cluster.apiserver.core import Core
 from engine.cluster.apiserver.encoding.protobuf import decode_request
 from engine.cluster.apiserver.errors import ApiError
 from engine.cluster.apiserver.printing.tables import to_table
 from engine.cluster.apiserver.registry.builtins import CONFIGMAPS, SECRETS
-from engine.cluster.apiserver.registry.core import Core
 from engine.cluster.apiserver.validation import base64_values
 from engine.cluster.apiserver.validation.base64_values import Base64Error
 from engine.cluster.apiserver.validation.builtin_validation import validate_builtin

@@ -10,10 +10,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from engine.cluster.apiserver.core import Core
 from engine.cluster.apiserver.errors import ApiError
 from engine.cluster.apiserver.patch.server_side_apply import check_options, manager_name
 from engine.cluster.apiserver.registry.builtins import CONFIGMAPS, CRDS, PODS, SERVICES
-from engine.cluster.apiserver.registry.core import Core
 from engine.cluster.apiserver.registry.resources import ResourceType
 from engine.cluster.apiserver.registry.store import Written
 from engine.cluster.apiserver.storage.objects import Obj

@@ -7,9 +7,9 @@ from typing import Any
 import orjson
 import pytest
 
+from engine.cluster.apiserver.core import Core
 from engine.cluster.apiserver.errors import ApiError
 from engine.cluster.apiserver.registry.builtins import CONFIGMAPS, PODS
-from engine.cluster.apiserver.registry.core import Core
 from tests.unit.cluster.store_support import ManualReactor, make_core
 
 

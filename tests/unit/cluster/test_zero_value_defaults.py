@@ -22,6 +22,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engine.cluster.apiserver.admission.pod_defaults import image_pull_policy, pod_defaults
+from engine.cluster.apiserver.core import Core
 from engine.cluster.apiserver.errors import ApiError
 from engine.cluster.apiserver.registry.builtins import (
     CLUSTER_ROLE_BINDINGS,
@@ -41,7 +42,6 @@ from engine.cluster.apiserver.registry.builtins import (
     SERVICE_ACCOUNTS,
     SERVICES,
 )
-from engine.cluster.apiserver.registry.core import Core
 from engine.cluster.apiserver.registry.deletion import DeleteOptions, delete
 from engine.cluster.apiserver.registry.node_ports import NODE_PORTS
 from engine.cluster.apiserver.registry.resources import ResourceType

@@ -15,6 +15,7 @@ from aiohttp import web
 
 from engine.cluster.apiserver.auth.access_reviews import AccessReviews
 from engine.cluster.apiserver.auth.token_request import TokenRequestEndpoint
+from engine.cluster.apiserver.core import Core
 from engine.cluster.apiserver.endpoints import logs, params
 from engine.cluster.apiserver.endpoints.responses import (
     json_response,
@@ -33,7 +34,6 @@ from engine.cluster.apiserver.patch.server_side_apply import APPLY_YAML, check_o
 from engine.cluster.apiserver.printing.tables import wants_table
 from engine.cluster.apiserver.registry import deletion
 from engine.cluster.apiserver.registry.builtins import REVIEW_TYPES
-from engine.cluster.apiserver.registry.core import Core
 from engine.cluster.apiserver.registry.listing import list_page
 from engine.cluster.apiserver.registry.store import Written
 

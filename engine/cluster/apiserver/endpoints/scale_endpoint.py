@@ -14,6 +14,7 @@ from collections.abc import Callable
 import orjson
 from aiohttp import web
 
+from engine.cluster.apiserver.core import Core
 from engine.cluster.apiserver.endpoints import params
 from engine.cluster.apiserver.endpoints.responses import json_response, read_body
 from engine.cluster.apiserver.endpoints.routes import Target
@@ -27,7 +28,6 @@ from engine.cluster.apiserver.patch.server_side_apply import (
 )
 from engine.cluster.apiserver.printing.printing import CREATION_TIMESTAMP_DESCRIPTION
 from engine.cluster.apiserver.printing.tables import table_api_version, to_table, wants_table
-from engine.cluster.apiserver.registry.core import Core
 from engine.cluster.apiserver.registry.resources import ResourceType
 from engine.cluster.apiserver.registry.scale import (
     ScaleChange,

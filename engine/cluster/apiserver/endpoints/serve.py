@@ -23,12 +23,12 @@ from engine.cluster.apiserver.auth.audit import AuditLog
 from engine.cluster.apiserver.auth.authentication import load_or_create_token, load_token_users
 from engine.cluster.apiserver.auth.service_account_tokens import TokenAuthority
 from engine.cluster.apiserver.controllers.event_expiry import DEFAULT_EVENT_TTL
+from engine.cluster.apiserver.core import Core, open_core
 from engine.cluster.apiserver.endpoints.faults import FaultInjector
 from engine.cluster.apiserver.endpoints.kubeconfig import write_kubeconfig
 from engine.cluster.apiserver.endpoints.server import build_app
 from engine.cluster.apiserver.endpoints.tls import create_ca_and_server_cert, ssl_context
 from engine.cluster.apiserver.endpoints.watch_stream import WatchSettings
-from engine.cluster.apiserver.registry.core import Core, open_core
 from engine.cluster.apiserver.registry.reactor import LoopReactor
 from engine.cluster.apiserver.storage.watch import DEFAULT_HISTORY
 from engine.loop_thread import run_on, running_loop

@@ -26,7 +26,8 @@ from engine.cluster.apiserver.auth.identity import UserInfo
 from engine.cluster.apiserver.auth.rbac import RbacAuthorizer
 from engine.cluster.apiserver.auth.service_account_tokens import TokenAuthority
 from engine.cluster.apiserver.auth.token_request import TokenRequestEndpoint
-from engine.cluster.apiserver.endpoints import discovery
+from engine.cluster.apiserver.core import Core
+from engine.cluster.apiserver.endpoints import discovery, openapi, openapi_protobuf
 from engine.cluster.apiserver.endpoints.faults import FaultInjector
 from engine.cluster.apiserver.endpoints.handlers import ResourceHandlers
 from engine.cluster.apiserver.endpoints.request_metrics import RequestCounter
@@ -35,8 +36,6 @@ from engine.cluster.apiserver.endpoints.routes import not_found_path, parse_targ
 from engine.cluster.apiserver.endpoints.watch_stream import WatchSettings
 from engine.cluster.apiserver.errors import ApiError, internal
 from engine.cluster.apiserver.registry.builtins import PODS, SECRETS, SERVICE_ACCOUNTS
-from engine.cluster.apiserver.registry.core import Core
-from engine.cluster.apiserver.schema import openapi, openapi_protobuf
 from engine.cluster.apiserver.storage.objects import Obj
 
 _MAX_BODY = 16 * 1024 * 1024
