@@ -12,9 +12,9 @@ from typing import Any, cast
 import pytest
 
 from engine.kube.client import KubeClient
-from engine.kube.errors import Gone
+from engine.kube.errors import Forbidden, Gone
 from engine.kube.resources import Resource
-from engine.sdk import JobFailedError, JobNotFoundError, JobTimeoutError
+from engine.sdk import JobClientError, JobFailedError, JobNotFoundError, JobTimeoutError
 from engine.sdk.waiting import reached, wait_for_conditions
 from tests.kinds import PYTORCHJOBS
 
@@ -159,3 +159,13 @@ def test_a_job_deleted_while_waited_for_is_not_found() -> None:
 
     with pytest.raises(JobNotFoundError, match="was deleted while waiting"):
         wait(server, version(1))
+
+
+def test_a_watch_the_server_refuses_is_a_job_client_error_with_its_status() -> None:
+    server = Server(Forbidden(403, "Forbidden", "watch is not allowed", {}))
+
+    with pytest.raises(JobClientError) as raised:
+        wait(server, version(1))
+
+    assert (raised.value.status, raised.value.reason) == (403, "Forbidden")
+    assert "cannot read PyTorchJob team/mnist: watch is not allowed" in str(raised.value)
