@@ -2,7 +2,10 @@
 
 Thread-safe; readers get the stored views and must not mutate them. A cache may keep a
 projection of each object instead of all of it (as client-go's informer transforms do):
-whoever builds the cache says what to keep, and which label (if any) to index.
+whoever builds the cache says what to keep, and which label (if any) to index. What to
+keep of an object may change without the object changing (the local node keeps less of a
+pod once it has stopped running it): `reproject` applies the projection again to the view
+held, and no projection decided before that overrides it.
 """
 
 from __future__ import annotations
@@ -57,12 +60,18 @@ class Cache:
     def __init__(
         self, project: Callable[[Obj], Obj] = identity, *, indexed_label: str | None = None
     ) -> None:
+        """`project` makes the view kept of an object; it may also be given a view it made (by
+        `reproject`), and runs under the cache's lock at times, so it must not call the
+        cache."""
         self._project = project
         self._indexed_label = indexed_label
         self._lock = threading.Lock()
         self._objects: dict[Key, Obj] = {}
         self._by_owner: defaultdict[str, set[Key]] = defaultdict(set)
         self._by_label: defaultdict[tuple[str, str], set[Key]] = defaultdict(set)
+        self._reprojections = 0
+        """Counts `reproject` calls: a projection made outside the lock while one happened
+        may rest on what the projection decided before, so it is made again under the lock."""
 
     def replace(self, objects: Iterable[Obj]) -> list[Change]:
         """Make the cache hold exactly `objects` (a fresh list) and say what differed.
@@ -70,9 +79,13 @@ class Cache:
         The changes are what the watch would have delivered had it not missed them, so a
         relist wakes the owners of everything that changed meanwhile.
         """
+        objects = list(objects)
+        reprojections = self._reprojections
         fresh = {_key(view): view for view in map(self._project, objects)}
         changes: list[Change] = []
         with self._lock:
+            if self._reprojections != reprojections:
+                fresh = {_key(view): view for view in map(self._project, objects)}
             for key, gone in list(self._objects.items()):
                 if key not in fresh:
                     self._remove(key, gone)
@@ -87,9 +100,12 @@ class Cache:
 
     def apply(self, event_type: str, obj: Obj) -> tuple[Obj | None, Obj | None]:
         """Apply one watch event; (old, new) projected views, new None after a delete."""
+        reprojections = self._reprojections
         view = self._project(obj)
         key = _key(view)
         with self._lock:
+            if self._reprojections != reprojections:
+                view = self._project(obj)
             old = self._objects.get(key)
             if event_type in ("ADDED", "MODIFIED"):
                 self._store(key, old, view)
@@ -99,6 +115,20 @@ class Cache:
                     self._remove(key, old)
                 return view, None
         raise ValueError(f"a cache applies ADDED, MODIFIED and DELETED events, not {event_type}")
+
+    def reproject(self, namespace: str | None, name: str) -> Obj | None:
+        """Apply the projection again to the view held of one object (what to keep of it has
+        changed); the new view, or None when the cache holds no such object. No event or
+        relist whose projection was made before this call overrides it."""
+        key = (namespace or "", name)
+        with self._lock:
+            self._reprojections += 1
+            old = self._objects.get(key)
+            if old is None:
+                return None
+            view = self._project(old)
+            self._store(key, old, view)
+            return view
 
     def get(self, namespace: str | None, name: str) -> Obj | None:
         """The view of one object, or None."""

@@ -1,32 +1,32 @@
-"""The engine's only door to the API server: raw JSON over kept-alive HTTP connections.
+"""The only door to the API server: raw JSON over kept-alive HTTP connections.
 
-`kubernetes` loads the configuration (kubeconfig or in-cluster, TLS, proxy, token
-refresh), but requests do not go through its ApiClient: that path re-applies the
+The engine, the local node, the SDK and the web view all send through `KubeClient`.
+Requests do not go through the official client's ApiClient: that path re-applies the
 kubeconfig and scans the proxy environment on every request, then sends through urllib3;
 together they cost more CPU than the rest of a reconcile (see `engine.kube.http`).
-Bodies stay plain dicts, written and parsed with orjson. Failures become the typed errors
-below, and a token bucket shared by all threads keeps the engine within its QPS budget.
+`ClientSettings` (engine.kube.config) say where the server is and who the client is: from
+an address and a token, from a pod's service account, or from a kubeconfig, which only
+`engine.kube.kubeconfig` reads (with the `kubernetes` package, imported then and only
+then). Bodies stay plain dicts, written and parsed with orjson. Failures become the typed
+errors of `engine.kube.errors`, and a token bucket shared by all threads keeps a client
+within its QPS budget.
 """
 
 from __future__ import annotations
 
 import contextlib
 import copy
-import ssl
 import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import Any, Literal, Self
+from typing import TYPE_CHECKING, Any, Literal, Self
 from urllib.parse import quote, urlencode, urlsplit
 
 import orjson
-from kubernetes import config as kube_config
-from kubernetes.client import Configuration
-from kubernetes.client.rest import should_bypass_proxies
-from kubernetes.config import incluster_config
 
+from engine.kube.config import ClientSettings
 from engine.kube.errors import (
     ApiError,
     error_from_status,
@@ -39,6 +39,9 @@ from engine.kube.outage import GATEWAY_STATUSES, ApiHealth
 from engine.kube.ratelimit import TokenBucket
 from engine.kube.resources import Resource
 
+if TYPE_CHECKING:
+    from engine.kube.kubeconfig import Configuration
+
 _CONNECT_TIMEOUT_S = 10.0
 _READ_TIMEOUT_S = 60.0
 _WATCH_READ_SLACK_S = 30.0
@@ -46,8 +49,9 @@ _WATCH_READ_SLACK_S = 30.0
 _POOL_SIZE = 32
 _READ_SIZE = 65536
 _AUTH_REFRESH_S = 10.0
-"""How long credentials are reused before the configuration's refresh hook is asked again
-(a 401 asks at once): the hook re-reads the kubeconfig or the service-account token."""
+"""How long credentials are reused before the settings' credential provider is asked again
+(a 401 asks at once): it re-reads the service-account token, or has the kubeconfig's
+refresh hook re-read the kubeconfig or run its credential plugin."""
 
 _PATCH_TYPES = {
     "merge": "application/merge-patch+json",
@@ -149,6 +153,31 @@ class WatchStream(Iterator[dict[str, Any]]):
             self._response.close()
 
 
+class ByteStream:
+    """A subresource's answer read as it comes (a followed pod log, which never ends while
+    the pod runs): chunks, then b"" at its end. `shutdown` from another thread wakes a
+    blocked read; the reader then closes the stream."""
+
+    def __init__(self, response: Response) -> None:
+        self._response = response
+
+    def read_chunk(self, size: int = _READ_SIZE) -> bytes:
+        """The next bytes as soon as some arrive; b"" at the end. Unavailable if the
+        connection breaks (or was shut down)."""
+        try:
+            return self._response.read1(size)
+        except TRANSPORT_ERRORS as exc:
+            raise unavailable(exc) from exc
+
+    def shutdown(self) -> None:
+        """Wake a read blocked in another thread (it ends with Unavailable or b"")."""
+        self._response.shutdown()
+
+    def close(self) -> None:
+        """Close the connection (a stream read part-way cannot be reused)."""
+        self._response.close()
+
+
 class _Counter:
     """A count many threads add to."""
 
@@ -169,12 +198,18 @@ class KubeClient:
     """Thread-safe JSON access to one API server, rate limited like client-go."""
 
     def __init__(
-        self, configuration: Configuration, *, qps: float = 50, burst: int = 100,
+        self, settings: ClientSettings | Configuration, *, qps: float = 50, burst: int = 100,
         user_agent: str = USER_AGENT,
     ) -> None:
-        self._configuration = configuration
-        self._pool = ConnectionPool(_endpoint(configuration), _POOL_SIZE)
-        self._prefix = urlsplit(configuration.host).path.rstrip("/")
+        """`settings`: where the server is and who the client is; a `kubernetes`
+        Configuration is read as a kubeconfig's would be. `qps` may be infinite (no limit)."""
+        if not isinstance(settings, ClientSettings):
+            from engine.kube.kubeconfig import from_configuration  # lazy: loads kubernetes
+
+            settings = from_configuration(settings)
+        self.settings = settings
+        self._pool = ConnectionPool(_endpoint(settings), _POOL_SIZE)
+        self._prefix = urlsplit(settings.server).path.rstrip("/")
         """A server behind a path (e.g. a proxy's /k8s/clusters/NAME) keeps it on every request."""
         self._user_agent = user_agent
         self._auth: dict[str, str] = {}
@@ -183,7 +218,7 @@ class KubeClient:
         self._bucket = TokenBucket(qps, burst)
         self._sent = _Counter()
         """Shared with every `with_budget` copy: requests sent through these connections."""
-        self.api_health = ApiHealth(configuration.host)
+        self.api_health = ApiHealth(settings.server)
         """Whether the server answers, told of every request (shared with the copies too)."""
 
     @classmethod
@@ -191,37 +226,38 @@ class KubeClient:
         cls, path: Path | None = None, *, context: str | None = None,
         qps: float = 50, burst: int = 100, user_agent: str = USER_AGENT,
     ) -> Self:
-        """A client for a kubeconfig file (default: $KUBECONFIG or ~/.kube/config)."""
-        configuration = Configuration()
-        kube_config.load_kube_config(  # type: ignore[no-untyped-call]
-            config_file=str(path) if path is not None else None, context=context,
-            client_configuration=configuration, persist_config=False,
-        )
-        return cls(configuration, qps=qps, burst=burst, user_agent=user_agent)
+        """A client for a kubeconfig file (default: $KUBECONFIG or ~/.kube/config); this
+        loads the `kubernetes` package (engine.kube.kubeconfig)."""
+        from engine.kube.kubeconfig import load_kubeconfig  # lazy: loads kubernetes
+
+        return cls(load_kubeconfig(path, context=context), qps=qps, burst=burst,
+                   user_agent=user_agent)
 
     @classmethod
-    def in_cluster(cls, pod: PodIdentity, *, qps: float = 50, burst: int = 100) -> Self:
+    def in_cluster(
+        cls, pod: PodIdentity, *, qps: float = 50, burst: int = 100,
+        user_agent: str = USER_AGENT,
+    ) -> Self:
         """A client using the pod's service account (token re-read as it rotates)."""
-        configuration = Configuration()
-        loader = incluster_config.InClusterConfigLoader(  # type: ignore[no-untyped-call]
-            token_filename=str(pod.token_file), cert_filename=str(pod.ca_file),
-            environ={incluster_config.SERVICE_HOST_ENV_NAME: pod.host,
-                     incluster_config.SERVICE_PORT_ENV_NAME: pod.port},
-        )
-        loader.load_and_set(configuration)  # type: ignore[no-untyped-call]
-        return cls(configuration, qps=qps, burst=burst)
+        return cls(ClientSettings.in_cluster(pod), qps=qps, burst=burst, user_agent=user_agent)
+
+    @classmethod
+    def for_server(
+        cls, server: str, *, token: str | None = None, ca_file: Path | None = None,
+        qps: float = 50, burst: int = 100, user_agent: str = USER_AGENT,
+    ) -> Self:
+        """A client for a server's address with a bearer token and the CA that signed the
+        server's certificate (None: the system's CAs), as the embedded server hands them to
+        its local node."""
+        return cls(ClientSettings.for_server(server, token=token, ca_file=ca_file),
+                   qps=qps, burst=burst, user_agent=user_agent)
 
     def as_user(self, token: str, *, qps: float = 50, burst: int = 100) -> KubeClient:
         """A client of the same server (address, CA, proxy) that authenticates with `token`
         alone: no client certificate and no credential plugin of this client's, so the server
         answers as it would answer that user (the web view asks as the user it serves)."""
-        configuration = copy.deepcopy(self._configuration)
-        configuration.api_key = {"authorization": f"Bearer {token}"}
-        configuration.api_key_prefix = {}
-        configuration.refresh_api_key_hook = None
-        configuration.cert_file = configuration.key_file = None
-        configuration.username = configuration.password = None
-        return KubeClient(configuration, qps=qps, burst=burst, user_agent=self._user_agent)
+        return KubeClient(self.settings.with_token(token), qps=qps, burst=burst,
+                          user_agent=self._user_agent)
 
     @property
     def request_count(self) -> int:
@@ -248,12 +284,12 @@ class KubeClient:
     def open_stream(
         self, res: Resource, name: str, namespace: str | None = None, *, subresource: str,
         query: Mapping[str, Any] | None = None, read_timeout_s: float = _READ_TIMEOUT_S,
-    ) -> Response:
+    ) -> ByteStream:
         """A subresource's answer with its body not yet read (a followed pod log, which
-        never ends while the pod runs): the caller reads it as it comes, then releases it."""
-        return self._send("GET", res.path(namespace, name, subresource),
-                          query=list((query or {}).items()) or None,
-                          timeout=(_CONNECT_TIMEOUT_S, read_timeout_s))
+        never ends while the pod runs): the caller reads it as it comes, then closes it."""
+        return ByteStream(self._send("GET", res.path(namespace, name, subresource),
+                                     query=list((query or {}).items()) or None,
+                                     timeout=(_CONNECT_TIMEOUT_S, read_timeout_s)))
 
     def read_text(
         self, res: Resource, name: str, namespace: str | None = None, *, subresource: str,
@@ -304,6 +340,24 @@ class KubeClient:
     ) -> dict[str, Any]:
         """Create an object; AlreadyExists if the name is taken."""
         return self._json("POST", res.path(namespace), body=body)
+
+    def create_subresource(
+        self, res: Resource, name: str, subresource: str, body: dict[str, Any],
+        namespace: str | None = None,
+    ) -> dict[str, Any]:
+        """POST to an object's subresource: a pod's `binding`, a service account's `token`
+        (a TokenRequest); NotFound if the object does not exist."""
+        return self._json("POST", res.path(namespace, name, subresource), body=body)
+
+    def server_version(self) -> dict[str, Any]:
+        """The server's version (`gitVersion`, `major`, `minor`...), as `kubectl version`
+        reads it."""
+        return self._json("GET", "/version")
+
+    def resources_of(self, group: str, version: str) -> dict[str, Any]:
+        """The resources the server serves for `group`/`version` (discovery's
+        APIResourceList; "" is the core group); NotFound if it serves none (no such CRD)."""
+        return self._json("GET", f"/apis/{group}/{version}" if group else f"/api/{version}")
 
     def patch(
         self, res: Resource, name: str, body: Any, *, namespace: str | None = None,
@@ -430,55 +484,36 @@ class KubeClient:
         raise refused
 
     def _credentials(self, *, refresh: bool) -> dict[str, str]:
-        """The authorization header, asked of the configuration at most every few seconds."""
+        """The authorization header, asked of the settings at most every few seconds."""
         with self._auth_lock:
             now = time.monotonic()
             if refresh or now >= self._auth_expires:
-                settings: Mapping[str, Any] = self._configuration.auth_settings().get(
-                    "BearerToken") or {}
                 # A token file written by hand often ends in a newline; a header cannot.
-                value = str(settings.get("value") or "").strip()
+                value = self.settings.credentials().strip()
                 self._auth = {"authorization": value} if value else {}
                 self._auth_expires = now + _AUTH_REFRESH_S
             return self._auth
 
 
-def _endpoint(configuration: Configuration) -> Endpoint:
-    """The server's address, TLS settings and proxy, as the official client reads them."""
-    url = urlsplit(configuration.host)
+def _endpoint(settings: ClientSettings) -> Endpoint:
+    """The server's address, TLS settings and proxy."""
+    url = urlsplit(settings.server)
     secure = url.scheme != "http"
     if url.hostname is None:
-        raise ValueError(f"the cluster's server address has no host: {configuration.host!r}")
-    tls = None
-    if secure:
-        tls = ssl.create_default_context(
-            cafile=configuration.ssl_ca_cert, cadata=configuration.ca_cert_data)
-        if configuration.cert_file:
-            tls.load_cert_chain(configuration.cert_file, configuration.key_file)
-        if configuration.assert_hostname is False:
-            tls.check_hostname = False
-        if not configuration.verify_ssl:
-            tls.check_hostname = False
-            tls.verify_mode = ssl.CERT_NONE
+        raise ValueError(f"the cluster's server address has no host: {settings.server!r}")
     proxy = None
-    if configuration.proxy and not should_bypass_proxies(
-            configuration.host, configuration.no_proxy or ""):
-        proxy_url = urlsplit(configuration.proxy)
+    if settings.proxy:
+        proxy_url = urlsplit(settings.proxy)
         if proxy_url.scheme != "http" or proxy_url.hostname is None:
-            raise ValueError(f"only http:// proxies are supported, not {configuration.proxy!r}")
+            raise ValueError(f"only http:// proxies are supported, not {settings.proxy!r}")
         proxy = (proxy_url.hostname, proxy_url.port or 80)
     return Endpoint(
         scheme="https" if secure else "http", host=url.hostname,
-        port=url.port or (443 if secure else 80), tls=tls,
-        server_name=configuration.tls_server_name or _asserted_name(configuration), proxy=proxy,
-        proxy_headers=dict(configuration.proxy_headers or {}),
+        port=url.port or (443 if secure else 80),
+        tls=settings.tls_context() if secure else None,
+        server_name=settings.server_name, proxy=proxy,
+        proxy_headers=dict(settings.proxy_headers),
     )
-
-
-def _asserted_name(configuration: Configuration) -> str | None:
-    """The name `assert_hostname` asks the certificate to carry, when it gives one."""
-    asserted = configuration.assert_hostname
-    return asserted if isinstance(asserted, str) and asserted else None
 
 
 def _query_value(value: Any) -> str:

@@ -38,8 +38,11 @@ class Informer:
     def __init__(
         self, client: KubeClient, resource: Resource, *, namespace: str | None = None,
         cache: Cache, handler: Handler, label_selector: str | None = None,
-        watch_timeout_s: int = 300,
+        watch_timeout_s: int = 300, name: str | None = None,
     ) -> None:
+        """`handler(event_type, old, new)` is told of every change, with the cache's views
+        (`new` None after a delete); `name` names the thread (default
+        `informer-<plural>`)."""
         self._client = client
         self._resource = resource
         self._namespace = namespace
@@ -53,6 +56,7 @@ class Informer:
         self._stream: WatchStream | None = None
         self._thread: threading.Thread | None = None
         self._resource_version: str | None = None
+        self._name = name or f"informer-{resource.plural}"
         self._log = logger.bind(resource=resource.plural, namespace=namespace or "*")
 
     def start(self) -> None:
@@ -60,7 +64,7 @@ class Informer:
         if self._thread is not None:
             raise RuntimeError("an informer starts once")
         self._thread = threading.Thread(
-            target=self._run, name=f"informer-{self._resource.plural}", daemon=True
+            target=self._run, name=self._name, daemon=True
         )
         self._thread.start()
 

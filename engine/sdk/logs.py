@@ -26,9 +26,8 @@ from engine.controller.reconcile.children import (
     replica_of,
 )
 from engine.controller.reconcile.record import RecordError, read_record
-from engine.kube.client import KubeClient
-from engine.kube.errors import ApiError, NotFound, unavailable
-from engine.kube.http import TRANSPORT_ERRORS, Response
+from engine.kube.client import ByteStream, KubeClient
+from engine.kube.errors import ApiError, NotFound, Unavailable
 from engine.kube.resources import PODS
 from engine.sdk.errors import JobClientError, describe, refused
 
@@ -151,7 +150,7 @@ class _Follower:
         self._lines = lines
         self._stopping = threading.Event()
         self._lock = threading.Lock()
-        self._open: set[Response] = set()
+        self._open: set[ByteStream] = set()
 
     def run(self, replica: ReplicaId) -> None:
         try:
@@ -205,14 +204,14 @@ class _Follower:
             response.close()
 
 
-def _read_chunk(response: Response, *, stopping: threading.Event) -> bytes:
+def _read_chunk(stream: ByteStream, *, stopping: threading.Event) -> bytes:
     """The next bytes of a followed log; b"" at its end or once stopped."""
     try:
-        return response.read1(_READ_SIZE)
-    except TRANSPORT_ERRORS as exc:
+        return stream.read_chunk(_READ_SIZE)
+    except Unavailable:
         if stopping.is_set():
             return b""
-        raise unavailable(exc) from exc
+        raise
 
 
 def _pod_log(client: KubeClient, pod: Mapping[str, Any], container: str | None) -> str:
@@ -228,7 +227,7 @@ def _pod_log(client: KubeClient, pod: Mapping[str, Any], container: str | None) 
 
 
 def _follow_response(client: KubeClient, pod: Mapping[str, Any], container: str | None
-                     ) -> Response:
+                     ) -> ByteStream:
     """The answer to a request to follow the pod's log, its body not yet read, with a read
     timeout fit for a program that is silent for a while."""
     metadata = pod["metadata"]

@@ -66,9 +66,12 @@ def node_kubectl(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kubectl]:
 
 @pytest.fixture(scope="module")
 def sleeper(node_kubectl: Kubectl) -> str:
-    """A running pod the tests exec in."""
+    """A running pod the tests exec in, once its command has written the marker (the
+    container runs before its shell gets there; on a loaded machine, well before)."""
     node_kubectl.apply(_pod("sleeper"))
     _running(node_kubectl, "sleeper")
+    eventually(lambda: node_kubectl.run("exec", "sleeper", "--", "test", "-f", "marker")
+               .returncode == 0, timeout=30, interval=0.2)
     return "sleeper"
 
 

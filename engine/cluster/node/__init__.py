@@ -3,6 +3,8 @@
 `LocalNode` is the node itself; `running_node` runs one against a running
 embedded API server for the length of a `with` block; `RestartBackoff` says how
 containers restarted in place back off; `Capacity` what pods may request of it.
+The node has no client of its own: it reaches the API server through the client
+layer (`engine.kube`), as the engine does, and never imports the `kubernetes` package.
 """
 
 from engine.cluster.node.node import LocalNode

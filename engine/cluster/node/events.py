@@ -19,8 +19,10 @@ from typing import Any
 
 from loguru import logger
 
-from engine.cluster.node.api import ApiError, NodeApi
 from engine.cluster.node.times import now
+from engine.kube.client import KubeClient
+from engine.kube.errors import AlreadyExists, ApiError, Conflict, NotFound
+from engine.kube.resources import EVENTS
 
 COMPONENT = "jobmachine-node"
 SCHEDULER = "default-scheduler"
@@ -67,7 +69,7 @@ def event_body(pod: Mapping[str, Any], *, node: str, reason: str, message: str, 
 class EventPoster:
     """Posts pod events for one node, as its kubelet or (`component` SCHEDULER) its scheduler."""
 
-    def __init__(self, api: NodeApi, node: str, component: str = COMPONENT) -> None:
+    def __init__(self, api: KubeClient, node: str, component: str = COMPONENT) -> None:
         self._api = api
         self._node = node
         self._component = component
@@ -89,9 +91,9 @@ class EventPoster:
                           name=f"{metadata['name'][:200].rstrip('-.')}.{suffix}", at=now(),
                           path=path, component=self._component)
         try:
-            self._api.post(f"/api/v1/namespaces/{metadata['namespace']}/events", body)
+            self._api.create(EVENTS, body, metadata["namespace"])
         except ApiError as exc:
-            if not (once and exc.status == 409):
+            if not (once and isinstance(exc, AlreadyExists | Conflict)):
                 self._warn(pod, reason, exc)
             return
         with self._lock:
@@ -101,10 +103,10 @@ class EventPoster:
         """Count one more occurrence of a posted event; False when it is gone (post anew)."""
         namespace = pod["metadata"]["namespace"]
         try:
-            self._api.merge_patch(f"/api/v1/namespaces/{namespace}/events/{name}",
-                                  {"count": count + 1, "lastTimestamp": now()})
+            self._api.patch(EVENTS, name, {"count": count + 1, "lastTimestamp": now()},
+                            namespace=namespace)
         except ApiError as exc:
-            if exc.status != 404:
+            if not isinstance(exc, NotFound):
                 self._warn(pod, key[2], exc)
                 return True
             return False

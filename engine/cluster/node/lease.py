@@ -6,10 +6,13 @@ the Node, so it goes with it.
 
 from __future__ import annotations
 
+import contextlib
 from datetime import UTC, datetime
 from typing import Any
 
-from engine.cluster.node.api import ApiError, NodeApi
+from engine.kube.client import KubeClient
+from engine.kube.errors import AlreadyExists, Conflict, NotFound
+from engine.kube.resources import LEASES
 
 NAMESPACE = "kube-node-lease"
 DURATION_S = 40
@@ -20,25 +23,20 @@ def _micro_now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-def renew_lease(api: NodeApi, node: dict[str, Any]) -> None:
+def renew_lease(api: KubeClient, node: dict[str, Any]) -> None:
     """Renew the node's Lease, creating it when missing (owned by `node`, the Node object)."""
     name = str(node["metadata"]["name"])
-    path = f"/apis/coordination.k8s.io/v1/namespaces/{NAMESPACE}/leases/{name}"
     spec = {"holderIdentity": name, "leaseDurationSeconds": DURATION_S,
             "renewTime": _micro_now()}
     try:
-        api.merge_patch(path, {"spec": spec})
+        api.patch(LEASES, name, {"spec": spec}, namespace=NAMESPACE)
         return
-    except ApiError as exc:
-        if exc.status != 404:
-            raise
+    except NotFound:
+        pass
     owner = {"apiVersion": "v1", "kind": "Node", "name": name,
              "uid": node["metadata"].get("uid")}
     body = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
             "metadata": {"name": name, "namespace": NAMESPACE, "ownerReferences": [owner]},
             "spec": spec}
-    try:
-        api.post(f"/apis/coordination.k8s.io/v1/namespaces/{NAMESPACE}/leases", body)
-    except ApiError as exc:
-        if exc.status != 409:  # created meanwhile: renewed at the next heartbeat
-            raise
+    with contextlib.suppress(AlreadyExists, Conflict):  # created meanwhile: renewed next beat
+        api.create(LEASES, body, NAMESPACE)

@@ -2,13 +2,16 @@
 its capacity and runs the pods bound to it, as local processes or as simulations.
 
 It is the embedded cluster's kubelet and scheduler in one: it talks to the API
-server over HTTP like any client, so the engine cannot tell it from a real node.
-Its own failures are logged and retried (binding and dispatch again at every
-heartbeat); they never stop the node.
+server over HTTP like any client, through the client layer (`engine.kube`: one
+`KubeClient`, named `jobmachine-node` to the server, and an `Informer` keeping the
+pods in a `Cache`), so the engine cannot tell it from a real node. Its own failures
+are logged and retried (binding and dispatch again at every heartbeat); they never
+stop the node.
 """
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from collections.abc import Iterable, Mapping
@@ -17,7 +20,6 @@ from typing import Any, Literal
 
 from loguru import logger
 
-from engine.cluster.node.api import ApiError, NodeApi
 from engine.cluster.node.config.sources import SourceRef, Sources, fetch_sources
 from engine.cluster.node.config.tokens import Tokens, request_tokens
 from engine.cluster.node.events import EventPoster
@@ -37,14 +39,25 @@ from engine.cluster.node.scheduling.scheduler import LocalScheduler
 from engine.cluster.node.status import phases
 from engine.cluster.node.status.backoff import RestartBackoff
 from engine.cluster.node.times import now
-from engine.cluster.node.watcher import Watcher
 from engine.cluster.node.worker import STOP_GRACE_S, PodWorker, confirm_deletion
+from engine.kube.cache import Cache
+from engine.kube.client import KubeClient
+from engine.kube.errors import AlreadyExists, ApiError, Conflict, NotFound, Unavailable
+from engine.kube.informer import Informer
+from engine.kube.resources import NODES, PODS, SERVICES
 
 Mode = Literal["process", "simulate"]
 
 _REGISTER_WITHIN_S = 60.0
 _REGISTER_RETRY_S = 0.2
 _REGISTER_RETRY_CAP_S = 5.0
+USER_AGENT = "jobmachine-node"
+"""How the node names itself to the API server (its audit log and request metrics)."""
+CLIENT_QPS = math.inf
+CLIENT_BURST = 1000
+"""No client-side rate limit: the node talks only to the embedded cluster's own server, and
+a burst of hundreds of pods starting at once (bind, status, events each) must not wait
+behind a token bucket (a kubelet's 50 qps would make 300 pods wait seconds)."""
 
 
 def _meta(pod: dict[str, Any]) -> dict[str, Any]:
@@ -79,7 +92,11 @@ class LocalNode:
         self.mode = mode
         self._heartbeat_s = heartbeat_s
         self._restart_backoff = restart_backoff or RestartBackoff.from_env()
-        self._api = NodeApi(url, token, ca_file)
+        self._api = KubeClient.for_server(url, token=token, ca_file=ca_file, qps=CLIENT_QPS,
+                                          burst=CLIENT_BURST, user_agent=USER_AGENT)
+        # The node retries everything, as the engine does: an outage is logged once (WARNING,
+        # then INFO when the server is back), and the watch's failures meanwhile at DEBUG.
+        self._api.api_health.announce = True
         self.capacity = capacity or Capacity.of_this_machine()
         self._scheduler = LocalScheduler(self._api, name, self.capacity)
         self._files = NodeFiles(logs_dir=logs_dir, state_dir=state_dir)
@@ -93,8 +110,9 @@ class LocalNode:
                            sources=self._read_sources, tokens=self._request_tokens,
                            api=api_address(url))
         )
-        self._pods = Watcher(self._api, "/api/v1/pods", self._on_pod, name=f"{name} pods",
-                             keep=self._view)
+        self._pods = Cache(self._view)
+        self._pod_informer = Informer(self._api, PODS, cache=self._pods,
+                                      handler=self._on_pod_event, name=f"{name} pods")
         # Pods whose worker runs, by uid; then, until the pod is deleted, only its uid in
         # `_ended`: a pod is never run twice, and a finished one costs the node no worker.
         self._workers: dict[str, PodWorker] = {}
@@ -116,14 +134,14 @@ class LocalNode:
             leftovers.kill_leftovers(self._files.processes_dir)
         self._register_while_refused()
         self._scheduler.start()
-        self._pods.start()
+        self._pod_informer.start()
         self._heartbeat.start()
         self._log.info(f"local node {self.name} is ready ({self.mode} mode)")
 
     def stop(self) -> None:
         """Stop watching, end every container (SIGTERM, then SIGKILL), join the threads."""
         self._stopping.set()
-        self._pods.stop()
+        self._pod_informer.stop()
         self._scheduler.stop()
         if self._heartbeat.is_alive():
             self._heartbeat.join(10)
@@ -147,7 +165,7 @@ class LocalNode:
                 self._register()
                 return
             except ApiError as exc:
-                transient = exc.status in (0, 409, 429) or exc.status >= 500
+                transient = isinstance(exc, Unavailable | Conflict | AlreadyExists)
                 if not transient or time.monotonic() + delay > deadline:
                     raise
                 self._log.warning(f"registering the node failed, retrying in {delay:g}s: {exc}")
@@ -155,18 +173,15 @@ class LocalNode:
             delay = min(delay * 2, _REGISTER_RETRY_CAP_S)
 
     def _register(self) -> None:
-        version = str(self._api.get("/version").get("gitVersion") or "v0.0.0")
+        version = str(self._api.server_version().get("gitVersion") or "v0.0.0")
         node = node_object(self.name, mode=self.mode, version=version, now=self._registered_at,
                            capacity=self.capacity)
         try:
-            registered = self._api.post("/api/v1/nodes", node)
-        except ApiError as exc:
-            if exc.status != 409:
-                raise
-            self._api.merge_patch(f"/api/v1/nodes/{self.name}",
-                                  {"metadata": {"labels": node["metadata"]["labels"]}})
-            registered = self._api.merge_patch(f"/api/v1/nodes/{self.name}/status",
-                                               {"status": node["status"]})
+            registered = self._api.create(NODES, node)
+        except (AlreadyExists, Conflict):
+            self._api.patch(NODES, self.name, {"metadata": {"labels": node["metadata"]["labels"]}})
+            registered = self._api.patch(NODES, self.name, {"status": node["status"]},
+                                         subresource="status")
         self._node = registered
         renew_lease(self._api, registered)
 
@@ -179,17 +194,15 @@ class LocalNode:
             except Exception:
                 self._log.exception("heartbeat failed")
             self._resync()
-            if self._pods.listed:
-                self._attempts.prune(pod_group(pod) for pod in self._pods.objects())
+            if self._pod_informer.has_synced:
+                self._attempts.prune(pod_group(pod) for pod in self._pods.list())
 
     def _heartbeat_once(self) -> None:
         status = {"conditions": conditions(heartbeat=now(), since=self._registered_at)}
         try:
-            self._api.merge_patch(f"/api/v1/nodes/{self.name}/status", {"status": status})
+            self._api.patch(NODES, self.name, {"status": status}, subresource="status")
             renew_lease(self._api, self._node)
-        except ApiError as exc:
-            if exc.status != 404:
-                raise
+        except NotFound:
             self._log.warning("the Node object was deleted: registering again")
             self._register()
         self._scheduler.watch_served_groups()
@@ -197,7 +210,7 @@ class LocalNode:
     def _resync(self) -> None:
         """Bind and run what a failed call or a missed event left behind."""
         self._scheduler.wake()
-        for pod in self._pods.objects():
+        for pod in self._pods.list():
             try:
                 self._on_pod("MODIFIED", pod)
             except Exception:
@@ -205,6 +218,13 @@ class LocalNode:
                                ).exception("resync failed")
 
     # -- pods ----------------------------------------------------------------------------
+
+    def _on_pod_event(self, kind: str, old: dict[str, Any] | None,
+                      new: dict[str, Any] | None) -> None:
+        """The informer's news of a pod: its cached view (the last one seen, once deleted)."""
+        pod = new if new is not None else old
+        if pod is not None:
+            self._on_pod(kind, pod)
 
     def _on_pod(self, kind: str, pod: dict[str, Any]) -> None:
         if self._stopping.is_set():
@@ -257,7 +277,7 @@ class LocalNode:
                 self._ended.add(worker.uid)
             self._retired = [w for w in self._retired if w is not worker]
         self._events.forget(worker.uid)
-        self._pods.keep_again(worker.key)
+        self._pods.reproject(*worker.key)
 
     def _forget(self, pod: dict[str, Any]) -> None:
         metadata = _meta(pod)
@@ -268,8 +288,7 @@ class LocalNode:
             if worker is not None:
                 worker.halt()
                 self._retired.append(worker)
-        replaced = any(_meta(p).get("namespace") == namespace and _meta(p).get("name") == name
-                       for p in self._pods.objects())
+        replaced = self._pods.get(namespace, name) is not None
         self._files.remove_pod(namespace, name, uid, logs=not replaced)
         self._attempts.forget_pod(namespace, name, uid)
 
@@ -286,9 +305,9 @@ class LocalNode:
         """The Services of a namespace, read fresh (a Service created just before the pod
         must resolve for its processes)."""
         try:
-            listed = self._api.get(f"/api/v1/namespaces/{namespace}/services")
+            listed, _ = self._api.list(SERVICES, namespace)
         except ApiError as exc:
             self._log.warning(f"listing the Services of {namespace} failed; their names will not "
                               f"resolve for this process: {exc}")
             return []
-        return [str(_meta(item).get("name")) for item in listed.get("items") or ()]
+        return [str(_meta(item).get("name")) for item in listed]

@@ -18,7 +18,6 @@ from typing import Any
 
 from loguru import logger
 
-from engine.cluster.node.api import ApiError, NodeApi, pod_path
 from engine.cluster.node.events import EventPoster, field_path
 from engine.cluster.node.layout import NodeFiles
 from engine.cluster.node.runtime.interface import (
@@ -34,6 +33,9 @@ from engine.cluster.node.status.backoff import RestartBackoff
 from engine.cluster.node.status.pod_status import pod_status
 from engine.cluster.node.status.slots import Slot, pod_slots
 from engine.cluster.node.times import now
+from engine.kube.client import KubeClient
+from engine.kube.errors import AlreadyExists, ApiError, Conflict, NotFound
+from engine.kube.resources import PODS
 
 # How long processes get between SIGTERM and SIGKILL when the node itself stops.
 STOP_GRACE_S = 5.0
@@ -65,14 +67,14 @@ def _images_message(pod: dict[str, Any], mode: str) -> str:
     return f"The {what} ignored: the jobmachine local node {how}."
 
 
-def confirm_deletion(api: NodeApi, pod: dict[str, Any]) -> None:
+def confirm_deletion(api: KubeClient, pod: dict[str, Any]) -> None:
     """Tell the API server the pod's containers are gone: a zero-grace DELETE of this uid."""
     metadata = pod["metadata"]
-    body = {"gracePeriodSeconds": 0, "preconditions": {"uid": metadata["uid"]}}
     try:
-        api.delete(pod_path(metadata["namespace"], metadata["name"]), body)
+        api.delete(PODS, metadata["name"], metadata["namespace"], uid=metadata["uid"],
+                   grace_period_seconds=0)
     except ApiError as exc:
-        if exc.status not in (404, 409):
+        if not isinstance(exc, NotFound | Conflict | AlreadyExists):
             logger.bind(pod=f"{metadata['namespace']}/{metadata['name']}").warning(
                 f"confirming the pod's deletion failed: {exc}"
             )
@@ -81,7 +83,7 @@ def confirm_deletion(api: NodeApi, pod: dict[str, Any]) -> None:
 class PodWorker:
     """Runs one pod bound to this node until it is terminal, deleted, or the node stops."""
 
-    def __init__(self, pod: dict[str, Any], *, runtime: Runtime, api: NodeApi,
+    def __init__(self, pod: dict[str, Any], *, runtime: Runtime, api: KubeClient,
                  events: EventPoster, files: NodeFiles, restart_backoff: RestartBackoff,
                  on_end: Callable[[PodWorker], None]) -> None:
         """`on_end` is called from the worker's thread as it ends, when `done` is set."""
@@ -90,7 +92,6 @@ class PodWorker:
         self.uid = str(metadata["uid"])
         self.key = (str(metadata["namespace"]), str(metadata["name"]))
         self._on_end = on_end
-        self._path = pod_path(metadata["namespace"], metadata["name"], "status")
         self._runtime = runtime
         self._api = api
         self._events = events
@@ -322,9 +323,11 @@ class PodWorker:
         if status == self._written:
             return True
         try:
-            self._api.merge_patch(self._path, {"metadata": {"uid": self.uid}, "status": status})
+            self._api.patch(PODS, self.key[1], {"metadata": {"uid": self.uid}, "status": status},
+                            namespace=self.key[0], subresource="status")
         except ApiError as exc:
-            if exc.status == 404 or (exc.status == 409 and self._replaced()):
+            if isinstance(exc, NotFound) or (isinstance(exc, Conflict | AlreadyExists)
+                                             and self._replaced()):
                 raise _PodGoneError() from exc
             self._log.warning(f"writing the pod status failed, retrying in "
                               f"{self._retry_delay:g}s: {exc}")
@@ -338,9 +341,9 @@ class PodWorker:
         """Whether the pod is gone or another pod of its name stands in its place (a 409 on
         a status write says so only through the uid precondition; other conflicts pass)."""
         try:
-            current = self._api.get(self._path)
+            current = self._api.get(PODS, self.key[1], self.key[0])
         except ApiError as exc:
-            return exc.status == 404
+            return isinstance(exc, NotFound)
         return str((current.get("metadata") or {}).get("uid")) != self.uid
 
     # -- deletion and stopping -----------------------------------------------------------

@@ -166,8 +166,13 @@ def client_through(server: RunningApiServer, proxy: CuttableProxy) -> KubeClient
     return KubeClient(configuration)
 
 
+ENGINE_LOGGERS = ("engine.controller", "engine.kube")
+"""Where the engine logs from: the outage itself is the client layer's to report."""
+
+
 class Lines:
-    """The engine's log records (engine.controller.*) at INFO and above, with their text."""
+    """The engine's log records (engine.controller.* and its client layer, engine.kube.*) at
+    INFO and above, with their text."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -190,7 +195,7 @@ class Lines:
 def lines() -> Iterator[Lines]:
     captured = Lines()
     sink = logger.add(captured, level="INFO",
-                      filter=lambda record: (record["name"] or "").startswith("engine.controller"),
+                      filter=lambda record: (record["name"] or "").startswith(ENGINE_LOGGERS),
                       format="{level} {name}: {message}")
     yield captured
     logger.remove(sink)

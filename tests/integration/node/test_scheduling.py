@@ -24,10 +24,10 @@ from loguru import logger
 
 from engine.cluster.apiserver.endpoints.serve import RunningApiServer
 from engine.cluster.node import Capacity, running_node
-from engine.cluster.node.api import NodeApi
 from engine.cluster.node.scheduling.scheduler import LocalScheduler
 from engine.controller.machines.install import crd_resources, install_crds, wait_until_served
 from engine.kube.client import KubeClient
+from engine.kube.resources import Resource
 from tests.integration.node.conftest import FAST_BACKOFF, NS, Cluster
 from tests.polling import eventually
 
@@ -542,15 +542,16 @@ def test_a_podgroup_created_while_the_scheduler_writes_statuses_breaks_no_pass(
     late_seen = threading.Event()
     created: list[str] = []
     plain_on_group = LocalScheduler._on_group
-    plain_merge_patch = NodeApi.merge_patch
+    plain_patch = KubeClient.patch
 
     def on_group(self: LocalScheduler, flavour: Any, kind: str, group: dict[str, Any]) -> None:
         plain_on_group(self, flavour, kind, group)
         if group["metadata"]["name"] == "late":
             late_seen.set()
 
-    def merge_patch(self: NodeApi, path: str, body: Any) -> Any:
-        result = plain_merge_patch(self, path, body)
+    def patch(self: KubeClient, res: Resource, name: str, body: Any, **options: Any) -> Any:
+        result = plain_patch(self, res, name, body, **options)
+        path = res.path(options.get("namespace"), name, options.get("subresource"))
         if path.endswith("/podgroups/early/status") and not created:
             created.append("late")
             create_group(cluster, VOLCANO, "late", 1)
@@ -558,7 +559,7 @@ def test_a_podgroup_created_while_the_scheduler_writes_statuses_breaks_no_pass(
         return result
 
     monkeypatch.setattr(LocalScheduler, "_on_group", on_group)
-    monkeypatch.setattr(NodeApi, "merge_patch", merge_patch)
+    monkeypatch.setattr(KubeClient, "patch", patch)
     errors: list[str] = []
     sink = logger.add(lambda message: errors.append(str(message)), level="ERROR")
     try:

@@ -63,10 +63,10 @@ def test_the_client_talks_tls_to_the_service_with_the_pods_token(tmp_path: Path)
     pod = pod_identity(_account(tmp_path / "sa"), POD_ENV)
     client = KubeClient.in_cluster(pod)
     try:
-        configuration = client._configuration
-        assert configuration.host == "https://10.96.0.1:443"
-        assert configuration.ssl_ca_cert == str(tmp_path / "sa" / "ca.crt")
-        assert client._credentials(refresh=True) == {"authorization": "bearer a.b.c"}
+        settings = client.settings
+        assert settings.server == "https://10.96.0.1:443"
+        assert settings.ca_file == str(tmp_path / "sa" / "ca.crt")
+        assert client._credentials(refresh=True) == {"authorization": "Bearer a.b.c"}
     finally:
         client.close()
 

@@ -12,7 +12,6 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from engine.cluster.node.api import ApiError
 from engine.cluster.node.config.env import (
     ContainerConfigError,
     command_line,
@@ -28,6 +27,7 @@ from engine.cluster.node.config.sources import (
 )
 from engine.cluster.node.config.volumes import Mount, Unavailable, container_mounts, volume_contents
 from engine.cluster.node.runtime.interface import ContainerWaitingError
+from engine.kube.errors import ApiError
 
 # Reads the referenced objects of a namespace from the API server.
 SourceReader = Callable[[str, Iterable[SourceRef]], Sources]

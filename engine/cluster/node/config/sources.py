@@ -12,9 +12,10 @@ import base64
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, NamedTuple
-from urllib.parse import quote
 
-from engine.cluster.node.api import ApiError, NodeApi
+from engine.kube.client import KubeClient
+from engine.kube.errors import NotFound
+from engine.kube.resources import CONFIGMAPS, SECRETS, Resource
 
 Kind = Literal["configmap", "secret"]
 
@@ -114,22 +115,18 @@ def source_object(kind: Kind, obj: Mapping[str, Any]) -> SourceObject:
     return SourceObject(strings=strings, files=files)
 
 
-_PLURAL: Mapping[Kind, str] = {"configmap": "configmaps", "secret": "secrets"}
+RESOURCES: Mapping[Kind, Resource] = {"configmap": CONFIGMAPS, "secret": SECRETS}
+"""The API resource of each kind of source."""
 
 
-def source_path(namespace: str, ref: SourceRef) -> str:
-    return f"/api/v1/namespaces/{quote(namespace)}/{_PLURAL[ref.kind]}/{quote(ref.name)}"
-
-
-def fetch_sources(api: NodeApi, namespace: str, refs: Iterable[SourceRef]) -> Sources:
-    """Read each referenced object once; 404 means absent, any other failure is an ApiError."""
+def fetch_sources(api: KubeClient, namespace: str, refs: Iterable[SourceRef]) -> Sources:
+    """Read each referenced object once; NotFound means absent, any other failure is an
+    ApiError."""
     found: dict[SourceRef, SourceObject] = {}
     for ref in dict.fromkeys(refs):
         try:
-            obj = api.get(source_path(namespace, ref))
-        except ApiError as exc:
-            if exc.status == 404:
-                continue
-            raise
+            obj = api.get(RESOURCES[ref.kind], ref.name, namespace)
+        except NotFound:
+            continue
         found[ref] = source_object(ref.kind, obj)
     return Sources(found)

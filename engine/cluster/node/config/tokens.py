@@ -12,9 +12,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple
-from urllib.parse import quote
 
-from engine.cluster.node.api import ApiError, NodeApi
+from engine.kube.client import KubeClient
+from engine.kube.errors import ApiError
+from engine.kube.resources import SERVICE_ACCOUNTS
 
 # The API's default for a projected token's expirationSeconds.
 DEFAULT_EXPIRATION_S = 3600
@@ -75,18 +76,15 @@ def token_request(pod: Mapping[str, Any], ref: TokenRef) -> dict[str, Any]:
     return {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": spec}
 
 
-def token_path(namespace: str, ref: TokenRef) -> str:
-    return (f"/api/v1/namespaces/{quote(namespace)}/serviceaccounts/"
-            f"{quote(ref.service_account)}/token")
-
-
-def request_tokens(api: NodeApi, pod: Mapping[str, Any]) -> dict[TokenRef, str | TokenFailure]:
+def request_tokens(api: KubeClient, pod: Mapping[str, Any]
+                   ) -> dict[TokenRef, str | TokenFailure]:
     """A token for each serviceAccountToken source of the pod, or why there is none."""
     namespace = str((pod.get("metadata") or {}).get("namespace") or "default")
     tokens: dict[TokenRef, str | TokenFailure] = {}
     for ref in token_refs(pod):
         try:
-            answer = api.post(token_path(namespace, ref), token_request(pod, ref))
+            answer = api.create_subresource(SERVICE_ACCOUNTS, ref.service_account, "token",
+                                            token_request(pod, ref), namespace)
         except ApiError as exc:
             tokens[ref] = TokenFailure(f"failed to fetch token: {exc.message}")
             continue

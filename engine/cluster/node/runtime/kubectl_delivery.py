@@ -8,7 +8,9 @@ it, and the job ends, instead of hanging in Init.
 Run as `python -m engine.cluster.node.runtime.kubectl_delivery` inside the pod. kubectl is "copied"
 as a link to the resolved `kubectl` on PATH (the pod shares this machine's files); the pods
 are read with the pod's own in-cluster credentials (the `kubernetes` Service variables and
-the kube-api-access volume), as the real image does with client-go.
+the kube-api-access volume), as the real image does with client-go, through `KubeClient`
+built from the address, token and CA alone: this short-lived process never imports the
+`kubernetes` package, whose import alone costs most of a second.
 """
 
 from __future__ import annotations
@@ -21,7 +23,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from engine.cluster.apiserver.admission.service_account_admission import TOKEN_MOUNT_PATH
-from engine.cluster.node.api import ApiError, NodeApi, pod_path
+from engine.cluster.node.node import CLIENT_BURST, CLIENT_QPS, USER_AGENT
+from engine.kube.client import KubeClient
+from engine.kube.errors import ApiError, NotFound
+from engine.kube.resources import PODS
 
 SERVICE_ACCOUNT_DIR = Path(TOKEN_MOUNT_PATH)
 HOSTFILE = Path("/etc/mpi/hostfile")
@@ -53,7 +58,8 @@ def hostfile_pods(text: str, *, itself: str) -> list[str]:
     return [name for name in dict.fromkeys(names) if name != itself]
 
 
-def in_cluster_api(environ: dict[str, str], account_dir: Path = SERVICE_ACCOUNT_DIR) -> NodeApi:
+def in_cluster_api(environ: dict[str, str], account_dir: Path = SERVICE_ACCOUNT_DIR
+                   ) -> KubeClient:
     """A client with the pod's credentials, found as client-go's in-cluster config finds
     them."""
     host, port = environ.get("KUBERNETES_SERVICE_HOST"), environ.get("KUBERNETES_SERVICE_PORT")
@@ -63,8 +69,9 @@ def in_cluster_api(environ: dict[str, str], account_dir: Path = SERVICE_ACCOUNT_
                             f"KUBERNETES_SERVICE_PORT must be set and {token} must exist")
     address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
     ca = account_dir / "ca.crt"
-    return NodeApi(f"https://{address}", token.read_text().strip(),
-                   ca if ca.is_file() else None)
+    return KubeClient.for_server(f"https://{address}", token=token.read_text().strip(),
+                                 ca_file=ca if ca.is_file() else None, qps=CLIENT_QPS,
+                                 burst=CLIENT_BURST, user_agent=USER_AGENT)
 
 
 def pod_namespace(environ: dict[str, str], account_dir: Path = SERVICE_ACCOUNT_DIR) -> str:
@@ -97,13 +104,15 @@ def wait_running(read_phase: Callable[[str], str], names: Sequence[str], *,
             sleep(POLL_S)
 
 
-def _phase_reader(api: NodeApi, namespace: str) -> Callable[[str], str]:
+def _phase_reader(api: KubeClient, namespace: str) -> Callable[[str], str]:
     def phase(name: str) -> str:
         try:
-            return str((api.get(pod_path(namespace, name)).get("status") or {}).get("phase")
+            return str((api.get(PODS, name, namespace).get("status") or {}).get("phase")
                        or "Pending")
+        except NotFound:
+            return "not found"
         except ApiError as exc:
-            return "not found" if exc.status == 404 else f"unreadable: {exc}"
+            return f"unreadable: {exc}"
     return phase
 
 

@@ -15,6 +15,7 @@ from typing import Any, NamedTuple
 
 from engine.cluster.node.scheduling.fit import node_message, short_of
 from engine.cluster.node.scheduling.requests import Resources, pod_requests, summed
+from engine.kube.resources import Resource
 
 RequestsOf = Callable[[Mapping[str, Any]], Resources]
 """A pod's requests (the scheduler keeps them per pod, computed once)."""
@@ -32,12 +33,9 @@ class Flavour:
     version: str
 
     @property
-    def collection(self) -> str:
-        """Every PodGroup of this API, for list and watch."""
-        return f"/apis/{self.group}/{self.version}/podgroups"
-
-    def status_path(self, namespace: str, name: str) -> str:
-        return f"/apis/{self.group}/{self.version}/namespaces/{namespace}/podgroups/{name}/status"
+    def resource(self) -> Resource:
+        """The PodGroups of this API."""
+        return Resource(self.group, self.version, "podgroups", "PodGroup")
 
 
 VOLCANO = Flavour("volcano", "scheduling.volcano.sh", "v1beta1")

@@ -18,12 +18,10 @@ import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
-from functools import partial
 from typing import Any
 
 from loguru import logger
 
-from engine.cluster.node.api import ApiError, NodeApi, pod_path
 from engine.cluster.node.events import SCHEDULER, EventPoster
 from engine.cluster.node.scheduling import gangs
 from engine.cluster.node.scheduling.capacity import Capacity
@@ -32,7 +30,11 @@ from engine.cluster.node.scheduling.gangs import GangRef
 from engine.cluster.node.scheduling.requests import Resources, pod_requests
 from engine.cluster.node.status import phases
 from engine.cluster.node.times import now
-from engine.cluster.node.watcher import Watcher
+from engine.kube.cache import Cache
+from engine.kube.client import KubeClient
+from engine.kube.errors import AlreadyExists, ApiError, Conflict, NotFound
+from engine.kube.informer import Informer
+from engine.kube.resources import PODS
 
 _RETRY_S = 5.0
 """How often pending pods are looked at again even when nothing was seen to change."""
@@ -75,7 +77,7 @@ class _Unit:
 class LocalScheduler:
     """Binds the pods no node has yet to `node`, within `capacity`."""
 
-    def __init__(self, api: NodeApi, node: str, capacity: Capacity) -> None:
+    def __init__(self, api: KubeClient, node: str, capacity: Capacity) -> None:
         self._api = api
         self._node = node
         self._capacity = capacity.amounts
@@ -92,7 +94,7 @@ class LocalScheduler:
         # Each pending pod's requests, computed once (a pod's requests do not change).
         self._wanted: dict[str, Resources] = {}
         self._gangs = gangs.GangBook()
-        self._group_watchers: dict[str, Watcher] = {}
+        self._group_informers: dict[str, Informer] = {}
         self._log = logger.bind(node=node, component="scheduler")
         self._thread = threading.Thread(target=self._loop, name=f"{node} scheduler", daemon=True)
 
@@ -103,8 +105,8 @@ class LocalScheduler:
     def stop(self) -> None:
         self._stopping.set()
         self._wake.set()
-        for watcher in self._group_watchers.values():
-            watcher.stop()
+        for informer in self._group_informers.values():
+            informer.stop()
         if self._thread.is_alive():
             self._thread.join(10)
 
@@ -116,18 +118,25 @@ class LocalScheduler:
         """Watch the PodGroup APIs the server serves (a CRD installed later is picked up at
         the node's next heartbeat)."""
         for flavour in gangs.FLAVOURS:
-            if flavour.name in self._group_watchers or not self._served(flavour):
+            if flavour.name in self._group_informers or not self._served(flavour):
                 continue
-            watcher = Watcher(self._api, flavour.collection, partial(self._on_group, flavour),
-                              name=f"{self._node} {flavour.name} podgroups")
-            self._group_watchers[flavour.name] = watcher
-            watcher.start()
+
+            def on_group(kind: str, old: dict[str, Any] | None, new: dict[str, Any] | None,
+                         flavour: gangs.Flavour = flavour) -> None:
+                group = new if new is not None else old
+                if group is not None:
+                    self._on_group(flavour, kind, group)
+
+            informer = Informer(self._api, flavour.resource, cache=Cache(), handler=on_group,
+                                name=f"{self._node} {flavour.name} podgroups")
+            self._group_informers[flavour.name] = informer
+            informer.start()
 
     def _served(self, flavour: gangs.Flavour) -> bool:
         try:
-            self._api.get(f"/apis/{flavour.group}/{flavour.version}")
+            self._api.resources_of(flavour.group, flavour.version)
         except ApiError as exc:
-            if exc.status != 404:
+            if not isinstance(exc, NotFound):
                 self._log.warning(f"could not tell whether {flavour.group} is served: {exc}")
             return False
         return True
@@ -254,9 +263,10 @@ class LocalScheduler:
                 "metadata": {"name": name, "namespace": namespace, "uid": uid},
                 "target": {"apiVersion": "v1", "kind": "Node", "name": self._node}}
         try:
-            self._api.post(pod_path(namespace, name, "binding"), body)
+            self._api.create_subresource(PODS, name, "binding", body, namespace)
         except ApiError as exc:
-            if exc.status in (404, 409):  # gone, or bound meanwhile: the watch will say
+            if isinstance(exc, NotFound | Conflict | AlreadyExists):
+                # gone, or bound meanwhile: the watch will say
                 with self._lock:
                     self._pending.pop(uid, None)
             else:
@@ -294,21 +304,21 @@ class LocalScheduler:
         kept = [c for c in conditions if c.get("type") != "PodScheduled"]
         metadata = _meta(pod)
         try:
-            self._api.merge_patch(pod_path(str(metadata["namespace"]), str(metadata["name"]),
-                                           "status"),
-                                  {"status": {"conditions": [*kept, condition]}})
+            self._api.patch(PODS, str(metadata["name"]),
+                            {"status": {"conditions": [*kept, condition]}},
+                            namespace=str(metadata["namespace"]), subresource="status")
         except ApiError as exc:
-            if exc.status not in (404, 409):
+            if not isinstance(exc, NotFound | Conflict | AlreadyExists):
                 self._log.bind(pod=_name(pod)).warning(f"could not say why it waits: {exc}")
             return
         self._events.post(pod, "FailedScheduling", message, kind="Warning")
 
     def _write_group_status(self, ref: GangRef, status: dict[str, Any]) -> None:
         try:
-            self._api.merge_patch(ref.flavour.status_path(ref.namespace, ref.name),
-                                  {"status": status})
+            self._api.patch(ref.flavour.resource, ref.name, {"status": status},
+                            namespace=ref.namespace, subresource="status")
         except ApiError as exc:
-            if exc.status != 404:
+            if not isinstance(exc, NotFound):
                 self._log.bind(podgroup=str(ref)).warning(
                     f"could not write the PodGroup's status (tried again soon): {exc}")
                 with self._lock:

@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-from engine.cluster.node.api import ApiError
 from engine.cluster.node.config.container_config import check_sources, read_sources, resolve
 from engine.cluster.node.config.env import ContainerConfigError
 from engine.cluster.node.config.sources import SourceObject, SourceRef, Sources
 from engine.cluster.node.runtime.interface import ContainerWaitingError
+from engine.kube.errors import unavailable
 
 POD: dict[str, Any] = {
     "metadata": {"name": "w-0", "namespace": "team", "uid": "u1"},
@@ -80,7 +80,7 @@ def test_reading_sources_asks_for_every_reference_and_waits_when_the_server_fail
     assert len(asked) == 1
 
     def failing(namespace: str, refs: Iterable[SourceRef]) -> Sources:
-        raise ApiError(0, "Unreachable", "connection refused")
+        raise unavailable(ConnectionRefusedError("connection refused"))
 
     with pytest.raises(ContainerWaitingError, match="connection refused"):
         read_sources(failing, POD, container)

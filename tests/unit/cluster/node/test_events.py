@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from typing import Any, cast
 
-from engine.cluster.node.api import ApiError, NodeApi
 from engine.cluster.node.events import EventPoster, field_path
+from engine.kube.client import KubeClient
+from engine.kube.errors import NotFound
+from engine.kube.resources import Resource
 
 POD = {"metadata": {"name": "train", "namespace": "jobs", "uid": "u-1"}}
 EVENTS = "/api/v1/namespaces/jobs/events"
@@ -19,20 +21,22 @@ class RecordingApi:
         self.writes: list[tuple[str, str, dict[str, Any]]] = []
         self.gone: set[str] = set()
 
-    def post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
-        self.writes.append(("POST", path, body))
+    def create(self, res: Resource, body: dict[str, Any], namespace: str) -> dict[str, Any]:
+        self.writes.append(("POST", res.path(namespace), body))
         return body
 
-    def merge_patch(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+    def patch(self, res: Resource, name: str, body: dict[str, Any], *,
+              namespace: str) -> dict[str, Any]:
+        path = res.path(namespace, name)
         self.writes.append(("PATCH", path, body))
         if path.rsplit("/", 1)[-1] in self.gone:
-            raise ApiError(404, "NotFound", "gone")
+            raise NotFound(404, "NotFound", "gone", {})
         return body
 
 
 def poster() -> tuple[EventPoster, RecordingApi]:
     api = RecordingApi()
-    return EventPoster(cast(NodeApi, api), "node-1"), api
+    return EventPoster(cast(KubeClient, api), "node-1"), api
 
 
 def summary(api: RecordingApi) -> list[tuple[str, Any, Any]]:

@@ -5,10 +5,10 @@ from __future__ import annotations
 import base64
 
 from engine.cluster.node.config.sources import (
+    RESOURCES,
     SourceRef,
     env_references,
     source_object,
-    source_path,
     volume_references,
 )
 
@@ -49,7 +49,5 @@ def test_secret_data_is_base64_and_string_data_is_taken_as_it_is() -> None:
 
 
 def test_paths() -> None:
-    assert source_path("team", SourceRef("secret", "a b")) == (
-        "/api/v1/namespaces/team/secrets/a%20b")
-    assert source_path("team", SourceRef("configmap", "c")) == (
-        "/api/v1/namespaces/team/configmaps/c")
+    assert RESOURCES["secret"].path("team", "a b") == "/api/v1/namespaces/team/secrets/a b"
+    assert RESOURCES["configmap"].path("team", "c") == "/api/v1/namespaces/team/configmaps/c"

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine.cluster.node.api import ApiError
 from engine.cluster.node.config.tokens import TokenFailure, TokenRef, request_tokens, token_refs
+from engine.kube.errors import ApiError, NotFound
+from engine.kube.resources import Resource
 
 
 def pod(*sources: dict[str, Any], account: str | None = "runner") -> dict[str, Any]:
@@ -24,8 +25,9 @@ class FakeApi:
         self.posts: list[tuple[str, Any]] = []
         self.refuse = refuse
 
-    def post(self, path: str, body: Any) -> dict[str, Any]:
-        self.posts.append((path, body))
+    def create_subresource(self, res: Resource, name: str, subresource: str, body: Any,
+                           namespace: str) -> dict[str, Any]:
+        self.posts.append((res.path(namespace, name, subresource), body))
         if self.refuse:
             raise self.refuse
         return {"status": {"token": f"token-{len(self.posts)}"}}
@@ -58,7 +60,7 @@ def test_the_request_is_bound_to_the_pod_with_the_sources_audience() -> None:
 
 
 def test_a_refusal_becomes_the_kubelets_message() -> None:
-    api = FakeApi(ApiError(404, "NotFound", 'serviceaccounts "runner" not found'))
+    api = FakeApi(NotFound(404, "NotFound", 'serviceaccounts "runner" not found', {}))
     assert request_tokens(api, pod(KUBE)) == {  # type: ignore[arg-type]
         TokenRef("runner", "", 3607): TokenFailure(
             'failed to fetch token: serviceaccounts "runner" not found')}
