@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from engine.definition.schema import MachineSpec, TransitionSpec
-from engine.definition.vocabulary import Level, observations_for
+from engine.definition.vocabulary import WORLD_RESETTING_ACTIONS, Level, observations_for
 
 WILDCARD = "*"
 
@@ -98,10 +98,6 @@ class Cycle:
     observations: frozenset[str]
 
 
-WORLD_CHANGING_ACTIONS = frozenset({"restartJob"})
-"""Actions after which no guard sees the world it saw: restartJob resets every replica."""
-
-
 def guard_only_cycles(machine: MachineSpec, level: Level) -> list[Cycle]:
     """One cycle per distinct loop the machine could take without the world changing."""
     found: dict[frozenset[str], Cycle] = {}
@@ -109,7 +105,7 @@ def guard_only_cycles(machine: MachineSpec, level: Level) -> list[Cycle]:
         graph: dict[str, list[tuple[str, int]]] = {}
         for source, target, index in edges(machine):
             transition = machine.transitions[index]
-            if any(a.name in WORLD_CHANGING_ACTIONS for a in transition.actions):
+            if any(a.name in WORLD_RESETTING_ACTIONS for a in transition.actions):
                 continue
             on = transition.on
             if on is None or on in observations:

@@ -1,18 +1,20 @@
 """The one pure function the controller calls: step an instance to its fixed point.
 
 Given a compiled level, the current state and the facts (observations that
-hold, CEL variables), `step` returns the new state, the transitions fired and
-the actions to run, without side effects; the controller records the result
-in status first and only then acts. Also the pure helpers the controller needs
-around a step: when to look at an instance again (what a job's pods and
-objects are made of is rendering.py's).
+hold, CEL variables), `step` returns the new state, the transitions fired, the
+actions to run and, for an instance that stays in its state, the actions it
+replays there, without side effects: one step per instance is all a decision
+needs. The controller records the result in status first and only then acts.
+Also the pure helpers the controller needs around a step: when to look at an
+instance again (what a job's pods and objects are made of is rendering.py's).
 """
 
 from __future__ import annotations
 
 import datetime
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from engine.definition.cel import Activation, CelEvaluationError
@@ -24,6 +26,7 @@ from engine.definition.compiled import (
     StepError,
 )
 from engine.definition.templates import TextTemplate
+from engine.definition.vocabulary import REPLAYABLE_ACTIONS
 
 
 @dataclass(frozen=True)
@@ -37,6 +40,10 @@ class Facts:
     transition that takes one uses it up, and the observation mapped to holds instead."""
     sharing: Activation | None = None
     """An activation whose converted values this step may reuse (see `Activation`)."""
+    withheld: Callable[[tuple[PlannedAction, ...]], frozenset[str]] | None = None
+    """Which of `observations` do not hold after all, given what the instance replays if it
+    stays in the state it starts in (nothing for a new instance): the job is not `settled`
+    while a replayed clean-up still has pods to delete. Asked once, before anything fires."""
 
 
 @dataclass(frozen=True)
@@ -65,10 +72,21 @@ class PlannedAction:
 
 @dataclass(frozen=True)
 class StepResult:
+    """Everything one step decided for an instance, for the caller to apply as it is."""
+
     state: str
     fired: tuple[FiredTransition, ...] = ()
     actions: tuple[PlannedAction, ...] = ()
     errors: tuple[str, ...] = ()
+    replays: tuple[PlannedAction, ...] = ()
+    """When the instance ends the step in the state it started from: the replayable
+    `onEnter` actions of that state, planned again, so that one whose carrying out failed
+    (the API server was away) is done on a later pass. Empty for an instance that ends
+    elsewhere or was created."""
+    replay_errors: tuple[str, ...] = ()
+    """The errors rendering that state's `onEnter` actions for `replays`, replayable or not."""
+    withheld: frozenset[str] = frozenset()
+    """The observations `Facts.withheld` withheld from this step."""
 
     @property
     def changed(self) -> bool:
@@ -77,8 +95,8 @@ class StepResult:
 
 
 class _Recorder:
-    def __init__(self, facts: Facts) -> None:
-        self.variables = Activation(facts.variables, sharing=facts.sharing)
+    def __init__(self, variables: Activation) -> None:
+        self.variables = variables
         self.fired: list[FiredTransition] = []
         self.actions: list[PlannedAction] = []
         self.errors: list[str] = []
@@ -114,27 +132,72 @@ class _Recorder:
             self.plan(machine.states[fired.target].on_enter, state=fired.target)
 
 
+@dataclass
+class _Stay:
+    """What an instance replays if it stays in the state it starts a step in (`None`: a new
+    instance, which replays nothing); rendered once, when first asked for."""
+
+    machine: CompiledMachine
+    state: str | None
+    variables: Activation
+
+    @cached_property
+    def replays(self) -> tuple[tuple[PlannedAction, ...], tuple[str, ...]]:
+        """The state's replayable `onEnter` actions, rendered as on entry, and the errors
+        rendering all of its `onEnter` actions."""
+        if self.state is None:
+            return (), ()
+        recorder = _Recorder(self.variables)
+        recorder.plan(self.machine.states[self.state].on_enter, state=self.state)
+        replayable = tuple(a for a in recorder.actions if a.name in REPLAYABLE_ACTIONS)
+        return replayable, tuple(recorder.errors)
+
+
 def step(machine: CompiledMachine, state: str | None, facts: Facts) -> StepResult:
     """Fire transitions from `state` until none fires, a self-loop fires, or a state with
     `onEnter` actions is entered: those take effect before the instance moves on, so a
-    transition out of that state is considered on the next step."""
-    recorder = _Recorder(facts)
+    transition out of that state is considered on the next step.
+
+    An instance that ends in the state it started in replays that state's replayable
+    `onEnter` actions (`StepResult.replays`)."""
+    recorder = _Recorder(Activation(facts.variables, sharing=facts.sharing))
+    stay = _Stay(machine, state, recorder.variables)
     if state is None:
-        state = machine.initial
-        recorder.fired.append(FiredTransition(
-            None, state, state, f"Created in {state}", "Normal"
-        ))
-        recorder.plan(machine.states[state].on_enter, state=state)
+        state = _create(machine, recorder)
     elif state not in machine.states:
         raise StepError(f"unknown {machine.level} state {state!r}")
-    observations = facts.observations & machine.observations
-    context = StepContext(state, observations, recorder.variables)
+    withheld = frozenset() if facts.withheld is None else facts.withheld(stay.replays[0])
+    final = _fire(machine, state, facts.observations - withheld, facts.consumed, recorder)
+    replays, replay_errors = stay.replays if final == stay.state else ((), ())
+    return StepResult(
+        final, tuple(recorder.fired), tuple(recorder.actions), tuple(recorder.errors),
+        replays, replay_errors, withheld,
+    )
+
+
+def _create(machine: CompiledMachine, recorder: _Recorder) -> str:
+    """Record the creation of an instance in the initial state; that state."""
+    state = machine.initial
+    recorder.fired.append(FiredTransition(None, state, state, f"Created in {state}", "Normal"))
+    recorder.plan(machine.states[state].on_enter, state=state)
+    return state
+
+
+def _fire(
+    machine: CompiledMachine,
+    state: str,
+    observations: frozenset[str],
+    consumed: Mapping[str, str],
+    recorder: _Recorder,
+) -> str:
+    """Fire transitions from `state` as `step` says, recording them; the state reached."""
+    context = StepContext(state, observations & machine.observations, recorder.variables)
     path = [state]
     while (fired := machine.fire(context)) is not None:
         recorder.transition(machine, fired, path[-1])
-        if fired.on is not None and fired.on in facts.consumed:
+        if fired.on is not None and fired.on in consumed:
             context.observations = (
-                context.observations - {fired.on} | {facts.consumed[fired.on]}
+                context.observations - {fired.on} | {consumed[fired.on]}
             ) & machine.observations
         if fired.target == path[-1]:
             break
@@ -144,22 +207,7 @@ def step(machine: CompiledMachine, state: str | None, facts: Facts) -> StepResul
         if len(path) - 1 > len(machine.states) + 1:
             raise StepError(f"{machine.level} machine loops: {_loop(path)}")
     recorder.errors += context.errors
-    return StepResult(
-        path[-1], tuple(recorder.fired), tuple(recorder.actions), tuple(recorder.errors)
-    )
-
-
-def entry_actions(
-    machine: CompiledMachine, state: str, facts: Facts
-) -> tuple[tuple[PlannedAction, ...], tuple[str, ...]]:
-    """The `onEnter` actions of `state`, rendered as on entry, and any rendering errors.
-
-    The controller replays the idempotent ones while an instance stays in the
-    state, so an action that failed once is carried out on a later pass.
-    """
-    recorder = _Recorder(facts)
-    recorder.plan(machine.states[state].on_enter, state=state)
-    return tuple(recorder.actions), tuple(recorder.errors)
+    return path[-1]
 
 
 def _loop(path: list[str]) -> str:

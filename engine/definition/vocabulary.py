@@ -40,6 +40,16 @@ class Action:
     levels: tuple[Level, ...]
     meaning: str
     args: tuple[ActionArg, ...] = ()
+    replayable: bool = False
+    """Its effect is a desired state of the world, so doing it twice is harmless: planned
+    again at every step while an instance stays in the state whose `onEnter` has it, so
+    one whose carrying out failed (the API server was away) is done on a later pass."""
+    creates: bool = False
+    """It creates a replica's child: a job state that holds its replicas cancels it, though
+    planned earlier in the same decision."""
+    resets_world: bool = False
+    """After it no guard sees the world it saw (every replica starts again), so a cycle
+    through it is not a loop without the world changing."""
 
 
 @dataclass(frozen=True)
@@ -122,11 +132,15 @@ _POLICY_CHOICES = ("All", "Running", "None")
 
 ACTIONS: tuple[Action, ...] = (
     Action(
-        "createPod", ("replica",), "Create the replica's pod (idempotent: a deterministic name)."
+        "createPod", ("replica",), "Create the replica's pod (idempotent: a deterministic name).",
+        replayable=True, creates=True,
     ),
-    Action("deletePod", ("replica",), "Delete the replica's pod, gracefully."),
-    Action("createService", ("replica",), "Create the replica's headless service, if it has one."),
-    Action("deleteService", ("replica",), "Delete the replica's service."),
+    Action("deletePod", ("replica",), "Delete the replica's pod, gracefully.", replayable=True),
+    Action(
+        "createService", ("replica",), "Create the replica's headless service, if it has one.",
+        replayable=True, creates=True,
+    ),
+    Action("deleteService", ("replica",), "Delete the replica's service.", replayable=True),
     Action(
         "countRestart",
         ("replica",),
@@ -152,6 +166,7 @@ ACTIONS: tuple[Action, ...] = (
                 choices=_POLICY_CHOICES,
             ),
         ),
+        replayable=True,
     ),
     Action(
         "restartJob",
@@ -159,6 +174,7 @@ ACTIONS: tuple[Action, ...] = (
         "Start a new attempt of the whole job: the restart attempt goes up by one (pods of "
         "older attempts are deleted), one restart is counted (runPolicy.backoffLimit), and "
         "every replica starts again from the initial state.",
+        resets_world=True,
     ),
     Action(
         "setCondition",
@@ -319,6 +335,11 @@ def observations_for(level: Level) -> dict[str, Observation]:
 
 def actions_for(level: Level) -> dict[str, Action]:
     return {a.name: a for a in ACTIONS if level in a.levels}
+
+
+REPLAYABLE_ACTIONS = frozenset(a.name for a in ACTIONS if a.replayable)
+CREATING_ACTIONS = frozenset(a.name for a in ACTIONS if a.creates)
+WORLD_RESETTING_ACTIONS = frozenset(a.name for a in ACTIONS if a.resets_world)
 
 
 @dataclass(frozen=True)

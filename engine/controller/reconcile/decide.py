@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
+from functools import partial
 from typing import Any
 
 from engine.controller.reconcile.children import ReplicaId
@@ -33,26 +34,16 @@ from engine.controller.reconcile.variables import (
 )
 from engine.definition import (
     CompiledDefinition,
-    CompiledMachine,
     Facts,
     FiredTransition,
     PlannedAction,
-    entry_actions,
+    StepResult,
     state_timeout,
     step,
 )
 from engine.definition.cel import Activation, CelEvaluationError
-from engine.definition.vocabulary import job_value
+from engine.definition.vocabulary import CREATING_ACTIONS, job_value
 from engine.kube.timestamps import parse_time
-
-REPLAYABLE_ACTIONS = frozenset(
-    {"createPod", "createService", "deletePod", "deleteService", "cleanupPods"}
-)
-"""Actions whose effect is a desired state of the world, so doing them twice is harmless."""
-
-_CREATIONS = frozenset({"createPod", "createService"})
-"""Replica actions a job state that holds its replicas cancels, though planned earlier in the
-same decision (a replica stepped before the job reached its end)."""
 
 
 @dataclass(frozen=True)
@@ -80,7 +71,7 @@ class Planned:
     action: PlannedAction
     replica: ReplicaId | None = None
     replayed: bool = False
-    """Planned again for a state the instance stays in (see `_replay_entry`), not new."""
+    """Planned again for a state the instance stays in (`StepResult.replays`), not new."""
 
 
 @dataclass(frozen=True)
@@ -175,19 +166,16 @@ def decide(
                                             shared=shared, surroundings=surroundings)
         summary = replica_summary(spec, progress.record, pods, definition.replica)
         variables = common_variables(cel_job, spec, progress.record, summary, surroundings)
-        staying, staying_errors = ((), ()) if state is None else entry_actions(
-            definition.job, state, Facts(observations, variables, sharing=shared))
-        planned = (*progress.actions_planned(), *((action, None) for action in staying))
-        if _deletions_pending(planned, pods, spec):
-            observations = observations - {"settled"}
-        result = step(definition.job, state, Facts(observations, variables, sharing=shared))
+        unsettled = partial(_unsettled, progress, pods, spec)
+        result = step(definition.job, state,
+                      Facts(observations, variables, sharing=shared, withheld=unsettled))
+        observations = observations - result.withheld
         progress.errors += result.errors
         for transition in result.fired:
             _record_job_transition(definition, transition, progress, variables)
         progress.apply_all(result.actions, None, result.fired)
         if not result.changed and state is not None:
-            progress.errors += staying_errors
-            _replay(staying, None, progress)
+            _replay(result, None, progress)
             if replicas_moved:
                 continue
             break
@@ -198,7 +186,7 @@ def decide(
     timers = {} if holds else progress.record.replica_timers
     actions = tuple(planned for planned in progress.actions
                     if not (holds and planned.replica is not None
-                            and planned.action.name in _CREATIONS))
+                            and planned.action.name in CREATING_ACTIONS))
     return Decision(
         progress.record.with_changes(history=history, replica_timers=timers),
         tuple(progress.fired),
@@ -210,6 +198,18 @@ def decide(
         None if holds else progress.timer_due,
         tuple(progress.restarts),
     )
+
+
+def _unsettled(
+    progress: _Progress,
+    pods: Mapping[ReplicaId, PodFacts],
+    spec: JobSpecView,
+    replays: Sequence[PlannedAction],
+) -> frozenset[str]:
+    """`settled` when it does not hold: while the actions planned so far, or those the job
+    replays if it stays in its state, have pods to delete (`Facts.withheld`)."""
+    planned = (*progress.actions_planned(), *((action, None) for action in replays))
+    return frozenset({"settled"}) if _deletions_pending(planned, pods, spec) else frozenset()
 
 
 def _deletions_pending(
@@ -235,30 +235,16 @@ def _deletions_pending(
     return False
 
 
-def _replay_entry(
-    machine: CompiledMachine,
-    state: str,
-    replica: ReplicaId | None,
-    facts: Facts,
-    progress: _Progress,
-) -> None:
-    """Plan again the idempotent onEnter actions of a state an instance stays in.
+def _replay(result: StepResult, replica: ReplicaId | None, progress: _Progress) -> None:
+    """Plan again what a step replays for the state an instance stays in (nothing for one
+    that moved), with the errors rendering it.
 
     Entering a state plans its actions once; if carrying one out failed (the API
     server was away), this makes the next pass do it: level-triggered, like the rest.
     """
-    actions, errors = entry_actions(machine, state, facts)
-    progress.errors += errors
-    _replay(actions, replica, progress)
-
-
-def _replay(
-    actions: Iterable[PlannedAction], replica: ReplicaId | None, progress: _Progress
-) -> None:
-    """Plan the replayable ones of a state's rendered onEnter actions again."""
-    for action in actions:
-        if action.name in REPLAYABLE_ACTIONS:
-            progress.plan(action, replica, replayed=True)
+    progress.errors += result.replay_errors
+    for action in result.replays:
+        progress.plan(action, replica, replayed=True)
 
 
 def _holds(definition: CompiledDefinition, state: str) -> bool:
@@ -337,8 +323,7 @@ def _step_replicas(
                 if not transition.self_loop:
                     _count(progress, "replica", transition, replica)
             progress.apply_all(result.actions, replica, result.fired)
-            if result.state == current and current is not None:
-                _replay_entry(definition.replica, current, replica, replica_facts, progress)
+            _replay(result, replica, progress)
             if result.state != current:
                 moved = True
                 states = {**progress.record.replica_states, replica: result.state}

@@ -113,6 +113,65 @@ def test_a_self_loop_collects_its_actions_and_stops() -> None:
     assert not result.changed
 
 
+def test_an_instance_that_stays_replays_its_state_s_replayable_on_enter() -> None:
+    # Entering Restarting planned deletePod once; staying there plans it again, so a
+    # delete the API server refused is done on a later pass.
+    result = step(compiled().replica, "Restarting", facts("podRunning"))
+    assert result.state == "Restarting"
+    assert result.fired == () and result.actions == ()
+    assert result.replays == (PlannedAction("deletePod", {}, state="Restarting"),)
+    assert result.replay_errors == ()
+
+
+def test_a_self_loop_stays_and_replays_as_well() -> None:
+    result = step(compiled().replica, "Pending", facts("podMissing"))
+    assert result.actions == (PlannedAction("createPod", {}, transition=0),)
+    assert result.replays == (PlannedAction("createService", {}, state="Pending"),)
+
+
+def test_an_instance_that_moves_does_not_replay_the_state_it_left() -> None:
+    result = step(compiled().replica, "Restarting", facts("podMissing"))
+    assert result.state == "Pending"
+    assert result.actions == (PlannedAction("createService", {}, state="Pending"),)
+    assert result.replays == () and result.replay_errors == ()
+
+
+def test_a_new_instance_replays_nothing() -> None:
+    result = step(compiled().replica, None, facts("podPending"))
+    assert result.state == "Pending"
+    assert result.replays == ()
+
+
+def test_only_replayable_actions_are_replayed_but_every_rendering_error_is_reported() -> None:
+    replica = REPLICA.replace(
+        "Restarting: {onEnter: [deletePod],",
+        "Restarting: {onEnter: [countRestart, deletePod, "
+        "{event: {reason: Gone, message: '${pod.missing}'}}],",
+    )
+    result = step(compiled(replica).replica, "Restarting", facts("podRunning"))
+    assert result.replays == (PlannedAction("deletePod", {}, state="Restarting"),)
+    assert len(result.replay_errors) == 1
+    assert result.errors == ()
+
+
+def test_withheld_observations_are_asked_for_with_the_replays_before_anything_fires() -> None:
+    asked: list[tuple[PlannedAction, ...]] = []
+
+    def not_missing(replays: tuple[PlannedAction, ...]) -> frozenset[str]:
+        asked.append(replays)
+        return frozenset({"podMissing"}) if replays else frozenset()
+
+    machine = compiled().replica
+    kept = step(machine, "Restarting", Facts(frozenset({"podMissing", "timedOut"}), VARIABLES,
+                                             withheld=not_missing))
+    assert asked == [(PlannedAction("deletePod", {}, state="Restarting"),)]
+    assert (kept.state, kept.fired, kept.withheld) == ("Restarting", (), {"podMissing"})
+    created = step(machine, None, Facts(frozenset({"podMissing"}), VARIABLES,
+                                        withheld=not_missing))
+    assert asked[-1] == () and created.withheld == frozenset()
+    assert [f.target for f in created.fired] == ["Pending", "Pending"]
+
+
 def test_reasons_and_event_types() -> None:
     machine = compiled().replica
     started = step(machine, "Pending", facts("podRunning")).fired[0]
