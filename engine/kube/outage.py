@@ -7,6 +7,10 @@ when it is back (with how long it was gone), so an outage costs two lines howeve
 watches, workers and event posts retry meanwhile; those log their failures at DEBUG when
 `unreachable(error)` says the outage explains them. `/readyz` answers 503 while it is down.
 
+An outage is told once it has lasted `ANNOUNCE_AFTER_S`: kept-alive connections that a
+proxy or load balancer resets, and whose retries are answered at once, are a blip, logged
+at DEBUG (a WARNING and an INFO line each time would bury real outages).
+
 Only requests sent after the last change of state count: an answer to a request sent
 before the outage was noticed does not end it, and a request sent before the server came
 back does not start a new one.
@@ -24,6 +28,9 @@ from engine.kube.errors import Unavailable
 
 GATEWAY_STATUSES = frozenset({502, 503, 504})
 """What a load balancer or proxy answers when the server behind it is gone."""
+ANNOUNCE_AFTER_S = 1.0
+"""How long the server must have been unreachable before the outage is logged: at the first
+failure after that, or at the return if no request failed meanwhile."""
 
 Listener = Callable[[float], None]
 """Told, with the outage's length in seconds, once the server is reachable again."""
@@ -53,6 +60,7 @@ class ApiHealth:
         self._clock = clock
         self._lock = threading.Lock()
         self._down_since: float | None = None
+        self._announced = False
         self._changed_at = float("-inf")
         self._failures = 0
         self._outages = 0
@@ -89,20 +97,30 @@ class ApiHealth:
         if not unreachable(error):
             return
         with self._lock:
+            now = self._clock()
             if self._down_since is not None:
                 self._failures += 1
+                if now - self._down_since >= ANNOUNCE_AFTER_S:
+                    self._announce_outage(error)
                 return
             if sent_at < self._changed_at:
                 return  # sent before the server came back: not a new outage
-            now = self._clock()
             self._down_since = self._changed_at = now
+            self._announced = False
             self._failures = 1
             self._outages += 1
-            if not self.announce:
-                return
-            self._log.warning("the API server at {} is unreachable ({}); retrying with "
-                              "back-off (failures are logged at DEBUG until it answers)",
-                              self._server, error)
+            if self.announce:
+                self._log.debug("a request to the API server at {} failed ({}); an outage if "
+                                "it lasts {:g}s", self._server, error, ANNOUNCE_AFTER_S)
+
+    def _announce_outage(self, error: BaseException | str) -> None:
+        """The outage's WARNING, once (the lock is held)."""
+        if self._announced or not self.announce:
+            return
+        self._announced = True
+        self._log.warning("the API server at {} is unreachable ({}); retrying with "
+                          "back-off (failures are logged at DEBUG until it answers)",
+                          self._server, error)
 
     def answered(self, *, sent_at: float) -> None:
         """A request sent at `sent_at` got an answer (any HTTP status but a gateway error)."""
@@ -111,13 +129,16 @@ class ApiHealth:
                 return  # reachable already, or sent before the outage was noticed
             now = self._clock()
             gone_for, failures = now - self._down_since, self._failures
+            if gone_for >= ANNOUNCE_AFTER_S:
+                self._announce_outage(f"for {gone_for:.1f}s")
             self._down_since = None
             self._changed_at = now
             listeners = list(self._listeners)
+            level = "INFO" if self._announced else "DEBUG"
             if self.announce:
-                self._log.info("the API server at {} is reachable again after {:.1f}s ({} "
-                               "failed {} meanwhile)", self._server, gone_for, failures,
-                               "request" if failures == 1 else "requests")
+                self._log.log(level, "the API server at {} is reachable again after {:.1f}s ({} "
+                              "failed {} meanwhile)", self._server, gone_for, failures,
+                              "request" if failures == 1 else "requests")
         for listener in listeners:
             try:
                 listener(gone_for)

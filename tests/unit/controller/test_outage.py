@@ -21,7 +21,7 @@ from engine.kube.cache import Cache
 from engine.kube.client import KubeClient
 from engine.kube.errors import ApiError, Forbidden, NotFound, Unavailable
 from engine.kube.informer import Informer
-from engine.kube.outage import ApiHealth, unreachable
+from engine.kube.outage import ANNOUNCE_AFTER_S, ApiHealth, unreachable
 from engine.kube.resources import Resource
 
 from .conftest import FakeClock
@@ -100,6 +100,41 @@ class TestTransitions:
         assert [level for level, _ in said(records)] == ["WARNING", "INFO"] * 3
         assert health.outages == 3
         assert "after 1.0s (2 failed requests" in said(records)[-1][1]
+
+    def test_a_blip_answered_within_a_second_is_not_an_outage_to_tell(
+        self, health: ApiHealth, clock: FakeClock, records: list[dict[str, Any]]
+    ) -> None:
+        # A proxy resets its kept-alive connections: the requests on them fail at once, and
+        # their retries are answered on fresh connections.
+        clock.advance(1)
+        for _ in range(14):
+            health.failed(REFUSED, sent_at=clock.now)
+        clock.advance(ANNOUNCE_AFTER_S / 2)
+        health.answered(sent_at=clock.now)
+        assert health.reachable
+        assert said(records) == []
+        assert [level for level, _ in said(records, "DEBUG")] == ["DEBUG", "DEBUG"]
+
+        clock.advance(1)
+        health.failed(REFUSED, sent_at=clock.now)
+        clock.advance(ANNOUNCE_AFTER_S)
+        health.failed(REFUSED, sent_at=clock.now)
+        clock.advance(5)
+        health.answered(sent_at=clock.now)
+        assert [level for level, _ in said(records)] == ["WARNING", "INFO"]
+        assert "after 6.0s (2 failed requests" in said(records)[-1][1]
+
+    def test_an_outage_with_no_failure_after_its_first_is_told_at_the_return(
+        self, health: ApiHealth, clock: FakeClock, records: list[dict[str, Any]]
+    ) -> None:
+        health.failed(REFUSED, sent_at=clock.now)
+        clock.advance(20)
+        health.answered(sent_at=clock.now)
+        assert said(records) == [
+            ("WARNING", f"the API server at {SERVER} is unreachable (for 20.0s); retrying with "
+                        "back-off (failures are logged at DEBUG until it answers)"),
+            ("INFO", f"the API server at {SERVER} is reachable again after 20.0s (1 failed "
+                     "request meanwhile)")]
 
     def test_an_answer_to_a_request_sent_before_the_outage_does_not_end_it(
         self, health: ApiHealth, clock: FakeClock
