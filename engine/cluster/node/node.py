@@ -11,7 +11,6 @@ stop the node.
 
 from __future__ import annotations
 
-import math
 import threading
 import time
 from collections.abc import Iterable, Mapping
@@ -36,12 +35,12 @@ from engine.cluster.node.runtime.process_env import api_address
 from engine.cluster.node.runtime.simulate import SimulatedRuntime
 from engine.cluster.node.scheduling.capacity import Capacity
 from engine.cluster.node.scheduling.scheduler import LocalScheduler
+from engine.cluster.node.server_client import node_client
 from engine.cluster.node.status import phases
 from engine.cluster.node.status.backoff import RestartBackoff
 from engine.cluster.node.times import now
 from engine.cluster.node.worker import STOP_GRACE_S, PodWorker, confirm_deletion
 from engine.kube.cache import Cache
-from engine.kube.client import KubeClient
 from engine.kube.errors import AlreadyExists, ApiError, Conflict, NotFound, Unavailable
 from engine.kube.informer import Informer
 from engine.kube.resources import NODES, PODS, SERVICES
@@ -51,13 +50,6 @@ Mode = Literal["process", "simulate"]
 _REGISTER_WITHIN_S = 60.0
 _REGISTER_RETRY_S = 0.2
 _REGISTER_RETRY_CAP_S = 5.0
-USER_AGENT = "jobmachine-node"
-"""How the node names itself to the API server (its audit log and request metrics)."""
-CLIENT_QPS = math.inf
-CLIENT_BURST = 1000
-"""No client-side rate limit: the node talks only to the embedded cluster's own server, and
-a burst of hundreds of pods starting at once (bind, status, events each) must not wait
-behind a token bucket (a kubelet's 50 qps would make 300 pods wait seconds)."""
 
 
 def _meta(pod: dict[str, Any]) -> dict[str, Any]:
@@ -92,8 +84,7 @@ class LocalNode:
         self.mode = mode
         self._heartbeat_s = heartbeat_s
         self._restart_backoff = restart_backoff or RestartBackoff.from_env()
-        self._api = KubeClient.for_server(url, token=token, ca_file=ca_file, qps=CLIENT_QPS,
-                                          burst=CLIENT_BURST, user_agent=USER_AGENT)
+        self._api = node_client(url, token=token, ca_file=ca_file)
         # The node retries everything, as the engine does: an outage is logged once (WARNING,
         # then INFO when the server is back), and the watch's failures meanwhile at DEBUG.
         self._api.api_health.announce = True

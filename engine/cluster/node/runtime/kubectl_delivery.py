@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from engine.cluster.apiserver.admission.service_account_admission import TOKEN_MOUNT_PATH
-from engine.cluster.node.node import CLIENT_BURST, CLIENT_QPS, USER_AGENT
+from engine.cluster.node.server_client import node_client
 from engine.kube.client import KubeClient
 from engine.kube.errors import ApiError, NotFound
 from engine.kube.resources import PODS
@@ -69,9 +69,8 @@ def in_cluster_api(environ: dict[str, str], account_dir: Path = SERVICE_ACCOUNT_
                             f"KUBERNETES_SERVICE_PORT must be set and {token} must exist")
     address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
     ca = account_dir / "ca.crt"
-    return KubeClient.for_server(f"https://{address}", token=token.read_text().strip(),
-                                 ca_file=ca if ca.is_file() else None, qps=CLIENT_QPS,
-                                 burst=CLIENT_BURST, user_agent=USER_AGENT)
+    return node_client(f"https://{address}", token=token.read_text().strip(),
+                       ca_file=ca if ca.is_file() else None)
 
 
 def pod_namespace(environ: dict[str, str], account_dir: Path = SERVICE_ACCOUNT_DIR) -> str:
