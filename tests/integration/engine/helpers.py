@@ -249,8 +249,16 @@ def condition(job: Obj, type_: str) -> Obj | None:
 
 
 def job_path(job: Obj) -> list[str]:
-    """The job-level states the job went through, from its recorded history."""
-    return [h["to"] for h in history(job) if h["level"] == "job"]
+    """The job-level states the job went through, from its recorded history, once the
+    listeners have heard of the state `job` records: the engine tells them after its status
+    write returns, which may be after the test read the job (seen under load in CI)."""
+    def told() -> list[str]:
+        return [h["to"] for h in history(job) if h["level"] == "job"]
+
+    state = status(job).get("state")
+    if state:
+        wait_until(lambda: state in told(), what=f"the state {state} told to the listeners")
+    return told()
 
 
 def replica_path(job: Obj, replica: str) -> list[str]:
