@@ -3,8 +3,10 @@
 kubectl's typed `create` commands (namespace, configmap, secret, service ...) send
 `application/vnd.kubernetes.protobuf` and never retry as JSON, so the server
 decodes the `k8s\\0` + runtime.Unknown envelope and the object inside it by
-the field tables of `protobuf_tables`. Kinds without a table are refused with
-`UnsupportedKindError`, never guessed at.
+the field tables of `protobuf_tables` (hand-written), `protobuf_tables_auth` and
+the generated `protobuf_tables_core` (Pod, PodTemplate) and `protobuf_tables_batch`
+(Job, CronJob). `KINDS` below is the one list of kinds decoded; kinds without a
+table are refused with `UnsupportedKindError` (415), never guessed at.
 """
 
 from __future__ import annotations
@@ -17,16 +19,27 @@ from typing import Any
 import orjson
 from loguru import logger
 
-from engine.cluster.apiserver.encoding import protobuf_tables, protobuf_tables_auth
+from engine.cluster.apiserver.encoding import (
+    protobuf_tables,
+    protobuf_tables_auth,
+    protobuf_tables_batch,
+    protobuf_tables_core,
+)
 from engine.cluster.apiserver.encoding.protobuf_tables import Field, Table
 
-KINDS = {**protobuf_tables.KINDS, **protobuf_tables_auth.KINDS}
+KINDS = {
+    **protobuf_tables.KINDS,
+    **protobuf_tables_auth.KINDS,
+    **protobuf_tables_core.KINDS,
+    **protobuf_tables_batch.KINDS,
+}
 PROTOBUF_CONTENT_TYPE = "application/vnd.kubernetes.protobuf"
 MAGIC = b"k8s\x00"
 
 _VARINT, _FIXED64, _BYTES, _FIXED32 = 0, 1, 2, 5
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_MAPS = ("string_map", "bytes_map")
+_MAPS = ("string_map", "bytes_map", "quantity_map")
+_SCALARS = ("int", "bool")
 
 
 class ProtobufError(ValueError):
@@ -127,25 +140,43 @@ def _message(data: bytes, table: Table, path: str) -> dict[str, Any]:
     Zero scalars are left out unless Go's JSON keeps them (`Field.keep_zero`);
     a zero IntOrString means "unset" there too. Present structs stay, even
     empty, as Go writes `"spec": {}`; the zero time is absent, as it is null.
+    An inline struct's fields join this object's; repeated scalars may come
+    packed, as every protobuf parser must accept.
     """
     out: dict[str, Any] = {}
+    inlined: dict[str, Any] = {}
     seen: dict[str, Field] = {}
     for number, wire, raw in _fields(data):
         field = table.get(number)
         if field is None:
             logger.bind(path=path, field=number).debug("skipping unknown protobuf field")
             continue
+        if field.inline:
+            inlined.update(_value(_wire(raw, wire, field, path), field, path))
+            continue
         where, seen[field.name] = f"{path}.{field.name}", field
         if field.kind in _MAPS:
             key, item = _map_entry(_wire(raw, wire, field, where), field, where)
             out.setdefault(field.name, {})[key] = item
-            continue
-        value = _value(_wire(raw, wire, field, where), field, where)
-        if field.repeated:
-            out.setdefault(field.name, []).append(value)
+        elif field.repeated and field.kind in _SCALARS and wire == _BYTES:
+            values = _packed_varints(_bytes_of(raw, where))
+            out.setdefault(field.name, []).extend(_value(value, field, where) for value in values)
         else:
-            out[field.name] = value
-    return {name: value for name, value in out.items() if _kept(value, seen[name])}
+            value = _value(_wire(raw, wire, field, where), field, where)
+            if field.repeated:
+                out.setdefault(field.name, []).append(value)
+            else:
+                out[field.name] = value
+    kept = {name: value for name, value in out.items() if _kept(value, seen[name])}
+    return {**inlined, **kept}
+
+
+def _packed_varints(data: bytes) -> Iterator[int]:
+    """The varints of a packed repeated field."""
+    pos = 0
+    while pos < len(data):
+        value, pos = _varint(data, pos)
+        yield value
 
 
 def _kept(value: Any, field: Field) -> bool:
@@ -155,7 +186,7 @@ def _kept(value: Any, field: Field) -> bool:
 
 
 def _wire(raw: int | bytes, wire: int, field: Field, where: str) -> int | bytes:
-    expected = _VARINT if field.kind in ("int", "bool") else _BYTES
+    expected = _VARINT if field.kind in _SCALARS else _BYTES
     if wire != expected:
         raise ProtobufError(f"{where}: wire type {wire}, expected {expected} for a {field.kind}")
     return raw
@@ -173,6 +204,8 @@ def _value(raw: int | bytes, field: Field, where: str) -> Any:
         return _time(raw, micro=field.kind == "micro_time", where=where)
     if field.kind == "int_or_string":
         return _int_or_string(raw, where)
+    if field.kind == "quantity":
+        return _quantity(raw, where)
     if field.kind == "raw_json":
         return _raw_json(raw, where)
     raise ProtobufError(f"{where}: no decoder for a {field.kind}")
@@ -189,7 +222,15 @@ def _map_entry(raw: int | bytes, field: Field, where: str) -> tuple[str, str]:
     value = _bytes_of(entry.get(2, b""), f"{where}[{key}]")
     if field.kind == "bytes_map":
         return key, base64.b64encode(value).decode()
+    if field.kind == "quantity_map":
+        return key, _quantity(value, f"{where}[{key}]")
     return key, _text(value)
+
+
+def _quantity(raw: bytes, where: str) -> str:
+    """A resource.Quantity is a message of one string (Go writes its canonical form), kept
+    verbatim as the JSON path keeps it; a message without it is the zero quantity, "0"."""
+    return _text(_bytes_of(dict(_last_values(raw)).get(1, b"0"), where))
 
 
 def _time(raw: bytes, *, micro: bool, where: str) -> str | None:

@@ -20,8 +20,10 @@ Kind = Literal[
     "time",
     "micro_time",
     "int_or_string",
+    "quantity",
     "string_map",
     "bytes_map",
+    "quantity_map",
     "raw_json",
 ]
 
@@ -37,6 +39,9 @@ class Field:
     # wire) or a field without `omitempty`. Other zero scalars are left out.
     keep_zero: bool = False
     table: Mapping[int, Field] | None = None
+    # An embedded Go struct tagged `json:",inline"` (a Volume's VolumeSource, a Probe's
+    # ProbeHandler): a message on the wire whose fields JSON writes into the parent's.
+    inline: bool = False
 
 
 Table = Mapping[int, "Field"]
@@ -58,12 +63,12 @@ def boolean(name: str, *, keep_zero: bool = False) -> Field:
     return Field(name, "bool", keep_zero=keep_zero)
 
 
-def message(name: str, table: Table, *, repeated: bool = False) -> Field:
-    return Field(name, "message", repeated=repeated, table=table)
+def message(name: str, table: Table, *, repeated: bool = False, inline: bool = False) -> Field:
+    return Field(name, "message", repeated=repeated, table=table, inline=inline)
 
 
-def of_kind(name: str, kind: Kind) -> Field:
-    return Field(name, kind)
+def of_kind(name: str, kind: Kind, *, keep_zero: bool = False) -> Field:
+    return Field(name, kind, keep_zero=keep_zero)
 
 
 # k8s.io/apimachinery/pkg/apis/meta/v1
@@ -285,6 +290,7 @@ KINDS: Mapping[tuple[str, str], Table] = {
             "v1",
             "meta.k8s.io/v1",
             "apps/v1",
+            "batch/v1",
             "coordination.k8s.io/v1",
             "scheduling.k8s.io/v1",
             "apiextensions.k8s.io/v1",
