@@ -178,6 +178,8 @@ def _replica_specs(described: JobKind) -> Schema:
     replicas = described.spec.replica_specs
     replica = structural_schema(ReplicaSpec)
     replica["properties"] = dict(sorted({**replica["properties"], **replicas.fields}.items()))
+    if replicas.pools:
+        replica = _as_pool(replica)
     types = replicas.types
     keys: Schema = {"enum": types} if types else {"pattern": _ANY_TYPE_NAME}
     described_types = f"Replica type ({', '.join(types)})" if types else "Replica type"
@@ -191,6 +193,46 @@ def _replica_specs(described: JobKind) -> Schema:
         "minProperties": 1,
         "additionalProperties": replica,
         "x-kubernetes-validations": [key_rule(keys, replicas.field)],
+    }
+
+
+POOL_PROPERTIES: Schema = {
+    "completions": {
+        "type": "integer", "minimum": 0,
+        "description": "A pool: how many of its pods must succeed (members 0..completions-1, "
+        "each done once one of its pods succeeded). Unset with parallelism set: a work queue "
+        "of parallelism members, done once one succeeded and none runs.",
+    },
+    "parallelism": {
+        "type": "integer", "minimum": 0,
+        "description": "A pool: at most this many members have a pod at once, lowest index "
+        "first (default 1, as the Job API). May change while the job runs; 0 pauses the pool.",
+    },
+    "completionMode": {
+        "type": "string", "enum": ["NonIndexed", "Indexed"],
+        "description": "A pool: NonIndexed (default) or Indexed (each member's pods get "
+        "JOB_COMPLETION_INDEX; needs completions).",
+    },
+}
+POOL_RULES = [
+    {"rule": "!has(self.replicas) || !(has(self.completions) || has(self.parallelism))",
+     "message": "replicas cannot be set with completions or parallelism: a pool's size is its "
+                "completions"},
+    {"rule": "!has(self.completionMode) || self.completionMode != 'Indexed' "
+             "|| has(self.completions)",
+     "message": "completions is required when completionMode is Indexed"},
+]
+
+
+def _as_pool(replica: Schema) -> Schema:
+    """A replica spec that may be a pool: the pool fields and their rules, and no default
+    for `replicas` (a default would clash with completions; the engine reads unset as 1)."""
+    properties = {**replica["properties"], **POOL_PROPERTIES}
+    properties["replicas"] = {k: v for k, v in properties["replicas"].items() if k != "default"}
+    return {
+        **replica,
+        "properties": dict(sorted(properties.items())),
+        "x-kubernetes-validations": [*replica.get("x-kubernetes-validations", []), *POOL_RULES],
     }
 
 

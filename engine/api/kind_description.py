@@ -61,6 +61,12 @@ class ReplicaSpecs(SpecModel):
         description="Fields a replica spec has besides replicas, template and restartPolicy, "
         "each an OpenAPI v3 structural schema (e.g. MachineJob's dependsOn).",
     )
+    pools: bool = Field(
+        default=False,
+        description="Whether a replica spec may be a pool: completions run at most "
+        "parallelism at a time (completionMode NonIndexed or Indexed), instead of replicas "
+        "all at once. The kind's machine must say `governs.pools: true` too.",
+    )
 
 
 class Rule(SpecModel):

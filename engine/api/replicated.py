@@ -42,6 +42,8 @@ class JobLayout:
     """The replica types the kind has; None: any name (letters and digits)."""
     main_container: str | None = None
     """A container every pod template must have, by name (the framework's)."""
+    pools: bool = False
+    """Whether a replica spec may be a pool (completions, parallelism, completionMode)."""
 
 
 def read_path(obj: Mapping[str, Any], dotted: str) -> Any:
@@ -69,6 +71,8 @@ def job_problems(job: Mapping[str, Any], layout: JobLayout) -> list[str]:
     if found:
         return found
     found += _replica_types(specs, layout)
+    for name, spec in specs.items():
+        found += pool_problems(f"{layout.replica_specs}.{name}", spec, pools=layout.pools)
     for name, spec in specs.items():
         found += container_problems(f"{layout.replica_specs}.{name}", spec,
                                     layout.main_container)
@@ -137,3 +141,33 @@ def _dependency_problems(specs: Mapping[str, Any], path: str) -> list[str]:
         cycle = " -> ".join(reversed(exc.args[1]))
         return [f"{path}: dependsOn forms a cycle: {cycle}"]
     return []
+
+
+POOL_FIELDS = ("completions", "parallelism", "completionMode")
+COMPLETION_MODES = ("NonIndexed", "Indexed")
+
+
+def pool_problems(path: str, spec: Mapping[str, Any], *, pools: bool) -> list[str]:
+    """Why a replica spec is not a valid pool ([] when it is one, or is not a pool at all).
+
+    A pool's size is its completions (or, without them, its parallelism: a work queue), so
+    it cannot also set `replicas`; an Indexed pool needs its completions, as the Job API.
+    """
+    given = [name for name in POOL_FIELDS if spec.get(name) is not None]
+    if not given:
+        return []
+    if not pools:
+        return [f"{path}: {', '.join(given)}: this kind's replica specs are not pools"]
+    found = [f"{path}.{name}: must be an integer greater than or equal to 0 (got {value!r})"
+             for name in ("completions", "parallelism")
+             if (value := spec.get(name)) is not None
+             and (isinstance(value, bool) or not isinstance(value, int) or value < 0)]
+    mode = spec.get("completionMode")
+    if mode is not None and mode not in COMPLETION_MODES:
+        found.append(f"{path}.completionMode: must be NonIndexed or Indexed (got {mode!r})")
+    if mode == "Indexed" and spec.get("completions") is None:
+        found.append(f"{path}.completions: required when completionMode is Indexed")
+    if spec.get("replicas") is not None:
+        found.append(f"{path}.replicas: cannot be set with {', '.join(given)}: a pool's size "
+                     "is its completions")
+    return found

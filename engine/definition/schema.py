@@ -238,6 +238,9 @@ class Governs(_Strict):
     default_restart_policy: Literal["Always", "OnFailure", "Never", "ExitCode"] = Field(
         default="Never", alias="defaultRestartPolicy"
     )
+    # Replica specs may be pools: `completions` members run at most `parallelism` at a time
+    # (`completionMode` NonIndexed or Indexed) instead of `replicas` all at once.
+    pools: bool = False
     # Values of runPolicy.managedBy that also name this engine (beside unset and
     # jobmachine.dev/job-controller), e.g. the controller a kind is a drop-in for.
     managed_by: list[str] = Field(default_factory=list, alias="managedBy")

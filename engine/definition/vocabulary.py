@@ -218,9 +218,13 @@ COMMON_VARIABLES: tuple[Variable, ...] = (
     Variable(
         "replicas",
         _SUMMARY,
-        "Per replica type: desired, active, ready (pods whose Ready condition is True), "
-        "succeeded, failed, restarts, one count per replica phase word in lowerCamelCase "
-        "(pending, running, ...), and states (count per state name).",
+        "Per replica type: desired (its members: replicas, or a pool's completions), "
+        "parallelism (members that may have a pod at once), active (running pods), ready "
+        "(running pods whose Ready condition is True), terminating (pods being deleted), "
+        "waiting (members not started yet: a pool's wait for a place), succeeded, failed, "
+        "restarts, one count per replica phase word in lowerCamelCase (pending, running, "
+        "...), states (count per state name), completedIndexes and failedIndexes (members "
+        "in a success or failure terminal state, as `0-3,7`).",
     ),
     Variable("restarts", "int", "Restarts counted for the whole job (countRestart)."),
     Variable("error", "string", "Why the job is invalid, or an empty string."),

@@ -4,6 +4,7 @@ The rules (docs/machine-language.md, "Model checking"):
 - dead-end: from every situation a terminal job state stays reachable;
 - terminal-left: a terminal job state is never left;
 - double-pod: a new pod is never wanted for an index whose pod is still there;
+- over-parallelism: a pool never has more live pods than its parallelism;
 - pod-after-end: no pod is created once the job is ending or ended;
 - backoff-limit: no pod is created, and no job goes on, past runPolicy.backoffLimit;
 - never-settles: the engine settles at every instant;

@@ -199,6 +199,12 @@ class _Explorer:
                 "double-pod", f"a new pod is wanted for {twice} while its pod is still there "
                 "and not being deleted (two pods for one index)",
                 self._replica_where(result, twice), parent=parent, step=step, world=world)
+        crowded = _over_parallelism(world, self.shape)
+        if crowded is not None:
+            return self._break(
+                "over-parallelism", crowded, ("spec", "replica", "states",
+                                              self.definition.replica.initial),
+                parent=parent, step=step, world=world)
         state = decision.record.state or ""
         if result.created and decision.holds_replicas:
             return self._break(
@@ -279,6 +285,22 @@ class _Explorer:
             "dead-end", f"from job state {state} ({replicas}) no terminal state "
             "can be reached, whatever the pods do (only a deadline or an invalid spec would "
             "end the job)", ("spec", "job", "states", state), stuck)
+
+
+def _over_parallelism(world: World, shape: Shape) -> str | None:
+    """What is wrong when a pool has more pods that have not ended (nor are being deleted)
+    than its parallelism; None when every pool keeps to it."""
+    if shape.pool is None:
+        return None
+    parallelism = shape.pool[1]
+    for replica_type, _ in shape.counts:
+        live = sorted(str(r) for r, pod in world.pods.items()
+                      if r.type == replica_type and not pod["metadata"].get("deletionTimestamp")
+                      and (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed"))
+        if len(live) > parallelism:
+            return (f"pool {replica_type} has {len(live)} pods that have not ended "
+                    f"({', '.join(live)}), more than its parallelism {parallelism}")
+    return None
 
 
 def _replica_states(world: World) -> dict[ReplicaId, str]:

@@ -24,6 +24,10 @@ RESTART_POLICIES = ("Never", "OnFailure", "Always", "ExitCode")
 DEFAULT_TYPE = "Worker"
 """The replica type of a job whose kind does not name its types (MachineJob's are free)."""
 
+POOLS = ((2, 1), (3, 2))
+"""(completions, parallelism) of the pools checked where the kind's replica specs may be
+pools: one member at a time, and two of three at once."""
+
 DEADLINE_S = 3600
 PENDING_TIMEOUT_S = 600
 
@@ -48,13 +52,20 @@ class Bounds:
 
 @dataclass(frozen=True)
 class Shape:
-    """One job the check runs: replica counts per type and one restart policy for all."""
+    """One job the check runs: replica counts per type and one restart policy for all; with
+    `pool`, every type is a pool of (completions, parallelism) instead."""
 
     counts: tuple[tuple[str, int], ...]
     restart_policy: str
+    pool: tuple[int, int] | None = None
 
     def __str__(self) -> str:
-        replicas = " ".join(f"{t}x{n}" for t, n in self.counts)
+        if self.pool is not None:
+            completions, parallelism = self.pool
+            replicas = " ".join(f"{t} pool of {completions} by {parallelism}"
+                                for t, _ in self.counts)
+        else:
+            replicas = " ".join(f"{t}x{n}" for t, n in self.counts)
         return f"{replicas}, restartPolicy {self.restart_policy}"
 
 
@@ -67,11 +78,15 @@ def shapes(definition: CompiledDefinition, bounds: Bounds) -> Iterator[Shape]:
     """Every job of up to `max_types` of the kind's replica types with 1..max_replicas
     each, under each restart policy, that the machine's validations accept."""
     types = replica_types(definition)
+    pools: tuple[tuple[int, int] | None, ...] = (
+        (None, *POOLS) if definition.governs.pools else (None,))
     for size in range(1, min(bounds.max_types, len(types)) + 1):
         for chosen in itertools.combinations(types, size):
             for counts in itertools.product(range(1, bounds.max_replicas + 1), repeat=size):
-                for policy in bounds.restart_policies:
-                    shape = Shape(tuple(zip(chosen, counts, strict=True)), policy)
+                for policy, pool in itertools.product(bounds.restart_policies, pools):
+                    if pool is not None and any(n != 1 for n in counts):
+                        continue  # a pool's size is its completions: one shape per pool
+                    shape = Shape(tuple(zip(chosen, counts, strict=True)), policy, pool)
                     if not validation_error(build_job(definition, shape, bounds), definition):
                         yield shape
 
@@ -81,9 +96,12 @@ def build_job(definition: CompiledDefinition, shape: Shape, bounds: Bounds) -> d
     explores set."""
     governs = definition.governs
     container = definition.definition.spec.pod.container or "main"
+    size: dict[str, int] = {}
+    if shape.pool is not None:
+        size = {"completions": shape.pool[0], "parallelism": shape.pool[1]}
     specs = {
         name: {
-            "replicas": count,
+            **(size or {"replicas": count}),
             "restartPolicy": shape.restart_policy,
             "template": {"spec": {"containers": [
                 {"name": container, "image": "example/check:1", "command": ["train"]}]}},

@@ -13,7 +13,8 @@ from engine.simulation.loading import LoadedScenario
 from engine.simulation.result import Outcome
 
 _FIELDS = (("phase", "phase"), ("state", "state"), ("restarts", "restarts"),
-           ("reason", "reason"), ("pods_created", "podsCreated"))
+           ("reason", "reason"), ("pods_created", "podsCreated"),
+           ("pods_at_once", "podsAtOnce"))
 """(attribute, name in the file) of the single-valued expectations."""
 
 

@@ -42,6 +42,7 @@ class Outcome:
     conditions: Mapping[str, bool]
     replicas: Mapping[str, str]
     pods_created: int
+    pods_at_once: int
 
 
 @dataclass(frozen=True)
@@ -54,6 +55,8 @@ class Simulation:
     stopped: Stop
     world: World
     pods_created: int
+    pods_at_once: int
+    """The most pods that had not ended, and were not being deleted, at any one time."""
 
     @property
     def status(self) -> Mapping[str, Any]:
@@ -71,7 +74,7 @@ class Simulation:
             reason=None if of_phase is None else of_phase.get("reason"),
             conditions={c["type"]: c["status"] == "True" for c in conditions},
             replicas={str(r): s for r, s in sorted(record.replica_states.items())},
-            pods_created=self.pods_created,
+            pods_created=self.pods_created, pods_at_once=self.pods_at_once,
         )
 
 

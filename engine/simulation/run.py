@@ -43,7 +43,7 @@ class _Due:
     """Something that happens at a time: a timeline fact, or the cluster's own doing to the
     pod with `uid` (a pod replaced since is left alone)."""
 
-    what: Literal["fact", "start", "restart", "gone", "ttl"]
+    what: Literal["fact", "start", "restart", "gone", "ttl", "succeed"]
     replica: ReplicaId | None = None
     uid: str = ""
     fact: TimedFact | None = None
@@ -83,6 +83,7 @@ class _Driver:
         self.next_look: datetime | None = None
         self.ttl_set = False
         self.pods_created = 0
+        self.most_at_once = 0
         for fact in scenario.facts:
             self._at(START + timedelta(seconds=fact.fact.at), _Due("fact", fact=fact))
         self.facts: dict[str, Callable[[TimedFact], None]] = {
@@ -192,6 +193,7 @@ class _Driver:
             if self.timing.start_after is not None:
                 due = _Due("start", replica, _uid(self.world, replica))
                 self._after(self.timing.start_after, due)
+        self.most_at_once = max(self.most_at_once, _active_pods(self.world))
         for replica in result.deleted:
             self._entry(str(replica), "pod", "deleted")
             self._gone_later(replica)
@@ -210,10 +212,17 @@ class _Driver:
         if due.what == "start" and kubelet.is_waiting(pod):
             kubelet.start(pod, self.world.now)
             self._entry(subject, "kubelet", "started")
+            if self.timing.succeed_after is not None:
+                self._after(self.timing.succeed_after, _Due("succeed", due.replica, due.uid))
+        elif due.what == "succeed" and kubelet.is_running(pod) and not deleting:
+            kubelet.end(pod, 0, self.world.now)
+            self._entry(subject, "kubelet", "exited 0")
         elif due.what == "restart" and kubelet.ended_in_place(pod) and not deleting:
             kubelet.restart_in_place(pod, self.world.now)
             count = pod["status"]["containerStatuses"][0]["restartCount"]
             self._entry(subject, "kubelet", f"restarted in place (restartCount {count})")
+            if self.timing.succeed_after is not None:
+                self._after(self.timing.succeed_after, _Due("succeed", due.replica, due.uid))
         elif due.what == "gone" and deleting:
             del self.world.pods[due.replica]
             self._entry(subject, "kubelet", "pod gone")
@@ -302,7 +311,14 @@ class _Driver:
 
     def _end(self, stopped: Stop) -> Simulation:
         return Simulation(tuple(self.entries), self._seconds(), stopped, self.world,
-                          self.pods_created)
+                          self.pods_created, self.most_at_once)
+
+
+def _active_pods(world: World) -> int:
+    """Pods that have not ended and are not being deleted (the Job API's `active`)."""
+    return sum(1 for pod in world.pods.values()
+               if (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
+               and not pod["metadata"].get("deletionTimestamp"))
 
 
 def _uid(world: World, replica: ReplicaId) -> str:

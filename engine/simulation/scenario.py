@@ -53,6 +53,10 @@ class PodTiming(_Strict):
     (an image that never pulls, a node that never fits), unless a fact starts it."""
     gone_after: Duration = Field(default=1.0, alias="goneAfter")
     """From the start of a deletion to the pod being gone (its grace period)."""
+    succeed_after: Annotated[float | None, BeforeValidator(_seconds_or_never)] = Field(
+        default=None, alias="succeedAfter")
+    """From the main container running to it exiting 0 by itself; None (`never`, the
+    default): it runs until a fact ends it. A pool's many members need no fact each."""
 
 
 class Fact(_Strict):
@@ -123,6 +127,9 @@ class Expectation(_Strict):
     replicas: dict[str, str] | None = None
     """Replica (`Worker-0`) -> its state."""
     pods_created: int | None = Field(default=None, alias="podsCreated")
+    pods_at_once: int | None = Field(default=None, alias="podsAtOnce")
+    """The most pods that had not ended (nor were being deleted) at any one time: a pool
+    keeps it at or below its parallelism."""
 
 
 class Scenario(_Strict):

@@ -40,7 +40,8 @@ def text_report(played: Played) -> str:
 def _end(simulation: Simulation) -> str:
     outcome = simulation.outcome
     return (f"{_STOPS[simulation.stopped]}: phase {outcome.phase}, state {outcome.state}, "
-            f"restarts {outcome.restarts}, {_count(outcome.pods_created, 'pod')} created")
+            f"restarts {outcome.restarts}, {_count(outcome.pods_created, 'pod')} created, "
+            f"at most {outcome.pods_at_once} at once")
 
 
 def _count(number: int, noun: str) -> str:
@@ -52,6 +53,7 @@ def json_report(played: Played) -> str:
     simulation = played.simulation
     outcome = asdict(simulation.outcome)
     outcome["podsCreated"] = outcome.pop("pods_created")
+    outcome["podsAtOnce"] = outcome.pop("pods_at_once")
     document: dict[str, Any] = {
         "scenario": played.scenario.path,
         "timeline": [{"offset": format_offset(e.at), **asdict(e)} for e in simulation.entries],

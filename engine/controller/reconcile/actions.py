@@ -256,24 +256,26 @@ def _create_service(run: ActionRun, replica: ReplicaId) -> None:
         _explain_existing(run, SERVICES, service["metadata"]["name"], replica)
 
 
-def _delete(run: ActionRun, replica: ReplicaId | None, obj: Obj | None, *, pod: bool) -> None:
+def _delete(run: ActionRun, replica: ReplicaId | None, obj: Obj | None, *, pod: bool) -> bool:
+    """Delete a child unless it is already going; whether this call deleted it."""
     if obj is None or obj["metadata"].get("deletionTimestamp"):
-        return
+        return False
     metadata = obj["metadata"]
     resource = PODS if pod else SERVICES
     key = run.expectation(replica.type) if (pod and replica is not None) else None
     if key is not None:
         if not run.expectations.satisfied(key):
             run.wait_s.append(1.0)
-            return
+            return False
         run.expectations.expect_deletions(key, [metadata["name"]])
     try:
         run.client.delete(resource, metadata["name"], metadata["namespace"], uid=metadata["uid"])
     except NotFound:
         if key is not None:
             run.expectations.deletion_observed(key, metadata["name"])
-    else:
-        _log(run, replica).info(f"deleted {resource.kind.lower()} {metadata['name']}")
+        return False
+    _log(run, replica).info(f"deleted {resource.kind.lower()} {metadata['name']}")
+    return True
 
 
 def _cleanup_pods(run: ActionRun, policy: Any) -> None:
@@ -283,13 +285,31 @@ def _cleanup_pods(run: ActionRun, policy: Any) -> None:
         _delete(run, replica, run.services.by_replica.get(replica), pod=False)
 
 
+def _left_out(run: ActionRun, replica: ReplicaId) -> bool:
+    """Whether no replica of the spec owns this one's children any more: the spec no longer
+    has it (scaled down or removed types), or it is a pool member waiting for a place
+    again (its pool's parallelism was lowered while it had a pod)."""
+    spec = run.spec.replica_type(replica.type)
+    if spec is None or replica.index >= spec.replicas:
+        return True
+    return spec.pool and replica not in run.decision.record.replica_states
+
+
 def _delete_stale(run: ActionRun) -> None:
-    """Children of replicas the spec no longer has (scaled down or removed types)."""
-    desired = {t.name: t.replicas for t in run.spec.replica_types}
+    """Children no replica owns any more (`_left_out`); a pool member sent back to waiting
+    says so in an Event when its pod goes (a user sees why a running pod was deleted)."""
     for claimed, pod in ((run.pods, True), (run.services, False)):
         for replica, obj in claimed.by_replica.items():
-            if replica.index >= desired.get(replica.type, 0):
-                _delete(run, replica, obj, pod=pod)
+            if not _left_out(run, replica) or not _delete(run, replica, obj, pod=pod):
+                continue
+            spec = run.spec.replica_type(replica.type)
+            if pod and spec is not None and spec.pool and replica.index < spec.replicas:
+                run.recorder.record(
+                    run.job, type="Normal", reason="ParallelismLowered",
+                    message=f"{replica} waits for a place again: its pool's parallelism is "
+                            f"now {spec.at_once}; its pod {obj['metadata']['name']} is "
+                            "deleted.",
+                    replica=str(replica))
         for obj in claimed.unplaced:
             _delete(run, None, obj, pod=pod)
 
@@ -297,9 +317,8 @@ def _delete_stale(run: ActionRun) -> None:
 def release_tracking(run: ActionRun) -> None:
     """Drop the tracking finalizer of pods whose outcome the written status now holds."""
     done = run.decision.holds_replicas
-    desired = {t.name: t.replicas for t in run.spec.replica_types}
     for replica, pod in run.pods.by_replica.items():
-        stale = replica.index >= desired.get(replica.type, 0) or replica in run.old_attempt
+        stale = _left_out(run, replica) or replica in run.old_attempt
         if done or stale or run.facts.get(replica, MISSING).terminal:
             remove_finalizer(run.client, pod, TRACKING_FINALIZER, released=run.released)
     for pod in run.pods.unplaced:

@@ -16,7 +16,7 @@ from typing import Any
 
 from engine.controller.reconcile.children import ReplicaId
 from engine.controller.reconcile.cleanup import cleanup_policy, pods_to_clean
-from engine.controller.reconcile.jobspec import JobSpecView
+from engine.controller.reconcile.jobspec import JobSpecView, ReplicaTypeSpec
 from engine.controller.reconcile.observe import MISSING, PodFacts
 from engine.controller.reconcile.record import (
     LAST_TRANSITIONS,
@@ -153,7 +153,9 @@ def decide(
     `surroundings`: by default, not gang scheduled and no child object seen yet."""
     if surroundings is None:
         surroundings = Surroundings(objects={child.name: {} for child in definition.objects})
-    progress = _Progress(_without_stale_replicas(record, spec), now, job)
+    progress = _Progress(
+        _within_parallelism(definition, _without_stale_replicas(record, spec), spec, pods),
+        now, job)
     state = progress.record.state
     variables: dict[str, Any] = {}
     cel_job = job_value(job)
@@ -297,8 +299,13 @@ def _step_replicas(
     summary = replica_summary(spec, progress.record, pods, definition.replica)
     common = common_variables(job, spec, progress.record, summary, surroundings)
     for replica_type in spec.replica_types:
+        room = _room(definition, replica_type, progress.record)
         for index in range(replica_type.replicas):
             replica = ReplicaId(replica_type.name, index)
+            if progress.record.replica_states.get(replica) is None:
+                if room <= 0:
+                    continue  # a pool member waits for a place (lowest index first)
+                room -= 1
             facts = pods.get(replica, MISSING)
             new_ends = _new_ends(progress.record, replica, facts)
             consumed = {}
@@ -331,6 +338,49 @@ def _step_replicas(
                 _track_backoff(definition, replica, facts, result.state, progress)
                 _restart_timer(definition, replica, result.state, variables, progress)
     return moved
+
+
+def _room(definition: CompiledDefinition, replica_type: ReplicaTypeSpec,
+          record: MachineRecord) -> int:
+    """How many more members of a type may start now: a pool's parallelism less the members
+    that have started and not ended; unbounded for a fixed set."""
+    if not replica_type.pool:
+        return replica_type.replicas
+    return replica_type.at_once - len(in_flight(definition, replica_type, record))
+
+
+def in_flight(definition: CompiledDefinition, replica_type: ReplicaTypeSpec,
+              record: MachineRecord) -> list[ReplicaId]:
+    """The members of a type that have started and not reached a terminal state."""
+    states = definition.replica.states
+    return [replica for replica, state in record.replica_states.items()
+            if replica.type == replica_type.name and states[state].terminal is None]
+
+
+def _within_parallelism(definition: CompiledDefinition, record: MachineRecord,
+                        spec: JobSpecView, pods: Mapping[ReplicaId, PodFacts]) -> MachineRecord:
+    """Forget the members a pool has beyond its parallelism (it was lowered), so that they
+    wait for a place again; the actions delete their pods (`_delete_stale` there).
+
+    Those that do not run yet go first, then those that run, the highest index first
+    (as the Job controller prefers deleting pods that have not started).
+    """
+    excess: list[ReplicaId] = []
+    for replica_type in spec.replica_types:
+        started = in_flight(definition, replica_type, record)
+        over = len(started) - replica_type.at_once
+        if not replica_type.pool or over <= 0:
+            continue
+        running = {r for r in started if pods.get(r, MISSING).observation == "podRunning"}
+        started.sort(key=lambda r: (r in running, -r.index))
+        excess += started[:over]
+    if not excess:
+        return record
+    return record.with_changes(
+        replica_states={r: s for r, s in record.replica_states.items() if r not in excess},
+        replica_timers={r: t for r, t in record.replica_timers.items() if r not in excess},
+        in_place_ends={r: e for r, e in record.in_place_ends.items() if r not in excess},
+    )
 
 
 def _new_ends(record: MachineRecord, replica: ReplicaId, facts: PodFacts) -> int:

@@ -11,23 +11,45 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from engine.api.replicated import JobLayout, job_problems, read_path
+from engine.api.replicated import POOL_FIELDS, JobLayout, job_problems, read_path
 from engine.api.runpolicy import MANAGED_BY_JOBMACHINE
 from engine.definition import CompiledDefinition, broken_rules
 
 
 @dataclass(frozen=True)
 class ReplicaTypeSpec:
-    """One replica type: how many, the pod template, and the restart policy in force."""
+    """One replica type: how many, the pod template, and the restart policy in force.
+
+    `replicas` counts its members (indexes 0..replicas-1). A fixed set runs them all at
+    once; a pool (`parallelism` set) gives at most `parallelism` of them a pod at a time,
+    lowest index first, and each member is done once it reaches a terminal state.
+    """
 
     name: str
     replicas: int
     template: Mapping[str, Any]
     restart_policy: str
     template_restart_policy: str | None = None
+    parallelism: int | None = None
+    """A pool's bound on members that have a pod at once; None: not a pool."""
+    completions: int | None = None
+    """A pool's completions; None for a work queue (its members are `parallelism`)."""
+    indexed: bool = False
+    """An Indexed pool: each member's pods carry its index."""
+
+    @property
+    def pool(self) -> bool:
+        """Whether members are admitted `parallelism` at a time (a pool)."""
+        return self.parallelism is not None
+
+    @property
+    def at_once(self) -> int:
+        """How many members may have a pod at once."""
+        return self.replicas if self.parallelism is None else min(self.parallelism,
+                                                                   self.replicas)
 
 
 @dataclass(frozen=True)
@@ -82,7 +104,7 @@ def read_job_spec(
         return JobSpecView((), run_policy, error)
     order = governs.replica_types or list(specs)
     types = tuple(
-        _replica_type(name, specs[name], governs.default_restart_policy)
+        _replica_type(name, specs[name], governs.default_restart_policy, pools=governs.pools)
         for name in order
         if name in specs
     )
@@ -95,14 +117,29 @@ def read_job_spec(
     return JobSpecView(types, run_policy, "", {t.name: t for t in types}, rules)
 
 
-def _replica_type(name: str, spec: Mapping[str, Any], default_policy: str) -> ReplicaTypeSpec:
+def _replica_type(
+    name: str, spec: Mapping[str, Any], default_policy: str, *, pools: bool
+) -> ReplicaTypeSpec:
     template = spec.get("template") or {}
-    return ReplicaTypeSpec(
+    fixed = ReplicaTypeSpec(
         name=name,
         replicas=int(spec.get("replicas", 1)),
         template=template,
         restart_policy=str(spec.get("restartPolicy") or default_policy),
         template_restart_policy=(template.get("spec") or {}).get("restartPolicy"),
+    )
+    if not pools or all(spec.get(field) is None for field in POOL_FIELDS):
+        return fixed
+    # Defaults as the Job API's: parallelism 1; without completions, a work queue of
+    # `parallelism` members.
+    parallelism = int(spec["parallelism"]) if spec.get("parallelism") is not None else 1
+    completions = spec.get("completions")
+    return replace(
+        fixed,
+        replicas=parallelism if completions is None else int(completions),
+        parallelism=parallelism,
+        completions=None if completions is None else int(completions),
+        indexed=spec.get("completionMode") == "Indexed",
     )
 
 
@@ -115,6 +152,7 @@ def layout_of(definition: CompiledDefinition) -> JobLayout:
         failure_rules=governs.failure_rules,
         replica_types=governs.replica_types,
         main_container=definition.definition.spec.pod.container,
+        pools=governs.pools,
     )
 
 

@@ -14,7 +14,7 @@ from typing import Any
 from engine.controller.reconcile.children import ReplicaId
 from engine.controller.reconcile.jobspec import JobSpecView
 from engine.controller.reconcile.observe import MISSING, PodFacts
-from engine.controller.reconcile.record import MachineRecord
+from engine.controller.reconcile.record import MachineRecord, format_ranges
 from engine.definition import CompiledMachine
 
 
@@ -29,15 +29,22 @@ def replica_summary(
     pods: Mapping[ReplicaId, PodFacts],
     machine: CompiledMachine,
 ) -> dict[str, dict[str, Any]]:
-    """Per replica type: desired, active, succeeded, failed, restarts, per-phase counts, states."""
+    """Per replica type: desired, parallelism, active, ready, terminating, waiting, succeeded,
+    failed, restarts, per-phase counts, states, completedIndexes and failedIndexes.
+
+    `waiting` counts a pool's members not started that have no place now (0 for a fixed
+    set); the index lists are in the Job API's interval format (`0-3,7`)."""
     summary: dict[str, dict[str, Any]] = {}
     phase_words = {lower_camel(s.phase) for s in machine.states.values()}
     for replica_type in spec.replica_types:
         entry: dict[str, Any] = {word: 0 for word in phase_words}
         entry.update(
-            desired=replica_type.replicas, active=0, ready=0, succeeded=0, failed=0, restarts=0
+            desired=replica_type.replicas, parallelism=replica_type.at_once, active=0, ready=0,
+            terminating=0, waiting=0, succeeded=0, failed=0, restarts=0,
         )
         states: dict[str, int] = {}
+        ended: dict[str, list[int]] = {"success": [], "failure": []}
+        unstarted = 0
         for index in range(replica_type.replicas):
             replica = ReplicaId(replica_type.name, index)
             state = record.replica_states.get(replica)
@@ -47,16 +54,26 @@ def replica_summary(
             if facts.observation == "podRunning":
                 entry["active"] += 1
                 entry["ready"] += facts.ready
+            elif facts.observation == "podGone":
+                entry["terminating"] += 1
             if state is None:
+                unstarted += 1
                 continue
             compiled = machine.states[state]
             states[state] = states.get(state, 0) + 1
             entry[lower_camel(compiled.phase)] += 1
             if compiled.terminal in ("success", "failure"):
+                ended[compiled.terminal].append(index)
                 terminal_key = "succeeded" if compiled.terminal == "success" else "failed"
                 if lower_camel(compiled.phase) != terminal_key:
                     entry[terminal_key] += 1
         entry["states"] = states
+        # Members not started that have no place now (a fixed set always has room).
+        in_flight = replica_type.replicas - unstarted - len(ended["success"]) - len(
+            ended["failure"])
+        entry["waiting"] = max(0, unstarted - max(0, replica_type.at_once - in_flight))
+        entry["completedIndexes"] = format_ranges(ended["success"])
+        entry["failedIndexes"] = format_ranges(ended["failure"])
         summary[replica_type.name] = entry
     return summary
 

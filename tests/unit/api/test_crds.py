@@ -158,10 +158,12 @@ def test_replica_specs_keep_kubeflows_shape(
     ]
     template = replica["properties"]["template"]
 
-    extensions = {"dependsOn"} if kind == "MachineJob" else set()
+    pools = kind == "MachineJob"
+    extensions = {"dependsOn", "completions", "parallelism", "completionMode"} if pools else set()
     assert set(replica["properties"]) == {"replicas", "template", "restartPolicy", *extensions}
     assert replica["properties"]["replicas"]["minimum"] == 0
-    assert replica["properties"]["replicas"]["default"] == 1
+    # A pool kind leaves replicas without a default: it would clash with completions.
+    assert replica["properties"]["replicas"].get("default") == (None if pools else 1)
     assert replica["properties"]["restartPolicy"]["enum"] == [
         "Always",
         "OnFailure",

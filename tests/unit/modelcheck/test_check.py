@@ -14,8 +14,9 @@ from engine.definition import load_definitions
 from engine.modelcheck.check import CheckReport, check_paths
 from engine.modelcheck.explore import Step, _Explorer
 from engine.modelcheck.report import report_lines, trace_picture
-from engine.modelcheck.shapes import START, Bounds, Shape, build_job
+from engine.modelcheck.shapes import START, Bounds, Shape, build_job, shapes
 from engine.simulation.world import Pass, World
+from tests.kinds import MACHINES
 
 SOUND = Path(__file__).parent / "machines" / "sound.yaml"
 
@@ -154,3 +155,30 @@ def test_wider_bounds_explore_more(replicas: int) -> None:
     narrow = checked(SOUND).machines[0].situations
     wide = checked(SOUND, max_replicas=replicas).machines[0].situations
     assert wide > narrow
+
+
+def test_a_pool_with_more_live_pods_than_its_parallelism_breaks_over_parallelism() -> None:
+    definition = load_definitions([MACHINES / "job.yaml"])[0]
+    shape = Shape((("Worker", 1),), "Never", pool=(3, 1))
+    explorer = _Explorer(definition, shape, Bounds(), (0, 1))
+    world = World(definition, build_job(definition, shape, Bounds()), START)
+    result = world.reconcile()
+    assert sorted(map(str, world.pods)) == ["Worker-0"]
+    assert not explorer._check_pass(world, result, (None, {}), None, Step("created", ()))
+    # A second live pod in a pool of parallelism 1: as if the engine had admitted Worker-1.
+    world.pods[ReplicaId("Worker", 1)] = {**world.pods[ReplicaId("Worker", 0)]}
+    assert explorer._check_pass(world, result, (None, {}), None, Step("a test", ()))
+    [violation] = explorer.violations
+    assert violation.rule == "over-parallelism"
+    assert violation.message == ("pool Worker has 2 pods that have not ended (Worker-0, "
+                                 "Worker-1), more than its parallelism 1")
+
+
+def test_pool_shapes_are_checked_only_where_the_kind_has_pools() -> None:
+    job_machine = load_definitions([MACHINES / "job.yaml"])[0]
+    pools = {s.pool for s in shapes(job_machine, Bounds(restart_policies=("Never",)))}
+    assert pools == {None, (2, 1), (3, 2)}
+    sound = load_definitions([SOUND])[0]
+    assert {s.pool for s in shapes(sound, Bounds())} == {None}
+    assert str(Shape((("Worker", 1),), "Never", pool=(3, 2))) == (
+        "Worker pool of 3 by 2, restartPolicy Never")

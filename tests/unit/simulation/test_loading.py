@@ -76,7 +76,7 @@ def test_shape_problems_are_reported_at_their_nodes(tmp_path: Path) -> None:
         "scenario.yaml:19:5: error: a patch may change the job's metadata and spec only",
         "scenario.yaml:20:17: error: 'phase' must be a string, not an integer",
         "scenario.yaml:20:20: error: unknown field 'restart'; allowed fields: phase, state, "
-        "restarts, reason, conditions, replicas, podsCreated",
+        "restarts, reason, conditions, replicas, podsCreated, podsAtOnce",
     ]
 
 

@@ -25,7 +25,7 @@ def test_the_text_report_aligns_its_columns_and_ends_with_the_verdict(tmp_path: 
     assert "5s  Worker-0  fact       exits 0" in text
     assert text[-2:] == [
         "5s            end        nothing more happens: phase Succeeded, state Succeeded, "
-        "restarts 0, 1 pod created",
+        "restarts 0, 1 pod created, at most 1 at once",
         "expect: not met (1 difference)",
     ]
     assert [str(d).replace(f"{tmp_path}/", "") for d in played.unmet] == [
@@ -50,7 +50,7 @@ def test_the_json_report_holds_the_same_entries_the_end_and_the_status(tmp_path:
         "state": "Succeeded", "restarts": 0, "reason": "AllReplicasSucceeded",
         "conditions": {"Created": True, "Running": False, "SuccessCriteriaMet": True,
                        "Succeeded": True},
-        "replicas": {"Worker-0": "Succeeded"}, "podsCreated": 1,
+        "replicas": {"Worker-0": "Succeeded"}, "podsCreated": 1, "podsAtOnce": 1,
     }
     assert document["status"]["phase"] == "Succeeded"
     assert document["expect"] == {"met": True, "unmet": []}
