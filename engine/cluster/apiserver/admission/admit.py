@@ -14,6 +14,7 @@ from engine.cluster.apiserver.registry.registry import Registry
 from engine.cluster.apiserver.registry.resources import ResourceType
 from engine.cluster.apiserver.registry.scale import scale_causes
 from engine.cluster.apiserver.storage.objects import Obj
+from engine.cluster.apiserver.validation.batch_warnings import write_warnings
 from engine.cluster.apiserver.validation.builtin_fields import prune_unknown
 from engine.cluster.apiserver.validation.builtin_validation import (
     validate_builtin,
@@ -44,7 +45,8 @@ def admit(
     field_validation: str,
     subresource: str | None = None,
 ) -> tuple[Obj, list[str]]:
-    """The object as it will be stored (pruned, defaulted) and the warnings to send.
+    """The object as it will be stored (pruned, defaulted) and the warnings to send (unknown
+    fields under Warn, then the kind's own, as a real server's strategy adds them).
 
     Raises 400 for unknown fields under Strict and 422 with every cause otherwise. A custom
     resource with a scale subresource also keeps its scale paths readable (spec replicas
@@ -53,7 +55,7 @@ def admit(
     compiled = registry.compiled_schema(rt)
     if compiled is None:
         obj, pruned = prune_unknown(rt.kind, obj)
-        causes = validate_builtin(rt.kind, obj, old)
+        causes = validate_builtin(rt.kind, obj, old, subresource=subresource)
     else:
         paths = rt.scale
         checks = None if paths is None else (
@@ -67,4 +69,7 @@ def admit(
         raise cannot_decode(rt.kind, rt.version, f"strict decoding error: {', '.join(unknown)}")
     if causes:
         raise invalid(rt.group, rt.kind, obj["metadata"].get("name", ""), list(causes))
-    return obj, unknown if field_validation == "Warn" else []
+    warnings = unknown if field_validation == "Warn" else []
+    if compiled is None and subresource is None:
+        warnings = [*warnings, *write_warnings(rt.kind, obj, old)]
+    return obj, warnings

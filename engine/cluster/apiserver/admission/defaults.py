@@ -3,14 +3,15 @@
 Clients (kubectl, controllers, the node) read these back (a pod's phase and
 restart policy, a container's requests taken from its limits, a service's
 cluster IP, node ports and port protocol, a namespace's finalizer and phase, a secret's
-type, a PriorityClass's preemption policy), so they are set here the way the
-real defaulters (`SetDefaults_*` of each API group) and registries set them.
+type, a PriorityClass's preemption policy, a Job's completions and generated
+selector), so they are set here the way the real defaulters (`SetDefaults_*` of
+each API group) and registries set them.
 As there, an explicit zero value of a Go value field (`targetPort: 0`, `""`,
 null: what Go clients send) is unset and defaulted (`zero_values.py`); pod
-defaulting is in `pod_defaults.py`. Validation runs on the result. A pod's
-priority is not a default: the Priority admission plugin sets it
-(`priority_admission.py`). Objects are copied where changed, never mutated in
-place.
+defaulting is in `pod_defaults.py`, Job and CronJob defaulting in
+`batch_defaults.py`. Validation runs on the result. A pod's priority is not a
+default: the Priority admission plugin sets it (`priority_admission.py`).
+Objects are copied where changed, never mutated in place.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from engine.cluster.apiserver.admission.batch_defaults import cronjob_defaults, job_defaults
 from engine.cluster.apiserver.admission.pod_defaults import pod_defaults, rounded
 from engine.cluster.apiserver.admission.zero_values import (
     in_field,
@@ -33,6 +35,8 @@ from engine.cluster.apiserver.admission.zero_values import (
 from engine.cluster.apiserver.registry.builtins import (
     CLUSTER_ROLE_BINDINGS,
     CRDS,
+    CRONJOBS,
+    JOBS,
     NAMESPACES,
     NODES,
     PODS,
@@ -71,6 +75,8 @@ def apply_defaults(key: TypeKey, obj: Obj, old: Obj | None, held: Held) -> Obj:
     """`obj` with the defaults of its kind filled in (create when `old` is None)."""
     if key == PODS.key:
         return pod_defaults(obj, creating=old is None)
+    if key == JOBS.key:
+        return job_defaults(obj, creating=old is None)
     if key == SERVICES.key:
         return _service(obj, old, held)
     if key == NAMESPACES.key:
@@ -218,6 +224,7 @@ _DEFAULTERS: dict[TypeKey, Callable[[Obj], Obj]] = {
     NODES.key: _node,
     CRDS.key: _crd,
     PRIORITY_CLASSES.key: priority_class_defaults,
+    CRONJOBS.key: cronjob_defaults,
     ROLE_BINDINGS.key: binding_defaults,
     CLUSTER_ROLE_BINDINGS.key: binding_defaults,
 }

@@ -6,8 +6,10 @@ source, and the container statuses' resources take the defaults of
 pkg/apis/core/v1 (`SetDefaults_Pod`, `SetDefaults_PodSpec`,
 `SetDefaults_Container`, `SetDefaults_Probe`, `SetDefaults_Volume`,
 `SetDefaults_ResourceList`...), so what a Go client leaves at its zero value is
-stored as on a real cluster. The registry's part (status on create) is here
-too. Objects are copied where changed, never mutated in place.
+stored as on a real cluster. A pod template (a Job's, a CronJob's) gets the same
+defaults except SetDefaults_Pod's own (service links, requests from limits, host
+ports): upstream applies those to pods only. The registry's part (status on
+create) is here too. Objects are copied where changed, never mutated in place.
 """
 
 from __future__ import annotations
@@ -35,8 +37,8 @@ _SPEC_VALUES = {
 _SPEC_POINTERS = {
     "securityContext": {},
     "terminationGracePeriodSeconds": 30,
-    "enableServiceLinks": True,
 }
+_POD_POINTERS = {"enableServiceLinks": True}
 _CONTAINER_VALUES = {
     "terminationMessagePath": "/dev/termination-log",
     "terminationMessagePolicy": "File",
@@ -121,12 +123,22 @@ def _requirements(requirements: dict[str, Any]) -> dict[str, Any]:
 
 def pod_spec_defaults(spec: dict[str, Any]) -> dict[str, Any]:
     """A pod's spec defaulted (idempotent: a stored spec from before a default was added
-    reads as it would have been stored, as kube-apiserver defaults what it reads)."""
-    spec = _service_account_alias(with_pointers(with_values(spec, _SPEC_VALUES), _SPEC_POINTERS))
+    reads as it would have been stored, as kube-apiserver defaults what it reads): a
+    template's defaults, then SetDefaults_Pod's."""
+    spec = template_spec_defaults(with_pointers(spec, _POD_POINTERS))
     host_network = spec.get("hostNetwork") is True
     for key in ("containers", "initContainers"):
         spec = in_items(spec, key, lambda c: _pod_container(c, host_network=host_network))
-    spec = in_items(spec, "ephemeralContainers", container_defaults)
+    return spec
+
+
+def template_spec_defaults(spec: dict[str, Any]) -> dict[str, Any]:
+    """The spec of a pod template defaulted: SetDefaults_PodSpec and the defaults of its
+    containers, probes, resources and volumes, as the generated defaulters of the kinds that
+    embed a PodTemplateSpec apply them."""
+    spec = _service_account_alias(with_pointers(with_values(spec, _SPEC_VALUES), _SPEC_POINTERS))
+    for key in ("containers", "initContainers", "ephemeralContainers"):
+        spec = in_items(spec, key, container_defaults)
     spec = in_field(rounded(spec, "overhead"), "resources", _requirements)
     return in_items(spec, "volumes", _volume)
 
@@ -168,9 +180,10 @@ def container_defaults(container: dict[str, Any]) -> dict[str, Any]:
 
 
 def _pod_container(container: dict[str, Any], *, host_network: bool) -> dict[str, Any]:
-    """A container or init container of a pod (not a template): SetDefaults_Pod's requests
-    from limits and, with host networking, host ports from container ports."""
-    container = _requests_from_limits(container_defaults(container))
+    """A container or init container of a pod (not a template), already defaulted as a
+    template's: SetDefaults_Pod's requests from limits and, with host networking, host ports
+    from container ports."""
+    container = _requests_from_limits(container)
     if host_network:
         container = in_items(container, "ports", _host_port)
     return container

@@ -5,7 +5,8 @@ base64 (Secret data, ConfigMap binaryData) and are kept in canonical form,
 scalars must have their Go type, an empty map is left out (omitempty), a
 non-omitempty integer reads 0 when absent, and the v1 conversion folds a
 Secret's write-only `stringData` into `data` (stringData wins) and drops it.
-What the decoder refuses is a 400, worded as the real one.
+What the decoder refuses is a 400, worded as the real one; the scalar types of the
+batch kinds are checked in `batch_decoding.py`.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from engine.cluster.apiserver.admission.batch_decoding import decode_cronjob, decode_job
+from engine.cluster.apiserver.admission.go_json import go_json_kind
 from engine.cluster.apiserver.errors import ApiError, cannot_decode
 from engine.cluster.apiserver.patch.apply_schema import (
     LIST,
@@ -25,6 +28,8 @@ from engine.cluster.apiserver.patch.apply_schema import (
 from engine.cluster.apiserver.registry.builtins import (
     CONFIGMAPS,
     CONTROLLER_REVISIONS,
+    CRONJOBS,
+    JOBS,
     PRIORITY_CLASSES,
     SECRETS,
 )
@@ -191,20 +196,11 @@ def _wrong_type(rt: ResourceType, field: str, value: Any, go_type: str) -> ApiEr
     return _unmarshal_error(rt.kind, rt.version, field, value, go_type)
 
 
-def go_json_kind(value: Any) -> str:
-    """How Go's JSON errors name the kind of a value ("cannot unmarshal array into ...")."""
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, int | float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    return "array" if isinstance(value, list) else "object"
-
-
 _DECODERS: dict[TypeKey, Callable[[ResourceType, Obj], Obj]] = {
     CONFIGMAPS.key: _configmap,
     SECRETS.key: _secret,
     CONTROLLER_REVISIONS.key: _controller_revision,
     PRIORITY_CLASSES.key: _priority_class,
+    JOBS.key: decode_job,
+    CRONJOBS.key: decode_cronjob,
 }

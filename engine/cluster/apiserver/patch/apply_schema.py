@@ -90,6 +90,8 @@ _BUILTIN_ROOTS = {
     ("apps", "ControllerRevision"): "apps.ControllerRevision",
     ("coordination.k8s.io", "Lease"): "coordination.Lease",
     ("scheduling.k8s.io", "PriorityClass"): "scheduling.PriorityClass",
+    ("batch", "Job"): "batch.Job",
+    ("batch", "CronJob"): "batch.CronJob",
 }
 
 

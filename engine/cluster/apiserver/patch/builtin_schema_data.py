@@ -235,6 +235,7 @@ BUILTIN_TYPES: dict[str, str] = {
         "topologySpreadConstraints:[m=topologyKey,whenUnsatisfiable]TopologySpreadConstraint "
         "volumes:[m=name]Volume"
     ),
+    "PodTemplateSpec": "metadata:meta.ObjectMeta spec:PodSpec",
     "PodStatus": (
         "conditions:[m=type]PodCondition containerStatuses:[a]ContainerStatus "
         "ephemeralContainerStatuses:[a]ContainerStatus hostIP:s hostIPs:[a]HostIP "
@@ -347,6 +348,44 @@ BUILTIN_TYPES: dict[str, str] = {
         "gmsaCredentialSpec:s gmsaCredentialSpecName:s hostProcess:s runAsUserName:s"
     ),
     "apps.ControllerRevision": "apiVersion:s data:?a kind:s metadata:meta.ObjectMeta revision:s",
+    "batch.CronJob": (
+        "apiVersion:s kind:s metadata:meta.ObjectMeta spec:batch.CronJobSpec "
+        "status:batch.CronJobStatus"
+    ),
+    "batch.CronJobSpec": (
+        "concurrencyPolicy:s failedJobsHistoryLimit:s jobTemplate:batch.JobTemplateSpec "
+        "schedule:s startingDeadlineSeconds:s successfulJobsHistoryLimit:s suspend:s timeZone:s"
+    ),
+    "batch.CronJobStatus": "active:[a]ObjectReference lastScheduleTime:s lastSuccessfulTime:s",
+    "batch.Job": (
+        "apiVersion:s kind:s metadata:meta.ObjectMeta spec:batch.JobSpec status:batch.JobStatus"
+    ),
+    "batch.JobCondition": (
+        "lastProbeTime:s lastTransitionTime:s message:s reason:s status:s type:s"
+    ),
+    "batch.JobSpec": (
+        "activeDeadlineSeconds:s backoffLimit:s backoffLimitPerIndex:s completionMode:s "
+        "completions:s managedBy:s manualSelector:s maxFailedIndexes:s parallelism:s "
+        "podFailurePolicy:batch.PodFailurePolicy podReplacementPolicy:s "
+        "selector:meta.LabelSelector successPolicy:batch.SuccessPolicy suspend:s "
+        "template:PodTemplateSpec ttlSecondsAfterFinished:s"
+    ),
+    "batch.JobStatus": (
+        "active:s completedIndexes:s completionTime:s conditions:[a]batch.JobCondition failed:s "
+        "failedIndexes:s ready:s startTime:s succeeded:s terminating:s "
+        "uncountedTerminatedPods:batch.UncountedTerminatedPods"
+    ),
+    "batch.JobTemplateSpec": "metadata:meta.ObjectMeta spec:batch.JobSpec",
+    "batch.PodFailurePolicy": "rules:[a]batch.PodFailurePolicyRule",
+    "batch.PodFailurePolicyOnExitCodesRequirement": "containerName:s operator:s values:[s]s",
+    "batch.PodFailurePolicyOnPodConditionsPattern": "status:s type:s",
+    "batch.PodFailurePolicyRule": (
+        "action:s onExitCodes:batch.PodFailurePolicyOnExitCodesRequirement "
+        "onPodConditions:[a]batch.PodFailurePolicyOnPodConditionsPattern"
+    ),
+    "batch.SuccessPolicy": "rules:[a]batch.SuccessPolicyRule",
+    "batch.SuccessPolicyRule": "succeededCount:s succeededIndexes:s",
+    "batch.UncountedTerminatedPods": "failed:[s]s succeeded:[s]s",
     "coordination.Lease": (
         "apiVersion:s kind:s metadata:meta.ObjectMeta spec:coordination.LeaseSpec"
     ),

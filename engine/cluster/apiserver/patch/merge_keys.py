@@ -49,6 +49,8 @@ _BY_KIND: dict[str, dict[str, str]] = {
         "status.resourceClaimStatuses": "name",
     },
     "Service": {"spec.ports": "port", "status.conditions": "type"},
+    "Job": {**_pod_spec("spec.template.spec"), "status.conditions": "type"},
+    "CronJob": _pod_spec("spec.jobTemplate.spec.template.spec"),
     "Namespace": {"status.conditions": "type"},
     "Node": {
         "spec.podCIDRs": PRIMITIVE_SET,

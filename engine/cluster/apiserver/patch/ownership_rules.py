@@ -11,8 +11,8 @@ under `spec` (pods: nor `metadata.deletionTimestamp`, `metadata.ownerReferences`
 *Registry fields*: what the registry or admission fills in after the field
 manager has run (a Service's cluster IPs and IP families, a Namespace's
 `kubernetes` finalizer, a CRD's cleanup finalizer, a pod's priority,
-preemption policy and default priority class name) belongs to nobody unless
-the client sent it.
+preemption policy and default priority class name, a Job's generated selector
+and the labels added with it) belongs to nobody unless the client sent it.
 """
 
 from __future__ import annotations
@@ -24,7 +24,9 @@ from engine.cluster.apiserver.registry.builtins import (
     CONFIGMAPS,
     CONTROLLER_REVISIONS,
     CRDS,
+    CRONJOBS,
     EVENTS,
+    JOBS,
     LEASES,
     NAMESPACES,
     NODES,
@@ -57,6 +59,11 @@ _REGISTRY_FIELDS: dict[TypeKey, tuple[tuple[str, ...], ...]] = {
     ),
     NAMESPACES.key: (("spec", "finalizers"),),
     CRDS.key: (("metadata", "finalizers"),),
+    JOBS.key: (  # the registry's PrepareForCreate, after the field manager
+        ("spec", "selector"),
+        ("spec", "template", "metadata", "labels"),
+        ("metadata", "labels"),
+    ),
 }
 
 
@@ -64,6 +71,7 @@ _NODE_INFO = (
     "machineID", "systemUUID", "bootID", "kernelVersion", "osImage", "containerRuntimeVersion",
     "kubeletVersion", "kubeProxyVersion", "operatingSystem", "architecture",
 )
+_EMPTY_TEMPLATE = {"metadata": {"creationTimestamp": None}, "spec": {"containers": None}}
 _EMPTY: dict[TypeKey, dict[str, Any]] = {
     PODS.key: {"spec": {"containers": None}, "status": {}},
     SERVICES.key: {"spec": {}, "status": {"loadBalancer": {}}},
@@ -87,6 +95,15 @@ _EMPTY: dict[TypeKey, dict[str, Any]] = {
     CONFIGMAPS.key: {},
     SECRETS.key: {},
     CONTROLLER_REVISIONS.key: {"data": None, "revision": 0},
+    JOBS.key: {"spec": {"template": _EMPTY_TEMPLATE}, "status": {}},
+    CRONJOBS.key: {
+        "spec": {
+            "schedule": "",
+            "jobTemplate": {"metadata": {"creationTimestamp": None},
+                            "spec": {"template": _EMPTY_TEMPLATE}},
+        },
+        "status": {},
+    },
     LEASES.key: {"spec": {}},
     PRIORITY_CLASSES.key: {"value": 0},
     CRDS.key: {

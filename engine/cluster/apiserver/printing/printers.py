@@ -2,8 +2,8 @@
 
 Services, events, nodes, namespaces, configmaps, secrets, controllerrevisions,
 leases and priorityclasses print the columns and cells a real server sends;
-pods have their own module. Kinds without a printer here fall back to the
-server's NAME/CREATED AT table.
+pods and the batch kinds (jobs, cronjobs) have their own modules. Kinds without
+a printer here fall back to the server's NAME/CREATED AT table.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime
 from typing import Any
 
+from engine.cluster.apiserver.printing.batch_printers import CRONJOB_PRINTER, JOB_PRINTER
 from engine.cluster.apiserver.printing.pod_printer import POD_PRINTER
 from engine.cluster.apiserver.printing.printing import (
     AGE_COLUMN,
@@ -375,6 +376,8 @@ _BUILTIN: dict[tuple[str, str], Printer] = {
     ("apps", "controllerrevisions"): _CONTROLLER_REVISION,
     ("coordination.k8s.io", "leases"): _LEASE,
     ("scheduling.k8s.io", "priorityclasses"): _PRIORITY_CLASS,
+    ("batch", "jobs"): JOB_PRINTER,
+    ("batch", "cronjobs"): CRONJOB_PRINTER,
     ("", "serviceaccounts"): _SERVICE_ACCOUNT,
     ("rbac.authorization.k8s.io", "rolebindings"): _ROLE_BINDING,
     ("rbac.authorization.k8s.io", "clusterrolebindings"): _CLUSTER_ROLE_BINDING,

@@ -2,11 +2,12 @@
 
 These are the records discovery, routing, storage and printing read for the
 kinds a job engine needs (namespaces, pods, services, events, configmaps,
-secrets, nodes, controllerrevisions, leases, priorityclasses, CRDs), and the
-identity and access kinds (serviceaccounts, RBAC, access reviews). The
-strategy says what the real API server's registry does differently per kind
-(create on update, unconditional update, status on create, generation);
-custom resources use the default strategy.
+secrets, nodes, controllerrevisions, leases, priorityclasses, batch/v1 jobs and
+cronjobs, CRDs), and the identity and access kinds (serviceaccounts, RBAC,
+access reviews). The strategy says what the real API server's registry does
+differently per kind (create on update, unconditional update, status on
+create, generation, the propagation a DELETE without one gets); custom
+resources use the default strategy.
 """
 
 from __future__ import annotations
@@ -110,6 +111,27 @@ PRIORITY_CLASSES = ResourceType(
     namespaced=False,
     short_names=("pc",),
 )
+JOBS = ResourceType(
+    group="batch",
+    version="v1",
+    kind="Job",
+    plural="jobs",
+    singular="job",
+    namespaced=True,
+    categories=("all",),
+    subresources=frozenset({"status"}),
+)
+CRONJOBS = ResourceType(
+    group="batch",
+    version="v1",
+    kind="CronJob",
+    plural="cronjobs",
+    singular="cronjob",
+    namespaced=True,
+    short_names=("cj",),
+    categories=("all",),
+    subresources=frozenset({"status"}),
+)
 SERVICE_ACCOUNTS = ResourceType(
     group="",
     version="v1",
@@ -203,6 +225,8 @@ BUILTIN_TYPES: tuple[ResourceType, ...] = (
     CONTROLLER_REVISIONS,
     LEASES,
     PRIORITY_CLASSES,
+    JOBS,
+    CRONJOBS,
     SERVICE_ACCOUNTS,
     *RBAC_TYPES,
     *REVIEW_TYPES,
@@ -226,6 +250,9 @@ class Strategy:
     # An update that changes more than metadata moves metadata.generation (PriorityClass's
     # registry sets generation 1 on create and never moves it).
     generation_on_update: bool = True
+    # A DELETE that names no propagation policy orphans the dependents (DefaultGarbageCollection-
+    # Policy: batch/v1 Jobs keep their pods, for backward compatibility); otherwise background.
+    orphan_by_default: bool = False
 
 
 DEFAULT_STRATEGY = Strategy()
@@ -235,6 +262,7 @@ _STRATEGIES: dict[TypeKey, Strategy] = {
     LEASES.key: Strategy(create_on_update=True),
     NODES.key: Strategy(keep_status_on_create=True),
     PRIORITY_CLASSES.key: Strategy(generation_on_update=False),
+    JOBS.key: Strategy(orphan_by_default=True),
     CRDS.key: Strategy(unconditional_update=False),
 }
 

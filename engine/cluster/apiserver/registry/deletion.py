@@ -20,6 +20,7 @@ from engine.cluster.apiserver.registry.builtins import (
     NAMESPACES,
     PODS,
     PRIORITY_CLASSES,
+    strategy_for,
 )
 from engine.cluster.apiserver.registry.priority_classes import check_deletable
 from engine.cluster.apiserver.registry.resources import ResourceType
@@ -96,7 +97,10 @@ def delete(
         )
     grace = _grace_period(rt, obj, options)
     metadata = obj["metadata"]
-    finalizers = _finalizers_for(metadata.get("finalizers") or [], options.propagation)
+    policy = options.propagation
+    if policy is None and strategy_for(rt.key).orphan_by_default:
+        policy = _default_orphan(metadata.get("finalizers") or [])
+    finalizers = _finalizers_for(metadata.get("finalizers") or [], policy)
     if metadata.get("deletionTimestamp"):
         return _delete_again(
             store, rt, entry, finalizers=finalizers, grace=grace, options=options
@@ -162,6 +166,14 @@ def drop_finalizer(store: StoredObjects, key: TypeKey, entry: Entry, finalizer: 
     if not finalizers:
         del new["metadata"]["finalizers"]
     return remove_if_ready(store, key, store.table.put(key, new))
+
+
+def _default_orphan(current: list[str]) -> str | None:
+    """The policy of a DELETE without one, for a kind that orphans by default: a propagation
+    finalizer already on the object decides (upstream's shouldOrphanDependents), else Orphan."""
+    if FOREGROUND in current or ORPHAN in current:
+        return None
+    return "Orphan"
 
 
 def _finalizers_for(current: list[str], policy: str | None) -> list[str]:

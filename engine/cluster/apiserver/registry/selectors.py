@@ -240,9 +240,12 @@ _EXTRA_FIELDS: dict[tuple[str, str], frozenset[str]] = {
     ("", "nodes"): frozenset({"spec.unschedulable"}),
     ("", "namespaces"): frozenset({"status.phase"}),
     ("", "secrets"): frozenset({"type"}),
+    ("batch", "jobs"): frozenset({"status.successful"}),
 }
 # Selectable names that are not the JSON path of the value they select.
-_FIELD_PATHS = {"source": "source.component"}
+_FIELD_PATHS = {"source": "source.component", "status.successful": "status.succeeded"}
+# Integers the real server renders with strconv.Itoa, so absent reads "0".
+_INTEGER_FIELDS = frozenset({"status.successful"})
 # Booleans the real server renders with strconv.FormatBool, so absent reads "false".
 _BOOLEAN_FIELDS = frozenset({"spec.hostNetwork", "spec.unschedulable"})
 
@@ -258,6 +261,8 @@ def field_value(obj: Mapping[str, Any], name: str) -> str:
     for part in _FIELD_PATHS.get(name, name).split("."):
         node = node.get(part) if isinstance(node, Mapping) else None
     if node is None:
+        if name in _INTEGER_FIELDS:
+            return "0"
         return "false" if name in _BOOLEAN_FIELDS else ""
     if isinstance(node, bool):
         return "true" if node else "false"

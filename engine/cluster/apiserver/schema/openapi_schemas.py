@@ -4,7 +4,9 @@ Custom resources publish their CRD's openAPIV3Schema (what `kubectl explain`
 shows). Built-in kinds publish their real top-level fields but leave the
 contents open (`x-kubernetes-preserve-unknown-fields`): the server, not
 kubectl, validates them (kubectl sends `fieldValidation=Strict`), and a schema
-that is loose but never wrong beats a hand-copied one that drifts.
+that is loose but never wrong beats a hand-copied one that drifts. Jobs and
+CronJobs publish their specs and statuses field by field (`batch_schemas.py`),
+so `kubectl explain` can describe them, with the pod template left open.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import copy
 from typing import Any
 
 from engine.cluster.apiserver.registry.resources import ResourceType
+from engine.cluster.apiserver.schema.batch_schemas import BATCH_DESCRIPTIONS, BATCH_FIELDS
 
 Schema = dict[str, Any]
 
@@ -185,8 +188,11 @@ def kind_schema(rt: ResourceType, prefix: str) -> Schema:
         schema.setdefault("type", "object")
     else:
         fields = _BUILTIN_FIELDS.get((rt.group, rt.kind))
+        batch = BATCH_FIELDS.get((rt.group, rt.kind))
+        if batch is not None:
+            fields = batch(ref(OBJECT_META, prefix))
         schema = {"type": "object"}
-        description = _BUILTIN_DESCRIPTIONS.get((rt.group, rt.kind))
+        description = (_BUILTIN_DESCRIPTIONS | BATCH_DESCRIPTIONS).get((rt.group, rt.kind))
         if description:
             schema["description"] = description
         if fields is None:

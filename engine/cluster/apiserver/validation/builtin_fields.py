@@ -3,9 +3,10 @@
 The real server decodes built-in objects into typed structs, so a field it does
 not know is dropped, and reported under `fieldValidation=Warn|Strict`. These
 tables list the fields of the top level, ObjectMeta and the specs that people
-write by hand (pod, container, service), so a typo there is caught exactly as
-a real cluster catches it; nested structures not listed here (probes, volumes,
-affinity, status...) are accepted as they come.
+write by hand (pod, container, service, Job and CronJob with their pod
+templates and policies), so a typo there is caught exactly as a real cluster
+catches it; nested structures not listed here (probes, volumes, affinity, pod
+status...) are accepted as they come.
 """
 
 from __future__ import annotations
@@ -61,6 +62,53 @@ SERVICE_SPEC: Shape = dict.fromkeys(
     )
 )
 
+_LABEL_SELECTOR: Shape = {
+    "matchLabels": None,
+    "matchExpressions": [dict.fromkeys(("key", "operator", "values"))],
+}
+_POD_FAILURE_RULE: Shape = {
+    "action": None,
+    "onExitCodes": dict.fromkeys(("containerName", "operator", "values")),
+    "onPodConditions": [dict.fromkeys(("type", "status"))],
+}
+JOB_SPEC: Shape = {
+    **dict.fromkeys(
+        (
+            "activeDeadlineSeconds", "backoffLimit", "backoffLimitPerIndex", "completionMode",
+            "completions", "managedBy", "manualSelector", "maxFailedIndexes", "parallelism",
+            "podReplacementPolicy", "suspend", "ttlSecondsAfterFinished",
+        )
+    ),
+    "podFailurePolicy": {"rules": [_POD_FAILURE_RULE]},
+    "selector": _LABEL_SELECTOR,
+    "successPolicy": {"rules": [dict.fromkeys(("succeededCount", "succeededIndexes"))]},
+    "template": {"metadata": OBJECT_META, "spec": POD_SPEC},
+}
+_JOB_STATUS: Shape = {
+    **dict.fromkeys(
+        (
+            "active", "completedIndexes", "completionTime", "failed", "failedIndexes", "ready",
+            "startTime", "succeeded", "terminating",
+        )
+    ),
+    "conditions": [
+        dict.fromkeys(
+            ("type", "status", "lastProbeTime", "lastTransitionTime", "reason", "message")
+        )
+    ],
+    "uncountedTerminatedPods": dict.fromkeys(("succeeded", "failed")),
+}
+_CRONJOB_SPEC: Shape = {
+    **dict.fromkeys(
+        (
+            "concurrencyPolicy", "failedJobsHistoryLimit", "schedule", "startingDeadlineSeconds",
+            "successfulJobsHistoryLimit", "suspend", "timeZone",
+        )
+    ),
+    "jobTemplate": {"metadata": OBJECT_META, "spec": JOB_SPEC},
+}
+_CRONJOB_STATUS: Shape = dict.fromkeys(("active", "lastScheduleTime", "lastSuccessfulTime"))
+
 SHAPES: dict[str, Shape] = {
     "Pod": {**_TYPED, "spec": POD_SPEC, "status": None},
     "Service": {**_TYPED, "spec": SERVICE_SPEC, "status": None},
@@ -75,6 +123,8 @@ SHAPES: dict[str, Shape] = {
         "preemptionPolicy": None,
     },
     "CustomResourceDefinition": {**_TYPED, "spec": None, "status": None},
+    "Job": {**_TYPED, "spec": JOB_SPEC, "status": _JOB_STATUS},
+    "CronJob": {**_TYPED, "spec": _CRONJOB_SPEC, "status": _CRONJOB_STATUS},
     "Event": {
         **_TYPED,
         **dict.fromkeys(

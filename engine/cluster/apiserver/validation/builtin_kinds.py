@@ -10,7 +10,6 @@ live with the kind in `priority_classes.py`.
 from __future__ import annotations
 
 import ipaddress
-import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -29,6 +28,12 @@ from engine.cluster.apiserver.validation.names import (
     dns1123_label_errors,
     dns1123_subdomain_errors,
 )
+from engine.cluster.apiserver.validation.pod_specs import (
+    PROTOCOLS,
+    pod_spec_causes,
+    port_errors,
+    port_name_errors,
+)
 from engine.cluster.apiserver.validation.rbac_validation import (
     path_segment_name_errors,
     validate_cluster_role,
@@ -37,86 +42,11 @@ from engine.cluster.apiserver.validation.rbac_validation import (
     validate_role_binding,
 )
 
-_PORT_RANGE = "must be between 1 and 65535, inclusive"
-_PROTOCOLS = ("SCTP", "TCP", "UDP")
-_IANA_NAME = re.compile(r"[a-z0-9]([a-z0-9-]*[a-z0-9])?")
 Spec = Mapping[str, Any]
 
 
-def _port_errors(path: str, value: Any) -> list[Cause]:
-    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 65535:
-        return [invalid(path, value, _PORT_RANGE)]
-    return []
-
-
-def _port_name_errors(path: str, name: str) -> list[Cause]:
-    if len(name) > 15:
-        return [invalid(path, name, "must be no more than 15 characters")]
-    if not _IANA_NAME.fullmatch(name) or "--" in name or not re.search("[a-z]", name):
-        return [
-            invalid(
-                path,
-                name,
-                "must contain only alpha-numeric characters (a-z, 0-9), and "
-                "hyphens (-), must contain at least one letter (a-z), hyphens cannot be "
-                "adjacent to other hyphens, and must start and end with alphanumeric",
-            )
-        ]
-    return []
-
-
-def _container_causes(container: Spec, path: str) -> list[Cause]:
-    causes: list[Cause] = []
-    name = container.get("name")
-    if not name:
-        causes.append(required(f"{path}.name"))
-    else:
-        causes += [invalid(f"{path}.name", name, e) for e in dns1123_label_errors(name)]
-    if not container.get("image"):
-        causes.append(required(f"{path}.image"))
-    for index, port in enumerate(container.get("ports") or []):
-        port_path = f"{path}.ports[{index}]"
-        causes += _port_errors(f"{port_path}.containerPort", port.get("containerPort"))
-        if port.get("hostPort") not in (None, 0):
-            causes += _port_errors(f"{port_path}.hostPort", port["hostPort"])
-        if port.get("protocol", "TCP") not in _PROTOCOLS:
-            causes.append(not_supported(f"{port_path}.protocol", port["protocol"], _PROTOCOLS))
-        if port.get("name"):
-            causes += _port_name_errors(f"{port_path}.name", port["name"])
-    for index, env in enumerate(container.get("env") or []):
-        if not env.get("name"):
-            causes.append(required(f"{path}.env[{index}].name"))
-    return causes
-
-
 def validate_pod(obj: Spec) -> list[Cause]:
-    spec = obj.get("spec") or {}
-    containers = spec.get("containers") or []
-    causes: list[Cause] = [] if containers else [required("spec.containers")]
-    seen: set[str] = set()
-    for key in ("initContainers", "containers"):
-        for index, container in enumerate(spec.get(key) or []):
-            path = f"spec.{key}[{index}]"
-            causes += _container_causes(container, path)
-            if container.get("name") in seen:
-                causes.append(duplicate(f"{path}.name", container["name"]))
-            seen.add(container.get("name") or "")
-    policy = spec.get("restartPolicy")
-    if policy is not None and policy not in ("Always", "OnFailure", "Never"):
-        causes.append(not_supported("spec.restartPolicy", policy, ("Always", "OnFailure", "Never")))
-    volumes: set[str] = set()
-    for index, volume in enumerate(spec.get("volumes") or []):
-        name = volume.get("name") or ""
-        path = f"spec.volumes[{index}].name"
-        causes += (
-            [invalid(path, name, e) for e in dns1123_label_errors(name)]
-            if name
-            else [required(path)]
-        )
-        if name in volumes:
-            causes.append(duplicate(path, name))
-        volumes.add(name)
-    return causes
+    return pod_spec_causes(obj.get("spec") or {}, "spec")
 
 
 def validate_service(obj: Spec) -> list[Cause]:
@@ -145,14 +75,14 @@ def validate_service(obj: Spec) -> list[Cause]:
             if name in names:
                 causes.append(duplicate(f"{path}.name", name))
             names.add(name)
-        causes += _port_errors(f"{path}.port", port.get("port"))
-        if port.get("protocol", "TCP") not in _PROTOCOLS:
-            causes.append(not_supported(f"{path}.protocol", port["protocol"], _PROTOCOLS))
+        causes += port_errors(f"{path}.port", port.get("port"))
+        if port.get("protocol", "TCP") not in PROTOCOLS:
+            causes.append(not_supported(f"{path}.protocol", port["protocol"], PROTOCOLS))
         target = port.get("targetPort")
         if isinstance(target, str):
-            causes += _port_name_errors(f"{path}.targetPort", target)
+            causes += port_name_errors(f"{path}.targetPort", target)
         elif target is not None:
-            causes += _port_errors(f"{path}.targetPort", target)
+            causes += port_errors(f"{path}.targetPort", target)
     return causes
 
 

@@ -3,8 +3,10 @@
 Covers what a client can get wrong and the real server rejects with a 422:
 object metadata, the Pod, Service, Namespace, ConfigMap, Secret, Event, Lease,
 PriorityClass, Node, ControllerRevision and CustomResourceDefinition fields
-that matter, and the fields an update may not change. Kinds not listed get
-the ObjectMeta checks only.
+that matter, and the fields an update may not change. Jobs and CronJobs have
+rules that read the stored object (`batch_jobs.py`, `batch_cronjobs.py`), and
+a Job's `/status` write is judged by its status rules alone (`job_status.py`).
+Kinds not listed get the ObjectMeta checks only.
 """
 
 from __future__ import annotations
@@ -15,9 +17,12 @@ from typing import Any
 from engine.cluster.apiserver.admission.pod_defaults import pod_spec_defaults
 from engine.cluster.apiserver.errors import Cause
 from engine.cluster.apiserver.registry.priority_classes import priority_class_immutable
+from engine.cluster.apiserver.validation.batch_cronjobs import validate_cronjob
+from engine.cluster.apiserver.validation.batch_jobs import validate_job
 from engine.cluster.apiserver.validation.builtin_kinds import KIND_VALIDATORS, NAME_RULES
 from engine.cluster.apiserver.validation.config_kinds import configmap_immutable, secret_immutable
 from engine.cluster.apiserver.validation.field_errors import forbidden, invalid, required, too_long
+from engine.cluster.apiserver.validation.job_status import validate_job_status
 from engine.cluster.apiserver.validation.names import (
     dns1123_label_errors,
     dns1123_subdomain_errors,
@@ -36,12 +41,21 @@ _POD_MUTABLE = (
 
 
 def validate_builtin(
-    kind: str, obj: Mapping[str, Any], old: Mapping[str, Any] | None = None
+    kind: str,
+    obj: Mapping[str, Any],
+    old: Mapping[str, Any] | None = None,
+    *,
+    subresource: str | None = None,
 ) -> list[Cause]:
     """Everything wrong with a built-in object (on update, plus what may not change)."""
     causes = validate_metadata(
         obj.get("metadata") or {}, NAME_RULES.get(kind, dns1123_subdomain_errors)
     )
+    if subresource == "status" and old is not None and kind in _STATUS_RULES:
+        return causes + _STATUS_RULES[kind](obj, old)
+    write_rules = _WRITE_RULES.get(kind)
+    if write_rules is not None:
+        return causes + write_rules(obj, old)
     validator = KIND_VALIDATORS.get(kind)
     if validator is not None:
         causes += validator(obj)
@@ -159,4 +173,16 @@ _IMMUTABLE: dict[str, Callable[[Mapping[str, Any], Mapping[str, Any]], list[Caus
     "CustomResourceDefinition": _crd_immutable,
     "RoleBinding": binding_immutable,
     "ClusterRoleBinding": binding_immutable,
+}
+# Kinds whose rules read the stored object on update (immutability and more, in upstream's
+# order), and what a /status write of them is judged by instead of the whole object.
+_WRITE_RULES: dict[
+    str, Callable[[Mapping[str, Any], Mapping[str, Any] | None], list[Cause]]
+] = {
+    "Job": validate_job,
+    "CronJob": validate_cronjob,
+}
+_STATUS_RULES: dict[str, Callable[[Mapping[str, Any], Mapping[str, Any]], list[Cause]]] = {
+    "Job": validate_job_status,
+    "CronJob": lambda obj, old: [],  # its status strategy validates nothing
 }

@@ -13,7 +13,7 @@ from typing import Any
 
 import orjson
 
-from engine.cluster.apiserver.admission.typed_decoding import go_json_kind
+from engine.cluster.apiserver.admission.go_json import go_json_kind
 from engine.cluster.apiserver.errors import Cause
 from engine.cluster.apiserver.validation import base64_values
 from engine.cluster.apiserver.validation.field_errors import forbidden, invalid, required, too_long

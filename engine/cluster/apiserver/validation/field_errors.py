@@ -43,3 +43,24 @@ def not_supported(path: str, value: Any, supported: Iterable[str]) -> Cause:
 
 def too_long(path: str, limit: int) -> Cause:
     return Cause(path, f"Too long: must have at most {limit} bytes", "FieldValueTooLong")
+
+
+def invalid_shown(path: str, shown: str, detail: str) -> Cause:
+    """Invalid value whose bad value is already printed (as Go prints maps and structs)."""
+    return Cause(path, f"Invalid value: {shown}: {detail}", "FieldValueInvalid")
+
+
+def invalid_omitted(path: str, detail: str) -> Cause:
+    """Invalid value with the value left out (field.OmitValueType)."""
+    return Cause(path, f"Invalid value: {detail}", "FieldValueInvalid")
+
+
+def too_many(path: str, count: int, limit: int) -> Cause:
+    return Cause(path, f"Too many: {count}: must have at most {limit} items", "FieldValueTooMany")
+
+
+def non_negative(path: str, value: Any) -> list[Cause]:
+    """ValidateNonnegativeField: nothing for an unset (None) or non-negative value."""
+    if value is not None and value < 0:
+        return [invalid(path, value, "must be greater than or equal to 0")]
+    return []
