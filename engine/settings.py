@@ -103,6 +103,13 @@ class EngineSettings(BaseModel):
     log_format: Literal["text", "json"] = "text"
     """`text` for people, `json` (one flat object per line) for log collectors."""
 
+    stand_in_for_built_ins: bool = False
+    """Run jobs of built-in kinds (batch/v1 Job) that leave `managedBy` unset, as the
+    cluster's own controller would. Off in a cluster, where kube-controller-manager's job
+    controller runs those and the engine takes only Jobs whose `spec.managedBy` is
+    jobmachine.dev/job-controller; on under `jobmachine up`, whose embedded cluster has
+    no such controller."""
+
     @model_validator(mode="after")
     def _consistent(self) -> Self:
         if self.queue_backoff_base_s > self.queue_backoff_cap_s:

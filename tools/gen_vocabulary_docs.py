@@ -19,6 +19,7 @@ from engine.definition.vocabulary import (
     COMMON_VARIABLES,
     OBSERVATIONS,
     REPLICA_VARIABLES,
+    STATUS_VARIABLES,
     TEMPLATE_VARIABLES,
     Variable,
 )
@@ -83,6 +84,10 @@ def generated() -> str:
         "In `pod.env`, `pod.labels` and `pod.annotations` (replica level), also:",
         "",
         *variable_table("variable", TEMPLATE_VARIABLES),
+        "",
+        "In a Native-layout machine's `status` fields (job level), also:",
+        "",
+        *variable_table("variable", STATUS_VARIABLES),
     ]
     return "\n".join(parts)
 

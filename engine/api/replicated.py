@@ -25,6 +25,7 @@ from engine.api.runpolicy import RunPolicy
 from engine.definition.errors import format_field_path
 
 _SPECS = TypeAdapter(dict[str, ReplicaSpecFields])
+_ONE_SPEC = TypeAdapter(ReplicaSpecFields)
 _TYPE_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9]{0,30}$")
 _RULES = TypeAdapter(list[FailureRule])
 _RUN_POLICY = TypeAdapter(RunPolicy)
@@ -44,6 +45,21 @@ class JobLayout:
     """A container every pod template must have, by name (the framework's)."""
     pools: bool = False
     """Whether a replica spec may be a pool (completions, parallelism, completionMode)."""
+    single_type: str | None = None
+    """A kind with one replica type (batch/v1 Job): `replica_specs` is the path of its one
+    replica spec, and this its type's name."""
+
+    def spec_path(self, name: str) -> str:
+        """Where the replica spec of type `name` is, as a message names it."""
+        return self.replica_specs if self.single_type else f"{self.replica_specs}.{name}"
+
+
+def replica_specs_of(job: Mapping[str, Any], layout: JobLayout) -> Any:
+    """The job's replica type -> replica spec map (None, or what is there, when not a map)."""
+    found = read_path(job, layout.replica_specs)
+    if layout.single_type is None:
+        return found
+    return {layout.single_type: found} if isinstance(found, Mapping) else None
 
 
 def read_path(obj: Mapping[str, Any], dotted: str) -> Any:
@@ -59,26 +75,43 @@ def read_path(obj: Mapping[str, Any], dotted: str) -> Any:
 def job_problems(job: Mapping[str, Any], layout: JobLayout) -> list[str]:
     """Why the job is not a valid replicated job of this layout; empty when it is."""
     found = job_name_problem((job.get("metadata") or {}).get("name"))
-    specs = read_path(job, layout.replica_specs)
+    specs = replica_specs_of(job, layout)
     if not isinstance(specs, Mapping) or not specs:
-        found.append(f"{layout.replica_specs}: must be a map of replica type to replica spec "
-                     "with at least 1 entry")
+        wanted = ("a replica spec" if layout.single_type
+                  else "a map of replica type to replica spec with at least 1 entry")
+        found.append(f"{layout.replica_specs}: must be {wanted}")
         return found
-    found += _validated(_SPECS, specs, layout.replica_specs)
-    found += _validated(_RUN_POLICY, read_path(job, layout.run_policy) or {}, layout.run_policy)
+    if layout.single_type is None:
+        found += _validated(_SPECS, specs, layout.replica_specs)
+    else:
+        found += _validated(_ONE_SPEC, specs[layout.single_type], layout.replica_specs)
+    found += _validated(_RUN_POLICY, _run_policy(job, layout), layout.run_policy)
     rules = read_path(job, layout.failure_rules) or []
     found += _validated(_RULES, rules, layout.failure_rules)
     if found:
         return found
     found += _replica_types(specs, layout)
     for name, spec in specs.items():
-        found += pool_problems(f"{layout.replica_specs}.{name}", spec, pools=layout.pools)
+        found += pool_problems(layout.spec_path(name), spec, pools=layout.pools)
     for name, spec in specs.items():
-        found += container_problems(f"{layout.replica_specs}.{name}", spec,
-                                    layout.main_container)
+        found += container_problems(layout.spec_path(name), spec, layout.main_container)
     found += _known_types(rules, specs, layout)
     found += _dependency_problems(specs, layout.replica_specs)
     return found
+
+
+_RUN_POLICY_FIELDS = frozenset(
+    field.alias or name for name, field in RunPolicy.model_fields.items())
+
+
+def _run_policy(job: Mapping[str, Any], layout: JobLayout) -> Mapping[str, Any]:
+    """The run policy to check. A kind with one replica spec may keep its run-policy fields
+    in that spec among others (batch/v1 Job's backoffLimit beside its template): only the
+    run policy's own fields are checked there."""
+    found = read_path(job, layout.run_policy) or {}
+    if layout.single_type is None or not isinstance(found, Mapping):
+        return found
+    return {key: value for key, value in found.items() if key in _RUN_POLICY_FIELDS}
 
 
 def _validated(adapter: TypeAdapter[Any], value: Any, path: str) -> list[str]:

@@ -14,6 +14,7 @@ from typing import Any
 from engine.controller.machines.registry import recorded_revision
 from engine.controller.machines.revisions import CONTROLLER_REVISIONS, compile_revision
 from engine.controller.machines.served import CRDS, served_resources
+from engine.controller.reconcile.native_status import engine_view
 from engine.definition import CompiledDefinition, DefinitionError
 from engine.kube.client import KubeClient
 from engine.kube.errors import ApiError, NotFound
@@ -40,7 +41,8 @@ def job_picture(
     The machine is the revision the job ran with; `definitions` (machine files) are
     drawn instead when given, for the kind they govern.
     """
-    job, kind = _find_job(client, namespace, name, governed_kinds(client, definitions))
+    found, kind = _find_job(client, namespace, name, governed_kinds(client, definitions))
+    job = engine_view(found)  # a built-in kind's job keeps the engine's status in an annotation
     definition = next((d for d in definitions if d.governs.kind == kind), None)
     if definition is None:
         definition = _revision_of(client, job, system_namespace)

@@ -45,7 +45,9 @@ class UpOptions:
     port: int = 6443
     node_mode: NodeMode = "process"
     machines: Path | None = None
-    settings: EngineSettings = field(default_factory=EngineSettings)
+    settings: EngineSettings = field(
+        default_factory=lambda: EngineSettings(stand_in_for_built_ins=True))
+    """The engine's (its embedded cluster has no job controller: the engine stands in)."""
     restart_backoff: RestartBackoff | None = None
     """How the local node backs off restarting crashed containers (default: the kubelet's)."""
     node_capacity: Capacity | None = None
@@ -77,7 +79,8 @@ def local_settings(environ: Mapping[str, str] | None = None, **overrides: object
         name: math.inf for name in UNLIMITED_ON_OWN_SERVER
         if ENV_PREFIX + name.upper() not in env
     }
-    return EngineSettings.from_env(env, **{**unlimited, **overrides})
+    return EngineSettings.from_env(
+        env, **{**unlimited, "stand_in_for_built_ins": True, **overrides})
 
 
 @dataclass(frozen=True)

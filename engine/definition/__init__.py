@@ -19,6 +19,7 @@ from engine.definition.rendering import (
     broken_rules,
     render_objects,
     render_pod_decorations,
+    render_status_fields,
 )
 from engine.definition.step import (
     Facts,
@@ -53,6 +54,7 @@ __all__ = [
     "load_text",
     "render_objects",
     "render_pod_decorations",
+    "render_status_fields",
     "requeue_after",
     "state_timeout",
     "step",

@@ -124,10 +124,12 @@ class Scope:
     level: Level
     template: bool = False
     validation: bool = False
+    status: bool = False
 
     @property
     def variables(self) -> tuple[Variable, ...]:
-        return variables_for(self.level, template=self.template, validation=self.validation)
+        return variables_for(self.level, template=self.template, validation=self.validation,
+                             status=self.status)
 
     @property
     def variable_names(self) -> tuple[str, ...]:

@@ -184,6 +184,8 @@ class CompiledDefinition:
     pod_restart_policy_expression: CompiledExpression | None = None
     validations: tuple[CompiledValidation, ...] = ()
     objects: tuple[CompiledObject, ...] = ()
+    status_fields: Mapping[str, CompiledExpression] = field(default_factory=dict)
+    """With governs.statusLayout Native: the status fields the machine computes."""
     source: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
     """The document it was compiled from (bases merged in): what a revision stores."""
 
@@ -238,6 +240,7 @@ def compile_definition(loaded: LoadedDefinition) -> CompiledDefinition:
                                rule.field_path)
             for i, rule in enumerate(spec.validations)
         ),
+        status_fields={k: expressions[("spec", "status", k)] for k in spec.status},
         objects=tuple(_object(expressions, i, child) for i, child in enumerate(spec.objects)),
         source=loaded.data or {},
     )

@@ -166,4 +166,6 @@ def compile_expressions(loaded: LoadedDefinition) -> ExpressionTable:
                                 _GUARD_TYPES)
     for path, source in object_value_paths(loaded):
         compiler.expression(path, source, object_scope)
+    for name, source in spec.status.items():
+        compiler.expression(("spec", "status", name), source, Scope("job", status=True))
     return compiler.table

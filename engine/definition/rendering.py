@@ -111,6 +111,15 @@ def render_pod_decorations(
     )
 
 
+def render_status_fields(
+    compiled: CompiledDefinition, variables: Mapping[str, Any] | Activation
+) -> dict[str, Any]:
+    """The status fields a Native-layout machine computes (`spec.status`); null leaves one
+    out."""
+    activation = variables if isinstance(variables, Activation) else Activation(variables)
+    return _values(compiled.status_fields, activation)
+
+
 def render_restart_policy(
     compiled: CompiledDefinition, variables: Mapping[str, Any] | Activation
 ) -> str:

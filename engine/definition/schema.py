@@ -241,6 +241,21 @@ class Governs(_Strict):
     # Replica specs may be pools: `completions` members run at most `parallelism` at a time
     # (`completionMode` NonIndexed or Indexed) instead of `replicas` all at once.
     pools: bool = False
+    # A kind with one replica type keeps its one replica spec here instead of a map at
+    # replicaSpecs (batch/v1 Job: `spec`, with template, completions, parallelism); the
+    # type is named by replicaTypes, which then has exactly one entry.
+    replica_spec: str | None = Field(default=None, alias="replicaSpec")
+    # Engine: the engine's record, phase and counts go into the job's status (a kind whose
+    # CRD keeps unknown status fields). Native: the kind's status has a fixed schema (a
+    # built-in kind); the record goes into the annotation jobmachine.dev/status and the
+    # status gets only conditions, startTime, completionTime and the machine's `status`.
+    status_layout: Literal["Engine", "Native"] = Field(default="Engine", alias="statusLayout")
+
+    @model_validator(mode="after")
+    def _one_type_for_one_spec(self) -> Governs:
+        if self.replica_spec is not None and len(self.replica_types or ()) != 1:
+            raise ValueError("replicaSpec needs replicaTypes with exactly one type (its name)")
+        return self
     # Values of runPolicy.managedBy that also name this engine (beside unset and
     # jobmachine.dev/job-controller), e.g. the controller a kind is a drop-in for.
     managed_by: list[str] = Field(default_factory=list, alias="managedBy")
@@ -272,11 +287,18 @@ class DefinitionSpec(_Strict):
     services: list[ServiceSpec] = Field(default_factory=list)
     validations: list[ValidationRule] = Field(default_factory=list)
     objects: list[ObjectSpec] = Field(default_factory=list)
+    # With governs.statusLayout Native: status field -> CEL over the job-level variables,
+    # written into the job's status at every reconcile (null leaves the field out).
+    status: dict[str, str] = Field(default_factory=dict)
 
     @model_validator(mode="after")
     def _governs_unless_abstract(self) -> DefinitionSpec:
         if self.governs is None and not self.abstract:
             raise ValueError("governs is required (only an abstract machine governs no kind)")
+        native = self.governs is not None and self.governs.status_layout == "Native"
+        if self.status and self.governs is not None and not native:
+            raise ValueError("status fields need governs.statusLayout: Native (with the "
+                             "Engine layout the engine writes the status itself)")
         return self
 
 

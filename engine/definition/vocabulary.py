@@ -133,6 +133,11 @@ _POLICY_CHOICES = ("All", "Running", "None")
 ACTIONS: tuple[Action, ...] = (
     Action(
         "createPod", ("replica",), "Create the replica's pod (idempotent: a deterministic name).",
+        (
+            ActionArg("reason", "With it, a Normal Event `Created pod: <name>` of this reason "
+                      "is posted when the pod is created (the Job controller's "
+                      "SuccessfulCreate); none otherwise."),
+        ),
         replayable=True, creates=True,
     ),
     Action("deletePod", ("replica",), "Delete the replica's pod, gracefully.", replayable=True),
@@ -220,7 +225,9 @@ COMMON_VARIABLES: tuple[Variable, ...] = (
         _SUMMARY,
         "Per replica type: desired (its members: replicas, or a pool's completions), "
         "parallelism (members that may have a pod at once), active (running pods), ready "
-        "(running pods whose Ready condition is True), terminating (pods being deleted), "
+        "(running pods whose Ready condition is True), live (pods that have not ended and are "
+        "not being deleted, pending or running: the Job API's active), terminating (pods "
+        "being deleted), "
         "waiting (members not started yet: a pool's wait for a place), succeeded, failed, "
         "restarts, one count per replica phase word in lowerCamelCase (pending, running, "
         "...), states (count per state name), completedIndexes and failedIndexes (members "
@@ -301,6 +308,16 @@ REPLICA_VARIABLES: tuple[Variable, ...] = (
     ),
 )
 
+STATUS_VARIABLES: tuple[Variable, ...] = (
+    Variable(
+        "status",
+        "map(string, dyn)",
+        "In a Native-layout machine's `status` fields: the engine's status just decided (state, "
+        "phase, conditions, startTime, completionTime, restarts, ...), kept in the job's "
+        "jobmachine.dev/status annotation.",
+    ),
+)
+
 TEMPLATE_VARIABLES: tuple[Variable, ...] = (
     Variable(
         "clusterSpec",
@@ -320,12 +337,15 @@ VALIDATION_VARIABLES: tuple[Variable, ...] = (COMMON_VARIABLES[0],)
 
 
 def variables_for(
-    level: Level, *, template: bool = False, validation: bool = False
+    level: Level, *, template: bool = False, validation: bool = False, status: bool = False
 ) -> tuple[Variable, ...]:
-    """The CEL variables visible to a guard, template or validation rule at `level`."""
+    """The CEL variables visible to a guard, template, validation rule or status field at
+    `level`."""
     if validation:
         return VALIDATION_VARIABLES
     found = COMMON_VARIABLES
+    if status:
+        found += STATUS_VARIABLES
     if level == "replica":
         found += REPLICA_VARIABLES
     if template:

@@ -23,6 +23,7 @@ DOCS_IMAGES: dict[str, str] = {
     "docs/images/paddlejob.svg": "machines/paddlejob.yaml",
     "docs/images/jaxjob.svg": "machines/jaxjob.yaml",
     "docs/images/mpijob.svg": "machines/mpijob.yaml",
+    "docs/images/batch-job.svg": "machines/batch-job.yaml",
 }
 
 

@@ -121,8 +121,12 @@ def _suspend(value: bool) -> Callable[[World], None]:
 
 
 def _invalidate(world: World) -> None:
+    governs = world.definition.governs
     def change(spec: dict[str, object]) -> None:
-        *parents, last = world.definition.governs.replica_specs.split(".")
+        if governs.replica_spec is not None:  # the one replica spec: its template goes
+            _at(spec, governs.replica_spec)["template"] = "not a pod template"
+            return
+        *parents, last = governs.replica_specs.split(".")
         _at(spec, ".".join(parents))[last] = "not a map of replica specs"
     world.edit_spec(change)
 

@@ -99,7 +99,7 @@ def build_job(definition: CompiledDefinition, shape: Shape, bounds: Bounds) -> d
     size: dict[str, int] = {}
     if shape.pool is not None:
         size = {"completions": shape.pool[0], "parallelism": shape.pool[1]}
-    specs = {
+    specs: dict[str, dict[str, Any]] = {
         name: {
             **(size or {"replicas": count}),
             "restartPolicy": shape.restart_policy,
@@ -114,7 +114,14 @@ def build_job(definition: CompiledDefinition, shape: Shape, bounds: Bounds) -> d
         "metadata": {"name": "checked", "namespace": "check", "uid": "uid-checked",
                      "generation": 1},
     }
-    _put(job, governs.replica_specs, specs)
+    if governs.replica_spec is not None:
+        # A kind with one replica spec (batch/v1 Job) takes the pod's restartPolicy.
+        ((_, one),) = specs.items()
+        policy = one.pop("restartPolicy")
+        one["template"]["spec"]["restartPolicy"] = policy
+        _put(job, governs.replica_spec, one)
+    else:
+        _put(job, governs.replica_specs, specs)
     _put(job, governs.run_policy, {
         "backoffLimit": bounds.backoff_limit,
         "activeDeadlineSeconds": DEADLINE_S,
@@ -123,12 +130,14 @@ def build_job(definition: CompiledDefinition, shape: Shape, bounds: Bounds) -> d
     return job
 
 
-def _put(job: dict[str, Any], dotted: str, value: Any) -> None:
+def _put(job: dict[str, Any], dotted: str, value: dict[str, Any]) -> None:
+    """Set the map at `dotted`, merged into one already there (a kind may keep its run
+    policy in its one replica spec: batch/v1 Job's `spec`)."""
     *parents, last = dotted.split(".")
     here = job
     for part in parents:
         here = here.setdefault(part, {})
-    here[last] = value
+    here[last] = {**(here.get(last) or {}), **value}
 
 
 def exit_codes(definition: CompiledDefinition, sources: Sequence[str]) -> tuple[int, ...]:

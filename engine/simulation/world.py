@@ -188,6 +188,8 @@ class World:
         """Change the job's spec as a user would: the server raises the generation."""
         change(self.job["spec"])
         self.job["metadata"]["generation"] = int(self.job["metadata"].get("generation") or 0) + 1
+        # Copies share the verdicts, and two branches' edits reach the same generation.
+        self.verdicts.forget(str(self.job["metadata"].get("uid") or ""))
 
     def copy(self) -> World:
         """An independent copy (the definition and the verdicts are shared, never changed)."""

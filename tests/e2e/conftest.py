@@ -151,7 +151,8 @@ def cluster() -> Iterator[LocalCluster]:
     if KUBECTL is None:
         pytest.skip("kubectl is not installed on this machine")
     options = UpOptions(
-        port=0, node_mode="process", settings=EngineSettings(replica_backoff_base_s=0.2),
+        port=0, node_mode="process",
+        settings=EngineSettings(replica_backoff_base_s=0.2, stand_in_for_built_ins=True),
         restart_backoff=RestartBackoff(initial_s=1.0, max_s=2.0),
     )
     with running_local_cluster(options) as running:

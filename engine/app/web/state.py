@@ -20,6 +20,7 @@ from engine.controller.reconcile.children import (
     REPLICA_INDEX_LABEL,
     REPLICA_TYPE_LABEL,
 )
+from engine.controller.reconcile.native_status import engine_view
 from engine.controller.reconcile.record import RecordError, read_record
 from engine.controller.runtime.projections import project_pod
 from engine.kube.cache import Cache
@@ -143,7 +144,8 @@ def project_job_view(obj: Obj) -> Obj:
         "metadata": {key: metadata[key] for key in (
             "name", "namespace", "uid", "resourceVersion", "creationTimestamp",
         ) if key in metadata},
-        "status": obj.get("status") or {},
+        # A built-in kind's job keeps the engine's status in an annotation.
+        "status": engine_view(obj).get("status") or {},
     }
 
 

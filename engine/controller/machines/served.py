@@ -18,6 +18,12 @@ CRDS = Resource(
 
 Obj = dict[str, Any]
 
+BUILT_IN_JOB_KINDS: Mapping[tuple[str, str], Resource] = {
+    ("batch/v1", "Job"): Resource("batch", "v1", "jobs", "Job", namespaced=True),
+}
+"""Kinds a machine may govern that every API server serves without a CRD (the embedded
+one too): (apiVersion, kind) -> resource."""
+
 
 def project_crd(obj: Obj) -> Obj:
     """What serving a kind needs: group, names, scope, served versions, conditions."""
@@ -39,8 +45,9 @@ def project_crd(obj: Obj) -> Obj:
 
 
 def served_resources(crds: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str], Resource]:
-    """(apiVersion, kind) -> the resource serving it, for every established CRD version."""
-    found: dict[tuple[str, str], Resource] = {}
+    """(apiVersion, kind) -> the resource serving it: the built-in job kinds, and every
+    established CRD version."""
+    found: dict[tuple[str, str], Resource] = dict(BUILT_IN_JOB_KINDS)
     for crd in crds:
         spec = crd.get("spec") or {}
         names = spec.get("names") or {}

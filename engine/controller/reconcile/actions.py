@@ -117,7 +117,7 @@ def _execute_one(run: ActionRun, planned: Planned) -> None:
     elif replica is None:
         raise ValueError(f"replica action {name} planned without a replica")
     elif name == "createPod":
-        _create_pod(run, replica)
+        _create_pod(run, replica, event_reason=planned.action.args.get("reason"))
     elif name == "deletePod":
         _delete(run, replica, run.pods.by_replica.get(replica), pod=True)
     elif name == "createService":
@@ -133,7 +133,7 @@ def _log(run: ActionRun, replica: ReplicaId | None = None) -> Any:
     return bound.bind(replica=str(replica)) if replica is not None else bound
 
 
-def _create_pod(run: ActionRun, replica: ReplicaId) -> None:
+def _create_pod(run: ActionRun, replica: ReplicaId, *, event_reason: Any = None) -> None:
     if replica in run.pods.by_replica:
         return
     if run.objects_wait_s > 0:
@@ -168,6 +168,10 @@ def _create_pod(run: ActionRun, replica: ReplicaId) -> None:
         raise
     else:
         _log(run, replica).info(f"created pod {pod['metadata']['name']}")
+        if event_reason:
+            run.recorder.record(run.job, type="Normal", reason=str(event_reason),
+                                message=f"Created pod: {pod['metadata']['name']}",
+                                replica=str(replica))
 
 
 def _decorations(

@@ -14,8 +14,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from engine.api.replicated import POOL_FIELDS, JobLayout, job_problems, read_path
+from engine.api.replicated import (
+    POOL_FIELDS,
+    JobLayout,
+    job_problems,
+    read_path,
+    replica_specs_of,
+)
 from engine.api.runpolicy import MANAGED_BY_JOBMACHINE
+from engine.controller.machines.served import BUILT_IN_JOB_KINDS
 from engine.definition import CompiledDefinition, broken_rules
 
 
@@ -68,15 +75,24 @@ class JobSpecView:
         return self.types_by_name.get(name)
 
 
-def managed_by_us(job: Mapping[str, Any], definition: CompiledDefinition) -> bool:
+def managed_by_us(
+    job: Mapping[str, Any], definition: CompiledDefinition, *, stand_in: bool = False
+) -> bool:
     """Whether runPolicy.managedBy leaves this job to jobmachine (unset, or jobmachine's value).
 
     A job that names another controller (e.g. MultiKueue) is left alone entirely: no
-    finalizer, no status, no pods.
+    finalizer, no status, no pods. A built-in kind's job (batch/v1 Job) that leaves it
+    unset, or names the built-in controller, is that controller's, unless the engine
+    stands in for it (`stand_in`: `jobmachine up`, whose cluster has none).
     """
     governs = definition.definition.governs
     run_policy = read_path(job, governs.run_policy) or {}
-    return run_policy.get("managedBy") in (None, "", MANAGED_BY_JOBMACHINE, *governs.managed_by)
+    value = run_policy.get("managedBy")
+    if value == MANAGED_BY_JOBMACHINE:
+        return True
+    if (governs.api_version, governs.kind) in BUILT_IN_JOB_KINDS and not stand_in:
+        return False
+    return value in (None, "", *governs.managed_by)
 
 
 def read_job_spec(
@@ -97,9 +113,10 @@ def read_job_spec(
         **{field: value for field, value in fallbacks.items() if value is not None},
         **(read_path(job, governs.run_policy) or {}),
     }
-    specs = read_path(job, governs.replica_specs)
+    layout = layout_of(definition)
+    specs = replica_specs_of(job, layout)
     if not error and not isinstance(specs, Mapping):
-        error = f"{governs.replica_specs} must be a map of replica type to replica spec"
+        error = f"{layout.replica_specs} must be a map of replica type to replica spec"
     if error:
         return JobSpecView((), run_policy, error)
     order = governs.replica_types or list(specs)
@@ -147,12 +164,15 @@ def layout_of(definition: CompiledDefinition) -> JobLayout:
     """Where the definition's kind keeps the parts every replicated job has."""
     governs = definition.governs
     return JobLayout(
-        replica_specs=governs.replica_specs,
+        replica_specs=governs.replica_spec or governs.replica_specs,
         run_policy=governs.run_policy,
         failure_rules=governs.failure_rules,
         replica_types=governs.replica_types,
         main_container=definition.definition.spec.pod.container,
         pools=governs.pools,
+        # The schema makes replicaSpec come with exactly one replica type.
+        single_type=governs.replica_types[0] if governs.replica_spec and governs.replica_types
+        else None,
     )
 
 
@@ -207,6 +227,13 @@ class ValidationVerdicts:
             while len(self._verdicts) > self._size:
                 self._verdicts.popitem(last=False)
         return error
+
+
+    def forget(self, uid: str) -> None:
+        """Judge this job afresh next time (its spec changed in a way its generation does
+        not tell apart: the model checker's branches each edit one parent's spec)."""
+        with self._lock:
+            self._verdicts.pop(uid, None)
 
 
 def _reads_status(definition: CompiledDefinition) -> bool:

@@ -39,6 +39,13 @@ from engine.controller.reconcile.jobspec import (
     read_job_spec,
 )
 from engine.controller.reconcile.manifests import main_container_name
+from engine.controller.reconcile.native_status import (
+    NATIVE_STATUS,
+    engine_view,
+    is_native,
+    native_status,
+    write_native,
+)
 from engine.controller.reconcile.notices import Notice, UnconfirmedNotices, notices_for
 from engine.controller.reconcile.objects import ObjectRun, object_name, ours, sync_objects
 from engine.controller.reconcile.observe import (
@@ -199,16 +206,17 @@ class Reconciler:
             return RequeueAfter(_CACHE_CATCH_UP_S)
         if not self._machines.ready:
             return RequeueAfter(_CACHE_CATCH_UP_S)
-        assignment = self._machines.assign(key.kind, job)
+        assignment = self._machines.assign(key.kind, engine_view(job))
         if isinstance(assignment, Unassigned):
             return self._without_machine(key, job, assignment)
         definition = assignment.definition
-        if not managed_by_us(job, definition):
+        if not managed_by_us(job, definition, stand_in=self._settings.stand_in_for_built_ins):
             return Done()
+        job = engine_view(job, definition)
         self._post(job, self._unconfirmed.landed(key.id, job.get("status") or {}))
         if job["metadata"].get("deletionTimestamp"):
             return self._finish_deletion(key, job, assignment)
-        job = self._ensure_finalizer(key, job)
+        job = self._ensure_finalizer(key, job, definition)
         now = self._clock()
         observed = self._observe(key, job, definition)
         decision = self._decide(job, definition, observed, now)
@@ -338,11 +346,19 @@ class Reconciler:
     ) -> Obj:
         """Write the decision's status; when it fails, `notices` wait for a later reconcile to
         tell whether it landed all the same (its answer lost)."""
+        definition = assignment.definition
         status = build_status(job, assignment, spec, decision, now=format_time(now))
-        if status == (job.get("status") or {}):
+        native = (native_status(definition, status, decision.variables)
+                  if is_native(definition) else None)
+        if status == (job.get("status") or {}) and (
+                native is None or native == job.get(NATIVE_STATUS)):
             return job
         try:
-            written = write_status(self._client, self._resource(key), job, status)
+            if native is None:
+                written = write_status(self._client, self._resource(key), job, status)
+            else:
+                written = engine_view(write_native(
+                    self._client, self._resource(key), job, status, native), definition)
         except ApiError:
             # A lost answer can come back as anything: a broken connection, or the 409 of
             # the transport's own retry of a write that had landed.
@@ -423,7 +439,7 @@ class Reconciler:
             )
         return Done()
 
-    def _ensure_finalizer(self, key: JobKey, job: Obj) -> Obj:
+    def _ensure_finalizer(self, key: JobKey, job: Obj, definition: CompiledDefinition) -> Obj:
         finalizers = list(job["metadata"].get("finalizers") or [])
         if CLEANUP_FINALIZER in finalizers:
             return job
@@ -437,7 +453,7 @@ class Reconciler:
             self._resource(key), key.name, patch, namespace=key.namespace, patch_type="json"
         )
         self._written.wrote(key.id, patched["metadata"]["resourceVersion"])
-        return patched
+        return engine_view(patched, definition)
 
     def _finish_deletion(self, key: JobKey, job: Obj, assignment: Assignment) -> Outcome:
         """Run the machine's clean-up, release every pod, then let the job go."""

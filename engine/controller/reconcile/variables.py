@@ -23,13 +23,18 @@ def lower_camel(word: str) -> str:
     return word[:1].lower() + word[1:]
 
 
+_LIVE = frozenset({"podPending", "podRunning", "podLost"})
+"""Observations of a pod that has not ended and is not being deleted."""
+
+
 def replica_summary(
     spec: JobSpecView,
     record: MachineRecord,
     pods: Mapping[ReplicaId, PodFacts],
     machine: CompiledMachine,
 ) -> dict[str, dict[str, Any]]:
-    """Per replica type: desired, parallelism, active, ready, terminating, waiting, succeeded,
+    """Per replica type: desired, parallelism, active, ready, live, terminating, waiting,
+    succeeded,
     failed, restarts, per-phase counts, states, completedIndexes and failedIndexes.
 
     `waiting` counts a pool's members not started that have no place now (0 for a fixed
@@ -40,7 +45,7 @@ def replica_summary(
         entry: dict[str, Any] = {word: 0 for word in phase_words}
         entry.update(
             desired=replica_type.replicas, parallelism=replica_type.at_once, active=0, ready=0,
-            terminating=0, waiting=0, succeeded=0, failed=0, restarts=0,
+            live=0, terminating=0, waiting=0, succeeded=0, failed=0, restarts=0,
         )
         states: dict[str, int] = {}
         ended: dict[str, list[int]] = {"success": [], "failure": []}
@@ -56,6 +61,8 @@ def replica_summary(
                 entry["ready"] += facts.ready
             elif facts.observation == "podGone":
                 entry["terminating"] += 1
+            if facts.observation in _LIVE:
+                entry["live"] += 1
             if state is None:
                 unstarted += 1
                 continue

@@ -44,7 +44,8 @@ RUN_SECONDS = "sim.jobmachine.dev/run-seconds"
 HOLD = "test.jobmachine.dev/hold"
 """A foreign finalizer that keeps a deleted job in deletion for as long as a test needs."""
 
-FAST = EngineSettings(replica_backoff_base_s=0.05, replica_backoff_cap_s=0.5)
+FAST = EngineSettings(replica_backoff_base_s=0.05, replica_backoff_cap_s=0.5,
+                      stand_in_for_built_ins=True)
 """The engine's settings in these tests: production defaults except the restart back-off."""
 
 FAST_NODE = RestartBackoff(initial_s=0.05, max_s=0.5)

@@ -56,13 +56,13 @@ def test_the_summary_counts_states_phases_and_running_pods_per_type() -> None:
     assert summary["Master"] == {
         "desired": 1, "active": 1, "ready": 1, "succeeded": 0, "failed": 0, "restarts": 0,
         "pending": 0, "running": 1, "restarting": 0, "suspended": 0,
-        "states": {"Running": 1}, "parallelism": 1, "terminating": 0, "waiting": 0,
+        "states": {"Running": 1}, "parallelism": 1, "terminating": 0, "waiting": 0, "live": 1,
         "completedIndexes": "", "failedIndexes": "",
     }
     assert summary["Worker"] == {
         "desired": 4, "active": 1, "ready": 0, "succeeded": 1, "failed": 1, "restarts": 2,
         "pending": 0, "running": 0, "restarting": 1, "suspended": 0,
-        "states": {"Succeeded": 1, "Failed": 1, "Restarting": 1}, "parallelism": 4,
+        "states": {"Succeeded": 1, "Failed": 1, "Restarting": 1}, "parallelism": 4, "live": 1,
         "terminating": 0, "waiting": 0, "completedIndexes": "0", "failedIndexes": "1",
     }
 

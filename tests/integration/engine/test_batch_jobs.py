@@ -1,0 +1,211 @@
+"""batch/v1 Jobs run by machines/batch-job.yaml on the embedded API server, through the
+official Python client as Kueue, Argo and Airflow would make them.
+
+The simulated node runs each pod for `run-seconds` and exits with its `exit-codes`. The
+Job's status is the Job API's (the API server validates every status write as it does for
+a Job controller), and the engine's own record is in the jobmachine.dev/status annotation.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kubernetes import client as k8s
+from kubernetes import config
+
+from engine.app.up import LocalCluster
+from engine.controller.reconcile.native_status import ENGINE_STATUS_ANNOTATION
+from engine.kube.client import KubeClient
+from engine.kube.resources import PODS
+from engine.settings import EngineSettings
+from tests.integration.engine.helpers import (
+    EXIT_CODES,
+    FAST,
+    RUN_SECONDS,
+    Obj,
+    new_namespace,
+    running_engineless,
+    start_engine,
+    wait_for,
+)
+from tests.integration.engine.machinejobs import recording
+
+JOBS_WAIT_S = 60.0
+
+
+@pytest.fixture
+def batch(cluster: LocalCluster) -> Iterator[k8s.BatchV1Api]:
+    """The official client's batch API, against the module's `jobmachine up`."""
+    with official_client(cluster.server.kubeconfig) as api:
+        yield k8s.BatchV1Api(api)
+
+
+@contextlib.contextmanager
+def official_client(kubeconfig: Path) -> Iterator[k8s.ApiClient]:
+    """The `kubernetes` package's client for a kubeconfig, closed afterwards."""
+    configuration = k8s.Configuration()
+    config.load_kube_config(config_file=str(kubeconfig), client_configuration=configuration)
+    api = k8s.ApiClient(configuration)
+    try:
+        yield api
+    finally:
+        api.close()
+
+
+def job(name: str, *, codes: str = "0", run_s: float = 0.3, **spec: Any) -> Obj:
+    """A Job whose pods run `run_s` seconds and exit with `codes` (one per attempt)."""
+    return {
+        "apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name},
+        "spec": {**spec, "template": {
+            "metadata": {"annotations": {EXIT_CODES: codes, RUN_SECONDS: str(run_s)}},
+            "spec": {"restartPolicy": "Never",
+                     "containers": [{"name": "work", "image": "busybox"}]},
+        }},
+    }
+
+
+def finished(batch: k8s.BatchV1Api, ns: str, name: str) -> Obj:
+    """The Job once it has a Complete or Failed condition, as the API server has it."""
+    def read() -> Obj:
+        return batch.api_client.sanitize_for_serialization(batch.read_namespaced_job(name, ns))
+
+    def ended(found: Obj) -> bool:
+        return any(c["type"] in ("Complete", "Failed") and c["status"] == "True"
+                   for c in (found.get("status") or {}).get("conditions") or ())
+
+    done = wait_for(read, ended, what=f"job {ns}/{name} to finish", timeout=JOBS_WAIT_S)
+    assert done is not None
+    return done
+
+
+def conditions(found: Obj) -> list[tuple[str, str, str]]:
+    return [(c["type"], c["status"], c["reason"]) for c in found["status"]["conditions"]]
+
+
+def most_live(events: Sequence[tuple[str, Obj]]) -> int:
+    """The most pods that had not ended and were not being deleted at once, in watch order."""
+    live: set[str] = set()
+    most = 0
+    for kind, pod in events:
+        uid = pod["metadata"]["uid"]
+        ended = (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
+        if kind == "DELETED" or ended or pod["metadata"].get("deletionTimestamp"):
+            live.discard(uid)
+        else:
+            live.add(uid)
+        most = max(most, len(live))
+    return most
+
+
+def test_a_job_of_completions_runs_parallelism_at_a_time_and_completes(
+    client: KubeClient, batch: k8s.BatchV1Api, ns: str
+) -> None:
+    with recording(client, PODS, ns) as pod_log:
+        batch.create_namespaced_job(ns, job("pool", completions=6, parallelism=2))
+        done = finished(batch, ns, "pool")
+        events = pod_log.through(done["metadata"]["resourceVersion"])
+
+    assert most_live(events) == 2
+    status = done["status"]
+    assert conditions(done) == [("SuccessCriteriaMet", "True", "CompletionsReached"),
+                                ("Complete", "True", "CompletionsReached")]
+    assert status["succeeded"] == 6
+    assert (status["ready"], status["terminating"], status["uncountedTerminatedPods"]) == (
+        0, 0, {})
+    assert "active" not in status and "failed" not in status
+    assert status["completionTime"] >= status["startTime"]
+    record = json.loads(done["metadata"]["annotations"][ENGINE_STATUS_ANNOTATION])
+    assert (record["state"], record["machine"]["name"]) == ("Complete", "batch-job")
+
+
+def test_an_indexed_job_lists_its_completed_indexes(
+    client: KubeClient, batch: k8s.BatchV1Api, ns: str
+) -> None:
+    batch.create_namespaced_job(ns, job("shards", completions=3, parallelism=3,
+                                        completionMode="Indexed"))
+    done = finished(batch, ns, "shards")
+    assert done["status"]["completedIndexes"] == "0-2"
+    pods, _ = client.list(PODS, ns)
+    for pod in pods:
+        index = pod["metadata"]["labels"]["batch.kubernetes.io/job-completion-index"]
+        assert pod["metadata"]["annotations"]["batch.kubernetes.io/job-completion-index"] == index
+        assert pod["spec"]["hostname"] == f"shards-{index}"
+        env = {e["name"]: e for e in pod["spec"]["containers"][0]["env"]}
+        assert env["JOB_COMPLETION_INDEX"]["valueFrom"]["fieldRef"]["fieldPath"] == (
+            "metadata.labels['batch.kubernetes.io/job-completion-index']")
+
+
+def test_more_failures_than_the_backoff_limit_fail_the_job(
+    batch: k8s.BatchV1Api, ns: str
+) -> None:
+    batch.create_namespaced_job(ns, job("flaky", codes="3", backoffLimit=1))
+    done = finished(batch, ns, "flaky")
+    assert conditions(done) == [("FailureTarget", "True", "BackoffLimitExceeded"),
+                                ("Failed", "True", "BackoffLimitExceeded")]
+    assert done["status"]["conditions"][-1]["message"] == (
+        "Job has reached the specified backoff limit")
+    assert done["status"]["failed"] == 2
+    assert "completionTime" not in done["status"]
+
+
+def test_a_suspended_job_creates_no_pod_until_resumed(
+    client: KubeClient, batch: k8s.BatchV1Api, ns: str
+) -> None:
+    batch.create_namespaced_job(ns, job("held", suspend=True))
+    wait_for(lambda: batch.read_namespaced_job("held", ns),
+             lambda found: any(c.type == "Suspended" and c.status == "True"
+                               for c in found.status.conditions or ()),
+             what="Suspended condition", timeout=JOBS_WAIT_S)
+    assert client.list(PODS, ns)[0] == []
+    batch.patch_namespaced_job("held", ns, {"spec": {"suspend": False}})
+    done = finished(batch, ns, "held")
+    suspended = next(c for c in done["status"]["conditions"] if c["type"] == "Suspended")
+    assert (suspended["status"], suspended["reason"], suspended["message"]) == (
+        "False", "JobResumed", "Job resumed")
+
+
+def test_a_job_managed_by_another_controller_is_left_alone(
+    client: KubeClient, batch: k8s.BatchV1Api, ns: str
+) -> None:
+    batch.create_namespaced_job(ns, job("theirs", managedBy="kueue.x-k8s.io/multikueue"))
+    batch.create_namespaced_job(ns, job("ours"))
+    finished(batch, ns, "ours")
+    theirs = batch.read_namespaced_job("theirs", ns)
+    assert theirs.status.conditions is None and theirs.status.start_time is None
+    assert not (theirs.metadata.finalizers or [])
+    owners = {ref["name"] for pod in client.list(PODS, ns)[0]
+              for ref in pod["metadata"].get("ownerReferences") or ()}
+    assert owners == {"ours"}
+
+
+def test_in_a_cluster_only_jobs_managed_by_jobmachine_are_run() -> None:
+    """Without standing in for the built-in job controller (a real cluster, where it runs
+    every other Job), the engine runs only Jobs whose spec.managedBy names it."""
+    settings = EngineSettings(**{**FAST.model_dump(), "stand_in_for_built_ins": False})
+    with running_engineless() as server:
+        admin = KubeClient.from_kubeconfig(server.kubeconfig)
+        engine = start_engine(KubeClient.from_kubeconfig(server.kubeconfig), settings)
+        try:
+            ns = new_namespace(admin)
+            with official_client(server.kubeconfig) as api:
+                batch = k8s.BatchV1Api(api)
+                batch.create_namespaced_job(ns, job("builtin"))
+                batch.create_namespaced_job(
+                    ns, job("ours", managedBy="jobmachine.dev/job-controller"))
+                finished(batch, ns, "ours")
+                builtin = batch.read_namespaced_job("builtin", ns)
+            assert builtin.status.conditions is None
+            assert _pod_owners(admin, ns) == {"ours"}
+        finally:
+            engine.stop()
+            admin.close()
+
+
+def _pod_owners(client: KubeClient, ns: str) -> set[str]:
+    pods: Sequence[Mapping[str, Any]] = client.list(PODS, ns)[0]
+    return {ref["name"] for pod in pods for ref in pod["metadata"].get("ownerReferences") or ()}
