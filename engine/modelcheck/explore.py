@@ -22,6 +22,7 @@ from engine.definition import CompiledDefinition
 from engine.definition.positions import Path
 from engine.modelcheck.moves import Move, moves, situation
 from engine.modelcheck.shapes import START, Bounds, Shape, build_job
+from engine.simulation import kubelet
 from engine.simulation.world import Pass, World
 
 TRANSITIONS_KEPT = 3
@@ -295,8 +296,7 @@ def _over_parallelism(world: World, shape: Shape) -> str | None:
     parallelism = shape.pool[1]
     for replica_type, _ in shape.counts:
         live = sorted(str(r) for r, pod in world.pods.items()
-                      if r.type == replica_type and not pod["metadata"].get("deletionTimestamp")
-                      and (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed"))
+                      if r.type == replica_type and kubelet.is_live(pod))
         if len(live) > parallelism:
             return (f"pool {replica_type} has {len(live)} pods that have not ended "
                     f"({', '.join(live)}), more than its parallelism {parallelism}")

@@ -121,3 +121,9 @@ def is_waiting(pod: Pod) -> bool:
     """Whether the pod has not started its main container yet."""
     return pod["status"].get("phase") == "Pending" and not pod["metadata"].get(
         "deletionTimestamp")
+
+
+def is_live(pod: Pod) -> bool:
+    """Whether the pod has not ended and is not being deleted (the Job API's `active`)."""
+    return ((pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
+            and not pod["metadata"].get("deletionTimestamp"))

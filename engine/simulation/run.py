@@ -316,9 +316,7 @@ class _Driver:
 
 def _active_pods(world: World) -> int:
     """Pods that have not ended and are not being deleted (the Job API's `active`)."""
-    return sum(1 for pod in world.pods.values()
-               if (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
-               and not pod["metadata"].get("deletionTimestamp"))
+    return sum(1 for pod in world.pods.values() if kubelet.is_live(pod))
 
 
 def _uid(world: World, replica: ReplicaId) -> str:

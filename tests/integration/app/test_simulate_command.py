@@ -26,7 +26,7 @@ def test_an_example_prints_its_timeline_and_writes_its_path_picture(tmp_path: Pa
     assert "5s Worker-0 fact exits 137" in lines
     assert "15s Worker-0 pod created" in lines
     assert lines[-2:] == ["1m0s end nothing more happens: phase Succeeded, state Succeeded, "
-                          "restarts 1, 2 pods created", "expect: met"]
+                          "restarts 1, 2 pods created, at most 1 at once", "expect: met"]
     assert "INFO" not in done.stderr  # the engine's own logs stay out of the way
     svg = picture.read_text(encoding="utf-8")
     assert "<svg" in svg

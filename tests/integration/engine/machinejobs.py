@@ -206,3 +206,18 @@ def is_ready(pod: Obj) -> bool:
     """Whether the pod's Ready condition is True."""
     return any(c["type"] == "Ready" and c["status"] == "True"
                for c in (pod.get("status") or {}).get("conditions") or ())
+
+
+def most_live_at_once(events: Sequence[tuple[str, Obj]]) -> int:
+    """The most pods that had not ended and were not being deleted, at any point of the log."""
+    live: set[str] = set()
+    most = 0
+    for kind, pod in events:
+        uid = str(pod["metadata"]["uid"])
+        ended = (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
+        if kind == "DELETED" or ended or pod["metadata"].get("deletionTimestamp"):
+            live.discard(uid)
+        else:
+            live.add(uid)
+        most = max(most, len(live))
+    return most

@@ -33,7 +33,7 @@ from tests.integration.engine.helpers import (
     start_engine,
     wait_for,
 )
-from tests.integration.engine.machinejobs import recording
+from tests.integration.engine.machinejobs import most_live_at_once, recording
 
 JOBS_WAIT_S = 60.0
 
@@ -87,21 +87,6 @@ def conditions(found: Obj) -> list[tuple[str, str, str]]:
     return [(c["type"], c["status"], c["reason"]) for c in found["status"]["conditions"]]
 
 
-def most_live(events: Sequence[tuple[str, Obj]]) -> int:
-    """The most pods that had not ended and were not being deleted at once, in watch order."""
-    live: set[str] = set()
-    most = 0
-    for kind, pod in events:
-        uid = pod["metadata"]["uid"]
-        ended = (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
-        if kind == "DELETED" or ended or pod["metadata"].get("deletionTimestamp"):
-            live.discard(uid)
-        else:
-            live.add(uid)
-        most = max(most, len(live))
-    return most
-
-
 def test_a_job_of_completions_runs_parallelism_at_a_time_and_completes(
     client: KubeClient, batch: k8s.BatchV1Api, ns: str
 ) -> None:
@@ -110,7 +95,7 @@ def test_a_job_of_completions_runs_parallelism_at_a_time_and_completes(
         done = finished(batch, ns, "pool")
         events = pod_log.through(done["metadata"]["resourceVersion"])
 
-    assert most_live(events) == 2
+    assert most_live_at_once(events) == 2
     status = done["status"]
     assert conditions(done) == [("SuccessCriteriaMet", "True", "CompletionsReached"),
                                 ("Complete", "True", "CompletionsReached")]

@@ -7,8 +7,6 @@ one pod too many cannot hide between two polls.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import pytest
 
 from engine.kube.client import KubeClient
@@ -18,6 +16,7 @@ from tests.integration.engine.helpers import Obj, Replica, replica_path
 from tests.integration.engine.machinejobs import (
     MACHINEJOBS,
     machinejob,
+    most_live_at_once,
     recording,
     wait_for_phase_of,
 )
@@ -30,21 +29,6 @@ def pool(name: str, ns: str, **fields: object) -> Obj:
     del work["replicas"]
     work.update(fields)
     return job
-
-
-def most_live_at_once(events: Sequence[tuple[str, Obj]]) -> int:
-    """The most pods that had not ended and were not being deleted, at any point of the log."""
-    live: set[str] = set()
-    most = 0
-    for kind, pod in events:
-        uid = str(pod["metadata"]["uid"])
-        ended = (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
-        if kind == "DELETED" or ended or pod["metadata"].get("deletionTimestamp"):
-            live.discard(uid)
-        else:
-            live.add(uid)
-        most = max(most, len(live))
-    return most
 
 
 def env_of(pod: Obj, name: str) -> str | None:
