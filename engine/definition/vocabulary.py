@@ -242,6 +242,14 @@ COMMON_VARIABLES: tuple[Variable, ...] = (
         "else ''.",
     ),
     Variable(
+        "lastFailureCause",
+        "string",
+        "The failure rule the last failure (`lastFailure`) matched, in the Job API's words: "
+        "`Container main for pod team/p-job-0 failed with exit code 42 matching FailJob rule "
+        "at index 0` or `Pod team/p has condition DisruptionTarget matching Ignore rule at "
+        "index 1`; '' when it matched none.",
+    ),
+    Variable(
         "gangScheduler",
         "string",
         "The PodGroup API the job is gang scheduled with: 'volcano' "
@@ -305,6 +313,12 @@ REPLICA_VARIABLES: tuple[Variable, ...] = (
         "string",
         "For a failed or restarting pod: the action of the job's first failure rule that "
         "matches it (FailJob, RestartJob, RestartReplica, Ignore, Count), else ''.",
+    ),
+    Variable(
+        "failureCause",
+        "string",
+        "With failureAction: what of the pod the rule matched, in the Job API's words (see "
+        "lastFailureCause), else ''.",
     ),
 )
 

@@ -409,7 +409,8 @@ def _note_ends(replica: ReplicaId, facts: PodFacts, moved: bool, progress: _Prog
         record = record.with_changes(in_place_ends=ends)
     if moved and facts.observation in _FAILURES:
         what = "lost with its node" if facts.observation == "podLost" else facts.termination
-        record = record.with_changes(last_failure=f"{replica} ({what})")
+        record = record.with_changes(last_failure=f"{replica} ({what})",
+                                     last_failure_cause=facts.failure_cause)
     progress.record = record
 
 

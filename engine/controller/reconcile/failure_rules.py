@@ -10,33 +10,63 @@ status.reason, or a container's termination reason such as OOMKilled).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 Obj = Mapping[str, Any]
 
 
-def failure_action(rules: Sequence[Obj], replica_type: str, pod: Obj) -> str:
-    """The action of the first rule that matches `pod` of `replica_type`, else ''."""
-    for rule in rules:
+@dataclass(frozen=True)
+class FailureMatch:
+    """The first rule a failed pod matches: its action, its position, and the cause in the
+    words of the Job API's pod failure policy (`Container main for pod team/p failed with
+    exit code 2 matching FailJob rule at index 0`)."""
+
+    action: str
+    index: int
+    cause: str
+
+
+def failure_match(rules: Sequence[Obj], replica_type: str, pod: Obj) -> FailureMatch | None:
+    """The first rule that matches `pod` of `replica_type`, else None."""
+    for index, rule in enumerate(rules):
         types = rule.get("replicaTypes") or ()
         if types and replica_type not in types:
             continue
-        if _matches(rule, pod):
-            return str(rule["action"])
-    return ""
+        what = _matched(rule, pod)
+        if what is not None:
+            action = str(rule["action"])
+            return FailureMatch(action, index,
+                                f"{what} matching {action} rule at index {index}")
+    return None
 
 
-def _matches(rule: Obj, pod: Obj) -> bool:
+def failure_action(rules: Sequence[Obj], replica_type: str, pod: Obj) -> str:
+    """The action of the first rule that matches `pod` of `replica_type`, else ''."""
+    found = failure_match(rules, replica_type, pod)
+    return found.action if found is not None else ""
+
+
+def _matched(rule: Obj, pod: Obj) -> str | None:
+    """What of the pod the rule matches, as the Job API's message begins; None: no match."""
+    metadata = pod.get("metadata") or {}
+    who = f"{metadata.get('namespace', '')}/{metadata.get('name', '')}"
     if rule.get("onExitCodes") is not None:
-        return _exit_codes_match(rule["onExitCodes"], pod)
+        container = _exit_codes_match(rule["onExitCodes"], pod)
+        return None if container is None else (
+            f"Container {container['name']} for pod {who} failed with exit code "
+            f"{container['exitCode']}")
     if rule.get("onPodConditions") is not None:
-        return _conditions_match(rule["onPodConditions"], pod)
+        condition = _conditions_match(rule["onPodConditions"], pod)
+        return None if condition is None else f"Pod {who} has condition {condition}"
     if rule.get("onReasons") is not None:
-        return bool(set(rule["onReasons"]) & set(_reasons(pod)))
-    return False
+        reasons = [r for r in _reasons(pod) if r in set(rule["onReasons"])]
+        return f"Pod {who} has reason {reasons[0]}" if reasons else None
+    return None
 
 
-def _exit_codes_match(match: Obj, pod: Obj) -> bool:
+def _exit_codes_match(match: Obj, pod: Obj) -> dict[str, Any] | None:
+    """The first container whose non-zero exit code the match takes, else None."""
     wanted = set(match.get("values") or ())
     name = match.get("containerName")
     for status in _terminated(pod):
@@ -46,16 +76,18 @@ def _exit_codes_match(match: Obj, pod: Obj) -> bool:
         if code == 0:
             continue
         if (code in wanted) == (match.get("operator") == "In"):
-            return True
-    return False
+            return status
+    return None
 
 
-def _conditions_match(matches: Iterable[Obj], pod: Obj) -> bool:
+def _conditions_match(matches: Iterable[Obj], pod: Obj) -> str | None:
+    """The type of the first condition pattern the pod has, else None."""
     present = {
         (c.get("type"), c.get("status"))
         for c in (pod.get("status") or {}).get("conditions") or ()
     }
-    return any((m.get("type"), m.get("status", "True")) in present for m in matches)
+    return next((str(m.get("type")) for m in matches
+                 if (m.get("type"), m.get("status", "True")) in present), None)
 
 
 def _reasons(pod: Obj) -> list[str]:

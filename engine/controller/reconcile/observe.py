@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
 
-from engine.controller.reconcile.failure_rules import failure_action
+from engine.controller.reconcile.failure_rules import failure_match
 from engine.controller.reconcile.jobspec import JobSpecView
 from engine.kube.timestamps import parse_time
 
@@ -35,6 +35,8 @@ class PodFacts:
     reason: str = ""
     failure_action: str = ""
     """For a failed or restarting pod: the action of the first failure rule it matches, else ''."""
+    failure_cause: str = ""
+    """With `failure_action`: what matched, in the Job API's words, else ''."""
     message: str = ""
     """The main container's termination message (of its last end), else ''."""
     ends: int = 0
@@ -163,8 +165,10 @@ def observe_replica_pod(
     action of the first failure rule of the job it matches (`failureAction`)."""
     observed = observe_pod(pod, main_container=main_container, node_ready=node_ready)
     if failure_rules and (observed.observation == "podFailed" or observed.ends):
-        action = failure_action(failure_rules, replica_type, pod)
-        observed = replace(observed, failure_action=action)
+        found = failure_match(failure_rules, replica_type, pod)
+        if found is not None:
+            observed = replace(observed, failure_action=found.action,
+                               failure_cause=found.cause)
     return observed
 
 

@@ -114,6 +114,8 @@ class MachineRecord:
     """Per index whose pod the kubelet restarted in place: the ends seen so far."""
     last_failure: str = ""
     """The last replica failure the machines saw: `Master-0 (exit code 2, Error: ...)`."""
+    last_failure_cause: str = ""
+    """What failure rule that failure matched, in the Job API's words ('' for none)."""
 
     def with_changes(self, **changes: Any) -> MachineRecord:
         """A copy with some fields replaced."""
@@ -184,6 +186,7 @@ def _from_stored(status: Mapping[str, Any], stored: Mapping[str, Any]) -> Machin
             for replica, (uid, seen) in _per_index(stored.get("inPlace")).items()
         },
         last_failure=str(status.get(LAST_FAILURE_FIELD) or ""),
+        last_failure_cause=str(stored.get("cause") or ""),
     )
 
 
@@ -319,6 +322,7 @@ def _stored(record: MachineRecord) -> dict[str, Any]:
         "timers": _by_index(dict(record.replica_timers)),
         "inPlace": _by_index({r: [e.pod_uid, e.seen] for r, e in record.in_place_ends.items()}),
         "counts": _counts_to(record.transition_counts),
+        "cause": record.last_failure_cause,
     }
     return {key: value for key, value in stored.items() if value not in (None, "", {}, [])}
 

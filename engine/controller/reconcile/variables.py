@@ -121,6 +121,7 @@ def common_variables(
         "restarts": record.restarts,
         "error": spec.error,
         "lastFailure": record.last_failure,
+        "lastFailureCause": record.last_failure_cause,
         "gangScheduler": around.gang_scheduler,
         "objects": around.objects,
     }
@@ -157,4 +158,5 @@ def replica_variables(
         "termination": facts.termination,
         "newRestarts": new_restarts,
         "failureAction": facts.failure_action,
+        "failureCause": facts.failure_cause,
     }

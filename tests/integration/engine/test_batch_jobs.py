@@ -138,6 +138,33 @@ def test_more_failures_than_the_backoff_limit_fail_the_job(
     assert "completionTime" not in done["status"]
 
 
+def test_a_fail_job_rule_of_the_pod_failure_policy_fails_the_job_at_once(
+    batch: k8s.BatchV1Api, ns: str
+) -> None:
+    rules = [{"action": "FailJob",
+              "onExitCodes": {"containerName": "work", "operator": "In", "values": [42]}}]
+    batch.create_namespaced_job(ns, job("buggy", codes="42", backoffLimit=6,
+                                        podFailurePolicy={"rules": rules}))
+    done = finished(batch, ns, "buggy")
+    assert conditions(done) == [("FailureTarget", "True", "PodFailurePolicy"),
+                                ("Failed", "True", "PodFailurePolicy")]
+    assert done["status"]["conditions"][-1]["message"] == (
+        f"Container work for pod {ns}/buggy-job-0 failed with exit code 42 matching FailJob "
+        "rule at index 0")
+    assert done["status"]["failed"] == 1  # that pod; failed at once, no retry
+
+
+def test_an_ignore_rule_replaces_the_pod_without_counting_it(
+    batch: k8s.BatchV1Api, ns: str
+) -> None:
+    rules = [{"action": "Ignore", "onExitCodes": {"operator": "In", "values": [7]}}]
+    batch.create_namespaced_job(ns, job("tolerant", codes="7,0", backoffLimit=0,
+                                        podFailurePolicy={"rules": rules}))
+    done = finished(batch, ns, "tolerant")
+    assert conditions(done)[-1] == ("Complete", "True", "CompletionsReached")
+    assert done["status"]["succeeded"] == 1 and "failed" not in done["status"]
+
+
 def test_a_suspended_job_creates_no_pod_until_resumed(
     client: KubeClient, batch: k8s.BatchV1Api, ns: str
 ) -> None:

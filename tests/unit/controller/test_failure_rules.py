@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from engine.controller.reconcile.failure_rules import failure_action
+from engine.controller.reconcile.failure_rules import FailureMatch, failure_action, failure_match
 
 
 def pod(*containers: tuple[str, int, str], init: tuple[tuple[str, int], ...] = (),
@@ -96,3 +96,41 @@ def test_a_container_restarted_in_place_is_judged_by_its_last_end() -> None:
             "lastState": {"terminated": {"exitCode": 137, "reason": "OOMKilled"}},
         }]}}
         assert failure_action(rules, "Worker", oom) == "Ignore"
+
+
+def named(found: dict[str, Any]) -> dict[str, Any]:
+    """The pod with a name and namespace, as the API server has it."""
+    return {**found, "metadata": {"name": "p-job-0", "namespace": "team"}}
+
+
+def test_the_cause_of_an_exit_code_match_is_said_as_the_job_api_says_it() -> None:
+    rules = [exit_rule("Count", "In", [1]), exit_rule("FailJob", "In", [42], container="main")]
+    found = failure_match(rules, "Job", named(pod(("sidecar", 0, "Completed"),
+                                                  ("main", 42, "Error"))))
+    assert found == FailureMatch(
+        "FailJob", 1,
+        "Container main for pod team/p-job-0 failed with exit code 42 matching FailJob rule "
+        "at index 1")
+
+
+def test_the_cause_of_a_condition_match_names_the_condition() -> None:
+    rules = [{"action": "Ignore", "onPodConditions": [{"type": "ConfigIssue"},
+                                                      {"type": "DisruptionTarget"}]}]
+    found = failure_match(rules, "Job", named(pod(("main", 137, "Error"),
+                                                  conditions=(("DisruptionTarget", "True"),))))
+    assert found is not None
+    assert found.cause == ("Pod team/p-job-0 has condition DisruptionTarget matching Ignore rule "
+                           "at index 0")
+
+
+def test_the_cause_of_a_reason_match_names_the_reason() -> None:
+    rules = [{"action": "RestartReplica", "onReasons": ["OOMKilled"]}]
+    found = failure_match(rules, "Worker", named(pod(("main", 137, "OOMKilled"))))
+    assert found is not None
+    assert found.cause == ("Pod team/p-job-0 has reason OOMKilled matching RestartReplica rule "
+                           "at index 0")
+
+
+def test_no_match_has_no_cause() -> None:
+    assert failure_match([exit_rule("FailJob", "In", [42])], "Job",
+                         named(pod(("main", 3, "Error")))) is None

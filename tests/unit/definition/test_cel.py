@@ -21,7 +21,10 @@ from engine.definition.validate import validate_text
 from tests.unit.definition.texts import JOB, document
 
 REPLICA_SCOPE = Scope("replica")
-JOB_VARIABLES = "job, runPolicy, replicas, restarts, error, lastFailure, gangScheduler, objects"
+JOB_VARIABLES = (
+    "job, runPolicy, replicas, restarts, error, lastFailure, lastFailureCause, gangScheduler, "
+    "objects"
+)
 
 
 def guard(expression: str) -> list[str]:
@@ -126,9 +129,9 @@ def test_pod_values_see_the_template_variables() -> None:
     extra = "  pod:\n    env:\n      HOSTS: \"nodes\"\n"
     assert [str(d) for d in validate_text(document(extra=extra), "demo.yaml")] == [
         "demo.yaml:27:15: error: unknown variable 'nodes'; visible here: job, runPolicy, "
-        "replicas, restarts, error, lastFailure, gangScheduler, objects, replica, policy, pod, "
-        "exitCode, reason, terminationMessage, termination, newRestarts, failureAction, "
-        "clusterSpec, hosts"
+        "replicas, restarts, error, lastFailure, lastFailureCause, gangScheduler, objects, "
+        "replica, policy, pod, exitCode, reason, terminationMessage, termination, newRestarts, "
+        "failureAction, failureCause, clusterSpec, hosts"
     ]
 
 

@@ -26,7 +26,10 @@ from tests.unit.definition.texts import JOB, document
 MACHINES = Path(__file__).resolve().parents[3] / "machines"
 
 # `extra` sections start at line 25 of a `document`.
-JOB_VARIABLES = "job, runPolicy, replicas, restarts, error, lastFailure, gangScheduler, objects"
+JOB_VARIABLES = (
+    "job, runPolicy, replicas, restarts, error, lastFailure, lastFailureCause, gangScheduler, "
+    "objects"
+)
 HOSTS = {"Master": ["j-master-0"], "Worker": ["j-worker-0", "j-worker-1"]}
 
 
