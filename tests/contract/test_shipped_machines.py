@@ -17,7 +17,6 @@ from engine.definition.cel import ENGINE_FUNCTIONS, Scope, cel_type
 from engine.definition.expressions import compile_expressions
 from engine.definition.loader import load_file
 from engine.definition.validate import validate_paths
-from engine.definition.vocabulary import variables_for
 
 MACHINES = Path(__file__).resolve().parents[2] / "machines"
 FILES = sorted(p for p in MACHINES.glob("*") if p.suffix in (".yaml", ".yml"))
@@ -29,9 +28,7 @@ def test_validates_without_errors_or_warnings(path: Path) -> None:
 
 
 def _checker(scope: Scope) -> celcpp.Env:
-    variables = {v.name: cel_type(v.cel_type)
-                 for v in variables_for(scope.level, template=scope.template,
-                                        validation=scope.validation)}
+    variables = {v.name: cel_type(v.cel_type) for v in scope.variables}
     extensions = [ext_strings.ExtStrings(), ext_math.ExtMath(), ext_encoders.ExtEncoders()]
     # The engine's own functions (sum) are part of the language: declared, not built in.
     functions = [f.checker_declaration() for f in ENGINE_FUNCTIONS.values()]
@@ -45,6 +42,8 @@ def _scope(path: tuple[object, ...]) -> Scope:
         return Scope("job", template=True)
     if path[:2] == ("spec", "validations"):
         return Scope("job", validation=True)
+    if path[:2] == ("spec", "status"):
+        return Scope("job", status=True)
     return Scope("replica" if path[1] == "replica" else "job")
 
 

@@ -10,6 +10,7 @@ an error in its log), and giving it back lets the job finish without a restart.
 
 from __future__ import annotations
 
+import copy
 import json
 import signal
 import subprocess
@@ -58,15 +59,22 @@ _JOB_KINDS = tuple(("kubeflow.org", plural) for plural in (
 _OBJECTS = ("a machine's declared objects: read when a create finds the name taken, "
             "updated when the machine's fields change, adopted by patch, deleted by the "
             "machine's clean-up")
+_BATCH_JOBS = ("batch", "jobs")
+BATCH_JOB = {
+    "apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "batch-ours"},
+    # In a cluster the engine runs only the Jobs whose managedBy names it.
+    "spec": {"managedBy": "jobmachine.dev/job-controller", "template": {"spec": {
+        "restartPolicy": "Never", "containers": [{"name": "main", "image": "busybox"}]}}},
+}
 KEPT: dict[Triple, str] = {
     **{(group, f"{plural}/finalizers", "update"):
        "clusters that enable the OwnerReferencesPermissionEnforcement admission check it "
        "when the engine makes a child with blockOwnerDeletion"
-       for group, plural in (*_JOB_KINDS, ("jobmachine.dev", "machinejobs"))},
+       for group, plural in (*_JOB_KINDS, ("jobmachine.dev", "machinejobs"), _BATCH_JOBS)},
     **{(group, plural, "get"): "read fresh before adopting orphaned pods (claims.py)"
-       for group, plural in (*_JOB_KINDS, ("jobmachine.dev", "machinejobs"))},
+       for group, plural in (*_JOB_KINDS, ("jobmachine.dev", "machinejobs"), _BATCH_JOBS)},
     **{(group, plural, "delete"): "runPolicy.ttlSecondsAfterFinished deletes a finished job"
-       for group, plural in (*_JOB_KINDS, ("jobmachine.dev", "machinejobs"))},
+       for group, plural in (*_JOB_KINDS, ("jobmachine.dev", "machinejobs"), _BATCH_JOBS)},
     ("", "services", "get"): "read when a create finds the name taken, to say whose it is",
     ("", "services", "patch"): "adopting or releasing an orphaned service (claims.py)",
     **{("", "configmaps", verb): _OBJECTS for verb in ("get", "update", "patch", "delete")},
@@ -175,7 +183,7 @@ def _manifests() -> list[dict[str, Any]]:
     gang = yaml.safe_load((EXAMPLES / "pytorch-succeeds.yaml").read_text())
     gang["metadata"]["name"] = GANG
     gang["spec"]["runPolicy"] = {"schedulingPolicy": {"minAvailable": 3}}
-    documents += [gang, MACHINEJOB]
+    documents += [gang, MACHINEJOB, copy.deepcopy(BATCH_JOB)]
     for document in documents:
         document["metadata"]["namespace"] = JOBS_NAMESPACE
         if document["kind"] == "MPIJob":
@@ -190,13 +198,22 @@ def _manifests() -> list[dict[str, Any]]:
 
 KIND_NAMES = ("pytorchjobs.kubeflow.org,tfjobs.kubeflow.org,xgboostjobs.kubeflow.org,"
               "paddlejobs.kubeflow.org,jaxjobs.kubeflow.org,mpijobs.kubeflow.org,"
-              "machinejobs.jobmachine.dev")
+              "machinejobs.jobmachine.dev,jobs.batch")
 
 
 def _phases(admin: Kubectl) -> dict[str, str]:
     listed = json.loads(admin("get", KIND_NAMES, "-n", JOBS_NAMESPACE, "-o", "json").stdout)
-    return {f"{item['kind']}/{item['metadata']['name']}":
-            (item.get("status") or {}).get("phase", "") for item in listed["items"]}
+    return {f"{item['kind']}/{item['metadata']['name']}": _phase(item)
+            for item in listed["items"]}
+
+
+def _phase(job: dict[str, Any]) -> str:
+    """The job's phase; a batch/v1 Job's from its Job API conditions."""
+    status = job.get("status") or {}
+    if job["kind"] != "Job":
+        return str(status.get("phase", ""))
+    ended = {c["type"] for c in status.get("conditions") or () if c["status"] == "True"}
+    return "Succeeded" if "Complete" in ended else "Failed" if "Failed" in ended else ""
 
 
 def _wait(what: str, check: Callable[[], bool], timeout_s: float = 180) -> None:
