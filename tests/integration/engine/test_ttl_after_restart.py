@@ -125,11 +125,12 @@ def test_a_ttl_still_running_at_restart_is_scheduled_by_the_next_engine(
 ) -> None:
     """The new engine wakes itself at completionTime + ttl and deletes the job then, not before.
 
-    It starts two seconds after completionTime, well before the six-second TTL ends. The
+    It starts two seconds after completionTime, well before the 15-second TTL ends (room
+    for a slow start on a loaded machine: a wake-up that already fired is gone). The
     HOLD finalizer keeps the deleted job readable, so its deletionTimestamp tells when
     the engine asked for the deletion.
     """
-    finished = finish_under(engines(), client, ns, ttl_job(held, ns, ttl=6, finalizers=(HOLD,)))
+    finished = finish_under(engines(), client, ns, ttl_job(held, ns, ttl=15, finalizers=(HOLD,)))
     due = expiry(finished)
     # A later second than completionTime's, so a clock started at first sight would show.
     later = parse_time(status(finished)["completionTime"]) + timedelta(seconds=2)

@@ -86,7 +86,7 @@ def test_replica_variables_add_the_replica_its_policy_and_its_pod() -> None:
     assert common == {"job": job, "runPolicy": spec.run_policy, "replicas": {},
                       "restarts": 3, "error": "",
                       "lastFailure": "Worker-1 (exit code 137, OOMKilled)",
-                      "gangScheduler": "", "objects": {}}
+                      "lastFailureCause": "", "gangScheduler": "", "objects": {}}
     facts = observe({worker(1): exited(137, "OOMKilled")}, spec, 0)[0][worker(1)]
     found = replica_variables(common, worker(1), desired=2, policy="ExitCode", record=record,
                               facts=facts)
@@ -96,6 +96,7 @@ def test_replica_variables_add_the_replica_its_policy_and_its_pod() -> None:
     assert (found["termination"], found["terminationMessage"], found["newRestarts"]) == (
         "exit code 137, OOMKilled", "", 0)
     assert found["pod"] == facts.pod
+    assert (found["failureAction"], found["failureCause"]) == ("", "")
     fresh = replica_variables(common, ReplicaId("Worker", 0), desired=2, policy="Never",
                               record=record, facts=MISSING)
     assert (fresh["replica"]["restarts"], fresh["exitCode"], fresh["pod"]) == (0, -1, {})
