@@ -72,8 +72,10 @@ RECORDER = """() => {
 
 
 def _job() -> dict[str, Any]:
+    # Each attempt runs 5 s: the page must open the job and start recording before the
+    # first attempt ends, also on a machine busy with other tests.
     job = workers_job(JOB, workers=1, annotations={
-        "sim.jobmachine.dev/exit-codes": "137,0", "sim.jobmachine.dev/run-seconds": "2"})
+        "sim.jobmachine.dev/exit-codes": "137,0", "sim.jobmachine.dev/run-seconds": "5"})
     job["spec"]["runPolicy"] = {"backoffLimit": 3}
     return job
 
