@@ -41,6 +41,7 @@ WAIT_MS = 60_000
 
 pytestmark = [
     pytest.mark.slow,
+    pytest.mark.exclusive,
     pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium (apt-get install "
                                                  "chromium); .ci/run installs it as root"),
 ]

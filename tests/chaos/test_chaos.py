@@ -16,7 +16,7 @@ import pytest
 from engine.testing.chaos import ChaosConfig, ChaosReport, run_chaos
 from engine.testing.chaos.workload import KINDS
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.exclusive]
 
 
 def _judged(report: ChaosReport) -> None:
