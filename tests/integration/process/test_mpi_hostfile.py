@@ -23,6 +23,9 @@ from tests.integration.app.support import wait_until
 from tests.kinds import KINDS
 
 MPIJOBS = KINDS["MPIJob"]
+# Real processes that must reach each other in time: failed twice beside other tests in the
+# two-process suite (the launcher's log not there yet), never alone.
+pytestmark = pytest.mark.exclusive
 
 WORKER = """
 import os, socket
