@@ -206,13 +206,16 @@ class Reconciler:
             return RequeueAfter(_CACHE_CATCH_UP_S)
         if not self._machines.ready:
             return RequeueAfter(_CACHE_CATCH_UP_S)
-        assignment = self._machines.assign(key.kind, engine_view(job))
+        viewed = engine_view(job)
+        assignment = self._machines.assign(key.kind, viewed)
         if isinstance(assignment, Unassigned):
             return self._without_machine(key, job, assignment)
         definition = assignment.definition
         if not managed_by_us(job, definition, stand_in=self._settings.stand_in_for_built_ins):
             return Done()
-        job = engine_view(job, definition)
+        # The annotation is parsed once; a Native job without it yet has no engine status.
+        job = viewed if NATIVE_STATUS in viewed or not is_native(definition) else (
+            engine_view(job, definition))
         self._post(job, self._unconfirmed.landed(key.id, job.get("status") or {}))
         if job["metadata"].get("deletionTimestamp"):
             return self._finish_deletion(key, job, assignment)
