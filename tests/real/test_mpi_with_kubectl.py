@@ -20,7 +20,9 @@ from tests.e2e.conftest import KUBECTL, Kubectl
 from tests.e2e.up_process import running_up
 from tests.real.support import REAL, needs_real_extra, result_lines
 
-pytestmark = [pytest.mark.real, pytest.mark.slow, needs_real_extra,
+# Real mpirun reaching its Workers through kubectl exec: timed out once beside other tests in
+# the two-process suite (17 s alone, 27 s with both cores busy), so it runs alone.
+pytestmark = [pytest.mark.real, pytest.mark.slow, pytest.mark.exclusive, needs_real_extra,
               pytest.mark.skipif(KUBECTL is None, reason="kubectl is not installed here")]
 
 LAUNCHER = "system:serviceaccount:default:mpi-real-launcher"
@@ -39,8 +41,13 @@ def kubectl(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kubectl]:
 def finished(kubectl: Kubectl) -> Kubectl:
     kubectl("create", "configmap", "example-scripts", f"--from-file={REAL}")
     kubectl("apply", "-f", str(REAL / "mpi.yaml"))
-    kubectl("wait", "--for=condition=Succeeded", "mpijob/mpi-real", "--timeout=180s",
-            timeout=200)
+    waited = kubectl.run("wait", "--for=condition=Succeeded", "mpijob/mpi-real",
+                         "--timeout=180s", timeout=200)
+    if waited.returncode != 0:
+        seen = [kubectl.run(*command).stdout for command in (
+            ("get", "mpijob,pods", "-o", "wide"), ("describe", "mpijob", "mpi-real"),
+            ("logs", "mpi-real-launcher-0", "--tail=60"))]
+        pytest.fail(f"mpi-real did not succeed: {waited.stderr}\n" + "\n".join(seen))
     return kubectl
 
 

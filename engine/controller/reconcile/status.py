@@ -61,7 +61,8 @@ def build_status(
         )
     status["conditions"] = conditions
     status["replicaStatuses"] = _replica_statuses(job, spec, decision)
-    status.setdefault("startTime", now)
+    if compiled is None or not compiled.hold_replicas:
+        status.setdefault("startTime", now)  # not while created suspended: it never started
     if _resumed(definition, decision):
         status["startTime"] = now
     if compiled is not None and compiled.terminal and not status.get("completionTime"):

@@ -497,6 +497,26 @@ class TestStatus:
             "Failed=True condition without the FailureTarget=true condition")
 
 
+    def test_the_start_time_moves_only_while_suspended_or_on_resume(
+        self, batch: client.BatchV1Api
+    ) -> None:
+        """Upstream's rule as fixed in 1.34.2 (kubernetes#134769): a running Job's startTime
+        is fixed, but the resume (Suspended True -> False) resets it."""
+        batch.create_namespaced_job("default", job("timed"))
+        batch.patch_namespaced_job_status("timed", "default", {"status": {"startTime": _START}})
+        _, status = refused(lambda: batch.patch_namespaced_job_status(
+            "timed", "default", {"status": {"startTime": "2026-01-01T00:05:00Z"}}))
+        assert status["message"] == (
+            'Job.batch "timed" is invalid: status.startTime: Required value: startTime cannot be '
+            "removed for unsuspended job")
+        suspended = {"type": "Suspended", "status": "True", "reason": "JobSuspended"}
+        batch.patch_namespaced_job_status("timed", "default",
+                                          {"status": {"conditions": [suspended]}})
+        resumed = {**suspended, "status": "False", "reason": "JobResumed"}
+        moved = batch.patch_namespaced_job_status("timed", "default", {"status": {
+            "conditions": [resumed], "startTime": "2026-01-01T00:05:00Z"}})
+        assert moved.status.start_time.minute == 5
+
 _START = "2026-01-01T00:00:00Z"
 _TARGET = {"type": "FailureTarget", "status": "True"}
 STATUS_RULES: list[tuple[str, dict[str, Any], dict[str, Any], str]] = [

@@ -174,6 +174,7 @@ def test_a_suspended_job_creates_no_pod_until_resumed(
                                for c in found.status.conditions or ()),
              what="Suspended condition", timeout=JOBS_WAIT_S)
     assert client.list(PODS, ns)[0] == []
+    assert batch.read_namespaced_job("held", ns).status.start_time is None
     batch.patch_namespaced_job("held", ns, {"spec": {"suspend": False}})
     done = finished(batch, ns, "held")
     suspended = next(c for c in done["status"]["conditions"] if c["type"] == "Suspended")

@@ -56,6 +56,11 @@ class _Job:
         return any(c.get("type") == kind and c.get("status") == "True"
                    for c in self.status.get("conditions") or [] if isinstance(c, Mapping))
 
+    def false(self, kind: str) -> bool:
+        """Some condition of this type is False (a Suspended=False marks a resume)."""
+        return any(c.get("type") == kind and c.get("status") == "False"
+                   for c in self.status.get("conditions") or [] if isinstance(c, Mapping))
+
     @property
     def finished(self) -> bool:
         return self.true("Complete") or self.true("Failed")
@@ -230,7 +235,9 @@ def _transition_causes(job: _Job, old: _Job) -> list[Cause]:
         causes.append(invalid_shown(f"{_PATH}.completionTime", _go_time(completion),
                                     "completionTime cannot be mutated"))
     start, old_start = job.time("startTime"), old.time("startTime")
-    if old_start is not None and start != old_start and job.spec.get("suspend") is not True:
+    resuming = old.true("Suspended") and job.false("Suspended")
+    if (old_start is not None and start != old_start and job.spec.get("suspend") is not True
+            and not resuming):
         causes.append(required(f"{_PATH}.startTime",
                                "startTime cannot be removed for unsuspended job"))
     if old.true("SuccessCriteriaMet") and not job.true("SuccessCriteriaMet"):
