@@ -8,6 +8,7 @@ from engine.definition.compiled import (
     CompiledDefinition,
     CompiledMachine,
     CompiledObject,
+    CompiledSchedule,
     StepError,
     compile_definition,
 )
@@ -16,9 +17,11 @@ from engine.definition.loader import LoadedDefinition, load_file, load_text
 from engine.definition.rendering import (
     PodDecorations,
     RenderedObject,
+    RenderedSchedule,
     broken_rules,
     render_objects,
     render_pod_decorations,
+    render_schedule,
     render_status_fields,
 )
 from engine.definition.step import (
@@ -36,6 +39,7 @@ __all__ = [
     "CompiledDefinition",
     "CompiledMachine",
     "CompiledObject",
+    "CompiledSchedule",
     "DefinitionError",
     "Diagnostic",
     "Facts",
@@ -45,6 +49,7 @@ __all__ = [
     "PodDecorations",
     "Position",
     "RenderedObject",
+    "RenderedSchedule",
     "StepError",
     "StepResult",
     "broken_rules",
@@ -54,6 +59,7 @@ __all__ = [
     "load_text",
     "render_objects",
     "render_pod_decorations",
+    "render_schedule",
     "render_status_fields",
     "requeue_after",
     "state_timeout",

@@ -161,6 +161,17 @@ class CompiledObject:
 
 
 @dataclass(frozen=True)
+class CompiledSchedule:
+    """A machine's schedule: the kind of child it makes, and its values (cron, timeZone,
+    startingDeadlineSeconds, concurrencyPolicy, the history limits, and the child's
+    labels, annotations and spec), each compiled CEL."""
+
+    api_version: str
+    kind: str
+    values: Mapping[str, CompiledExpression]
+
+
+@dataclass(frozen=True)
 class CompiledDefinition:
     """A whole definition, compiled once and shared by every job of its kind."""
 
@@ -186,6 +197,8 @@ class CompiledDefinition:
     objects: tuple[CompiledObject, ...] = ()
     status_fields: Mapping[str, CompiledExpression] = field(default_factory=dict)
     """With governs.statusLayout Native: the status fields the machine computes."""
+    schedule: CompiledSchedule | None = None
+    """Children made on a cron schedule (a CronJob's Jobs), if the machine has them."""
     source: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
     """The document it was compiled from (bases merged in): what a revision stores."""
 
@@ -242,6 +255,10 @@ def compile_definition(loaded: LoadedDefinition) -> CompiledDefinition:
         ),
         status_fields={k: expressions[("spec", "status", k)] for k in spec.status},
         objects=tuple(_object(expressions, i, child) for i, child in enumerate(spec.objects)),
+        schedule=None if spec.schedule is None else CompiledSchedule(
+            spec.schedule.child.api_version, spec.schedule.child.kind,
+            {str(path[-1]): compiled for path, compiled in expressions.items()
+             if path[:2] == ("spec", "schedule")}),
         source=loaded.data or {},
     )
 

@@ -168,4 +168,30 @@ def compile_expressions(loaded: LoadedDefinition) -> ExpressionTable:
         compiler.expression(path, source, object_scope)
     for name, source in spec.status.items():
         compiler.expression(("spec", "status", name), source, Scope("job", status=True))
+    for path, source, types in schedule_value_paths(loaded):
+        compiler.expression(path, source, Scope("job"), types)
     return compiler.table
+
+
+_SCHEDULE_VALUES = (
+    ("cron", _STRING_TYPES), ("timeZone", ("string", "null", "dyn")),
+    ("startingDeadlineSeconds", ("int", "null", "dyn")),
+    ("concurrencyPolicy", _STRING_TYPES), ("successfulHistoryLimit", ("int", "dyn")),
+    ("failedHistoryLimit", ("int", "dyn")),
+)
+_CHILD_VALUES = (("labels", ("map", "dyn")), ("annotations", ("map", "dyn")),
+                 ("spec", ("map", "dyn")))
+
+
+def schedule_value_paths(
+    loaded: LoadedDefinition,
+) -> Iterator[tuple[Path, str, tuple[str, ...]]]:
+    """Every value of the machine's schedule, with the types it may give."""
+    schedule = loaded.definition.spec.schedule
+    if schedule is None:
+        return
+    values = schedule.model_dump(by_alias=True)
+    for key, types in _SCHEDULE_VALUES:
+        yield ("spec", "schedule", key), values[key], types
+    for key, types in _CHILD_VALUES:
+        yield ("spec", "schedule", "child", key), values["child"][key], types

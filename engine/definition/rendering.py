@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engine.definition.cel import Activation, CelEvaluationError, CompiledExpression
-from engine.definition.compiled import CompiledDefinition, CompiledObject
+from engine.definition.compiled import CompiledDefinition, CompiledObject, CompiledSchedule
 from engine.definition.expressions import POD_RESTART_POLICIES
 from engine.definition.templates import render_value
 from engine.definition.vocabulary import job_value
@@ -210,3 +210,62 @@ def broken_rules(compiled: CompiledDefinition, job: Mapping[str, Any]) -> Sequen
             found.append(f"{validation.field_path}: {message}" if validation.field_path
                          else message)
     return found
+
+
+CONCURRENCY_POLICIES = ("Allow", "Forbid", "Replace")
+"""What a schedule does with a due child while earlier ones run: both run, skip, replace."""
+
+
+@dataclass(frozen=True)
+class RenderedSchedule:
+    """A job's schedule as its machine gives it now."""
+
+    cron: str
+    time_zone: str | None
+    starting_deadline_seconds: int | None
+    concurrency_policy: str
+    successful_history_limit: int
+    failed_history_limit: int
+    child_api_version: str
+    child_kind: str
+    child_labels: Mapping[str, str]
+    child_annotations: Mapping[str, str]
+    child_spec: Mapping[str, Any]
+
+
+def render_schedule(schedule: CompiledSchedule, variables: Mapping[str, Any]) -> RenderedSchedule:
+    """The schedule's values over the job-level variables; a value of the wrong kind (a
+    policy that is none of Allow, Forbid, Replace; a negative limit) raises
+    CelEvaluationError naming it."""
+    activation = Activation(variables)
+    found = {key: expression.evaluate(activation) for key, expression in schedule.values.items()}
+    policy = found["concurrencyPolicy"]
+    if policy not in CONCURRENCY_POLICIES:
+        raise CelEvaluationError(f"schedule.concurrencyPolicy gave {policy!r}, not one of "
+                                 f"{', '.join(CONCURRENCY_POLICIES)}")
+    for key in ("startingDeadlineSeconds", "successfulHistoryLimit", "failedHistoryLimit"):
+        value = found[key]
+        if value is not None and (not isinstance(value, int) or isinstance(value, bool)
+                                  or value < 0):
+            raise CelEvaluationError(f"schedule.{key} gave {value!r}, not a count (0 or more)")
+    for key in ("cron", "timeZone"):
+        if found[key] is not None and not isinstance(found[key], str):
+            raise CelEvaluationError(f"schedule.{key} gave {found[key]!r}, not a string")
+    if found["cron"] is None:
+        raise CelEvaluationError("schedule.cron gave null: a schedule is required")
+    for key in ("labels", "annotations", "spec"):
+        if not isinstance(found[key], dict):
+            raise CelEvaluationError(f"schedule.child.{key} gave {found[key]!r}, not a map")
+    return RenderedSchedule(
+        cron=found["cron"], time_zone=found["timeZone"],
+        starting_deadline_seconds=found["startingDeadlineSeconds"],
+        concurrency_policy=policy,
+        successful_history_limit=int(found["successfulHistoryLimit"]),
+        failed_history_limit=int(found["failedHistoryLimit"]),
+        child_api_version=schedule.api_version, child_kind=schedule.kind,
+        child_labels={str(k): render_value(v) for k, v in found["labels"].items()
+                      if v is not None},
+        child_annotations={str(k): render_value(v) for k, v in found["annotations"].items()
+                           if v is not None},
+        child_spec=_without_nulls(found["spec"]),
+    )

@@ -226,6 +226,35 @@ class ObjectSpec(_Strict):
     fields: dict[str, str] = Field(default_factory=dict)
 
 
+class ScheduledChild(_Strict):
+    """What a schedule makes at each due time: an object of a kind the engine also governs
+    (a CronJob's Job), owned by the job. Every value is CEL over the job-level variables."""
+
+    api_version: str = Field(alias="apiVersion")
+    kind: str
+    labels: str = "{}"  # CEL map(string, string)
+    annotations: str = "{}"  # CEL map(string, string)
+    spec: str  # CEL map: the child's spec
+
+
+class ScheduleSpec(_Strict):
+    """Children made on a cron schedule, as the CronJob controller makes Jobs.
+
+    Each value is CEL over the job-level variables. The schedule runs while the job is in
+    a state without holdReplicas; in one with it (Suspended) nothing new is made, but
+    finished children are still counted and the history still trimmed.
+    """
+
+    cron: str  # CEL string: five fields or a descriptor (@hourly, @every 90s)
+    time_zone: str = Field(default="null", alias="timeZone")  # CEL string or null (UTC)
+    # CEL int or null: a due time older than this is skipped (MissSchedule).
+    starting_deadline_seconds: str = Field(default="null", alias="startingDeadlineSeconds")
+    concurrency_policy: str = Field(default="'Allow'", alias="concurrencyPolicy")  # CEL string
+    successful_history_limit: str = Field(default="3", alias="successfulHistoryLimit")  # CEL int
+    failed_history_limit: str = Field(default="1", alias="failedHistoryLimit")  # CEL int
+    child: ScheduledChild
+
+
 class Governs(_Strict):
     """Which kind the definition drives and where that kind keeps its replicas."""
 
@@ -274,6 +303,11 @@ class Defaults(_Strict):
     failure_rules: list[FailureRule] = Field(default_factory=list, alias="failureRules")
 
 
+NO_REPLICAS = MachineSpec(initial="None", states={"None": StateSpec(terminal="success",
+    description="The kind has no pods, so no replica ever enters this machine.")})
+"""The replica machine of a kind without pods (a CronJob's children are Jobs)."""
+
+
 class DefinitionSpec(_Strict):
     # Only a base for other machines: governs no kind and never runs by itself.
     abstract: bool = False
@@ -282,7 +316,8 @@ class DefinitionSpec(_Strict):
     governs: Governs | None = None
     defaults: Defaults = Field(default_factory=Defaults)
     job: MachineSpec
-    replica: MachineSpec
+    # A kind without pods (governs.replicaTypes: [], a CronJob) may leave it out.
+    replica: MachineSpec = Field(default_factory=lambda: NO_REPLICAS)
     pod: PodSpec = Field(default_factory=PodSpec)
     services: list[ServiceSpec] = Field(default_factory=list)
     validations: list[ValidationRule] = Field(default_factory=list)
@@ -290,11 +325,17 @@ class DefinitionSpec(_Strict):
     # With governs.statusLayout Native: status field -> CEL over the job-level variables,
     # written into the job's status at every reconcile (null leaves the field out).
     status: dict[str, str] = Field(default_factory=dict)
+    # Children made on a cron schedule (a CronJob's Jobs): see ScheduleSpec.
+    schedule: ScheduleSpec | None = None
 
     @model_validator(mode="after")
     def _governs_unless_abstract(self) -> DefinitionSpec:
         if self.governs is None and not self.abstract:
             raise ValueError("governs is required (only an abstract machine governs no kind)")
+        podless = self.governs is not None and self.governs.replica_types == []
+        if "replica" not in self.model_fields_set and not podless and not self.abstract:
+            raise ValueError("replica is required (only a kind without pods, "
+                             "governs.replicaTypes: [], may leave it out)")
         native = self.governs is not None and self.governs.status_layout == "Native"
         if self.status and self.governs is not None and not native:
             raise ValueError("status fields need governs.statusLayout: Native (with the "

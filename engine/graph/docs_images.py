@@ -24,6 +24,7 @@ DOCS_IMAGES: dict[str, str] = {
     "docs/images/jaxjob.svg": "machines/jaxjob.yaml",
     "docs/images/mpijob.svg": "machines/mpijob.yaml",
     "docs/images/batch-job.svg": "machines/batch-job.yaml",
+    "docs/images/batch-cronjob.svg": "machines/batch-cronjob.yaml",
 }
 
 

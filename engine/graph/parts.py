@@ -161,11 +161,14 @@ def levels_of(level: DrawLevel) -> tuple[Level, ...]:
 def pictures(
     definition: MachineDefinition, level: DrawLevel, highlight: Highlight | None = None
 ) -> tuple[Picture, ...]:
-    """The machines `level` asks for, job before replica."""
+    """The machines `level` asks for, job before replica (a kind without pods has only a
+    job machine, unless its replica machine is asked for alone)."""
     spec = definition.spec
+    podless = spec.governs is not None and spec.governs.replica_types == []
     return tuple(
         picture(one, spec.job if one == "job" else spec.replica, highlight)
         for one in levels_of(level)
+        if not (podless and one == "replica" and level == "all")
     )
 
 

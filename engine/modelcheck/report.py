@@ -17,7 +17,7 @@ def report_lines(report: CheckReport) -> Iterator[str]:
         yield _summary(machine)
         for violation in machine.violations:
             yield from _violation(machine, violation)
-        for unused in machine.unused:
+        for unused in machine.unused if machine.shapes else ():  # unexplored: not unused
             yield f"{unused.position}: warning: {unused.what} ({_kind(machine)})"
 
 
@@ -26,6 +26,10 @@ def _kind(machine: MachineReport) -> str:
 
 
 def _summary(machine: MachineReport) -> str:
+    if not machine.shapes:
+        return (f"{machine.loaded.path}: {_kind(machine)} (machine {machine.definition.name}): "
+                "no pods (governs.replicaTypes: []), so nothing to explore: its job machine "
+                "was validated, its schedule is the engine's (tested, not model checked)")
     verdict = ("every rule holds" if not machine.violations and machine.complete
                else f"{len(machine.violations)} rule(s) broken" if machine.violations
                else "not fully explored (raise --max-states)")

@@ -85,6 +85,11 @@ def load_scenario(path: str | Path, *, machines: Path) -> LoadedScenario:
     base = Path(path).parent
     job = _job(scenario, document, base)
     definition = _definition(scenario, document, job, base, machines)
+    if definition.schedule is not None:
+        raise ScenarioError([error(document.at("job"), (
+            f"machine {definition.name} makes its children on a schedule (spec.schedule, a "
+            f"{job.data['kind']}'s Jobs), which simulate does not play: it runs one job and "
+            "its pods. Simulate the child kind instead (its template as a job of its own)"))])
     facts = _facts(scenario, document, job.data, definition)
     return LoadedScenario(str(path), scenario, document.index, job.data, definition, facts)
 

@@ -4,6 +4,7 @@ job/NAME`, the columns of `kubectl get jobs`, and the Indexed example of example
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 from tests.e2e.conftest import Kubectl
@@ -46,3 +47,28 @@ def test_a_failing_job_fails_with_backoff_limit_exceeded(cluster_kubectl: Kubect
     assert job["status"]["failed"] == 3
     row = cluster_kubectl("get", "jobs", "flaky", "--no-headers").stdout.split()
     assert row[:3] == ["flaky", "Failed", "0/1"]
+
+
+def test_a_cronjob_makes_jobs_and_kubectl_makes_one_from_it(cluster_kubectl: Kubectl) -> None:
+    """examples/batch/cronjob.yaml with its schedule shortened to `@every 3s`, then
+    `kubectl create job --from=cronjob/...` as its comment says."""
+    example = (EXAMPLES / "cronjob.yaml").read_text()
+    fast = example.replace('schedule: "* * * * *"', 'schedule: "@every 3s"')
+    assert fast != example
+    cluster_kubectl("apply", "-f", "-", stdin=fast)
+    made = cluster_kubectl("create", "job", "heartbeat-now", "--from=cronjob/heartbeat")
+    assert made.stdout.strip() == "job.batch/heartbeat-now created"
+    cluster_kubectl("wait", "--for=condition=Complete", "job/heartbeat-now", "--timeout=60s",
+                    timeout=90)
+    assert cluster_kubectl("logs", "job/heartbeat-now").stdout.strip().endswith("alive")
+    now = cluster_kubectl.get_json("job", "heartbeat-now")
+    assert now["metadata"]["annotations"]["cronjob.kubernetes.io/instantiate"] == "manual"
+    deadline = time.monotonic() + 60
+    while not any(name.removeprefix("heartbeat-").isdigit() for name in cluster_kubectl(
+            "get", "jobs", "-l", "app=heartbeat", "-o",
+            "jsonpath={.items[*].metadata.name}").stdout.split()):
+        assert time.monotonic() < deadline, "the CronJob made no Job within 60 s"
+        time.sleep(0.5)
+    assert cluster_kubectl.get_json("cronjob", "heartbeat")["status"]["lastSuccessfulTime"]
+    row = cluster_kubectl("get", "cronjobs", "heartbeat", "--no-headers").stdout.split()
+    assert row[:4] == ["heartbeat", "@every", "3s", "<none>"]

@@ -20,6 +20,7 @@ Obj = dict[str, Any]
 
 BUILT_IN_JOB_KINDS: Mapping[tuple[str, str], Resource] = {
     ("batch/v1", "Job"): Resource("batch", "v1", "jobs", "Job", namespaced=True),
+    ("batch/v1", "CronJob"): Resource("batch", "v1", "cronjobs", "CronJob", namespaced=True),
 }
 """Kinds a machine may govern that every API server serves without a CRD (the embedded
 one too): (apiVersion, kind) -> resource."""

@@ -73,6 +73,8 @@ class ActionRun:
     """Tracking finalizers already removed, while the cache shows pods from before."""
     wait_s: list[float] = field(default_factory=list)
     """Delays after which a blocked action can go ahead (back-off, unmet expectations)."""
+    schedule_wake: datetime | None = None
+    """When the job's schedule is next due (a machine with a schedule only)."""
     objects_wait_s: float = 0.0
     """0 when the job's child objects are as the machine wants them, else how long to wait
     before trying again: pods that may mount them are created only once they are."""

@@ -67,6 +67,8 @@ from engine.controller.runtime.expectations import Expectations
 from engine.controller.runtime.freshness import ReleasedFinalizers, WrittenVersions
 from engine.controller.runtime.scheduler import WakeScheduler, utc_now
 from engine.controller.runtime.workers import Done, Outcome, RequeueAfter, Retry, Terminal
+from engine.controller.schedules.plan import SCHEDULE_STATUS_FIELDS
+from engine.controller.schedules.run import ScheduleRun, sync_schedule
 from engine.definition import CompiledDefinition, StepError
 from engine.kube.cache import Cache
 from engine.kube.client import KubeClient
@@ -353,6 +355,9 @@ class Reconciler:
         status = build_status(job, assignment, spec, decision, now=format_time(now))
         native = (native_status(definition, status, decision.variables)
                   if is_native(definition) else None)
+        if native is not None and definition.schedule is not None:
+            stored = job.get(NATIVE_STATUS) or {}  # the schedule writes these itself
+            native.update({k: stored[k] for k in SCHEDULE_STATUS_FIELDS if k in stored})
         if status == (job.get("status") or {}) and (
                 native is None or native == job.get(NATIVE_STATUS)):
             return job
@@ -391,7 +396,25 @@ class Reconciler:
             run.objects_wait_s = self._sync_objects(key, job, definition, run)
         execute(run)
         release_tracking(run)
+        if definition.schedule is not None and not job["metadata"].get("deletionTimestamp"):
+            run.schedule_wake = self._sync_schedule(key, job, definition, decision, now)
         return run
+
+    def _sync_schedule(self, key: JobKey, job: Obj, definition: CompiledDefinition,
+                       decision: Decision, now: datetime) -> datetime | None:
+        assert definition.schedule is not None
+        child = definition.schedule
+        kind = self._machines.resource(child.kind)
+        cache = self._caches.jobs.get(child.kind)
+        outcome = sync_schedule(ScheduleRun(
+            client=self._client, recorder=self._recorder, key=key, job=job,
+            resource=self._resource(key), schedule=child, variables=decision.variables,
+            children=None if kind is None or cache is None else (kind, cache), now=now,
+            suspended=decision.holds_replicas,
+        ))
+        if outcome.written is not None:
+            self._written.wrote(key.id, outcome.written["metadata"]["resourceVersion"])
+        return outcome.wake_at
 
     def _sync_objects(
         self, key: JobKey, job: Obj, definition: CompiledDefinition, run: ActionRun
@@ -417,6 +440,10 @@ class Reconciler:
         look = next_look(definition, spec, status, decision, wait_s=run.wait_s, now=now)
         for purpose, when in look.wake_ups.items():
             self._scheduler.wake_at(key, when, purpose)
+        if run.schedule_wake is not None:
+            self._scheduler.wake_at(key, run.schedule_wake, "schedule")
+        else:
+            self._scheduler.cancel(key, "schedule")
         if "replica-timeout" not in look.wake_ups:
             self._scheduler.cancel(key, "replica-timeout")
         return RequeueAfter(min(look.delays)) if look.delays else Done()

@@ -223,6 +223,9 @@ class Engine:
                 return
             metadata = obj["metadata"]
             key = JobKey(kind, metadata["namespace"], metadata["name"])
+            for owner in self._owners(obj):
+                if owner.kind != kind:
+                    self.queue.add(owner)  # a child of a job with a schedule (a CronJob's Job)
             own = self.written.seen(key.id, metadata["resourceVersion"])
             if own and _only_ours_changed(old, new):
                 return  # the echo of our own write: the reconcile that wrote it acted on it

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+from kubernetes import client as k8s
 
 from engine.app.up import LocalCluster, UpOptions, running_local_cluster
 from engine.cluster.apiserver.endpoints.serve import RunningApiServer
@@ -23,6 +24,7 @@ from tests.integration.engine.helpers import (
     TRANSITIONS,
     get_job,
     new_namespace,
+    official_client,
     running_engineless,
 )
 
@@ -61,3 +63,10 @@ def held(client: KubeClient, ns: str) -> Iterator[str]:
     yield "held"
     if get_job(client, ns, "held") is not None:
         client.patch(PYTORCHJOBS, "held", {"metadata": {"finalizers": None}}, namespace=ns)
+
+
+@pytest.fixture
+def batch(cluster: LocalCluster) -> Iterator[k8s.BatchV1Api]:
+    """The official client's batch API, against the module's `jobmachine up`."""
+    with official_client(cluster.server.kubeconfig) as api:
+        yield k8s.BatchV1Api(api)

@@ -16,7 +16,11 @@ import uuid
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, TypeVar
+
+from kubernetes import client as k8s
+from kubernetes import config
 
 from engine.app.up import LocalCluster
 from engine.cluster import running_apiserver
@@ -486,3 +490,15 @@ def running_engineless(options: ServerOptions | None = None) -> Iterator[Running
             admin.close()
         with running_node(server, mode="simulate", restart_backoff=FAST_NODE):
             yield server
+
+
+@contextlib.contextmanager
+def official_client(kubeconfig: Path) -> Iterator[k8s.ApiClient]:
+    """The `kubernetes` package's client for a kubeconfig, closed afterwards."""
+    configuration = k8s.Configuration()
+    config.load_kube_config(config_file=str(kubeconfig), client_configuration=configuration)
+    api = k8s.ApiClient(configuration)
+    try:
+        yield api
+    finally:
+        api.close()

@@ -8,17 +8,12 @@ a Job controller), and the engine's own record is in the jobmachine.dev/status a
 
 from __future__ import annotations
 
-import contextlib
 import json
-from collections.abc import Iterator, Mapping, Sequence
-from pathlib import Path
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-import pytest
 from kubernetes import client as k8s
-from kubernetes import config
 
-from engine.app.up import LocalCluster
 from engine.controller.reconcile.native_status import ENGINE_STATUS_ANNOTATION
 from engine.kube.client import KubeClient
 from engine.kube.resources import PODS
@@ -29,6 +24,7 @@ from tests.integration.engine.helpers import (
     RUN_SECONDS,
     Obj,
     new_namespace,
+    official_client,
     running_engineless,
     start_engine,
     wait_for,
@@ -36,25 +32,6 @@ from tests.integration.engine.helpers import (
 from tests.integration.engine.machinejobs import most_live_at_once, recording
 
 JOBS_WAIT_S = 60.0
-
-
-@pytest.fixture
-def batch(cluster: LocalCluster) -> Iterator[k8s.BatchV1Api]:
-    """The official client's batch API, against the module's `jobmachine up`."""
-    with official_client(cluster.server.kubeconfig) as api:
-        yield k8s.BatchV1Api(api)
-
-
-@contextlib.contextmanager
-def official_client(kubeconfig: Path) -> Iterator[k8s.ApiClient]:
-    """The `kubernetes` package's client for a kubeconfig, closed afterwards."""
-    configuration = k8s.Configuration()
-    config.load_kube_config(config_file=str(kubeconfig), client_configuration=configuration)
-    api = k8s.ApiClient(configuration)
-    try:
-        yield api
-    finally:
-        api.close()
 
 
 def job(name: str, *, codes: str = "0", run_s: float = 0.3, **spec: Any) -> Obj:

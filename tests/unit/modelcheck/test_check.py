@@ -182,3 +182,14 @@ def test_pool_shapes_are_checked_only_where_the_kind_has_pools() -> None:
     assert {s.pool for s in shapes(sound, Bounds())} == {None}
     assert str(Shape((("Worker", 1),), "Never", pool=(3, 2))) == (
         "Worker pool of 3 by 2, restartPolicy Never")
+
+
+def test_a_machine_without_pods_says_it_was_not_explored() -> None:
+    """batch-cronjob has no replica types: check must not claim a proof over 0 shapes, nor
+    call its states unused."""
+    report = checked(MACHINES / "batch-cronjob.yaml")
+    lines = list(report_lines(report))
+    assert lines == [
+        f"{MACHINES / 'batch-cronjob.yaml'}: CronJob (machine batch-cronjob): no pods "
+        "(governs.replicaTypes: []), so nothing to explore: its job machine was validated, its "
+        "schedule is the engine's (tested, not model checked)"]

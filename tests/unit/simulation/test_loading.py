@@ -142,3 +142,16 @@ def test_a_yaml_syntax_error_and_a_second_document_are_reported(tmp_path: Path) 
     assert problems(tmp_path, "- job\n") == [
         "scenario.yaml:1:1: error: a scenario is a mapping with job, machine, pods, timeline "
         "and expect, not a list"]
+
+
+def test_a_machine_with_a_schedule_is_refused_not_half_played(tmp_path: Path) -> None:
+    """A CronJob would "run" with nothing happening: simulate says it does not play
+    schedules instead."""
+    scenario = tmp_path / "cron.yaml"
+    scenario.write_text(f"job: {REPO / 'examples' / 'batch' / 'cronjob.yaml'}\n"
+                        "expect: {state: Scheduling}\n")
+    with pytest.raises(ScenarioError) as raised:
+        load_scenario(scenario, machines=MACHINES)
+    (problem,) = raised.value.diagnostics
+    assert "makes its children on a schedule (spec.schedule, a CronJob's Jobs), which " \
+           "simulate does not play" in str(problem)

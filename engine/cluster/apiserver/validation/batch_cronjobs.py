@@ -1,7 +1,7 @@
 """batch/v1 CronJob validation on create and update, in upstream's order and words.
 
 The schedule must parse as robfig/cron's standard parser reads it
-(`cron_schedule.py`) and may not carry its own `TZ=` zone (tolerated on update
+(`engine/api/cron_schedule.py`) and may not carry its own `TZ=` zone (tolerated on update
 when the stored schedule already had one, but never together with
 `spec.timeZone`); `spec.timeZone` must be an explicit IANA zone, judged only
 when it changes; the job template follows the Job spec rules but its selector is
@@ -15,9 +15,9 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from engine.api.cron_schedule import location_error, schedule_error
 from engine.cluster.apiserver.errors import Cause
 from engine.cluster.apiserver.validation.batch_jobs import job_spec_causes
-from engine.cluster.apiserver.validation.cron_schedule import location_error, schedule_error
 from engine.cluster.apiserver.validation.field_errors import (
     invalid,
     invalid_shown,
