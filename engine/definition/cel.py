@@ -61,8 +61,40 @@ def _sum(values: list[Any]) -> int:
     return total
 
 
+_MAX_INTERVAL = 10**7
+"""More indexes than a Job may have completions (10^5 without elastic limits): a guard."""
+
+
+def _indexes(text: str) -> list[int]:
+    """`indexes(string)`: the ascending indexes of an interval list ('1,3-5'); a malformed
+    one is an evaluation error, as the Job API refuses it."""
+    if type(text) is not str:
+        raise TypeError(f"indexes takes a string, not {text!r}")
+    found: set[int] = set()
+    for part in filter(None, text.split(",")):
+        low, dash, high = part.partition("-")
+        if not low.isdigit() or (dash and not high.isdigit()):
+            raise ValueError(f"indexes: {part!r} is not an index or a range a-b")
+        first, last = int(low), int(high or low)
+        if last < first or last - first > _MAX_INTERVAL or len(found) > _MAX_INTERVAL:
+            raise ValueError(f"indexes: {part!r} is not an ascending range of indexes")
+        found.update(range(first, last + 1))
+    return sorted(found)
+
+
+def _first_index(values: list[Any]) -> int:
+    """`firstIndex(list(bool))`: where the first true is, or -1."""
+    for position, value in enumerate(values):
+        if type(value) is not bool:
+            raise TypeError(f"firstIndex takes bools, not {value!r}")
+        if value:
+            return position
+    return -1
+
+
 # The evaluator's implementation of each function vocabulary.FUNCTIONS declares.
-_IMPLEMENTATIONS: dict[str, Callable[..., Any]] = {"sum": _sum}
+_IMPLEMENTATIONS: dict[str, Callable[..., Any]] = {
+    "sum": _sum, "indexes": _indexes, "firstIndex": _first_index}
 
 
 @dataclass(frozen=True)

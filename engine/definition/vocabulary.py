@@ -402,6 +402,20 @@ FUNCTIONS: tuple[CelFunction, ...] = (
         "int",
         "The sum of a list of ints (0 for an empty list), e.g. counts across replica types.",
     ),
+    CelFunction(
+        "indexes",
+        ("string",),
+        "list(int)",
+        "The indexes an interval list names, ascending: '1,3-5' gives [1, 3, 4, 5] (the Job "
+        "API's completedIndexes and successPolicy's succeededIndexes; '' gives []).",
+    ),
+    CelFunction(
+        "firstIndex",
+        ("list(bool)",),
+        "int",
+        "The position of the first true in a list of bools, or -1: which rule of a list "
+        "matched first.",
+    ),
 )
 
 

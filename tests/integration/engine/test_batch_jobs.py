@@ -199,3 +199,15 @@ def test_in_a_cluster_only_jobs_managed_by_jobmachine_are_run() -> None:
 def _pod_owners(client: KubeClient, ns: str) -> set[str]:
     pods: Sequence[Mapping[str, Any]] = client.list(PODS, ns)[0]
     return {ref["name"] for pod in pods for ref in pod["metadata"].get("ownerReferences") or ()}
+
+
+def test_a_success_policy_completes_the_job_with_its_reason(
+    batch: k8s.BatchV1Api, ns: str
+) -> None:
+    batch.create_namespaced_job(ns, job(
+        "led", completions=3, parallelism=3, completionMode="Indexed",
+        successPolicy={"rules": [{"succeededCount": 1}]}))
+    done = finished(batch, ns, "led")
+    assert conditions(done) == [("SuccessCriteriaMet", "True", "SuccessPolicy"),
+                                ("Complete", "True", "SuccessPolicy")]
+    assert done["status"]["conditions"][0]["message"] == "Matched rules at index 0"

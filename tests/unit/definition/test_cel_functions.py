@@ -138,3 +138,30 @@ def test_a_guard_whose_sum_fails_counts_as_false_and_is_reported() -> None:
 def test_every_declared_function_is_documented_with_its_signature() -> None:
     doc = (Path(__file__).resolve().parents[3] / "docs" / "machine-language.md").read_text()
     assert [f.signature for f in FUNCTIONS if f"`{f.signature}`" not in doc] == []
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("", []), ("0", [0]), ("1,3-5", [1, 3, 4, 5]), ("0,1", [0, 1]), ("2-4,0", [0, 2, 3, 4]),
+    ("3,3", [3]),
+])
+def test_indexes_reads_the_job_apis_interval_lists(text: str, expected: list[int]) -> None:
+    expression = compile_expression("indexes(job.text)", JOB_SCOPE)
+    assert expression.result_type == "list<int>"
+    assert list(expression.evaluate({"job": {"text": text}})) == expected
+
+
+@pytest.mark.parametrize("text", ["a", "1-", "-2", "3-1", "1,,x", "0-99999999999"])
+def test_indexes_refuses_what_is_no_interval_list(text: str) -> None:
+    expression = compile_expression("indexes(job.text)", JOB_SCOPE)
+    with pytest.raises(CelEvaluationError, match="indexes"):
+        expression.evaluate({"job": {"text": text}})
+
+
+def test_first_index_says_which_rule_matched_first() -> None:
+    expression = compile_expression("firstIndex(job.rules.map(r, r >= 2))", JOB_SCOPE)
+    assert expression.result_type == "int"
+    assert expression.evaluate({"job": {"rules": [1, 3, 5]}}) == 1
+    assert expression.evaluate({"job": {"rules": [1, 0]}}) == -1
+    assert expression.evaluate({"job": {"rules": []}}) == -1
+    with pytest.raises(CelCompileError):
+        compile_expression("firstIndex([1, 2])", JOB_SCOPE)
