@@ -18,7 +18,7 @@ from engine.api.base import SpecModel
 from engine.api.kind_description import JobKind
 from engine.api.kinds import JOB_COLUMNS, STATE_MACHINE_KIND, Kind, PrinterColumn, Scale
 from engine.api.objects import API_VERSION_DOC, JOB_NAME_RULE, KIND_DOC
-from engine.api.policies import FAILURE_RULES_DOC, FailureRule
+from engine.api.policies import FAILURE_RULES_DOC, KindFailureRule
 from engine.api.replicas import ReplicaSpec
 from engine.api.runpolicy import RunPolicy
 from engine.api.status import JobStatus
@@ -110,7 +110,8 @@ class _Common(SpecModel):
         default_factory=RunPolicy,
         description="Clean-up, time limits, retries, scheduling and suspension.",
     )
-    failure_rules: list[FailureRule] = Field(default_factory=list, description=FAILURE_RULES_DOC)
+    failure_rules: list[KindFailureRule] = Field(default_factory=list,
+                                                 description=FAILURE_RULES_DOC)
 
 
 class _Status(SpecModel):

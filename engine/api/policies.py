@@ -12,6 +12,7 @@ from engine.definition.failure_rules import (
     ExitCodes,
     FailureAction,
     FailureRule,
+    KindFailureRule,
     PodConditionMatch,
 )
 
@@ -20,5 +21,6 @@ __all__ = [
     "ExitCodes",
     "FailureAction",
     "FailureRule",
+    "KindFailureRule",
     "PodConditionMatch",
 ]

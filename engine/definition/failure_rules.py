@@ -14,7 +14,11 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic.alias_generators import to_camel
 
 ExitCode = Annotated[int, Field(ge=0, le=255)]
-FailureAction = Literal["FailJob", "RestartReplica", "RestartJob", "Ignore", "Count"]
+KindFailureAction = Literal["FailJob", "RestartReplica", "RestartJob", "Ignore", "Count"]
+"""The actions a job kind's own `spec.failureRules` may take (its CRD's enum)."""
+FailureAction = Literal["FailJob", "RestartReplica", "RestartJob", "Ignore", "Count", "FailIndex"]
+"""Every action the engine knows: also FailIndex (that pool member's index fails, not
+retried), which only a batch/v1 Job's podFailurePolicy (with backoffLimitPerIndex) uses."""
 ConditionStatus = Literal["True", "False", "Unknown"]
 
 _EXACTLY_ONE = "exactly one of onExitCodes, onPodConditions and onReasons must be set"
@@ -100,7 +104,8 @@ class FailureRule(RuleModel):
         description=(
             "FailJob: the job fails; RestartReplica: recreate that pod; RestartJob: recreate "
             "every pod; Ignore: recreate the pod without counting a restart; Count: count it "
-            "against backoffLimit and go on as the restart policy says."
+            "against backoffLimit and go on as the restart policy says; FailIndex (a batch/v1 "
+            "Job's podFailurePolicy only): that index fails and is not retried."
         )
     )
     replica_types: list[str] = Field(
@@ -124,3 +129,18 @@ class FailureRule(RuleModel):
         if sum(match is not None for match in chosen) != 1:
             raise ValueError(_EXACTLY_ONE)
         return self
+
+
+# A rule as a job kind's own `spec.failureRules` writes it: every action but FailIndex,
+# which needs a pool with per-index back-off (so its CRD refuses it). The docstring is the
+# CRD's description, the same as FailureRule's.
+class KindFailureRule(FailureRule):
+    """What a failed pod means, when it matches: the first matching rule (in order) applies."""
+
+    action: KindFailureAction = Field(
+        description=(
+            "FailJob: the job fails; RestartReplica: recreate that pod; RestartJob: recreate "
+            "every pod; Ignore: recreate the pod without counting a restart; Count: count it "
+            "against backoffLimit and go on as the restart policy says."
+        )
+    )

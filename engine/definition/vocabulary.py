@@ -312,7 +312,7 @@ REPLICA_VARIABLES: tuple[Variable, ...] = (
         "failureAction",
         "string",
         "For a failed or restarting pod: the action of the job's first failure rule that "
-        "matches it (FailJob, RestartJob, RestartReplica, Ignore, Count), else ''.",
+        "matches it (FailJob, RestartJob, RestartReplica, Ignore, Count, FailIndex), else ''.",
     ),
     Variable(
         "failureCause",

@@ -21,8 +21,9 @@ import orjson
 from engine.controller.reconcile.children import ReplicaId
 
 
-def format_ranges(indexes: Iterable[int]) -> str:
-    """`[0, 1, 2, 3, 7]` -> `"0-3,7"`."""
+def format_ranges(indexes: Iterable[int], *, job_api: bool = False) -> str:
+    """`[0, 1, 2, 3, 7]` -> `"0-3,7"`. In the Job API's form (`job_api`: completedIndexes,
+    failedIndexes, as upstream's orderedIntervals.String) a run of two is `a,b`, not `a-b`."""
     ordered = sorted(set(indexes))
     parts: list[str] = []
     start = previous = None
@@ -31,15 +32,17 @@ def format_ranges(indexes: Iterable[int]) -> str:
             previous = index
             continue
         if start is not None:
-            parts.append(_range(start, previous))
+            parts.append(_range(start, previous, job_api))
         start = previous = index
     if start is not None:
-        parts.append(_range(start, previous))
+        parts.append(_range(start, previous, job_api))
     return ",".join(parts)
 
 
-def _range(start: int, end: int | None) -> str:
-    return str(start) if end in (None, start) else f"{start}-{end}"
+def _range(start: int, end: int | None, job_api: bool) -> str:
+    if end is None or end == start:
+        return str(start)
+    return f"{start},{end}" if job_api and end == start + 1 else f"{start}-{end}"
 
 
 _RANGE = re.compile(r"(?P<first>[0-9]+)(?:-(?P<last>[0-9]+))?", re.ASCII)

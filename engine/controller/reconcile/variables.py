@@ -79,8 +79,8 @@ def replica_summary(
         in_flight = replica_type.replicas - unstarted - len(ended["success"]) - len(
             ended["failure"])
         entry["waiting"] = max(0, unstarted - max(0, replica_type.at_once - in_flight))
-        entry["completedIndexes"] = format_ranges(ended["success"])
-        entry["failedIndexes"] = format_ranges(ended["failure"])
+        entry["completedIndexes"] = format_ranges(ended["success"], job_api=True)
+        entry["failedIndexes"] = format_ranges(ended["failure"], job_api=True)
         summary[replica_type.name] = entry
     return summary
 

@@ -211,3 +211,33 @@ def test_a_success_policy_completes_the_job_with_its_reason(
     assert conditions(done) == [("SuccessCriteriaMet", "True", "SuccessPolicy"),
                                 ("Complete", "True", "SuccessPolicy")]
     assert done["status"]["conditions"][0]["message"] == "Matched rules at index 0"
+
+
+def test_indexes_fail_on_their_own_and_too_many_fail_the_job(
+    client: KubeClient, batch: k8s.BatchV1Api, ns: str
+) -> None:
+    batch.create_namespaced_job(ns, job(
+        "shaky", codes="1", completions=3, parallelism=3, completionMode="Indexed",
+        backoffLimitPerIndex=0, maxFailedIndexes=1))
+    done = finished(batch, ns, "shaky")
+    assert conditions(done) == [("FailureTarget", "True", "MaxFailedIndexesExceeded"),
+                                ("Failed", "True", "MaxFailedIndexesExceeded")]
+    assert done["status"]["conditions"][-1]["message"] == (
+        "Job has exceeded the specified maximal number of failed indexes")
+    assert len(done["status"]["failedIndexes"].replace("-", ",").split(",")) >= 2
+    assert done["spec"]["backoffLimit"] == 2**31 - 1  # the API's default with per-index limits
+    pods, _ = client.list(PODS, ns)
+    assert {p["metadata"]["annotations"]["batch.kubernetes.io/job-index-failure-count"]
+            for p in pods} == {"0"}
+
+
+def test_a_fail_index_rule_fails_only_that_index(batch: k8s.BatchV1Api, ns: str) -> None:
+    batch.create_namespaced_job(ns, job(
+        "picky", codes="3", completions=2, parallelism=2, completionMode="Indexed",
+        backoffLimitPerIndex=4,
+        podFailurePolicy={"rules": [{"action": "FailIndex",
+                                     "onExitCodes": {"operator": "In", "values": [3]}}]}))
+    done = finished(batch, ns, "picky")
+    assert conditions(done) == [("FailureTarget", "True", "FailedIndexes"),
+                                ("Failed", "True", "FailedIndexes")]
+    assert (done["status"]["failedIndexes"], done["status"]["failed"]) == ("0,1", 2)

@@ -40,6 +40,14 @@ def test_format_ranges_is_compact_and_sorted(indexes: list[int], text: str) -> N
     assert format_ranges(indexes) == text
 
 
+@pytest.mark.parametrize(("indexes", "text"), [
+    ([0, 1], "0,1"), ([0, 1, 2, 10, 11, 20], "0-2,10,11,20"), ([4], "4"), ([1, 3], "1,3"),
+])
+def test_the_job_apis_form_writes_a_run_of_two_as_two(indexes: list[int], text: str) -> None:
+    """Upstream's orderedIntervals.String: only runs of three or more become a-b."""
+    assert format_ranges(indexes, job_api=True) == text
+
+
 @pytest.mark.parametrize(
     ("text", "indexes"),
     [
