@@ -119,6 +119,7 @@ class CompiledMachine:
         default_factory=dict, repr=False, compare=False
     )
     observations: frozenset[str] = frozenset()  # the level's vocabulary
+    creation_event: bool = True  # the creation posts `Created in <initial>`
 
     def fire(self, context: StepContext) -> CompiledTransition | None:
         """The first enabled transition from `context.state`, if any (state updated)."""
@@ -313,7 +314,8 @@ class _Builder:
             events[observations] = (machine.events.get(name), movable)
         vocabulary = frozenset(observations_for(self.level))
         return CompiledMachine(
-            self.level, spec.initial, states, compiled, machine, events, vocabulary
+            self.level, spec.initial, states, compiled, machine, events, vocabulary,
+            creation_event=spec.creation_event,
         )
 
     def _state(self, spec: MachineSpec, name: str) -> CompiledState:

@@ -135,6 +135,9 @@ class MachineSpec(_Strict):
     initial: str
     states: dict[str, StateSpec]
     transitions: list[TransitionSpec] = Field(default_factory=list)
+    # Whether an instance's creation in `initial` posts an Event (`Created in <state>`); a
+    # built-in kind whose own controller posts none there (batch/v1 Job) says false.
+    creation_event: bool = Field(default=True, alias="creationEvent")
 
 
 class PortSpec(_Strict):
@@ -166,6 +169,9 @@ class PodSpec(_Strict):
 
     container: str | None = None  # the framework's main container; default: the first
     env: dict[str, str] = Field(default_factory=dict)
+    # Which of the template's containers get `env`: the main one (Kubeflow), or All, every
+    # container and init container (the Job API's JOB_COMPLETION_INDEX).
+    env_containers: Literal["Main", "All"] = Field(default="Main", alias="envContainers")
     labels: dict[str, str] = Field(default_factory=dict)
     annotations: dict[str, str] = Field(default_factory=dict)
     # The pod's restartPolicy: Never, OnFailure or Always as written, else CEL over the

@@ -178,7 +178,8 @@ def step(machine: CompiledMachine, state: str | None, facts: Facts) -> StepResul
 def _create(machine: CompiledMachine, recorder: _Recorder) -> str:
     """Record the creation of an instance in the initial state; that state."""
     state = machine.initial
-    recorder.fired.append(FiredTransition(None, state, state, f"Created in {state}", "Normal"))
+    recorder.fired.append(FiredTransition(None, state, state, f"Created in {state}", "Normal",
+                                          silent=not machine.creation_event))
     recorder.plan(machine.states[state].on_enter, state=state)
     return state
 

@@ -53,6 +53,9 @@ def build_pod(
     metadata = template.get("metadata") or {}
     spec = template.get("spec") or {}
     main = main_container_name(definition, template)
+    if definition.definition.spec.pod.env_containers == "All":
+        for container in [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]:
+            container["env"] = _with_env(container.get("env") or [], decorations.env)
     for container in spec.get("containers") or []:
         if container.get("name") == main:
             container["env"] = _with_env(container.get("env") or [], decorations.env)

@@ -16,7 +16,7 @@ from kubernetes import client as k8s
 
 from engine.controller.reconcile.native_status import ENGINE_STATUS_ANNOTATION
 from engine.kube.client import KubeClient
-from engine.kube.resources import PODS
+from engine.kube.resources import PODS, Resource
 from engine.settings import EngineSettings
 from tests.integration.engine.helpers import (
     EXIT_CODES,
@@ -32,6 +32,7 @@ from tests.integration.engine.helpers import (
 from tests.integration.engine.machinejobs import most_live_at_once, recording
 
 JOBS_WAIT_S = 60.0
+EVENTS = Resource("", "v1", "events", "Event", namespaced=True)
 
 
 def job(name: str, *, codes: str = "0", run_s: float = 0.3, **spec: Any) -> Obj:
@@ -88,8 +89,11 @@ def test_a_job_of_completions_runs_parallelism_at_a_time_and_completes(
 def test_an_indexed_job_lists_its_completed_indexes(
     client: KubeClient, batch: k8s.BatchV1Api, ns: str
 ) -> None:
-    batch.create_namespaced_job(ns, job("shards", completions=3, parallelism=3,
-                                        completionMode="Indexed"))
+    sidecar = {"name": "side", "image": "busybox"}
+    indexed = job("shards", completions=3, parallelism=3, completionMode="Indexed")
+    indexed["spec"]["template"]["spec"]["containers"].append(sidecar)
+    indexed["spec"]["template"]["spec"]["initContainers"] = [{**sidecar, "name": "setup"}]
+    batch.create_namespaced_job(ns, indexed)
     done = finished(batch, ns, "shards")
     assert done["status"]["completedIndexes"] == "0-2"
     pods, _ = client.list(PODS, ns)
@@ -97,9 +101,10 @@ def test_an_indexed_job_lists_its_completed_indexes(
         index = pod["metadata"]["labels"]["batch.kubernetes.io/job-completion-index"]
         assert pod["metadata"]["annotations"]["batch.kubernetes.io/job-completion-index"] == index
         assert pod["spec"]["hostname"] == f"shards-{index}"
-        env = {e["name"]: e for e in pod["spec"]["containers"][0]["env"]}
-        assert env["JOB_COMPLETION_INDEX"]["valueFrom"]["fieldRef"]["fieldPath"] == (
-            "metadata.labels['batch.kubernetes.io/job-completion-index']")
+        for container in (*pod["spec"]["containers"], *pod["spec"]["initContainers"]):
+            env = {e["name"]: e for e in container["env"]}
+            assert env["JOB_COMPLETION_INDEX"]["valueFrom"]["fieldRef"]["fieldPath"] == (
+                "metadata.labels['batch.kubernetes.io/job-completion-index']")
 
 
 def test_more_failures_than_the_backoff_limit_fail_the_job(
@@ -241,3 +246,15 @@ def test_a_fail_index_rule_fails_only_that_index(batch: k8s.BatchV1Api, ns: str)
     assert conditions(done) == [("FailureTarget", "True", "FailedIndexes"),
                                 ("Failed", "True", "FailedIndexes")]
     assert (done["status"]["failedIndexes"], done["status"]["failed"]) == ("0,1", 2)
+
+
+def test_a_job_posts_the_job_controllers_events_only(client: KubeClient, batch: k8s.BatchV1Api,
+                                                      ns: str) -> None:
+    """No `Created in Active` on creation (the job controller posts nothing then)."""
+    batch.create_namespaced_job(ns, job("quiet"))
+    finished(batch, ns, "quiet")
+    events = wait_for(
+        lambda: [e["reason"] for e in client.list(EVENTS, ns)[0]
+                 if e["involvedObject"]["name"] == "quiet"],
+        lambda found: "Completed" in found, what="the Completed event", timeout=JOBS_WAIT_S)
+    assert sorted(set(events)) == ["Completed", "SuccessfulCreate"]
