@@ -6,7 +6,8 @@ The rules (docs/machine-language.md, "Model checking"):
 - double-pod: a new pod is never wanted for an index whose pod is still there;
 - over-parallelism: a pool never has more live pods than its parallelism;
 - pod-after-end: no pod is created once the job is ending or ended;
-- backoff-limit: no pod is created, and no job goes on, past runPolicy.backoffLimit;
+- backoff-limit: no pod is created, and no job goes on, past runPolicy.backoffLimit (with
+  backoffLimitPerIndex: no pod is created for an index past it);
 - never-settles: the engine settles at every instant;
 and every declared state and condition is reached, or reported unused.
 """

@@ -17,7 +17,7 @@ from typing import Any
 
 from engine.controller.reconcile.children import ReplicaId, attempt_of
 from engine.controller.reconcile.decide import Planned
-from engine.controller.reconcile.record import read_record
+from engine.controller.reconcile.record import MachineRecord, read_record
 from engine.definition import CompiledDefinition
 from engine.definition.positions import Path
 from engine.modelcheck.moves import Move, moves, situation
@@ -212,7 +212,16 @@ class _Explorer:
                 "pod-after-end", f"pods were created ({_names(result.created)}) while the job "
                 f"is in {state}, which holds its replicas (ending or ended)",
                 ("spec", "job", "states", state), parent=parent, step=step, world=world)
-        if result.created and decision.record.restarts > self.bounds.backoff_limit:
+        if self.shape.per_index:
+            spent = [r for r in result.created
+                     if _failures(decision.record, r) > self.bounds.backoff_limit]
+            if spent:
+                return self._break(
+                    "backoff-limit", f"pods were created ({_names(spent)}) for indexes that "
+                    f"failed more than backoffLimitPerIndex {self.bounds.backoff_limit} times",
+                    ("spec", "replica", "states", self.definition.replica.initial),
+                    parent=parent, step=step, world=world)
+        elif result.created and decision.record.restarts > self.bounds.backoff_limit:
             return self._break(
                 "backoff-limit", f"pods were created ({_names(result.created)}) after "
                 f"{decision.record.restarts} restarts, more than backoffLimit "
@@ -225,7 +234,8 @@ class _Explorer:
         restarts = world.record.restarts
         compiled = self.definition.job.states.get(record_state)
         ending = compiled is not None and (compiled.terminal or compiled.hold_replicas)
-        if restarts > self.bounds.backoff_limit and not ending:
+        # With per-index back-off there is no job-wide limit: indexes fail on their own.
+        if restarts > self.bounds.backoff_limit and not ending and not self.shape.per_index:
             self._break_at_node(
                 "backoff-limit", f"the job has {restarts} restarts, more than backoffLimit "
                 f"{self.bounds.backoff_limit}, and stays in {record_state}",
@@ -324,6 +334,12 @@ def _wanted_twice(actions: Iterable[Planned], pods: dict[ReplicaId, tuple[int, b
                 and replica not in going and pod == (attempt, False)):
             return replica
     return None
+
+
+def _failures(record: MachineRecord, replica: ReplicaId) -> int:
+    """The failures counted for one index (its restarts)."""
+    counted = record.replica_restarts.get(replica)
+    return 0 if counted is None else counted.count
 
 
 def _names(replicas: Iterable[ReplicaId]) -> str:

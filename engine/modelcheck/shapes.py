@@ -58,6 +58,9 @@ class Shape:
     counts: tuple[tuple[str, int], ...]
     restart_policy: str
     pool: tuple[int, int] | None = None
+    per_index: bool = False
+    """An Indexed pool whose indexes have their own back-off (backoffLimitPerIndex, set to
+    the bounds' backoff limit, and no global one): only kinds whose specs allow it."""
 
     def __str__(self) -> str:
         if self.pool is not None:
@@ -66,7 +69,8 @@ class Shape:
                                 for t, _ in self.counts)
         else:
             replicas = " ".join(f"{t}x{n}" for t, n in self.counts)
-        return f"{replicas}, restartPolicy {self.restart_policy}"
+        indexed = ", backoff per index" if self.per_index else ""
+        return f"{replicas}{indexed}, restartPolicy {self.restart_policy}"
 
 
 def replica_types(definition: CompiledDefinition) -> list[str]:
@@ -80,15 +84,23 @@ def shapes(definition: CompiledDefinition, bounds: Bounds) -> Iterator[Shape]:
     types = replica_types(definition)
     pools: tuple[tuple[int, int] | None, ...] = (
         (None, *POOLS) if definition.governs.pools else (None,))
+    # Per-index back-off is explored where the machine's expressions read it.
+    indexed = "backoffLimitPerIndex" in repr(definition.source)
     for size in range(1, min(bounds.max_types, len(types)) + 1):
         for chosen in itertools.combinations(types, size):
             for counts in itertools.product(range(1, bounds.max_replicas + 1), repeat=size):
                 for policy, pool in itertools.product(bounds.restart_policies, pools):
                     if pool is not None and any(n != 1 for n in counts):
                         continue  # a pool's size is its completions: one shape per pool
-                    shape = Shape(tuple(zip(chosen, counts, strict=True)), policy, pool)
-                    if not validation_error(build_job(definition, shape, bounds), definition):
-                        yield shape
+                    # The smaller pool only, restartPolicy Never only: without a job-wide
+                    # limit, OnFailure's restarts in place would count on for ever.
+                    per_index_too = indexed and pool == POOLS[0] and policy == "Never"
+                    for per_index in (False, True) if per_index_too else (False,):
+                        shape = Shape(tuple(zip(chosen, counts, strict=True)), policy, pool,
+                                      per_index)
+                        job = build_job(definition, shape, bounds)
+                        if not validation_error(job, definition):
+                            yield shape
 
 
 def build_job(definition: CompiledDefinition, shape: Shape, bounds: Bounds) -> dict[str, Any]:
@@ -96,9 +108,11 @@ def build_job(definition: CompiledDefinition, shape: Shape, bounds: Bounds) -> d
     explores set."""
     governs = definition.governs
     container = definition.definition.spec.pod.container or "main"
-    size: dict[str, int] = {}
+    size: dict[str, int | str] = {}
     if shape.pool is not None:
         size = {"completions": shape.pool[0], "parallelism": shape.pool[1]}
+    if shape.per_index:
+        size |= {"completionMode": "Indexed", "backoffLimitPerIndex": bounds.backoff_limit}
     specs: dict[str, dict[str, Any]] = {
         name: {
             **(size or {"replicas": count}),
@@ -122,11 +136,10 @@ def build_job(definition: CompiledDefinition, shape: Shape, bounds: Bounds) -> d
         _put(job, governs.replica_spec, one)
     else:
         _put(job, governs.replica_specs, specs)
-    _put(job, governs.run_policy, {
-        "backoffLimit": bounds.backoff_limit,
-        "activeDeadlineSeconds": DEADLINE_S,
-        "pendingTimeoutSeconds": PENDING_TIMEOUT_S,
-    })
+    limits = {"activeDeadlineSeconds": DEADLINE_S, "pendingTimeoutSeconds": PENDING_TIMEOUT_S}
+    if not shape.per_index:
+        limits["backoffLimit"] = bounds.backoff_limit
+    _put(job, governs.run_policy, limits)
     return job
 
 

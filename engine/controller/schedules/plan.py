@@ -190,18 +190,18 @@ def _schedule_next(given: ScheduleInput, plan: SchedulePlan) -> None:
             plan.notices.append(Notice("Warning", "UnknownTimeZone",
                                        f'invalid timeZone: "{zone_name}": {problem}'))
             return
-    elif "TZ" in schedule.cron:
-        plan.notices.append(Notice(
-            "Warning", "UnsupportedSchedule",
-            f'CRON_TZ or TZ used in schedule "{schedule.cron}" is not officially supported, '
-            "see https://kubernetes.io/docs/concepts/workloads/controllers/cron-jobs/ for more "
-            "details"))
     try:
         cron = parse_schedule(schedule.cron, zone_name)
     except CronScheduleError as exc:
         plan.notices.append(Notice("Warning", "UnparseableSchedule",
                                    f'unparseable schedule: "{schedule.cron}" : {exc}'))
         return
+    if "TZ" in schedule.cron:  # whether or not spec.timeZone is set, as upstream
+        plan.notices.append(Notice(
+            "Warning", "UnsupportedSchedule",
+            f'CRON_TZ or TZ used in schedule "{schedule.cron}" is not officially supported, '
+            "see https://kubernetes.io/docs/concepts/workloads/controllers/cron-jobs/ for more "
+            "details"))
     created = parse_time(given.job["metadata"]["creationTimestamp"])
     earliest = parse_time(plan.last_schedule_time) if plan.last_schedule_time else created
     deadline = schedule.starting_deadline_seconds

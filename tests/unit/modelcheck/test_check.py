@@ -180,6 +180,10 @@ def test_pool_shapes_are_checked_only_where_the_kind_has_pools() -> None:
     assert pools == {None, (2, 1), (3, 2)}
     sound = load_definitions([SOUND])[0]
     assert {s.pool for s in shapes(sound, Bounds())} == {None}
+    batch = load_definitions([MACHINES / "batch-job.yaml"])[0]
+    per_index = [str(s) for s in shapes(batch, Bounds()) if s.per_index]
+    assert per_index == ["Job pool of 2 by 1, backoff per index, restartPolicy Never"]
+    assert not any(s.per_index for s in shapes(job_machine, Bounds()))
     assert str(Shape((("Worker", 1),), "Never", pool=(3, 2))) == (
         "Worker pool of 3 by 2, restartPolicy Never")
 

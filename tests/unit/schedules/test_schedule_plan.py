@@ -243,3 +243,11 @@ def test_a_tz_prefix_runs_with_a_warning() -> None:
 
 def test_the_child_name_is_minutes_since_the_epoch() -> None:
     assert child_name(cronjob(), datetime(2026, 1, 1, tzinfo=UTC)) == "nightly-29453760"
+
+
+def test_a_tz_prefix_warns_even_beside_a_time_zone_and_only_once_parsed() -> None:
+    beside = plan(T0 + timedelta(hours=1, seconds=1), cron="CRON_TZ=UTC 0 * * * *",
+                  time_zone="UTC")
+    assert reasons(beside) == ["UnsupportedSchedule"]
+    broken = plan(T0 + timedelta(hours=1), cron="TZ=UTC 61 * * * *")
+    assert reasons(broken) == ["UnparseableSchedule"]
