@@ -136,8 +136,10 @@ def _delete(run: ScheduleRun, resource: Resource, child: Child) -> None:
 
 
 def _create(run: ScheduleRun, resource: Resource, plan: SchedulePlan, creation: Creation) -> None:
-    """Make the child; one that exists already and is ours was made by an earlier try
-    whose status write did not land: it is taken as made."""
+    """Make the child. One that exists already is, as upstream: someone else's, left alone
+    (its maker is assumed to keep the status); or ours, made by an earlier try whose status
+    write did not land (or for an earlier due time of the same minute): taken as made,
+    without a SuccessfulCreate."""
     try:
         made = run.client.create(resource, creation.body, run.key.namespace)
     except AlreadyExists:
@@ -146,8 +148,8 @@ def _create(run: ScheduleRun, resource: Resource, plan: SchedulePlan, creation: 
         except NotFound:
             return  # deleted in between: the next look makes it again
         if controller_uid(made) != run.job["metadata"]["uid"]:
-            _warn(run, "FailedCreate", f"Error creating job: {resource.kind} {creation.name} "
-                  "exists and is not this job's")
+            _log(run).info(f"{resource.kind} {creation.name} exists and is not this job's: "
+                           "left to its maker")
             return
     except ApiError as exc:
         _warn(run, "FailedCreate", f"Error creating job: {exc.message}")
@@ -157,8 +159,7 @@ def _create(run: ScheduleRun, resource: Resource, plan: SchedulePlan, creation: 
                             message=f"Created job {creation.name}")
         _log(run).info(f"created {resource.kind.lower()} {creation.name} for "
                        f"{format_time(creation.scheduled)}")
-    if Child(made).finished is None:  # one made earlier may have finished already
-        plan.active.append(Child(made).reference())
+    plan.active.append(Child(made).reference())  # finished: the next sync sees it so
     plan.last_schedule_time = format_time(creation.scheduled)
 
 
