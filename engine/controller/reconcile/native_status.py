@@ -90,13 +90,25 @@ def write_native(
                               "annotations": {ENGINE_STATUS_ANNOTATION: text}}}
         written = client.patch(resource, name, patch, namespace=namespace, patch_type="merge")
     if dict(native) != job.get(NATIVE_STATUS, {}):
-        body = {
-            "apiVersion": job["apiVersion"], "kind": job["kind"],
-            "metadata": {"name": name, "namespace": namespace, "uid": metadata["uid"],
-                         "resourceVersion": written["metadata"]["resourceVersion"]},
-            "spec": written.get("spec") or {},
-            "status": dict(native),
-        }
-        written = client.replace(resource, name, body, namespace=namespace,
-                                 subresource="status")
+        version = written["metadata"]["resourceVersion"]  # after the annotation's write
+        current = {**job, "metadata": {**metadata, "resourceVersion": version},
+                   "spec": written.get("spec") or {}}
+        written = replace_native_status(client, resource, current, native)
     return written
+
+
+def replace_native_status(
+    client: KubeClient, resource: Resource, job: Mapping[str, Any], status: Mapping[str, Any]
+) -> Obj:
+    """Replace the kind's own status of `job` (conditional on its resourceVersion); the job
+    as the server has it after."""
+    metadata = job["metadata"]
+    body = {
+        "apiVersion": job["apiVersion"], "kind": job["kind"],
+        "metadata": {"name": metadata["name"], "namespace": metadata["namespace"],
+                     "uid": metadata["uid"], "resourceVersion": metadata["resourceVersion"]},
+        "spec": job.get("spec") or {},
+        "status": dict(status),
+    }
+    return client.replace(resource, metadata["name"], body, namespace=metadata["namespace"],
+                          subresource="status")

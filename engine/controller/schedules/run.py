@@ -20,7 +20,7 @@ from typing import Any
 from loguru import logger
 
 from engine.controller.reconcile.children import JobKey, controller_uid, owner_reference
-from engine.controller.reconcile.native_status import NATIVE_STATUS
+from engine.controller.reconcile.native_status import NATIVE_STATUS, replace_native_status
 from engine.controller.reporting.events import EventRecorder
 from engine.controller.schedules.plan import (
     SCHEDULE_STATUS_FIELDS,
@@ -168,17 +168,8 @@ def _write_status(run: ScheduleRun, stored: Obj, plan: SchedulePlan) -> Obj | No
     wanted = plan.status()
     if wanted == {key: stored[key] for key in SCHEDULE_STATUS_FIELDS if key in stored}:
         return None
-    metadata = run.job["metadata"]
     status = {key: value for key, value in stored.items() if key not in SCHEDULE_STATUS_FIELDS}
-    body = {
-        "apiVersion": run.job["apiVersion"], "kind": run.job["kind"],
-        "metadata": {"name": metadata["name"], "namespace": metadata["namespace"],
-                     "uid": metadata["uid"], "resourceVersion": metadata["resourceVersion"]},
-        "spec": run.job.get("spec") or {},
-        "status": {**status, **wanted},
-    }
-    return run.client.replace(run.resource, metadata["name"], body,
-                              namespace=metadata["namespace"], subresource="status")
+    return replace_native_status(run.client, run.resource, run.job, {**status, **wanted})
 
 
 def _warn(run: ScheduleRun, reason: str, message: str) -> None:
