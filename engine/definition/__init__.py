@@ -21,6 +21,7 @@ from engine.definition.rendering import (
     broken_rules,
     render_objects,
     render_pod_decorations,
+    render_replacement_policy,
     render_schedule,
     render_status_fields,
 )
@@ -59,6 +60,7 @@ __all__ = [
     "load_text",
     "render_objects",
     "render_pod_decorations",
+    "render_replacement_policy",
     "render_schedule",
     "render_status_fields",
     "requeue_after",

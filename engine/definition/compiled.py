@@ -194,6 +194,9 @@ class CompiledDefinition:
     pod_restart_policy: str = "Never"
     """The pods' restartPolicy when the machine writes it out; else see the expression."""
     pod_restart_policy_expression: CompiledExpression | None = None
+    pod_replacement_policy: str = "TerminatingOrFailed"
+    """When a deleted pod is judged, when the machine writes it out; else the expression."""
+    pod_replacement_policy_expression: CompiledExpression | None = None
     validations: tuple[CompiledValidation, ...] = ()
     objects: tuple[CompiledObject, ...] = ()
     status_fields: Mapping[str, CompiledExpression] = field(default_factory=dict)
@@ -249,6 +252,8 @@ def compile_definition(loaded: LoadedDefinition) -> CompiledDefinition:
         pod_command=expressions.get((*pod_path, "command")),
         pod_restart_policy=spec.pod.restart_policy,
         pod_restart_policy_expression=expressions.get((*pod_path, "restartPolicy")),
+        pod_replacement_policy=spec.pod.replacement_policy,
+        pod_replacement_policy_expression=expressions.get((*pod_path, "replacementPolicy")),
         validations=tuple(
             CompiledValidation(expressions[("spec", "validations", i, "rule")], rule.message,
                                rule.field_path)

@@ -26,6 +26,9 @@ _STRING_TYPES = ("string", "dyn")
 POD_RESTART_POLICIES = ("Never", "OnFailure", "Always")
 """A pod's restartPolicy values; `spec.pod.restartPolicy` is one of them or CEL giving one."""
 
+POD_REPLACEMENT_POLICIES = ("TerminatingOrFailed", "Failed")
+"""When a deleted pod is judged: `spec.pod.replacementPolicy` is one of them or CEL giving one."""
+
 
 @dataclass
 class ExpressionTable:
@@ -151,6 +154,9 @@ def compile_expressions(loaded: LoadedDefinition) -> ExpressionTable:
     if spec.pod.restart_policy not in POD_RESTART_POLICIES:
         compiler.expression(("spec", "pod", "restartPolicy"), spec.pod.restart_policy, pod_scope,
                             _STRING_TYPES)
+    if spec.pod.replacement_policy not in POD_REPLACEMENT_POLICIES:
+        compiler.expression(("spec", "pod", "replacementPolicy"), spec.pod.replacement_policy,
+                            Scope("job", validation=True), _STRING_TYPES)
     lists = (("volumes", spec.pod.volumes), ("volumeMounts", spec.pod.volume_mounts),
              ("initContainers", spec.pod.init_containers), ("command", spec.pod.command))
     for key, written in lists:

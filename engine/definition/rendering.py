@@ -14,7 +14,7 @@ from typing import Any
 
 from engine.definition.cel import Activation, CelEvaluationError, CompiledExpression
 from engine.definition.compiled import CompiledDefinition, CompiledObject, CompiledSchedule
-from engine.definition.expressions import POD_RESTART_POLICIES
+from engine.definition.expressions import POD_REPLACEMENT_POLICIES, POD_RESTART_POLICIES
 from engine.definition.templates import render_value
 from engine.definition.vocabulary import job_value
 
@@ -132,6 +132,20 @@ def render_restart_policy(
         raise CelEvaluationError(
             f"pod.restartPolicy gave {value!r}, not one of {', '.join(POD_RESTART_POLICIES)}"
         )
+    return str(value)
+
+
+def render_replacement_policy(compiled: CompiledDefinition, job: Mapping[str, Any]) -> str:
+    """When the job's deleted pods are judged (`TerminatingOrFailed` or `Failed`): the
+    machine's literal, or its CEL over `job`."""
+    expression = compiled.pod_replacement_policy_expression
+    if expression is None:
+        return compiled.pod_replacement_policy
+    value = expression.evaluate({"job": job_value(job)})
+    if value not in POD_REPLACEMENT_POLICIES:
+        raise CelEvaluationError(
+            f"pod.replacementPolicy gave {value!r}, not one of "
+            f"{', '.join(POD_REPLACEMENT_POLICIES)}")
     return str(value)
 
 

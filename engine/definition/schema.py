@@ -177,6 +177,11 @@ class PodSpec(_Strict):
     # The pod's restartPolicy: Never, OnFailure or Always as written, else CEL over the
     # replica's variables giving one of them (e.g. from the replica's `policy`).
     restart_policy: str = Field(default="Never", alias="restartPolicy")
+    # When a pod being deleted is judged and replaced: TerminatingOrFailed (at once: it
+    # is observed `podGone`), or Failed (once it has ended: its phase and the failure
+    # rules decide, as the Job API's podReplacementPolicy Failed); as written, else CEL
+    # over `job` giving one of them.
+    replacement_policy: str = Field(default="TerminatingOrFailed", alias="replacementPolicy")
     # CEL giving a list of core/v1 Volumes added to the pod (replacing same-named ones),
     # and a list of VolumeMounts added to the main container; null or [] adds none.
     volumes: str | None = None

@@ -93,7 +93,8 @@ OBSERVATIONS: tuple[Observation, ...] = (
     Observation(
         "podGone",
         "replica",
-        "The pod is being deleted (it has a deletionTimestamp): it will not run to the end.",
+        "The pod is being deleted (it has a deletionTimestamp): it will not run to the end. "
+        "Never with `pod.replacementPolicy` Failed: a deleted pod is judged once it ended.",
         POD,
     ),
     Observation(

@@ -1,7 +1,8 @@
 """What the world outside the engine can do next, and which worlds count as the same situation.
 
 A move is one outside fact: a pod starts, ends with a code, is lost with its
-node, is deleted by someone, finishes being deleted; the kubelet restarts an
+node, is deleted by someone, finishes being deleted (stopped first, where the engine
+judges deleted pods once they ended); the kubelet restarts an
 ended container in place; the job is suspended or resumed, or edited into an
 invalid spec; time passes until the engine's next wake-up. After each move
 the engine reconciles until it settles, so the situations explored are the
@@ -49,7 +50,8 @@ def moves(world: World, codes: tuple[int, ...], next_look: datetime | None, *,
         ("every waiting pod starts", [r for r, p in pods if kubelet.is_waiting(p)], kubelet.start),
         ("the kubelet restarts every ended container in place",
          [r for r, p in pods if kubelet.ended_in_place(p)], kubelet.restart_in_place),
-        ("every pod being deleted is gone",
+        ("the kubelet finishes every deletion (stops a pod not ended yet, else it is gone)"
+         if world.spec.judge_deleted_when_ended else "every pod being deleted is gone",
          [r for r, p in pods if p["metadata"].get("deletionTimestamp")], None),
     ]
     for label, replicas, change in together:
@@ -73,7 +75,7 @@ def _all(replicas: list[ReplicaId], change: Callable[[kubelet.Pod, datetime], ob
     def apply(world: World) -> None:
         for replica in replicas:
             if change is None:
-                world.pods.pop(replica)
+                world.finish_deletion(replica)
             else:
                 change(world.pods[replica], world.now)
     return apply

@@ -61,6 +61,9 @@ class Shape:
     per_index: bool = False
     """An Indexed pool whose indexes have their own back-off (backoffLimitPerIndex, set to
     the bounds' backoff limit, and no global one): only kinds whose specs allow it."""
+    when_ended: bool = False
+    """Deleted pods are judged once they ended (podReplacementPolicy Failed): only kinds
+    whose machine reads it."""
 
     def __str__(self) -> str:
         if self.pool is not None:
@@ -70,7 +73,8 @@ class Shape:
         else:
             replicas = " ".join(f"{t}x{n}" for t, n in self.counts)
         indexed = ", backoff per index" if self.per_index else ""
-        return f"{replicas}{indexed}, restartPolicy {self.restart_policy}"
+        ended = ", deleted pods judged once ended" if self.when_ended else ""
+        return f"{replicas}{indexed}{ended}, restartPolicy {self.restart_policy}"
 
 
 def replica_types(definition: CompiledDefinition) -> list[str]:
@@ -86,6 +90,8 @@ def shapes(definition: CompiledDefinition, bounds: Bounds) -> Iterator[Shape]:
         (None, *POOLS) if definition.governs.pools else (None,))
     # Per-index back-off is explored where the machine's expressions read it.
     indexed = "backoffLimitPerIndex" in repr(definition.source)
+    # So is podReplacementPolicy Failed (deleted pods judged once they ended).
+    replacement = "podReplacementPolicy" in repr(definition.source)
     for size in range(1, min(bounds.max_types, len(types)) + 1):
         for chosen in itertools.combinations(types, size):
             for counts in itertools.product(range(1, bounds.max_replicas + 1), repeat=size):
@@ -94,10 +100,13 @@ def shapes(definition: CompiledDefinition, bounds: Bounds) -> Iterator[Shape]:
                         continue  # a pool's size is its completions: one shape per pool
                     # The smaller pool only, restartPolicy Never only: without a job-wide
                     # limit, OnFailure's restarts in place would count on for ever.
-                    per_index_too = indexed and pool == POOLS[0] and policy == "Never"
-                    for per_index in (False, True) if per_index_too else (False,):
+                    smallest = pool == POOLS[0] and policy == "Never"
+                    variants = [(False, False)]
+                    variants += [(True, False)] if indexed and smallest else []
+                    variants += [(False, True)] if replacement and smallest else []
+                    for per_index, when_ended in variants:
                         shape = Shape(tuple(zip(chosen, counts, strict=True)), policy, pool,
-                                      per_index)
+                                      per_index, when_ended)
                         job = build_job(definition, shape, bounds)
                         if not validation_error(job, definition):
                             yield shape
@@ -136,9 +145,12 @@ def build_job(definition: CompiledDefinition, shape: Shape, bounds: Bounds) -> d
         _put(job, governs.replica_spec, one)
     else:
         _put(job, governs.replica_specs, specs)
-    limits = {"activeDeadlineSeconds": DEADLINE_S, "pendingTimeoutSeconds": PENDING_TIMEOUT_S}
+    limits: dict[str, int | str] = {"activeDeadlineSeconds": DEADLINE_S,
+                                    "pendingTimeoutSeconds": PENDING_TIMEOUT_S}
     if not shape.per_index:
         limits["backoffLimit"] = bounds.backoff_limit
+    if shape.when_ended:
+        limits["podReplacementPolicy"] = "Failed"
     _put(job, governs.run_policy, limits)
     return job
 

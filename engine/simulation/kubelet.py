@@ -106,6 +106,41 @@ def mark_deleted(pod: Pod, now: datetime) -> None:
     pod["metadata"].setdefault("deletionTimestamp", format_time(now))
 
 
+SIGTERM_EXIT = 143
+"""How a container stopped by its deletion's SIGTERM ends."""
+
+
+def has_ended(pod: Pod) -> bool:
+    """Whether the pod is in a terminal phase."""
+    return pod["status"].get("phase") in ("Succeeded", "Failed")
+
+
+def stop(pod: Pod, now: datetime) -> None:
+    """The kubelet stopped a pod being deleted: a running container ends with SIGTERM's
+    143, one that never started as the kubelet reports it (137, ContainerStatusUnknown),
+    and the pod's phase is Failed (the kubelet moves a deleted pod to a terminal phase)."""
+    state = (pod["status"].get("containerStatuses") or [{}])[0].get("state") or {}
+    if "running" in state:
+        terminated = {"exitCode": SIGTERM_EXIT, "reason": "Error"}
+    else:
+        terminated = {"exitCode": 137, "reason": "ContainerStatusUnknown"}
+    _set_container(pod, {"terminated": {**terminated, "finishedAt": format_time(now)}})
+    pod["status"]["phase"] = "Failed"
+
+
+def mark_evicted(pod: Pod, now: datetime) -> None:
+    """The Eviction API deletes the pod: the API server adds the DisruptionTarget
+    condition first, as it does for an eviction."""
+    conditions = [c for c in pod["status"].get("conditions") or ()
+                  if c.get("type") != "DisruptionTarget"]
+    conditions.append({"type": "DisruptionTarget", "status": "True",
+                       "reason": "EvictionByEvictionAPI",
+                       "message": "Eviction API: evicting",
+                       "lastTransitionTime": format_time(now)})
+    pod["status"]["conditions"] = conditions
+    mark_deleted(pod, now)
+
+
 def node_ready(name: str) -> bool:
     """Whether a node of the simulated world is Ready (only the lost one is not)."""
     return name != LOST_NODE

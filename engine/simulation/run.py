@@ -84,10 +84,12 @@ class _Driver:
         self.ttl_set = False
         self.pods_created = 0
         self.most_at_once = 0
+        self.stopped: list[tuple[ReplicaId, str]] = []
         for fact in scenario.facts:
             self._at(START + timedelta(seconds=fact.fact.at), _Due("fact", fact=fact))
         self.facts: dict[str, Callable[[TimedFact], None]] = {
-            "exits": self._exits, "deleted": self._deleted, "lost": self._lost,
+            "exits": self._exits, "deleted": self._deleted, "evicted": self._evicted,
+            "lost": self._lost,
             "starts": self._starts, "nodeLost": self._node_lost, "suspend": self._suspend,
             "patch": self._patch,
         }
@@ -107,6 +109,8 @@ class _Driver:
             if self._happen():
                 return self._end("deleted")
             self._settle()
+            if self._release_stopped():
+                self._settle()
 
     # Time ---------------------------------------------------------------------------------
 
@@ -224,8 +228,26 @@ class _Driver:
             if self.timing.succeed_after is not None:
                 self._after(self.timing.succeed_after, _Due("succeed", due.replica, due.uid))
         elif due.what == "gone" and deleting:
-            del self.world.pods[due.replica]
-            self._entry(subject, "kubelet", "pod gone")
+            if self.world.finish_deletion(due.replica):
+                self._entry(subject, "kubelet", "pod gone")
+                return
+            code = pod["status"]["containerStatuses"][0]["state"]["terminated"]["exitCode"]
+            self._entry(subject, "kubelet", f"stopped (exit {code}); the pod stays until "
+                                            "the engine has seen it end")
+            self.stopped.append((due.replica, due.uid))
+
+    def _release_stopped(self) -> bool:
+        """The pods the kubelet stopped are gone once the engine has seen them end (its
+        tracking finalizer released); whether any went."""
+        went = False
+        for replica, uid in self.stopped:
+            pod = self.world.pods.get(replica)
+            if pod is not None and pod["metadata"]["uid"] == uid:
+                self.world.finish_deletion(replica)
+                self._entry(str(replica), "kubelet", "pod gone")
+                went = True
+        self.stopped.clear()
+        return went
 
     def _gone_later(self, replica: ReplicaId) -> None:
         self._after(self.timing.gone_after, _Due("gone", replica, _uid(self.world, replica)))
@@ -267,11 +289,17 @@ class _Driver:
                      _Due("restart", timed.replica, pod["metadata"]["uid"]))
 
     def _deleted(self, timed: TimedFact) -> None:
-        pod = self._pod(timed, "pod deleted by someone",
-                        lambda p: not p["metadata"].get("deletionTimestamp"),
+        self._delete(timed, "pod deleted by someone", kubelet.mark_deleted)
+
+    def _evicted(self, timed: TimedFact) -> None:
+        self._delete(timed, "pod evicted (condition DisruptionTarget)", kubelet.mark_evicted)
+
+    def _delete(self, timed: TimedFact, text: str,
+                how: Callable[[kubelet.Pod, datetime], None]) -> None:
+        pod = self._pod(timed, text, lambda p: not p["metadata"].get("deletionTimestamp"),
                         "is not being deleted already")
         if pod is not None and timed.replica is not None:
-            kubelet.mark_deleted(pod, self.world.now)
+            how(pod, self.world.now)
             self._gone_later(timed.replica)
 
     def _lost(self, timed: TimedFact) -> None:

@@ -13,7 +13,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_valida
 
 from engine.definition.durations import parse_duration
 
-POD_FACTS = ("exits", "deleted", "lost", "starts")
+POD_FACTS = ("exits", "deleted", "evicted", "lost", "starts")
 """Facts about one replica's pod: they need `replica`."""
 JOB_FACTS = ("nodeLost", "suspend", "patch")
 """Facts about the job or the whole node."""
@@ -71,7 +71,10 @@ class Fact(_Strict):
     """With `exits`: the container's termination reason (`OOMKilled`; default Error or
     Completed), which failure rules `onReasons` match."""
     deleted: Literal[True] | None = None
-    """Someone (a user, an eviction) deletes the pod."""
+    """Someone (a user, a controller) deletes the pod."""
+    evicted: Literal[True] | None = None
+    """The Eviction API deletes the pod (a drain): it gets the condition DisruptionTarget
+    (reason EvictionByEvictionAPI), which failure rules `onPodConditions` match."""
     lost: Literal[True] | None = None
     """The pod's node is lost: the pod still says Running on a node that is not Ready."""
     starts: Literal[True] | None = None
@@ -105,7 +108,7 @@ class Fact(_Strict):
                              "(replica: Worker-0)")
         if self.replica is not None and kind not in POD_FACTS:
             raise ValueError("'replica' names a pod: give with it one of exits, deleted, "
-                             "lost or starts")
+                             "evicted, lost or starts")
         if self.reason is not None and kind != "exits":
             raise ValueError("'reason' is the termination reason of an exit: give it with "
                              "'exits'")

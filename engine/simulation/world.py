@@ -222,6 +222,7 @@ class World:
                 pod, replica_type=replica.type, failure_rules=spec.failure_rules,
                 main_container=main_container_name(self.definition, template),
                 node_ready=kubelet.node_ready,
+                judge_deleted_when_ended=spec.judge_deleted_when_ended,
             )
         return facts, terminating
 
@@ -305,6 +306,18 @@ class World:
         for replica in gone:
             del self.pods[replica]
         return gone
+
+    def finish_deletion(self, replica: ReplicaId) -> bool:
+        """The kubelet is done with a pod being deleted: it is gone, unless the engine
+        judges deleted pods once they ended and this one has not: then the kubelet stops
+        it (`kubelet.stop`), and it stays until the engine has seen how it ended (as its
+        tracking finalizer keeps it). Whether the pod is gone."""
+        pod = self.pods[replica]
+        if self.spec.judge_deleted_when_ended and not kubelet.has_ended(pod):
+            kubelet.stop(pod, self.now)
+            return False
+        del self.pods[replica]
+        return True
 
     def completed_at(self) -> datetime | None:
         """When the job reached its terminal condition, from status.completionTime."""

@@ -228,11 +228,11 @@ def _deletions_pending(
     for action, replica in planned_actions:
         name = action.name
         if name == "deletePod" and replica is not None:
-            if pods.get(replica, MISSING).observation not in ("podMissing", "podGone"):
+            if not pods.get(replica, MISSING).going:
                 return True
         elif name == "cleanupPods":
             policy = cleanup_policy(action.args.get("policy"), spec.run_policy)
-            if any(pods[r].observation != "podGone" for r in pods_to_clean(policy, pods)):
+            if any(not pods[r].going for r in pods_to_clean(policy, pods)):
                 return True
     return False
 
@@ -371,7 +371,8 @@ def _within_parallelism(definition: CompiledDefinition, record: MachineRecord,
         over = len(started) - replica_type.at_once
         if not replica_type.pool or over <= 0:
             continue
-        running = {r for r in started if pods.get(r, MISSING).observation == "podRunning"}
+        running = {r for r in started
+                   if pods.get(r, MISSING).observation == "podRunning" and not pods[r].deleting}
         started.sort(key=lambda r: (r in running, -r.index))
         excess += started[:over]
     if not excess:

@@ -23,7 +23,8 @@ from engine.api.replicated import (
 )
 from engine.api.runpolicy import MANAGED_BY_JOBMACHINE
 from engine.controller.machines.served import BUILT_IN_JOB_KINDS
-from engine.definition import CompiledDefinition, broken_rules
+from engine.definition import CompiledDefinition, broken_rules, render_replacement_policy
+from engine.definition.cel import CelEvaluationError
 
 
 @dataclass(frozen=True)
@@ -69,6 +70,9 @@ class JobSpecView:
     types_by_name: Mapping[str, ReplicaTypeSpec] = field(default_factory=dict)
     failure_rules: tuple[Mapping[str, Any], ...] = ()
     """The job's own failure rules, then the machine's defaults: the first match wins."""
+    judge_deleted_when_ended: bool = False
+    """Whether a pod being deleted is judged once it has ended (the machine's
+    `pod.replacementPolicy` Failed), not when its deletion starts."""
 
     def replica_type(self, name: str) -> ReplicaTypeSpec | None:
         """The spec of a replica type the job declares, if it does."""
@@ -131,7 +135,11 @@ def read_job_spec(
             (), run_policy, f"unknown replica types {unknown}; this kind has {list(order)}"
         )
     rules = (*(read_path(job, governs.failure_rules) or ()), *definition.default_failure_rules)
-    return JobSpecView(types, run_policy, "", {t.name: t for t in types}, rules)
+    try:
+        when_ended = render_replacement_policy(definition, job) == "Failed"
+    except CelEvaluationError as exc:
+        return JobSpecView((), run_policy, f"pod.replacementPolicy: {exc}")
+    return JobSpecView(types, run_policy, "", {t.name: t for t in types}, rules, when_ended)
 
 
 def _replica_type(

@@ -43,6 +43,8 @@ class PodFacts:
     """How often the main container of an OnFailure or Always pod ended so far: its
     restartCount, plus one while the kubelet has yet to restart it after an end."""
     uid: str = ""
+    deleting: bool = False
+    """Whether the pod is being deleted (it has a deletionTimestamp)."""
 
     @property
     def ready(self) -> bool:
@@ -53,6 +55,17 @@ class PodFacts:
     def terminal(self) -> bool:
         """Whether the pod will not run again (its outcome is final or it is going away)."""
         return self.observation in ("podSucceeded", "podFailed", "podGone", "podLost")
+
+    @property
+    def going(self) -> bool:
+        """Whether the pod is being deleted or is gone: nothing is left to delete."""
+        return self.deleting or self.observation in ("podMissing", "podGone")
+
+    @property
+    def terminating(self) -> bool:
+        """Whether the pod is being deleted and has not reached a terminal phase (the Job
+        API's `terminating`)."""
+        return self.deleting and self.pod.get("phase") not in ("Succeeded", "Failed")
 
     @property
     def termination(self) -> str:
@@ -101,8 +114,13 @@ def observe_pod(
     *,
     main_container: str | None,
     node_ready: Callable[[str], bool],
+    judge_deleted_when_ended: bool = False,
 ) -> PodFacts:
     """The observation for one replica's pod (None: no pod).
+
+    A pod being deleted is `podGone` at once, or, `judge_deleted_when_ended`
+    (podReplacementPolicy Failed), observed as any other until it has ended, with
+    `deleting` set: its end decides then, through the failure rules.
 
     A container the kubelet restarts in place (an OnFailure or Always pod that has
     not finished) reads as pending while it waits to run again, with `ends`
@@ -145,11 +163,15 @@ def observe_pod(
             for c in status.get("conditions") or ()
         ),
     }
+    deleting = pod["metadata"].get("deletionTimestamp") is not None
+    observation = _pod_observation(pod, terminated, state, node_ready,
+                                   gone_when_deleted=not judge_deleted_when_ended)
     return PodFacts(
-        _pod_observation(pod, terminated, state, node_ready), facts, exit_code, reason,
+        observation, facts, exit_code, reason,
         message=str(shown.get("message") or "") if shown else "",
         ends=ends,
         uid=str(pod["metadata"].get("uid") or ""),
+        deleting=deleting,
     )
 
 
@@ -160,10 +182,12 @@ def observe_replica_pod(
     failure_rules: Sequence[Mapping[str, Any]],
     main_container: str | None,
     node_ready: Callable[[str], bool],
+    judge_deleted_when_ended: bool = False,
 ) -> PodFacts:
     """`observe_pod`, and for a pod that failed or ended to be restarted in place, the
     action of the first failure rule of the job it matches (`failureAction`)."""
-    observed = observe_pod(pod, main_container=main_container, node_ready=node_ready)
+    observed = observe_pod(pod, main_container=main_container, node_ready=node_ready,
+                           judge_deleted_when_ended=judge_deleted_when_ended)
     if failure_rules and (observed.observation == "podFailed" or observed.ends):
         found = failure_match(failure_rules, replica_type, pod)
         if found is not None:
@@ -177,6 +201,8 @@ def _pod_observation(
     terminated: Mapping[str, Any] | None,
     state: Mapping[str, Any],
     node_ready: Callable[[str], bool],
+    *,
+    gone_when_deleted: bool,
 ) -> str:
     """`terminated` is the main container's final end (None while it runs, waits, or
     waits to be restarted in place)."""
@@ -184,7 +210,7 @@ def _pod_observation(
     deleting = pod["metadata"].get("deletionTimestamp") is not None
     if (terminated and int(terminated["exitCode"]) == 0) or (phase == "Succeeded"):
         return "podSucceeded"
-    if deleting:
+    if deleting and gone_when_deleted:
         return "podGone"
     if terminated or phase == "Failed":
         return "podFailed"

@@ -299,6 +299,7 @@ class Reconciler:
                 pod, replica_type=replica.type, failure_rules=spec.failure_rules,
                 main_container=main_container_name(definition, template),
                 node_ready=self._node_ready,
+                judge_deleted_when_ended=spec.judge_deleted_when_ended,
             )
         return _Observed(spec, pods, services, record, facts, frozenset(old_attempt),
                          self._surroundings(job, definition, spec))

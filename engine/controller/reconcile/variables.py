@@ -24,7 +24,7 @@ def lower_camel(word: str) -> str:
 
 
 _LIVE = frozenset({"podPending", "podRunning", "podLost"})
-"""Observations of a pod that has not ended and is not being deleted."""
+"""Observations of a pod that has not ended (one being deleted is not live either)."""
 
 
 def replica_summary(
@@ -56,12 +56,11 @@ def replica_summary(
             restarts = record.replica_restarts.get(replica)
             entry["restarts"] += restarts.count if restarts else 0
             facts = pods.get(replica, MISSING)
-            if facts.observation == "podRunning":
+            if facts.observation == "podRunning" and not facts.deleting:
                 entry["active"] += 1
                 entry["ready"] += facts.ready
-            elif facts.observation == "podGone":
-                entry["terminating"] += 1
-            if facts.observation in _LIVE:
+            entry["terminating"] += facts.terminating
+            if facts.observation in _LIVE and not facts.deleting:
                 entry["live"] += 1
             if state is None:
                 unstarted += 1

@@ -12,6 +12,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import pytest
 from kubernetes import client as k8s
 
 from engine.controller.reconcile.native_status import ENGINE_STATUS_ANNOTATION
@@ -258,3 +259,34 @@ def test_a_job_posts_the_job_controllers_events_only(client: KubeClient, batch: 
                  if e["involvedObject"]["name"] == "quiet"],
         lambda found: "Completed" in found, what="the Completed event", timeout=JOBS_WAIT_S)
     assert sorted(set(events)) == ["Completed", "SuccessfulCreate"]
+
+
+SIGTERM_IGNORED = {"rules": [{"action": "Ignore",
+                              "onExitCodes": {"operator": "In", "values": [143]}}]}
+
+
+@pytest.mark.parametrize(
+    ("spec", "ends"),
+    [
+        # Failed: the deleted pod ends with SIGTERM's 143, which the rule ignores.
+        ({"podFailurePolicy": SIGTERM_IGNORED}, ("Complete", "True", "CompletionsReached")),
+        # Failed, no rule matches 143: counted once the pod has ended.
+        ({"podReplacementPolicy": "Failed"}, ("Failed", "True", "BackoffLimitExceeded")),
+        # TerminatingOrFailed, the default without a pod failure policy (the API server
+        # refuses it with one): counted when the deletion starts.
+        ({}, ("Failed", "True", "BackoffLimitExceeded")),
+    ],
+    ids=["failed-ignored", "failed-counted", "terminating-or-failed"],
+)
+def test_a_deleted_pod_is_judged_as_the_pod_replacement_policy_says(
+    client: KubeClient, batch: k8s.BatchV1Api, ns: str, spec: dict[str, Any],
+    ends: tuple[str, str, str],
+) -> None:
+    batch.create_namespaced_job(ns, job("judged", run_s=4.0, backoffLimit=0, **spec))
+    running = wait_for(
+        lambda: [p for p in client.list(PODS, ns)[0]
+                 if (p.get("status") or {}).get("phase") == "Running"],
+        bool, what="the Job's pod to run", timeout=JOBS_WAIT_S)
+    client.delete(PODS, running[0]["metadata"]["name"], ns)
+    done = finished(batch, ns, "judged")
+    assert conditions(done)[-1] == ends

@@ -154,3 +154,48 @@ def test_the_least_recently_used_verdicts_are_forgotten_first() -> None:
         job["spec"]["pytorchReplicaSpecs"]["Master"]["replicas"] = 2
     assert verdicts.error(jobs[2], PYTORCH) == ""  # remembered
     assert verdicts.error(jobs[0], PYTORCH) != ""  # forgotten: judged again
+
+
+# pod.replacementPolicy: when a deleted pod is judged -----------------------------------------
+
+BATCH = DEFINITIONS["Job"]
+
+
+def batch_job(**spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "batch/v1", "kind": "Job",
+        "metadata": {"name": "j", "namespace": "team", "uid": "uid-j"},
+        "spec": {"completions": 1, "parallelism": 1, **spec, "template": {"spec": {
+            "restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}}},
+    }
+
+
+POLICY = {"rules": [{"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]}]}
+
+
+@pytest.mark.parametrize(
+    ("spec", "when_ended"),
+    [
+        ({}, False),
+        ({"podFailurePolicy": POLICY}, True),
+        ({"podReplacementPolicy": "Failed"}, True),
+        ({"podReplacementPolicy": "TerminatingOrFailed"}, False),
+    ],
+    ids=["default", "default-with-a-pod-failure-policy", "failed", "terminating-or-failed"],
+)
+def test_a_batch_jobs_deleted_pods_are_judged_as_its_pod_replacement_policy_says(
+    spec: dict[str, Any], when_ended: bool
+) -> None:
+    view = read_job_spec(batch_job(**spec), BATCH)
+    assert view.error == ""
+    assert view.judge_deleted_when_ended is when_ended
+
+
+def test_a_machine_without_a_replacement_policy_judges_deleted_pods_at_once() -> None:
+    assert read_job_spec(pytorch_job(), PYTORCH).judge_deleted_when_ended is False
+
+
+def test_a_replacement_policy_value_that_is_neither_makes_the_job_invalid() -> None:
+    view = read_job_spec(batch_job(podReplacementPolicy="Sometimes"), BATCH)
+    assert "pod.replacementPolicy gave 'Sometimes'" in view.error
+    assert view.replica_types == ()

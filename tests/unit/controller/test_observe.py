@@ -196,6 +196,57 @@ def test_a_pod_being_deleted_without_success_is_gone(obj: dict[str, Any]) -> Non
     assert facts.terminal
 
 
+def observe_when_ended(obj: dict[str, Any]) -> Any:
+    """As the engine observes a pod where deleted pods are judged once they ended."""
+    return observe_pod(obj, main_container="pytorch", node_ready=lambda name: name == READY_NODE,
+                       judge_deleted_when_ended=True)
+
+
+@pytest.mark.parametrize(
+    ("obj", "seen"),
+    [
+        (pod("Running", states={"pytorch": running_state()}, deleting=True), "podRunning"),
+        (pod("Pending", deleting=True), "podPending"),
+        (pod("Running", states={"pytorch": running_state()}, node="node-gone", deleting=True),
+         "podLost"),
+    ],
+    ids=["running", "pending", "lost"],
+)
+def test_judged_once_ended_a_pod_being_deleted_is_what_it_was_until_it_ends(
+    obj: dict[str, Any], seen: str
+) -> None:
+    facts = observe_when_ended(obj)
+    assert (facts.observation, facts.deleting, facts.terminating) == (seen, True, True)
+    assert facts.going
+    assert facts.terminal == (seen == "podLost")
+
+
+@pytest.mark.parametrize(
+    ("obj", "seen"),
+    [
+        (pod("Failed", states={"pytorch": terminated_state(143, "Error")}, deleting=True),
+         "podFailed"),
+        (pod("Running", states={"pytorch": terminated_state(143, "Error")}, deleting=True),
+         "podFailed"),
+        (pod("Succeeded", states={"pytorch": terminated_state(0)}, deleting=True),
+         "podSucceeded"),
+    ],
+    ids=["failed", "exited-phase-not-written-yet", "succeeded"],
+)
+def test_judged_once_ended_a_deleted_pod_that_ended_is_judged_by_its_end(
+    obj: dict[str, Any], seen: str
+) -> None:
+    facts = observe_when_ended(obj)
+    assert facts.observation == seen
+    assert facts.terminal
+
+
+def test_a_deleted_pod_in_a_terminal_phase_is_not_terminating_any_more() -> None:
+    ended = pod("Failed", states={"pytorch": terminated_state(143, "Error")}, deleting=True)
+    assert not observe(ended).terminating
+    assert observe(pod("Running", states={"pytorch": running_state()}, deleting=True)).terminating
+
+
 @pytest.mark.parametrize(
     "obj",
     [

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from engine.controller.reconcile.children import ReplicaId
 from engine.controller.reconcile.jobspec import read_job_spec
 from engine.controller.reconcile.observe import MISSING
@@ -100,3 +102,18 @@ def test_replica_variables_add_the_replica_its_policy_and_its_pod() -> None:
     fresh = replica_variables(common, ReplicaId("Worker", 0), desired=2, policy="Never",
                               record=record, facts=MISSING)
     assert (fresh["replica"]["restarts"], fresh["exitCode"], fresh["pod"]) == (0, -1, {})
+
+
+def test_a_pod_being_deleted_is_terminating_not_active_even_when_judged_once_it_ended() -> None:
+    spec = dataclasses.replace(read_job_spec(pytorch_job(workers=2), PYTORCH),
+                               judge_deleted_when_ended=True)
+    deleting = running()
+    deleting["metadata"] = {**deleting["metadata"], "deletionTimestamp": "2026-01-01T00:00:00Z"}
+    record = MachineRecord(replica_states={MASTER: "Running", worker(0): "Running",
+                                           worker(1): "Running"})
+    pods, terminating = observe({MASTER: running(), worker(0): deleting, worker(1): running()},
+                                spec, 0)
+    assert pods[worker(0)].observation == "podRunning"
+    summary = replica_summary(spec, record, pods, PYTORCH.replica)
+    assert (summary["Worker"]["active"], summary["Worker"]["live"],
+            summary["Worker"]["terminating"], terminating) == (1, 1, 1, 1)

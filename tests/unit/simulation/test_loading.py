@@ -67,7 +67,7 @@ def test_shape_problems_are_reported_at_their_nodes(tmp_path: Path) -> None:
         "scenario.yaml:14:5: error: one fact per timeline entry, not deleted and lost: write one "
         "entry for each, at the same time",
         "scenario.yaml:15:29: error: unknown field 'bogus'; allowed fields: at, replica, exits, "
-        "reason, deleted, lost, starts, nodeLost, suspend, patch",
+        "reason, deleted, evicted, lost, starts, nodeLost, suspend, patch",
         "scenario.yaml:16:5: error: 'exits' needs the replica whose pod it is about (replica: "
         "Worker-0)",
         "scenario.yaml:17:40: error: 'exits' must be <= 255 (got 300)",
