@@ -1,13 +1,16 @@
 """The channel protocol of `pods/exec` over WebSocket: framing, the close signal, terminal
 sizes and the closing Status (pure).
 
-Every binary message carries one channel's bytes behind a leading channel number: 0 stdin,
+Every message carries one channel's bytes behind a leading channel number: 0 stdin,
 1 stdout, 2 stderr, 3 the error channel (one `metav1.Status` as JSON when the command has
 ended; an exit code other than 0 is a `NonZeroExitCode` failure whose `ExitCode` cause holds
 it), 4 terminal sizes (JSON `{"Width": W, "Height": H}` values, one after another).
 `v5.channel.k8s.io` adds channel 255: the message `[255, N]` closes channel N (stdin's end of
 input), which `v4.channel.k8s.io` cannot say. Both are what kube-apiserver's stream translator
 and client-go's WebSocket executor speak (apimachinery's `util/remotecommand/constants.go`).
+A client's message may come in a binary or a text frame: kube-apiserver's wsstream reads both
+as the same bytes (a text frame's UTF-8), and the official Python client sends its input and
+terminal sizes as text (`chr(0) + data`), kubectl as binary.
 """
 
 from __future__ import annotations
@@ -58,15 +61,34 @@ class Closed:
     channel: int
 
 
-def parse(message: bytes, protocol: str) -> Data | Closed | None:
-    """What one binary message from the client says; None for an empty one. Under v4,
-    channel 255 is an ordinary (unknown) channel."""
-    if not message:
+@dataclass(frozen=True)
+class Malformed:
+    """A close signal kube-apiserver cannot follow: it stops reading and closes the WebSocket."""
+
+    reason: str
+
+
+# The channels kube-apiserver's stream translator opens for an exec, whatever the streams.
+CHANNELS = 5
+
+
+def parse(message: bytes | str, protocol: str) -> Data | Closed | Malformed | None:
+    """What one message from the client says, from a binary frame (bytes) or a text frame
+    (str, read as its UTF-8 bytes, as wsstream does); None for an empty one. Under v4,
+    channel 255 is an ordinary (unknown) channel; under v5, a close signal must name exactly
+    one of the exec's channels."""
+    payload = message.encode() if isinstance(message, str) else message
+    if not payload:
         return None
-    channel, payload = message[0], message[1:]
-    if channel == CLOSE and protocol == V5_PROTOCOL:
-        return Closed(payload[0]) if payload else None
-    return Data(channel, payload)
+    channel, data = payload[0], payload[1:]
+    if channel != CLOSE or protocol != V5_PROTOCOL:
+        return Data(channel, data)
+    if len(data) != 1:
+        return Malformed(f"single channel byte should follow stream close signal, got "
+                         f"{len(data)} bytes")
+    if data[0] >= CHANNELS:
+        return Malformed(f"close is targeted for a channel {data[0]} that is not valid")
+    return Closed(data[0])
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,7 @@ from engine.cluster.apiserver.exec.channels import (
     STDOUT,
     Closed,
     Data,
+    Malformed,
     SizeDecoder,
     TerminalSize,
     exit_status,
@@ -68,6 +69,7 @@ class Session:
         self._sizes = SizeDecoder()
         self._size: TerminalSize | None = None
         self._first_size = asyncio.Event()
+        self._closed: set[int] = set()
         self._process: ExecProcess | None = None
 
     async def run(self, start: Start) -> int | None:
@@ -143,19 +145,35 @@ class Session:
             await asyncio.gather(feeding, waiting, *pumps, return_exceptions=True)
 
     async def _receive(self) -> None:
-        """Read the client's messages until it closes the WebSocket."""
+        """Read the client's messages, binary and text alike, until it closes the WebSocket
+        or sends a close signal kube-apiserver would stop reading at."""
         async for message in self._ws:
-            if message.type != WSMsgType.BINARY:
+            if message.type not in (WSMsgType.BINARY, WSMsgType.TEXT):
                 continue
             incoming = parse(message.data, self._protocol)
-            if isinstance(incoming, Closed) and incoming.channel == STDIN:
-                await self._input.put(None)
-            elif isinstance(incoming, Data) and incoming.channel == STDIN:
-                if self._streams.stdin:
-                    await self._input.put(incoming.data)
-            elif isinstance(incoming, Data) and incoming.channel == RESIZE:
-                for size in self._sizes.feed(incoming.data):
-                    self._resize(size)
+            if isinstance(incoming, Malformed):
+                _log.warning("closing the exec connection: {}", incoming.reason)
+                return
+            if isinstance(incoming, Closed):
+                await self._close(incoming.channel)
+            elif isinstance(incoming, Data) and incoming.channel not in self._closed:
+                await self._take(incoming)
+
+    async def _close(self, channel: int) -> None:
+        """The client's end of a channel is closed; what comes on it later is dropped, and a
+        second close is nothing (as a closed pipe is to wsstream)."""
+        if channel in self._closed:
+            return
+        self._closed.add(channel)
+        if channel == STDIN:
+            await self._input.put(None)
+
+    async def _take(self, incoming: Data) -> None:
+        if incoming.channel == STDIN and self._streams.stdin:
+            await self._input.put(incoming.data)
+        elif incoming.channel == RESIZE:
+            for size in self._sizes.feed(incoming.data):
+                self._resize(size)
 
     def _resize(self, size: TerminalSize) -> None:
         self._size = size

@@ -7,12 +7,13 @@ cronjobs, CRDs), and the identity and access kinds (serviceaccounts, RBAC,
 access reviews). The strategy says what the real API server's registry does
 differently per kind (create on update, unconditional update, status on
 create, generation, the propagation a DELETE without one gets); custom
-resources use the default strategy.
+resources use the apiextensions server's.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import Enum
 
 from engine.cluster.apiserver.registry.resources import ResourceType
 from engine.cluster.apiserver.storage.objects import TypeKey
@@ -237,6 +238,22 @@ BUILTIN_TYPES: tuple[ResourceType, ...] = (
 INITIAL_NAMESPACES: tuple[str, ...] = ("default", "kube-system", "kube-public", "kube-node-lease")
 
 
+class Generation(Enum):
+    """How a kind's registry keeps `metadata.generation` (each kind's PrepareForCreate and
+    PrepareForUpdate upstream; rest.BeforeUpdate carries the stored value into every update,
+    so a client never sets it)."""
+
+    # Never set: ConfigMaps, Secrets, Events, Namespaces, Services, Nodes, Leases...
+    NONE = "none"
+    # 1 on create, never moved (PriorityClass).
+    FIXED = "fixed"
+    # 1 on create, one more whenever `spec` changes (Jobs, CronJobs, CRDs).
+    SPEC = "spec"
+    # 1 on create, one more whenever anything but metadata (and status, when /status is a
+    # subresource) changes (custom resources).
+    CONTENT = "content"
+
+
 @dataclass(frozen=True)
 class Strategy:
     """Per-kind differences of the real registry's create/update rules."""
@@ -247,25 +264,33 @@ class Strategy:
     unconditional_update: bool = True
     # Status given on create is kept (the kubelet registers nodes with their status).
     keep_status_on_create: bool = False
-    # An update that changes more than metadata moves metadata.generation (PriorityClass's
-    # registry sets generation 1 on create and never moves it).
-    generation_on_update: bool = True
+    # Where metadata.generation comes from and when it moves.
+    generation: Generation = Generation.NONE
     # A DELETE that names no propagation policy orphans the dependents (DefaultGarbageCollection-
     # Policy: batch/v1 Jobs keep their pods, for backward compatibility); otherwise background.
     orphan_by_default: bool = False
 
 
-DEFAULT_STRATEGY = Strategy()
+# Built-in kinds not named below: what kube-apiserver's generic registry does.
+BUILTIN_STRATEGY = Strategy()
+# The apiextensions server's strategy for every custom resource (customresource/strategy.go).
+CUSTOM_RESOURCE_STRATEGY = Strategy(generation=Generation.CONTENT)
 
+# Pods have no generation here: the server reports v1.32, and kube-apiserver's pod strategy
+# sets one (and moves it with the spec) from v1.33 on (KEP-5067).
 _STRATEGIES: dict[TypeKey, Strategy] = {
     EVENTS.key: Strategy(create_on_update=True),
     LEASES.key: Strategy(create_on_update=True),
     NODES.key: Strategy(keep_status_on_create=True),
-    PRIORITY_CLASSES.key: Strategy(generation_on_update=False),
-    JOBS.key: Strategy(orphan_by_default=True),
-    CRDS.key: Strategy(unconditional_update=False),
+    PRIORITY_CLASSES.key: Strategy(generation=Generation.FIXED),
+    JOBS.key: Strategy(generation=Generation.SPEC, orphan_by_default=True),
+    CRONJOBS.key: Strategy(generation=Generation.SPEC),
+    CRDS.key: Strategy(unconditional_update=False, generation=Generation.SPEC),
 }
+_BUILTIN_KEYS = frozenset(rt.key for rt in BUILTIN_TYPES)
 
 
 def strategy_for(key: TypeKey) -> Strategy:
-    return _STRATEGIES.get(key, DEFAULT_STRATEGY)
+    if key in _STRATEGIES:
+        return _STRATEGIES[key]
+    return BUILTIN_STRATEGY if key in _BUILTIN_KEYS else CUSTOM_RESOURCE_STRATEGY

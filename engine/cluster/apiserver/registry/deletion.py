@@ -114,9 +114,10 @@ def delete(
             **metadata,
             "deletionTimestamp": timestamp(store.clock() + grace),
             "deletionGracePeriodSeconds": grace,
-            "generation": int(metadata.get("generation") or 0) + 1,
         },
     }
+    if int(metadata.get("generation") or 0) > 0:  # a kind that keeps one: deletion moves it
+        new["metadata"]["generation"] = int(metadata["generation"]) + 1
     if finalizers:
         new["metadata"]["finalizers"] = finalizers
     if rt.key == NAMESPACES.key:

@@ -8,7 +8,7 @@ records, so the names a client sees can never disagree between endpoints.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 ALL_VERBS: tuple[str, ...] = (
@@ -55,8 +55,6 @@ class ResourceType:
     strategic_merge: bool = True
     # The paths behind the `scale` subresource of a custom resource that declares it.
     scale: ScalePaths | None = None
-    # Where generation is bumped only on spec changes (true when status is a subresource).
-    extra: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
 
     @property
     def api_version(self) -> str:

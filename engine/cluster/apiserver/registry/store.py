@@ -60,10 +60,10 @@ from engine.cluster.apiserver.registry.writes import (
     check_type,
     check_uid,
     generated_name,
+    generation_moves,
     new_finalizer_causes,
     prepare_create,
     prepare_update,
-    spec_changed,
     timestamp,
     unchanged,
 )
@@ -323,7 +323,7 @@ class Store:
         causes = new_finalizer_causes(new, old)
         if causes:
             raise invalid(rt.group, rt.kind, old["metadata"]["name"], causes)
-        if strategy_for(rt.key).generation_on_update and spec_changed(rt, new, old):
+        if generation_moves(rt, new, old, strategy_for(rt.key).generation):
             bump_generation(new, old)
         new = with_managed_fields(
             self.registry, rt, ownership, old=old, new=new, subresource=subresource,

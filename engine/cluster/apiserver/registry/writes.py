@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from engine.cluster.apiserver.errors import Cause, bad_request, conflict, invalid
-from engine.cluster.apiserver.registry.builtins import Strategy
+from engine.cluster.apiserver.registry.builtins import Generation, Strategy
 from engine.cluster.apiserver.registry.resources import ResourceType
 from engine.cluster.apiserver.storage.objects import Obj
 
@@ -105,7 +105,8 @@ def prepare_create(
         metadata.pop("namespace", None)
     metadata["uid"] = str(uuid.uuid4())
     metadata["creationTimestamp"] = now
-    metadata["generation"] = 1
+    if strategy.generation is not Generation.NONE:
+        metadata["generation"] = 1
     obj = {**body, "apiVersion": rt.api_version, "kind": rt.kind, "metadata": metadata}
     if rt.has_status and not strategy.keep_status_on_create:
         obj.pop("status", None)
@@ -175,9 +176,14 @@ def with_status(old: Obj, status: Any) -> Obj:
     return new
 
 
-def spec_changed(rt: ResourceType, new: Obj, old: Obj) -> bool:
-    """Whether generation must move: anything but metadata (and status, when it is a
-    subresource) differs."""
+def generation_moves(rt: ResourceType, new: Obj, old: Obj, generation: Generation) -> bool:
+    """Whether an update moves metadata.generation, as the kind's PrepareForUpdate decides:
+    a change of `spec` (built-in kinds that keep one), or of anything but metadata (and
+    status, when it is a subresource) for custom resources."""
+    if generation is Generation.SPEC:
+        return new.get("spec") != old.get("spec")
+    if generation is not Generation.CONTENT:
+        return False
     ignored = {"metadata", "apiVersion", "kind", "status"} if rt.has_status else {
         "metadata",
         "apiVersion",
