@@ -436,14 +436,24 @@ def manifests_install(
         bool, typer.Option("--service-monitor", help="Add a ServiceMonitor (the Prometheus "
                            "Operator's CRDs must be installed).")
     ] = False,
+    image: Annotated[
+        str | None, typer.Option(help="The engine's image in the Deployment (default: "
+                                 "deploy/'s jobmachine:0.1.0).")
+    ] = None,
+    kubeconfig: Annotated[
+        Path | None, typer.Option(help="The cluster to install into (default: $KUBECONFIG, "
+                                  "else ~/.kube/config).")
+    ] = None,
     output: Annotated[
         Path | None,
-        typer.Option("-o", "--output", help="Write one file per object into this folder, "
-                     "numbered in apply order, instead of one YAML stream to stdout."),
+        typer.Option("-o", "--output", help="Install nothing: write one file per object into "
+                     "this folder, numbered in apply order, or with `-o -` one YAML stream to "
+                     "stdout."),
     ] = None,
 ) -> None:
-    """Write the whole in-cluster install: the CRDs, then deploy/'s overlay (namespace, RBAC,
-    Deployment, metrics Service, PodDisruptionBudget), as `kubectl apply -f` takes it."""
+    """Install jobmachine into a cluster: the CRDs, deploy/'s overlay (namespace, RBAC,
+    Deployment, metrics Service, PodDisruptionBudget) and the shipped machines, after checking
+    that the cluster's Kubernetes release is new enough. With -o, write them instead."""
     import yaml
 
     from engine.app.install_manifests import ManifestError, install_objects, object_file_name
@@ -451,12 +461,23 @@ def manifests_install(
 
     try:
         crds = sorted(shipped_dir("crds").glob("*.yaml"))
+        machines = sorted(shipped_dir("machines").glob("*.yaml"))
         objects = install_objects(shipped_dir("deploy"), crds, overlay=overlay.value,
-                                  service_monitor=service_monitor)
+                                  service_monitor=service_monitor, machines=machines,
+                                  image=image)
     except (ManifestError, FileNotFoundError) as exc:
         _fail(str(exc))
-    texts = [yaml.safe_dump(obj, sort_keys=False) for obj in objects]
     if output is None:
+        from engine.app.cluster_install import InstallError, install_into_cluster
+
+        try:
+            install_into_cluster(kubeconfig, objects, say=typer.echo,
+                                 note=lambda line: typer.echo(f"note: {line}", err=True))
+        except InstallError as exc:
+            _fail(str(exc))
+        return
+    texts = [yaml.safe_dump(obj, sort_keys=False) for obj in objects]
+    if str(output) == "-":
         typer.echo("---\n".join(texts), nl=False)
         return
     output.mkdir(parents=True, exist_ok=True)
@@ -541,7 +562,10 @@ def run(
         Path, typer.Option(help="Where --in-cluster reads the service-account files.")
     ] = DEFAULT_SERVICE_ACCOUNT_DIR,
     machines: Annotated[
-        Path | None, typer.Option(help="Folder of machine definitions (default: shipped).")
+        Path | None, typer.Option(help="Apply this folder's machine definitions as "
+                                  "StateMachine objects first, with these credentials "
+                                  "(default: none; the engine runs the StateMachine objects "
+                                  "the cluster has).")
     ] = None,
     namespace: Annotated[
         str | None, typer.Option(help="Only run jobs in this namespace (default: all).")
@@ -586,7 +610,7 @@ def run(
     ui_address: UiAddressOption = "127.0.0.1",
 ) -> None:
     """Run the engine against a cluster until SIGINT or SIGTERM."""
-    from engine.app.run import RunOptions, run_engine
+    from engine.app.run import MachinesRefused, RunOptions, run_engine
     from engine.kube.in_cluster import InClusterError, pod_identity
     from engine.logs import configure_logging
     from engine.settings import ENV_PREFIX, EngineSettings
@@ -609,12 +633,15 @@ def run(
         workers=workers, log_format=log_format, gang_scheduler_name=gang_scheduler_name,
         gang_scheduling=gang_scheduling or None, system_namespace=system_namespace))
     configure_logging(log_format=settings.log_format)
-    code = run_engine(RunOptions(
-        kubeconfig=kubeconfig, in_cluster=pod, machines=machines, namespace=namespace,
-        leader_elect=leader_elect, shards=shards, lease_namespace=lease_namespace,
-        metrics_port=metrics_port, metrics_address=metrics_address, live=live,
-        parent_pid=parent_pid, settings=settings, ui_port=ui_port, ui_address=ui_address,
-    ))
+    try:
+        code = run_engine(RunOptions(
+            kubeconfig=kubeconfig, in_cluster=pod, machines=machines, namespace=namespace,
+            leader_elect=leader_elect, shards=shards, lease_namespace=lease_namespace,
+            metrics_port=metrics_port, metrics_address=metrics_address, live=live,
+            parent_pid=parent_pid, settings=settings, ui_port=ui_port, ui_address=ui_address,
+        ))
+    except MachinesRefused as exc:
+        _fail(str(exc))
     raise typer.Exit(code=code)
 
 

@@ -2,8 +2,9 @@
 
 The kustomizations in deploy/ are the one description of the install (`kubectl apply -k`
 reads them too); this renders the part of kustomize they use (resources, components and
-JSON 6902 patches) and puts the CRDs first, so an admin without kustomize gets the same
-objects. Anything else in a kustomization is refused by name, never ignored.
+JSON 6902 patches), puts the CRDs first and the shipped machines (StateMachine objects)
+last, so an admin without kustomize gets the same objects, and the engine finds its
+machines. Anything else in a kustomization is refused by name, never ignored.
 """
 
 from __future__ import annotations
@@ -85,8 +86,11 @@ def render_kustomization(directory: Path) -> list[Obj]:
 
 
 def install_objects(deploy: Path, crds: Iterable[Path], *, overlay: str,
-                    service_monitor: bool) -> list[Obj]:
-    """The CRDs, then the overlay's objects (and the ServiceMonitor component when asked)."""
+                    service_monitor: bool, machines: Iterable[Path] = (),
+                    image: str | None = None) -> list[Obj]:
+    """The CRDs, then the overlay's objects (and the ServiceMonitor component when asked),
+    then the StateMachine objects of the `machines` files; `image` replaces the engine's
+    image in the Deployment."""
     overlays = deploy / "overlays"
     if not (overlays / overlay).is_dir():
         choices = ", ".join(sorted(p.name for p in overlays.iterdir() if p.is_dir()))
@@ -95,7 +99,20 @@ def install_objects(deploy: Path, crds: Iterable[Path], *, overlay: str,
     objects += render_kustomization(overlays / overlay)
     if service_monitor:
         objects += render_kustomization(deploy / "components" / "service-monitor")
-    return objects
+    objects += [doc for path in machines for doc in _documents(path)
+                if doc.get("kind") == "StateMachine"]
+    return objects if image is None else [_with_image(obj, image) for obj in objects]
+
+
+def _with_image(obj: Obj, image: str) -> Obj:
+    """A Deployment with `image` in every container (the engine's is its only one)."""
+    if obj.get("kind") != "Deployment":
+        return obj
+    operations = [{"op": "replace", "path": f"/spec/template/spec/containers/{index}/image",
+                   "value": image}
+                  for index, _ in enumerate(obj["spec"]["template"]["spec"]["containers"])]
+    patched: Obj = json_patch(obj, operations)
+    return patched
 
 
 def object_file_name(number: int, obj: Obj) -> str:

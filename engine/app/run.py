@@ -30,7 +30,9 @@ from engine.controller.machines.install import apply_machines
 from engine.controller.reporting.health import serve_metrics_and_health
 from engine.controller.runtime.manager import Engine
 from engine.kube.client import KubeClient
+from engine.kube.errors import Forbidden
 from engine.kube.in_cluster import PodIdentity
+from engine.kube.refusals import classify
 from engine.settings import EngineSettings
 
 
@@ -42,6 +44,8 @@ class RunOptions:
     in_cluster: PodIdentity | None = None
     """The pod's service account and the API server's address (--in-cluster)."""
     machines: Path | None = None
+    """Apply these machine files as StateMachine objects before starting (None: apply
+    nothing; the engine runs the StateMachine objects the cluster has)."""
     namespace: str | None = None
     leader_elect: bool = False
     shards: int | None = None
@@ -91,8 +95,7 @@ def run_engine(options: RunOptions, *, stop: threading.Event | None = None) -> i
         )
     )
     if options.machines is not None:
-        applied = apply_machines(client, [options.machines])
-        logger.info(f"applied StateMachine objects {', '.join(applied)} from {options.machines}")
+        _apply_given_machines(client, options.machines)
     identity = f"{socket.gethostname()}-{uuid.uuid4().hex[:8]}"
     gate = ShardGate(options.shards) if options.shards is not None else None
     pod = options.in_cluster
@@ -138,6 +141,29 @@ def run_engine(options: RunOptions, *, stop: threading.Event | None = None) -> i
         logger.error("leadership lost: exiting so that a supervisor restarts a fresh candidate")
         return 1
     return 0
+
+
+class MachinesRefused(Exception):  # noqa: N818 (says what happened, as the API's errors do)
+    """`--machines` could not be applied: the server refused writing StateMachine objects.
+
+    The shipped RBAC lets the engine read StateMachine objects, never write them: the
+    rules it runs are the cluster administrator's to apply, not its own to change. So
+    `--machines` is for a user's own credentials (a kubeconfig), and with the engine's
+    service account it stops with one line saying what to do instead.
+    """
+
+
+def _apply_given_machines(client: KubeClient, machines: Path) -> None:
+    try:
+        applied = apply_machines(client, [machines])
+    except Forbidden as exc:
+        client.close()
+        advice = (f"; the engine's RBAC (deploy/base/rbac.yaml) only reads them: apply them "
+                  f"as someone who may (kubectl apply -f {machines}) and run without "
+                  f"--machines") if classify(exc).rbac else ""
+        raise MachinesRefused(f"the API server refused the StateMachine objects of "
+                              f"{machines}: {exc.message}{advice}") from exc
+    logger.info(f"applied StateMachine objects {', '.join(applied)} from {machines}")
 
 
 @contextmanager

@@ -20,6 +20,7 @@ from engine.kube.cache import Cache
 from engine.kube.client import KubeClient, WatchStream
 from engine.kube.errors import ApiError, Forbidden, Gone
 from engine.kube.outage import unreachable
+from engine.kube.refusals import classify
 from engine.kube.resources import Resource
 
 Obj = dict[str, Any]
@@ -102,9 +103,7 @@ class Informer:
                 self._resource_version = None
                 continue
             except Forbidden as exc:
-                self._log.error("{} refused: {}; grant the engine's service account this "
-                                "permission (see deploy/base/rbac.yaml); retrying in {:.1f}s",
-                                "watch" if self._resource_version else "list", exc, backoff)
+                self._refused(exc, backoff)
             except ApiError as exc:
                 self._log.log("DEBUG" if unreachable(exc) else "WARNING",
                               "{} failed: {}; retrying in {:.1f}s",
@@ -113,6 +112,17 @@ class Informer:
                 self._log.exception("informer failed; retrying in {:.1f}s", backoff)
             self._stopping.wait(backoff)
             backoff = min(backoff * 2, _BACKOFF_CAP_S)
+
+    def _refused(self, exc: Forbidden, backoff: float) -> None:
+        """Advise granting a permission only when the authorizer refused (reads pass no
+        admission, but a proxy or an aggregated API server may refuse in its own words)."""
+        verb = "watch" if self._resource_version else "list"
+        if classify(exc).rbac:
+            self._log.error("{} refused: {}; grant the engine's service account this "
+                            "permission (see deploy/base/rbac.yaml); retrying in {:.1f}s",
+                            verb, exc, backoff)
+        else:
+            self._log.warning("{} refused: {}; retrying in {:.1f}s", verb, exc, backoff)
 
     def _relist(self) -> str:
         items, resource_version = self._client.list(

@@ -2,8 +2,10 @@
 
 The web view has no accounts of its own: anything that shows jobs asks for the same
 credentials as the API. A bearer token is checked with a SelfSubjectReview made with
-that token (the server answers 401 to one it does not accept), and each thing a page
-shows with a SelfSubjectAccessReview, so RBAC decides exactly as for `kubectl get`.
+that token (the server answers 401 to one it does not accept; where that review is absent
+or not granted, a SelfSubjectAccessReview checks it, without the user's name), and each
+thing a page shows with a SelfSubjectAccessReview, so RBAC decides exactly as for
+`kubectl get`.
 Answers are kept for a few seconds, so a page and its live updates cost no request
 per redraw and a revoked token stops working within that time.
 
@@ -95,19 +97,30 @@ class ApiReviews:
         except ApiError as exc:
             if exc.status == 401:
                 return None
-            if exc.status != 404:
+            if exc.status not in (403, 404):
                 raise
-            # A server older than 1.28 has no SelfSubjectReview: any review it answers as
-            # this user says it accepts the token, though not whose it is.
-            try:
-                self.may(token, Ask("list", "", "namespaces"))
-            except ApiError as refused:
-                if refused.status == 401:
-                    return None
-                raise
-            return UNKNOWN_USER
+            return self._accepted(token)
         info = (answer.get("status") or {}).get("userInfo") or {}
         return str(info.get("username") or "")
+
+    def _accepted(self, token: str) -> str | None:
+        """Whether the server accepts `token`, where SelfSubjectReview cannot say whose it
+        is: absent (404, Kubernetes before 1.28) or not granted to this user (403, a
+        cluster that removed it from `system:basic-user`).
+
+        A SelfSubjectAccessReview made with the token answers 401 when the server does not
+        accept it, and anything else when it does (every authenticated user may create one
+        under the default `system:basic-user` ClusterRole; a 403 means authenticated too).
+        A TokenReview would also name the user, but needs a grant to the web view's own
+        account (`system:auth-delegator`) that the engine's RBAC does not give it.
+        """
+        try:
+            self.may(token, Ask("list", "", "namespaces"))
+        except ApiError as refused:
+            if refused.status == 401:
+                return None
+            raise
+        return UNKNOWN_USER
 
     def may(self, token: str, ask: Ask) -> bool:
         attributes = {key: value for key, value in (

@@ -55,6 +55,7 @@ from engine.controller.reconcile.observe import (
     observe_replica_pod,
 )
 from engine.controller.reconcile.record import MachineRecord, RecordError, read_record
+from engine.controller.reconcile.refused import lifted_status, refused_event, refused_status
 from engine.controller.reconcile.status import build_status, ungoverned_status, write_status
 from engine.controller.reconcile.timeouts import next_look, state_timed_out
 from engine.controller.reconcile.variables import (
@@ -73,6 +74,7 @@ from engine.definition import CompiledDefinition, StepError
 from engine.kube.cache import Cache
 from engine.kube.client import KubeClient
 from engine.kube.errors import ApiError, Conflict, Forbidden, Invalid, NotFound
+from engine.kube.refusals import Refusal, RefusalKind, classify
 from engine.kube.resources import PODS, SERVICES, Resource
 from engine.kube.timestamps import format_time, parse_time
 from engine.settings import EngineSettings
@@ -168,9 +170,11 @@ class Reconciler:
         deleted under a reconcile, the job itself included, is a stale read too: the next
         look sees it gone)."""
         try:
-            return self.reconcile(key)
-        except (Conflict, Invalid, NotFound) as exc:
+            outcome = self.reconcile(key)
+        except (Conflict, NotFound) as exc:
             return Retry(exc)
+        except Invalid as exc:  # a webhook's or a ValidatingAdmissionPolicy's denial is 422
+            return self._refused(key, exc) if classify(exc).names_check else Retry(exc)
         except Forbidden as exc:
             return self._refused(key, exc)
         except (StepError, RecordError) as exc:
@@ -180,18 +184,69 @@ class Reconciler:
                 self._recorder.record(job, type="Warning", reason="MachineError",
                                       message=str(exc))
             return Terminal(exc)
+        self._refusal_lifted(key)
+        return outcome
 
-    def _refused(self, key: JobKey, exc: Forbidden) -> Outcome:
-        """The engine lacks a permission: say which on the job and in the log, and retry with
-        back-off, so granting it is enough (no restart) and nothing waits silently."""
-        message = (f"the API server refused the engine: {exc.message}; grant the engine's "
-                   f"service account this permission (see deploy/base/rbac.yaml)")
-        logger.bind(job=f"{key.namespace}/{key.name}").error(message)
+    def _refused(self, key: JobKey, exc: ApiError) -> Outcome:
+        """The API server refused the engine; what helps depends on who refused.
+
+        RBAC: the engine lacks a permission; say which on the job and in the log. An
+        admission check (Pod Security, quota, limits, a webhook, a policy): the job's
+        objects break a rule of the cluster; say which, as upstream controllers do, with
+        no advice about permissions. Both retry with back-off, so granting the permission
+        or mending the job or the rule is enough and nothing waits silently. A namespace
+        being deleted refuses every create: the job goes with it, so nothing is said or
+        retried (the Job controller ignores this error too).
+        """
+        refusal = classify(exc)
+        log = logger.bind(job=f"{key.namespace}/{key.name}")
+        if refusal.kind is RefusalKind.NAMESPACE_TERMINATING:
+            log.debug(f"not acting in a namespace being deleted: {exc.message}")
+            return Done()
         cache = self._caches.jobs.get(key.kind)
         job = cache.get(key.namespace, key.name) if cache is not None else None
+        if refusal.rbac:
+            message = (f"the API server refused the engine: {exc.message}; grant the engine's "
+                       f"service account this permission (see deploy/base/rbac.yaml)")
+            log.error(message)
+            if job is not None:
+                self._recorder.record(job, type="Warning", reason="Forbidden", message=message)
+            return Retry(exc)
+        log.warning(f"{refusal.policy_label} refused the engine: {exc.message}")
         if job is not None:
-            self._recorder.record(job, type="Warning", reason="Forbidden", message=message)
+            self._report_refusal(key, job, refusal)
         return Retry(exc)
+
+    def _report_refusal(self, key: JobKey, job: Obj, refusal: Refusal) -> None:
+        """The Warning event of an admission refusal; on a kind with the engine's status, also
+        the ReplicaFailure condition (its own write, conditional on the cached job's
+        resourceVersion: a stale cache just leaves it to the next retry)."""
+        assignment = self._machines.assign(key.kind, engine_view(job))
+        native = isinstance(assignment, Assignment) and is_native(assignment.definition)
+        reason, message = refused_event(refusal, built_in=native)
+        self._recorder.record(job, type="Warning", reason=reason, message=message)
+        if native or isinstance(assignment, Unassigned):
+            return
+        status = job.get("status") or {}
+        updated = refused_status(status, refusal, now=format_time(self._clock()))
+        if updated != status:
+            self._write_refusal_condition(key, job, updated)
+
+    def _refusal_lifted(self, key: JobKey) -> None:
+        """A reconcile went through: drop a ReplicaFailure condition a refusal left."""
+        cache = self._caches.jobs.get(key.kind)
+        job = cache.get(key.namespace, key.name) if cache is not None else None
+        lifted = lifted_status(job.get("status") or {}) if job is not None else None
+        if job is not None and lifted is not None:
+            self._write_refusal_condition(key, job, lifted)
+
+    def _write_refusal_condition(self, key: JobKey, job: Obj, status: Obj) -> None:
+        try:
+            written = write_status(self._client, self._resource(key), job, status)
+        except ApiError as exc:
+            logger.bind(job=str(key)).debug(f"ReplicaFailure condition not written: {exc}")
+            return
+        self._written.wrote(key.id, written["metadata"]["resourceVersion"])
 
     def reconcile(self, key: JobKey) -> Outcome:
         """One pass over one job; see the module docstring."""

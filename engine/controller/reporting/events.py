@@ -24,8 +24,16 @@ from typing import Any, Generic, Literal, Protocol, TypeVar
 
 from loguru import logger
 
-from engine.kube.errors import AlreadyExists, ApiError, Conflict, NotFound, Unavailable
+from engine.kube.errors import (
+    AlreadyExists,
+    ApiError,
+    Conflict,
+    Forbidden,
+    NotFound,
+    Unavailable,
+)
 from engine.kube.outage import unreachable
+from engine.kube.refusals import RefusalKind, classify
 from engine.kube.resources import EVENTS, Resource
 from engine.kube.timestamps import format_time
 
@@ -377,7 +385,7 @@ class EventRecorder:
         except ApiError as exc:
             self._log.bind(
                 namespace=pending.involved.namespace, name=pending.involved.name
-            ).log("DEBUG" if unreachable(exc) else "WARNING",
+            ).log("DEBUG" if _expected(exc) else "WARNING",
                   "could not post event {} ({}): {}", pending.reason, message, exc)
             self._count("failed")
             return
@@ -477,6 +485,13 @@ class EventRecorder:
 
     def _count_locked(self, what: str) -> None:
         self._counts[what] += 1
+
+
+def _expected(exc: ApiError) -> bool:
+    """A failed post worth no warning: the server is unreachable (said once elsewhere), or
+    the namespace is being deleted (its events go with it; client-go's recorder is as quiet)."""
+    return unreachable(exc) or (
+        isinstance(exc, Forbidden) and classify(exc).kind is RefusalKind.NAMESPACE_TERMINATING)
 
 
 def _folded(batch: list[_Pending]) -> list[tuple[_Pending, int]]:
