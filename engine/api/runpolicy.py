@@ -78,6 +78,16 @@ class RunPolicy(SpecModel):
             "timer restarts with each new pod and on resume; unset: no limit."
         ),
     )
+    recreation_backoff: bool | None = Field(
+        default=None,
+        description=(
+            "A jobmachine extension: whether a replica whose pod failed waits the engine's "
+            "re-creation back-off (10 s, doubling with each failure in a row, at most 10 min) "
+            "before its pod is created again. Unset: the machine's default: false for the "
+            "Kubeflow kinds (created again at once, as Kubeflow's training operator does), "
+            "true for MachineJob and batch Jobs."
+        ),
+    )
     scheduling_policy: SchedulingPolicy | None = Field(
         default=None, description="Gang-scheduling hints passed to a batch scheduler."
     )

@@ -127,6 +127,16 @@ OBSERVATIONS: tuple[Observation, ...] = (
     Observation(
         "timedOut", "job", "The job has been in its state longer than the state's timeout."
     ),
+    Observation(
+        "replicaRestarting", "job",
+        "A replica is in a state of phase Restarting (its pod is created again, or the kubelet "
+        "restarts its container in place), as the replica machines stand after their steps.",
+        "restarts",
+    ),
+    Observation(
+        "noReplicaRestarting", "job", "No replica is in a state of phase Restarting.",
+        "restarts",
+    ),
 )
 
 _POLICY_CHOICES = ("All", "Running", "None")

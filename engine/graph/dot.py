@@ -30,7 +30,7 @@ from engine.graph.path import Highlight
 
 FONT = LAYOUT_FONT
 
-_GRAPH = {"fontname": FONT, "fontsize": "14", "nodesep": "0.35", "ranksep": "0.45"}
+_GRAPH = {"fontname": FONT, "fontsize": "14", "nodesep": "0.3", "ranksep": "0.4"}
 _NODE = {
     "fontname": FONT,
     "fontsize": "12",

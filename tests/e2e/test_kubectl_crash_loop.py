@@ -85,9 +85,12 @@ def test_a_crash_looping_job_is_diagnosed_with_describe_and_logs_previous(
 
     described = kubectl("describe", "pytorchjob", "pytorch-simple").stdout
     events = described.split("Events:", 1)[1]
-    assert "PodRestarted" in events
-    assert "Master-0 ended (exit code 2, Error)" in events
-    assert "the kubelet restarts it in place (restart policy OnFailure)" in events
+    # Each end, as Kubeflow's training operator says it: the pod's exit code, then the job
+    # restarting because of the replica type.
+    assert "ExitedWithCode" in events
+    assert f"Pod: {kubectl.namespace}.pytorch-simple-master-0 exited with code 2" in events
+    assert "PyTorchJobRestarting" in events
+    assert "job pytorch-simple is restarting because Master replica(s) failed." in events
     assert "Restarting" in described.split("Events:", 1)[0]
 
     previous = kubectl("logs", "pytorch-simple-master-0", "--previous")
@@ -100,7 +103,7 @@ def test_a_failure_names_the_replica_exit_code_and_termination_message(
     cluster_kubectl: Kubectl,
 ) -> None:
     """terminationMessagePolicy FallbackToLogsOnError: the end of the log is the message, and
-    the restart event and the Failed condition carry its last line."""
+    the Failed condition and its event carry its last line; each end says its exit code."""
     kubectl = cluster_kubectl
     kubectl.apply("""
 apiVersion: kubeflow.org/v1
@@ -131,10 +134,13 @@ spec:
     assert failed["reason"] == "BackoffLimitExceeded"
     assert failed["message"].endswith(
         "Last failure: Worker-0 (exit code 1, Error: shard 3 is corrupt).")
-    described = kubectl("describe", "pytorchjob", "bad-shard").stdout
-    assert "Worker-0 ended (exit code 1, Error: shard 3 is corrupt)" in described
+    events = kubectl("describe", "pytorchjob", "bad-shard").stdout.split("Events:", 1)[1]
+    assert f"Pod: {kubectl.namespace}.bad-shard-worker-0 exited with code 1" in events
+    assert "job bad-shard is restarting because Worker replica(s) failed." in events
+    assert "Last failure: Worker-0 (exit code 1, Error: shard 3 is corrupt)." in events
     conditions = {c["type"]: c["status"] for c in job["status"]["conditions"]}
-    assert conditions["Restarting"] == "False"  # at an end, nothing is restarting
+    # The job restarted, so it had the Restarting condition; at an end, nothing is restarting.
+    assert conditions.get("Restarting") == "False", job["status"]["conditions"]
 
 
 def test_describe_of_a_finished_one_replica_job_fits_one_screen(

@@ -33,8 +33,16 @@ def test_a_restarted_job_tells_its_story_through_kubectl(cluster_kubectl: Kubect
     columns = listed.split()
     assert columns[:3] == ["pytorch-restarts", "Succeeded", "1"]
     described = cluster_kubectl("describe", "pytorchjob", "pytorch-restarts").stdout
-    assert "PodFailed" in described
-    assert "exit code 137" in described
+    events = described.split("Events:", 1)[1]
+    # The kill, as Kubeflow's training operator says it: the exit code, then the restart.
+    ns = cluster_kubectl.namespace
+    assert f"Pod: {ns}.pytorch-restarts-worker-0 exited with code 137" in events
+    assert "PyTorchJobRestarting" in events
+    assert "job pytorch-restarts is restarting because Worker replica(s) failed." in events
+    assert "Worker-0 runs again in pod pytorch-restarts-worker-0 (restart 1)." in events
+    job = cluster_kubectl.get_json("pytorchjob", "pytorch-restarts")
+    conditions = {c["type"]: c["status"] for c in job["status"]["conditions"]}
+    assert conditions["Restarting"] == "False"  # it restarted; at the end, nothing restarts
     assert "PyTorchJobSucceeded" in described
     logs = cluster_kubectl("logs", "pytorch-restarts-worker-0").stdout
     assert "second attempt: done" in logs

@@ -103,8 +103,11 @@ def test_worker_killed_mid_training_restarts_and_the_job_converges(
     cluster.engine.recorder.flush(5.0)
     events, _ = cluster.client.list(EVENTS, "default",
                                     field_selector=f"involvedObject.name={JOB}")
-    failed = [e["message"] for e in events if e["reason"] == "PodFailed"]
-    assert len(failed) == 1 and "Worker-0" in failed[0] and "exit code 137" in failed[0], failed
+    exited = [e["message"] for e in events if e["reason"] == "ExitedWithCode"
+              and e["message"].endswith("exited with code 137")]
+    assert exited == [f"Pod: default.{WORKER} exited with code 137"], exited
+    restarting = [e["message"] for e in events if e["reason"] == "PyTorchJobRestarting"]
+    assert restarting == [f"job {JOB} is restarting because Worker replica(s) failed."], events
 
     lines = [*result_lines(master), *result_lines(worker)]
     assert [line.split(": ", 1)[1] for line in lines] == [_unbroken_result()] * 2, lines

@@ -17,6 +17,7 @@ from tests.scenarios.world import (
     World,
     deleted,
     exited,
+    machine_job,
     pending,
     play,
     ps,
@@ -44,13 +45,13 @@ def test_a_restart_job_rule_deletes_every_pod_and_starts_a_new_attempt() -> None
     results = play(world, [
         *STARTED,
         Step("worker-1 exits 42: the rule says RestartJob", {worker(1): exited(42)},
-             phase="Restarting", job_actions=["cleanupPods"], restarts=1,
+             phase="RestartingAll", job_actions=["cleanupPods"], restarts=1,
              conditions={"Restarting": "True", "Running": "False"},
              events=["RestartJob", "PyTorchJobRestarting"]),
         Step("the pods are being deleted", {r: deleted() for r in ALL_RUN},
-             phase="Restarting", restarts=1, events=[]),
+             phase="RestartingAll", restarts=1, events=[]),
         Step("two are gone; worker-1's pod of the last attempt is still there",
-             {MASTER: None, worker(0): None}, phase="Restarting", events=[]),
+             {MASTER: None, worker(0): None}, phase="RestartingAll", events=[]),
         Step("every pod of the last attempt is gone: a new attempt from Created",
              {worker(1): None}, phase="Created", created=ALL, restarts=1,
              conditions={"Restarting": "False", "Created": "True"},
@@ -61,7 +62,7 @@ def test_a_restart_job_rule_deletes_every_pod_and_starts_a_new_attempt() -> None
     ])
     restarting = results[2]
     assert restarting.replica_path == [("Worker-1", "Running", "RestartRequested")]
-    assert restarting.job_path == [("Running", "Restarting", "PyTorchJobRestarting")]
+    assert restarting.job_path == [("Running", "RestartingAll", "PyTorchJobRestarting")]
     assert restarting.decision.record.replica_states == {}
     assert restarting.decision.holds_replicas
     assert restarting.job_actions == [("cleanupPods", {"policy": "All"})]
@@ -69,6 +70,57 @@ def test_a_restart_job_rule_deletes_every_pod_and_starts_a_new_attempt() -> None
     assert world.job["status"]["restartAttempt"] == 1
     assert world.job["status"]["restarts"] == 1
     assert world.job["status"]["phase"] == "Running"
+
+
+def test_a_restart_replica_rule_restarts_only_that_replica() -> None:
+    """RestartReplica under restart policy Never: the replica is recreated at once and
+    counted, said as Kubeflow says a restart; the job is Restarting until it runs again."""
+    job = pytorch_job(policy="Never")
+    job["spec"]["failureRules"] = [
+        {"action": "RestartReplica", "onExitCodes": {"operator": "In", "values": [42]}}
+    ]
+    results = play(World(job), [
+        *STARTED,
+        Step("worker-1 exits 42: the rule says RestartReplica", {worker(1): exited(42)},
+             phase="Restarting", deleted=["Worker-1"], restarts=1,
+             states={"Worker-1": "Restarting", "Worker-0": "Running"},
+             conditions={"Restarting": "True", "Running": "False"},
+             events=["ExitedWithCode", "PyTorchJobRestarting"]),
+        Step("its pod is gone: created again at once", {worker(1): None},
+             phase="Restarting", created=["Worker-1"], restarts=1, events=[]),
+        Step("it runs again", {worker(1): running()}, phase="Running", restarts=1,
+             conditions={"Restarting": "False", "Running": "True"}, events=["Restarted"]),
+        Step("it exits 1: no rule matches, Never fails the job", {worker(1): exited(1)},
+             phase="Failed", job_actions=["cleanupPods"], restarts=1,
+             events=["ExitedWithCode", "PyTorchJobFailed"]),
+    ])
+    assert results[2].replica_path == [("Worker-1", "Running", "Restarting")]
+    assert results[2].notices == []
+    assert [reason for _, reason, _ in results[2].posted] == [
+        "ExitedWithCode", "PyTorchJobRestarting"]
+    assert results[3].made == ["Worker-1"]
+
+
+def test_a_machine_job_keeps_its_recreation_backoff_and_its_own_words() -> None:
+    """MachineJob is not a Kubeflow kind: PodFailed says the restart, and a failed pod is
+    made again only after the 10 s back-off."""
+    results = play(World(machine_job(policy="ExitCode")), [
+        Step("submitted", phase="Created", created=["Worker-0"], events=["JobCreated"]),
+        Step("it runs", {worker(0): running()}, phase="Running",
+             events=["Started", "JobRunning"]),
+        Step("it is killed (137)", {worker(0): exited(137)}, phase="Running",
+             deleted=["Worker-0"], restarts=1, states={"Worker-0": "Restarting"},
+             events=["PodFailed"]),
+        Step("its pod is gone: it waits out the back-off", {worker(0): None},
+             phase="Running", created=["Worker-0"], restarts=1, events=[]),
+        Step("10 s later: made again", wait=10, phase="Running", created=["Worker-0"]),
+        Step("it runs again", {worker(0): running()}, phase="Running", restarts=1,
+             events=["Restarted"]),
+    ])
+    assert results[1].notices[0].message == "Worker-0 runs in pod train-worker-0."
+    assert results[3].made == [] and results[3].next_look == T0.replace(second=10)
+    assert results[4].made == ["Worker-0"]
+    assert results[5].notices[0].message == "Worker-0 runs again in pod train-worker-0 (restart 1)."
 
 
 def test_failing_holds_until_the_pods_the_clean_pod_policy_removes_are_gone() -> None:
@@ -79,7 +131,7 @@ def test_failing_holds_until_the_pods_the_clean_pod_policy_removes_are_gone() ->
              {worker(1): exited(1)}, phase="Failing", job_actions=["cleanupPods"],
              states={"Worker-1": "Failed"},
              conditions={"FailureTarget": "True", "Failed": None, "Running": "False"},
-             events=["PodFailed", "PyTorchJobFailed"]),
+             events=["ExitedWithCode", "PyTorchJobFailed"]),
         Step("their pods are terminating", {MASTER: deleted(), worker(0): deleted()},
              phase="Failing", conditions={"Failed": None}, events=[]),
         Step("the master's pod is gone, worker-0's still terminating", {MASTER: None},
@@ -105,7 +157,7 @@ def test_failing_holds_while_the_clean_up_has_not_reached_the_pods() -> None:
     play(world, [
         *STARTED,
         Step("worker-1 exits 1: the job fails", {worker(1): exited(1)}, phase="Failing",
-             job_actions=["cleanupPods"], events=["PodFailed", "PyTorchJobFailed"]),
+             job_actions=["cleanupPods"], events=["ExitedWithCode", "PyTorchJobFailed"]),
         Step("looked at again before the deletions show: master and worker-0 still run",
              phase="Failing", conditions={"Failed": None}, events=[]),
     ])

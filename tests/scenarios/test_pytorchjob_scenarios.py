@@ -1,7 +1,7 @@
 """PyTorchJob lifecycles as step tables: what happens to the pods, and what the engine decides.
 
 Each table reads like the field notes: "worker-1 exits 137, its pod goes, it runs
-again, the master finishes -> Running, Running, Running, Running, Succeeded;
+again, the master finishes -> Running, Restarting, Restarting, Running, Succeeded;
 Worker-1 created twice; one restart". Every step is one reconcile through the
 real machine (machines/pytorchjob.yaml), with status written back in between.
 """
@@ -14,10 +14,12 @@ from engine.controller.reconcile.children import ReplicaId
 from engine.controller.reconcile.record import RestartRecord, read_record
 from tests.scenarios.world import (
     MASTER,
+    T0,
     Step,
     World,
     deleted,
     ended_in_place,
+    evicted,
     exited,
     exited_while_phase_running,
     lost,
@@ -35,7 +37,7 @@ STARTED = [
          conditions={"Created": "True"}, events=["PyTorchJobCreated"]),
     Step("every pod runs", ALL_RUN, phase="Running",
          conditions={"Created": "True", "Running": "True"},
-         events=["Running", "Running", "Running", "PyTorchJobRunning"]),
+         events=["Started", "Started", "Started", "PyTorchJobRunning"]),
 ]
 
 
@@ -48,7 +50,7 @@ def test_a_job_whose_master_finishes_succeeds() -> None:
         Step("the master finishes; cleanPodPolicy None deletes nothing, so it is settled",
              {MASTER: exited(0)}, phase="Succeeded", job_actions=["cleanupPods"],
              conditions={"Running": "False", "SuccessCriteriaMet": "True", "Succeeded": "True"},
-             events=["Succeeded", "PyTorchJobSucceeded"]),
+             events=["ExitedWithCode", "PyTorchJobSucceeded"]),
         Step("nothing changes afterwards", phase="Succeeded", events=[]),
     ])
     finished = results[3]
@@ -77,30 +79,47 @@ def test_a_worker_killed_with_137_is_restarted_and_the_job_still_succeeds() -> N
     world = World(pytorch_job(policy="ExitCode"))
     results = play(world, [
         *STARTED,
-        Step("worker-1 is OOM-killed (137)", {worker(1): exited(137, "OOMKilled")},
-             phase="Running", deleted=["Worker-1"], restarts=1,
-             conditions={"Restarting": "True", "Running": "True"},
-             states={"Worker-1": "Restarting"}, events=["PodFailed"]),
-        Step("its pod is gone", {worker(1): None}, phase="Running", created=["Worker-1"],
-             restarts=1, states={"Worker-1": "Pending"}, events=["PodMissing"]),
-        Step("it runs again", {worker(1): running()}, phase="Running", restarts=1,
-             conditions={"Restarting": "False"}, states={"Worker-1": "Running"},
-             events=["Restarted"]),
+        Step("worker-1 is OOM-killed (137): the job is Restarting",
+             {worker(1): exited(137, "OOMKilled")},
+             phase="Restarting", deleted=["Worker-1"], restarts=1,
+             conditions={"Restarting": "True", "Running": "False"},
+             states={"Worker-1": "Restarting"},
+             events=["ExitedWithCode", "PyTorchJobRestarting"]),
+        Step("its pod is gone: created again at once", {worker(1): None},
+             phase="Restarting", created=["Worker-1"], restarts=1,
+             conditions={"Restarting": "True", "Running": "False"},
+             states={"Worker-1": "Pending"}, events=[]),
+        Step("it runs again: the job is Running again", {worker(1): running()},
+             phase="Running", restarts=1,
+             conditions={"Restarting": "False", "Running": "True"},
+             states={"Worker-1": "Running"}, events=["Restarted"]),
         Step("the master finishes", {MASTER: exited(0)}, phase="Succeeded",
              job_actions=["cleanupPods"], restarts=1,
              conditions={"Succeeded": "True", "Running": "False"}),
     ])
     assert [r.phase for r in results] == [
-        "Created", "Running", "Running", "Running", "Running", "Succeeded"
+        "Created", "Running", "Restarting", "Restarting", "Running", "Succeeded"
     ]
     created = [name for r in results for name in r.planned("createPod")]
     assert created == [*ALL, "Worker-1"]
     assert read_record(world.job["status"]).replica_restarts == {
         ReplicaId("Worker", 1): RestartRecord(1, "2027-01-15T08:00:00Z")
     }
-    restart = results[2].notices[0]
-    assert (restart.type, restart.reason) == ("Warning", "PodFailed")
-    assert "Worker-1" in restart.message and "137" in restart.message
+    assert results[2].notices == []  # the restart is said by its event actions only
+    assert results[2].posted == [
+        ("Normal", "ExitedWithCode", "Pod: team.mnist-worker-1 exited with code 137"),
+        ("Warning", "PyTorchJobRestarting",
+         "job mnist is restarting because Worker replica(s) failed."),
+    ]
+    assert results[2].job_path == [("Running", "Restarting", "PyTorchJobRestarting")]
+    restarting = results[2].condition("Restarting") or {}
+    assert (restarting.get("reason"), restarting.get("message")) == (
+        "PyTorchJobRestarting", "job mnist is restarting because Worker replica(s) failed.")
+    assert results[2].condition_reason("Running") == "PyTorchJobRestarting"
+    rerun = results[4].notices[0]
+    assert (rerun.reason, rerun.message) == (
+        "Restarted", "Worker-1 runs again in pod mnist-worker-1 (restart 1).")
+    assert results[4].job_path == [("Restarting", "Running", "PyTorchJobRunning")]
 
 
 def test_a_worker_exiting_1_fails_the_job() -> None:
@@ -110,14 +129,18 @@ def test_a_worker_exiting_1_fails_the_job() -> None:
         Step("worker-1 exits 1", {worker(1): exited(1, "Error")}, phase="Failed",
              job_actions=["cleanupPods"], restarts=0, states={"Worker-1": "Failed"},
              conditions={"Running": "False", "FailureTarget": "True", "Failed": "True"},
-             events=["PodFailed", "PyTorchJobFailed"]),
+             events=["ExitedWithCode", "PyTorchJobFailed"]),
         Step("the master keeps running; nothing more happens", phase="Failed", events=[]),
     ])
     failed = results[2].condition("Failed")
     assert failed is not None
     assert failed["reason"] == "PyTorchJobFailed"
     assert "Worker" in failed["message"]
-    assert "exit code 1" in results[2].notices[0].message
+    ended = results[2].notices[0]
+    assert (ended.type, ended.reason, ended.message) == (
+        "Normal", "ExitedWithCode",
+        "Pod: team.mnist-worker-1 exited with code 1; restart policy ExitCode does not retry "
+        "it (exit code 1, Error).")
 
 
 @pytest.mark.parametrize(
@@ -148,12 +171,14 @@ def test_restart_policies_decide_what_an_exit_code_means(
     in_place = policy in ("OnFailure", "Always")
     ends = ended_in_place(code) if in_place and outcome != "success" else exited(code)
     expected = {
-        "in place": Step("worker-0 ends", {worker(0): ends}, phase="Running",
+        "in place": Step("worker-0 ends", {worker(0): ends}, phase="Restarting",
                          restarts=1, states={"Worker-0": "RestartingInPlace"},
-                         conditions={"Restarting": "True"}, events=["PodRestarted"]),
-        "recreate": Step("worker-0 ends", {worker(0): ends}, phase="Running",
+                         conditions={"Restarting": "True", "Running": "False"},
+                         events=["ExitedWithCode", "PyTorchJobRestarting"]),
+        "recreate": Step("worker-0 ends", {worker(0): ends}, phase="Restarting",
                          deleted=["Worker-0"], restarts=1, states={"Worker-0": "Restarting"},
-                         conditions={"Restarting": "True"}),
+                         conditions={"Restarting": "True", "Running": "False"},
+                         events=["ExitedWithCode", "PyTorchJobRestarting"]),
         "success": Step("worker-0 ends", {worker(0): ends}, phase="Running",
                         restarts=0, states={"Worker-0": "Succeeded"}),
         "failure": Step("worker-0 ends", {worker(0): ends}, phase="Failed",
@@ -170,15 +195,48 @@ def test_restart_policies_decide_what_an_exit_code_means(
 
 @pytest.mark.parametrize("policy", ["OnFailure", "Always"])
 def test_a_pod_that_fails_as_a_whole_is_recreated_under_an_in_place_policy(policy: str) -> None:
-    """Phase Failed (evicted, its activeDeadlineSeconds passed): the kubelet will not restart
-    it, so the machine creates it again and counts a restart."""
+    """Phase Failed (its activeDeadlineSeconds passed): the kubelet will not restart it, so
+    the machine creates it again and counts a restart."""
     world = World(pytorch_job(workers=1, policy=policy))
     play(world, [
         Step("submitted", phase="Created", created=["Master-0", "Worker-0"]),
         Step("both run", {MASTER: running(), worker(0): running()}, phase="Running"),
-        Step("worker-0's pod fails", {worker(0): exited(1)}, phase="Running",
+        Step("worker-0's pod fails", {worker(0): exited(1)}, phase="Restarting",
              deleted=["Worker-0"], restarts=1, states={"Worker-0": "Restarting"},
-             events=["PodFailed"]),
+             events=["ExitedWithCode", "PyTorchJobRestarting"]),
+    ])
+
+
+@pytest.mark.parametrize("policy", ["OnFailure", "Always", "ExitCode"])
+def test_an_evicted_pod_without_an_exit_code_is_recreated_unless_never(policy: str) -> None:
+    """Evicted: the pod failed as a whole and its container has no exit code; every policy
+    but Never creates it again and counts a restart."""
+    world = World(pytorch_job(workers=1, policy=policy))
+    results = play(world, [
+        Step("submitted", phase="Created", created=["Master-0", "Worker-0"]),
+        Step("both run", {MASTER: running(), worker(0): running()}, phase="Running"),
+        Step("worker-0's pod is evicted", {worker(0): evicted()}, phase="Restarting",
+             deleted=["Worker-0"], restarts=1, states={"Worker-0": "Restarting"},
+             conditions={"Restarting": "True"},
+             events=["PyTorchJobRestarting", "PodFailed"]),
+        Step("its pod is gone: created again at once", {worker(0): None},
+             phase="Restarting", created=["Worker-0"], restarts=1, events=[]),
+        Step("it runs again", {worker(0): running()}, phase="Running", restarts=1,
+             conditions={"Restarting": "False", "Running": "True"}, events=["Restarted"]),
+    ])
+    failed = results[2].notices[0]
+    assert (failed.type, failed.reason, failed.message) == (
+        "Warning", "PodFailed",
+        f"Worker-0 failed (no exit code, Evicted); restart policy {policy} recreates it.")
+
+
+def test_an_evicted_pod_under_never_fails_the_job() -> None:
+    play(World(pytorch_job(workers=1, policy="Never")), [
+        Step("submitted", phase="Created", created=["Master-0", "Worker-0"]),
+        Step("both run", {MASTER: running(), worker(0): running()}, phase="Running"),
+        Step("worker-0's pod is evicted", {worker(0): evicted()}, phase="Failed",
+             job_actions=["cleanupPods"], restarts=0, states={"Worker-0": "Failed"},
+             conditions={"Failed": "True"}),
     ])
 
 
@@ -188,8 +246,9 @@ def test_a_pod_whose_container_exited_while_it_says_running_is_not_counted_runni
     results = play(world, [
         *STARTED,
         Step("worker-0's container exits 137, the pod still says Running",
-             {worker(0): exited_while_phase_running(137)}, phase="Running",
-             deleted=["Worker-0"], restarts=1, states={"Worker-0": "Restarting"}),
+             {worker(0): exited_while_phase_running(137)}, phase="Restarting",
+             deleted=["Worker-0"], restarts=1, states={"Worker-0": "Restarting"},
+             events=["ExitedWithCode", "PyTorchJobRestarting"]),
     ])
     assert results[-1].status["replicaStatuses"]["Worker"]["active"] == 1
 
@@ -200,13 +259,14 @@ def test_restarts_beyond_the_backoff_limit_fail_the_job() -> None:
     results = play(world, [
         Step("submitted", phase="Created", created=["Master-0", "Worker-0"]),
         Step("both run", {MASTER: running(), worker(0): running()}, phase="Running"),
-        Step("worker-0 fails once", fails, phase="Running", deleted=["Worker-0"], restarts=1),
-        Step("its pod is gone", {worker(0): None}, phase="Running", created=["Worker-0"]),
+        Step("worker-0 fails once", fails, phase="Restarting", deleted=["Worker-0"],
+             restarts=1),
+        Step("its pod is gone", {worker(0): None}, phase="Restarting", created=["Worker-0"]),
         Step("it runs again", {worker(0): running()}, phase="Running", restarts=1),
         Step("it fails again: 2 restarts > backoffLimit 1; Failing until its pod is gone",
              fails, phase="Failing", deleted=["Worker-0"], job_actions=["cleanupPods"],
              restarts=2, conditions={"FailureTarget": "True", "Failed": None, "Running": "False"},
-             events=["PodFailed", "BackoffLimitExceeded"]),
+             events=["ExitedWithCode", "PyTorchJobRestarting", "BackoffLimitExceeded"]),
         Step("its pod is gone: the job has failed", {worker(0): None}, phase="Failed",
              restarts=2, conditions={"FailureTarget": "True", "Failed": "True"},
              events=[]),
@@ -226,9 +286,10 @@ def test_without_a_backoff_limit_restarts_are_not_limited() -> None:
     ])
     for attempt in range(1, 6):
         play(world, [
-            Step(f"failure {attempt}", {worker(0): exited(1)}, phase="Running",
+            Step(f"failure {attempt}", {worker(0): exited(1)}, phase="Restarting",
                  deleted=["Worker-0"], restarts=attempt),
-            Step("pod gone", {worker(0): None}, phase="Running", created=["Worker-0"]),
+            Step("pod gone: created again at once", {worker(0): None}, phase="Restarting",
+                 created=["Worker-0"]),
             Step("runs again", {worker(0): running()}, phase="Running"),
         ])
 
@@ -266,14 +327,69 @@ def test_a_job_submitted_suspended_creates_no_pod_until_resumed() -> None:
 def test_a_pod_deleted_by_someone_else_is_recreated_without_counting_a_restart() -> None:
     play(World(pytorch_job()), [
         *STARTED,
-        Step("someone deletes worker-0's pod", {worker(0): deleted()}, phase="Running",
+        Step("someone deletes worker-0's pod", {worker(0): deleted()}, phase="Restarting",
              deleted=["Worker-0"], restarts=0, states={"Worker-0": "Restarting"},
-             events=["PodDeleted"]),
-        Step("the pod is gone", {worker(0): None}, phase="Running", created=["Worker-0"],
-             restarts=0),
+             conditions={"Restarting": "True", "Running": "False"}, events=["PodDeleted"]),
+        Step("the pod is gone", {worker(0): None}, phase="Restarting", created=["Worker-0"],
+             restarts=0, events=[]),
         Step("it runs again", {worker(0): running()}, phase="Running", restarts=0,
-             states={"Worker-0": "Running"}),
+             states={"Worker-0": "Running"},
+             conditions={"Restarting": "False", "Running": "True"}, events=["Started"]),
     ])
+
+
+def test_a_pod_that_vanished_unseen_is_said_and_created_again_without_counting() -> None:
+    results = play(World(pytorch_job()), [
+        *STARTED,
+        Step("worker-0's pod is gone, its deletion never seen", {worker(0): None},
+             phase="Restarting", created=["Worker-0"], deleted=["Worker-0"], restarts=0,
+             states={"Worker-0": "Pending"},
+             conditions={"Restarting": "True", "Running": "False"}, events=["PodMissing"]),
+        Step("it runs again", {worker(0): running()}, phase="Running", restarts=0,
+             states={"Worker-0": "Running"},
+             conditions={"Restarting": "False", "Running": "True"}, events=["Started"]),
+    ])
+    assert results[2].replica_path == [
+        ("Worker-0", "Running", "Restarting"), ("Worker-0", "Restarting", "Pending")]
+    assert results[2].notices[0].message == (
+        "Worker-0's pod is gone without the engine seeing it deleted; it will be created again.")
+    assert results[2].made == ["Worker-0"]
+
+
+def test_a_failed_pod_is_created_again_at_once() -> None:
+    """As Kubeflow: no re-creation back-off by default for a Kubeflow kind."""
+    world = World(pytorch_job(workers=1, policy="ExitCode"))
+    results = play(world, [
+        Step("submitted", phase="Created", created=["Master-0", "Worker-0"]),
+        Step("both run", {MASTER: running(), worker(0): running()}, phase="Running"),
+        Step("worker-0 is killed (137)", {worker(0): exited(137)}, phase="Restarting",
+             deleted=["Worker-0"], restarts=1),
+        Step("its pod is gone: made again in the same pass", {worker(0): None},
+             phase="Restarting", created=["Worker-0"], restarts=1),
+    ])
+    assert results[3].made == ["Worker-0"]
+    assert results[3].next_look is None
+
+
+def test_recreation_backoff_true_waits_before_creating_a_failed_pod_again() -> None:
+    """runPolicy.recreationBackoff: true opts into the engine's back-off (10 s, doubling)."""
+    world = World(pytorch_job(workers=1, policy="ExitCode",
+                              run_policy={"recreationBackoff": True}))
+    results = play(world, [
+        Step("submitted", phase="Created", created=["Master-0", "Worker-0"]),
+        Step("both run", {MASTER: running(), worker(0): running()}, phase="Running"),
+        Step("worker-0 is killed (137)", {worker(0): exited(137)}, phase="Restarting",
+             deleted=["Worker-0"], restarts=1),
+        Step("its pod is gone: planned, but it waits out the back-off", {worker(0): None},
+             phase="Restarting", created=["Worker-0"], restarts=1),
+        Step("9 s later: still waiting", wait=9, phase="Restarting", created=["Worker-0"]),
+        Step("10 s after the restart: made again", wait=1, phase="Restarting",
+             created=["Worker-0"]),
+        Step("it runs again", {worker(0): running()}, phase="Running", restarts=1),
+    ])
+    assert results[3].made == [] and results[4].made == []
+    assert results[3].next_look == results[4].next_look == T0.replace(second=10)
+    assert results[5].made == ["Worker-0"]
 
 
 NODE_LOST = {worker(1): lost()}
@@ -282,9 +398,10 @@ NODE_LOST = {worker(1): lost()}
 @pytest.mark.parametrize(
     ("policy", "then"),
     [
-        ("OnFailure", Step("worker-1's node goes away", NODE_LOST, phase="Running",
+        ("OnFailure", Step("worker-1's node goes away", NODE_LOST, phase="Restarting",
                            deleted=["Worker-1"], restarts=1, states={"Worker-1": "Restarting"},
-                           events=["PodLost"])),
+                           conditions={"Restarting": "True", "Running": "False"},
+                           events=["PyTorchJobRestarting", "PodLost"])),
         ("Never", Step("worker-1's node goes away", NODE_LOST, phase="Failed",
                        job_actions=["cleanupPods"], restarts=0, states={"Worker-1": "Failed"},
                        events=["PodLost", "PyTorchJobFailed"])),
@@ -365,7 +482,7 @@ def test_a_job_that_ends_in_a_decision_creates_no_pod_in_it() -> None:
              phase="Succeeded", job_actions=["cleanupPods"],
              conditions={"Created": "True", "SuccessCriteriaMet": "True",
                          "Succeeded": "True"},
-             events=["Succeeded", "PyTorchJobSucceeded"]),
+             events=["ExitedWithCode", "PyTorchJobSucceeded"]),
         Step("nothing is created afterwards either", phase="Succeeded", events=[]),
     ])
     assert results[1].planned("createPod") == [] and results[1].planned("createService") == []

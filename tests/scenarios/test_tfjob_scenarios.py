@@ -33,7 +33,7 @@ def test_worker_0_finishing_ends_a_job_without_a_chief() -> None:
         Step("submitted", phase="Created", created=PS_AND_WORKERS,
              conditions={"Created": "True"}),
         Step("everything runs", RUNNING, phase="Running",
-             events=["Running", "Running", "Running", "TFJobRunning"]),
+             events=["Started", "Started", "Started", "TFJobRunning"]),
         Step("worker-1 finishes first: not the chief", {worker(1): exited(0)},
              phase="Running", states={"Worker-1": "Succeeded"}),
         Step("worker-0 finishes: the job succeeds, PS still running",
@@ -81,9 +81,13 @@ def test_a_failed_worker_fails_the_job_under_the_default_never_policy() -> None:
              phase="Running"),
         Step("worker-1 exits 137: Never does not restart", {worker(1): exited(137)},
              phase="Failed", job_actions=["cleanupPods"], restarts=0,
-             events=["PodFailed", "TFJobFailed"]),
+             events=["ExitedWithCode", "TFJobFailed"]),
     ])
     assert results[-1].condition_reason("Failed") == "TFJobFailed"
+    ended = results[-1].notices[0]
+    assert (ended.type, ended.reason) == ("Normal", "ExitedWithCode")
+    assert ended.message == ("Pod: team.dist-mnist-worker-1 exited with code 137; restart policy "
+                             "Never does not retry it (exit code 137).")
 
 
 def test_dynamic_workers_tolerate_a_failed_worker() -> None:

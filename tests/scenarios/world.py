@@ -105,6 +105,20 @@ def tf_job(
     return _job("TFJob", name, {"tfReplicaSpecs": specs, **spec}, run_policy)
 
 
+def machine_job(
+    name: str = "train",
+    *,
+    workers: int = 1,
+    policy: str | None = "ExitCode",
+    run_policy: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """A MachineJob (the engine's own kind) with `workers` Workers."""
+    job = _job("MachineJob", name,
+               {"replicaSpecs": {"Worker": replica_spec("main", workers, policy)}}, run_policy)
+    job["apiVersion"] = "jobmachine.dev/v1alpha1"
+    return job
+
+
 def _job(
     kind: str, name: str, spec: dict[str, Any], run_policy: Mapping[str, Any] | None
 ) -> dict[str, Any]:
@@ -178,6 +192,14 @@ def running_again(restarts: int, last_code: int = 1) -> Pod:
                 restart_count=restarts)
 
 
+def evicted() -> Pod:
+    """A pod the kubelet evicted: phase Failed as a whole, its container never ended (no
+    exit code)."""
+    pod = _pod("Failed", state={"running": {"startedAt": format_time(T0)}})
+    pod["status"]["reason"] = "Evicted"
+    return pod
+
+
 def exited_while_phase_running(code: int) -> Pod:
     """The main container ended but the pod still says Running (field notes, story 3)."""
     return _pod("Running", state={"terminated": {"exitCode": code, "reason": "Error"}})
@@ -217,6 +239,11 @@ class Reconciled:
     decision: Decision
     status: dict[str, Any]
     notices: list[Notice]
+    made: list[str] = field(default_factory=list)
+    """The replicas (`Worker-1`) whose pods the executor did create in the pass, in order: a
+    planned pod waits while its replica's re-creation back-off runs."""
+    next_look: datetime | None = None
+    """When the engine would look at the job again by itself (a back-off, a deadline)."""
 
     @property
     def phase(self) -> str | None:
@@ -234,6 +261,17 @@ class Reconciled:
         posted = [str(p.action.args["reason"]) for p in self.decision.actions
                   if p.action.name == "event"]
         return posted + [notice.reason for notice in self.notices]
+
+    @property
+    def posted(self) -> list[tuple[str, str, str]]:
+        """(type, reason, message) of the Events the reconcile's `event` actions post, in
+        order (the messages as posted; transition events are in `notices`)."""
+        return [
+            ("Warning" if p.action.args.get("type") == "Warning" else "Normal",
+             str(p.action.args["reason"]), str(p.action.args.get("message") or ""))
+            for p in self.decision.actions
+            if p.action.name == "event"
+        ]
 
     def planned(self, action: str) -> list[str]:
         """The replicas (`Worker-1`) an action was planned for, in order."""
@@ -363,7 +401,8 @@ class World:
         world = SimulatedWorld(self.definition, self.job, self.now,
                                transitions_kept=self.transitions_kept, pods=self._stored())
         passed = world.reconcile()
-        return Reconciled(passed.decision, self.job["status"], list(passed.notices))
+        return Reconciled(passed.decision, self.job["status"], list(passed.notices),
+                          [str(r) for r in passed.created], passed.next_look)
 
     def _stored(self) -> dict[ReplicaId, Pod]:
         """Copies of the pods with the metadata the API server gives every pod (a name, the

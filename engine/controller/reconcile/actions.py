@@ -199,9 +199,12 @@ def _decorations(
 
 
 def _backoff_remaining(run: ActionRun, replica: ReplicaId) -> float:
-    """Seconds until a replica whose pod failed may get a new one (0: now)."""
+    """Seconds until a replica whose pod failed may get a new one (0: now; always 0 where
+    runPolicy.recreationBackoff, with the machine's default, is false)."""
     restarts = run.decision.record.replica_backoff.get(replica)
     if restarts is None or restarts.count == 0:
+        return 0.0
+    if run.spec.run_policy.get("recreationBackoff", True) is False:
         return 0.0
     settings = run.settings
     delay = min(

@@ -163,14 +163,16 @@ def decide(
     observations = job_observations
     for _ in range(len(definition.job.states) + len(definition.replica.states) + 2):
         replicas_moved = False
+        fired_before = len(progress.fired)
         if state is None or not _holds(definition, state):
             replicas_moved = _step_replicas(definition, cel_job, spec, pods, progress,
                                             shared=shared, surroundings=surroundings)
         summary = replica_summary(spec, progress.record, pods, definition.replica)
         variables = common_variables(cel_job, spec, progress.record, summary, surroundings)
         unsettled = partial(_unsettled, progress, pods, spec)
+        seen = observations | {_restarts(definition, progress, since=fired_before)}
         result = step(definition.job, state,
-                      Facts(observations, variables, sharing=shared, withheld=unsettled))
+                      Facts(seen, variables, sharing=shared, withheld=unsettled))
         observations = observations - result.withheld
         progress.errors += result.errors
         for transition in result.fired:
@@ -235,6 +237,22 @@ def _deletions_pending(
             if any(not pods[r].going for r in pods_to_clean(policy, pods)):
                 return True
     return False
+
+
+def _restarts(definition: CompiledDefinition, progress: _Progress, *, since: int) -> str:
+    """`replicaRestarting` while a replica is in a state of phase Restarting (as the replica
+    machines stand now), or entered one in this round's steps (a restart in place seen
+    once the container runs again passes through it and out in one step), else
+    `noReplicaRestarting`."""
+    states = definition.replica.states
+
+    def restarting(state: str) -> bool:
+        return state in states and states[state].phase == "Restarting"
+
+    now = any(restarting(s) for s in progress.record.replica_states.values())
+    passed = any(f.replica is not None and restarting(f.transition.target)
+                 for f in progress.fired[since:])
+    return "replicaRestarting" if now or passed else "noReplicaRestarting"
 
 
 def _replay(result: StepResult, replica: ReplicaId | None, progress: _Progress) -> None:

@@ -53,9 +53,12 @@ def notices_for(fired: tuple[Fired, ...], facts: Mapping[ReplicaId, PodFacts]) -
 
 
 def _replica_message(replica: ReplicaId, message: str, facts: PodFacts) -> str:
-    if str(replica) not in message:
+    """The message, with the replica in front and the exit code after, unless it names them
+    already (Kubeflow's `Pod: <ns>.<pod> exited with code <N>` names the pod and its code)."""
+    pod_name = str(facts.pod.get("name") or "")
+    if str(replica) not in message and not (pod_name and pod_name in message):
         message = f"{replica}: {message}"
-    if facts.exit_code >= 0 and "exit code" not in message:
+    if facts.exit_code >= 0 and f"code {facts.exit_code}" not in message:
         message += f" (exit code {facts.exit_code})"
     return message
 

@@ -149,10 +149,10 @@ def test_up_prints_a_line_per_job_state_change_and_replica_restart(tmp_path: Pat
     said = [line.split()[3] for line in lines]
     # The restart may be seen before the job's Running (the worker can end at once).
     assert (said[0], said[-1]) == ("PyTorchJobCreated", "PyTorchJobSucceeded"), out
-    assert sorted(said[1:-1]) == ["PodRestarted", "PyTorchJobRunning"], out
-    [restarted] = [line for line in lines if "PodRestarted" in line]
+    assert sorted(said[1:-1]) == ["PyTorchJobRestarting", "PyTorchJobRunning"], out
+    [restarted] = [line for line in lines if "PyTorchJobRestarting" in line]
     assert restarted.split()[1:3] == ["default/live", "Worker-0"]
-    assert "Worker-0 ended (exit code 2" in restarted
+    assert "job live is restarting because Worker replica(s) failed." in restarted
     assert "\x1b[" not in out  # plain when piped
 
 

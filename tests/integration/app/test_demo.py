@@ -55,8 +55,12 @@ def test_demo_runs_every_example_as_it_expects(tmp_path: Path, node_mode: NodeMo
     assert table["pytorch-restarts"][2] == "1", text
     assert table["pytorch-succeeds"][2] == "0", text
     assert "all 3 jobs ended as expected" in text
-    assert re.search(r"pytorch-restarts +Worker-0 +Running -> Restarting +PodFailed", text), text
-    assert "PodFailed" in text and "exit code 137" in text
+    assert re.search(r"pytorch-restarts +Worker-0 +Running -> Restarting +PyTorchJobRestarting",
+                     text), text
+    assert re.search(r"pytorch-restarts +job +Running -> Restarting +PyTorchJobRestarting",
+                     text), text
+    assert "Pod: default.pytorch-restarts-worker-0 exited with code 137" in text
+    assert "job pytorch-restarts is restarting because Worker replica(s) failed." in text
 
     visited = {name: highlighted_states((pictures / f"{name}.svg").read_bytes())
                for name in EXPECTED_PHASES}

@@ -261,3 +261,34 @@ def test_scheduler_plugins_podgroups_for_every_job(plugins_cluster: LocalCluster
         assert pod["spec"]["schedulerName"] == "scheduler-plugins-scheduler"
         assert pod["metadata"]["labels"]["scheduling.x-k8s.io/pod-group"] == "coscheduled"
         assert "scheduling.k8s.io/group-name" not in (pod["metadata"].get("annotations") or {})
+
+
+EVENTS = Resource("", "v1", "events", "Event", namespaced=True)
+
+
+def test_a_waiting_gang_says_why_once_until_it_is_placed(
+    cluster: LocalCluster,
+) -> None:
+    """The second of two gangs that cannot both fit waits: one GangWaiting event with the pod
+    group's message, the condition GangWaiting True, then False once it is placed; the first
+    never waited."""
+    jobs = ["gang-placed-now", "gang-waits"]
+    for name in jobs:
+        cluster.client.create(PYTORCHJOBS, gang_job(name, run_seconds=4, scheduling={}),
+                              "default")
+    waiting = wait_until(lambda: _status(cluster, "gang-waits"),
+                         lambda seen: any(c["type"] == "GangWaiting"
+                                          for c in seen.get("conditions") or ()),
+                         what="gang-waits to say it waits", timeout_s=30)
+    said = _condition(waiting, "GangWaiting")
+    assert (said["status"], said["reason"]) == ("True", "NotEnoughResources")
+    assert "waits for its pod group to be placed: " in said["message"]
+    statuses = [_finished(cluster, name) for name in jobs]
+    assert [s["phase"] for s in statuses] == ["Succeeded", "Succeeded"]
+    placed = _condition(statuses[1], "GangWaiting")
+    assert (placed["status"], placed["reason"]) == ("False", "GangScheduled")
+    assert not any(c["type"] == "GangWaiting" for c in statuses[0]["conditions"])
+    events, _ = cluster.client.list(EVENTS, "default")
+    waits = [e for e in events if e["reason"] == "GangWaiting"]
+    assert [e["involvedObject"]["name"] for e in waits] == ["gang-waits"]
+    assert waits[0].get("count", 1) == 1

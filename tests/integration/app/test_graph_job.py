@@ -53,8 +53,8 @@ def test_graph_of_a_job_highlights_the_path_it_took(finished: LocalCluster, tmp_
 
     assert result.exit_code == 0, result.output
     visited = highlighted_states(picture.read_bytes())
-    assert {"job/s/Created", "job/s/Running", "job/s/Succeeding", "job/s/Succeeded",
-            "replica/s/Pending",
+    assert {"job/s/Created", "job/s/Running", "job/s/Restarting", "job/s/Succeeding",
+            "job/s/Succeeded", "replica/s/Pending",
             "replica/s/Running", "replica/s/Restarting", "replica/s/Succeeded"} == visited
 
 

@@ -133,8 +133,11 @@ def test_a_job_resumes_where_it_was_after_up_restarts(tmp_path: Path, stop_when:
     restarts = [(source, reason, count)
                 for (level, source, target, reason), count in record.transition_counts.items()
                 if level == "replica" and target == "Restarting"]
-    assert restarts == [("Running", "PodFailed", WORKERS)], status
-    assert sum(e.get("count", 1) for e in events if e["reason"] == "PodFailed") == WORKERS
+    assert restarts == [("Running", "PyTorchJobRestarting", WORKERS)], status
+    assert sum(e.get("count", 1) for e in events
+               if e["reason"] == "PyTorchJobRestarting") == WORKERS
+    assert sum(e.get("count", 1) for e in events if e["reason"] == "ExitedWithCode"
+               and e["message"].endswith("exited with code 137")) == WORKERS
     assert not ledger.overlaps
     assert ledger.names == {("Worker", str(i)): {f"{JOB}-worker-{i}"} for i in range(WORKERS)}
     assert {replica: len(uids) for replica, uids in ledger.uids.items()} == \

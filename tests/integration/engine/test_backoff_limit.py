@@ -29,13 +29,18 @@ def test_always_killed_worker_exceeds_the_limit(client: KubeClient, ns: str) -> 
         wait_until(lambda: pods.creations() == {"Worker-0": 3}, what="three pods of Worker-0")
 
     assert status(job)["restarts"] == 3
-    assert job_path(job) == ["Created", "Running", "Failing", "Failed"]
+    # Restarting while each of the first two restarts recreates the pod; the third
+    # goes over the limit.
+    assert job_path(job) == ["Created", "Running", "Restarting", "Running", "Restarting",
+                             "Running", "Failing", "Failed"]
     failed = condition(job, "Failed")
     assert failed is not None
     assert (failed["status"], failed["reason"]) == ("True", "BackoffLimitExceeded")
     assert "backoff limit (2)" in failed["message"]
     events = job_events(client, job)
-    assert count_events(events, "PodFailed") == 3
+    assert count_events(events, "ExitedWithCode") == 3
+    assert count_events(events, "PyTorchJobRestarting") == 3
+    assert count_events(events, "Restarted") == 2
     assert events[-1]["reason"] == "BackoffLimitExceeded"
     assert count_events(events, "PyTorchJobFailed") == 0  # the ending is said once
 

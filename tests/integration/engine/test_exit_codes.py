@@ -23,7 +23,8 @@ from tests.integration.engine.helpers import (
 
 
 def test_worker_killed_once_is_restarted_then_succeeds(client: KubeClient, ns: str) -> None:
-    """worker-0 exits 137, then 0 -> one restart, 2 pods created, one Warning PodFailed."""
+    """worker-0 exits 137, then 0 -> one restart, 2 pods created, the job Restarting while it
+    is recreated; said as Kubeflow says it: ExitedWithCode, then PyTorchJobRestarting."""
     job = pytorchjob("train", ns, workers=Replica(codes="137,0", policy="ExitCode"))
     with watching_pods(client, ns) as pods:
         client.create(PYTORCHJOBS, job, ns)
@@ -34,17 +35,25 @@ def test_worker_killed_once_is_restarted_then_succeeds(client: KubeClient, ns: s
     done = status(job)
     assert done["restarts"] == 1
     assert stored(job)["restarts"]["Worker"]["0"][0] == 1
-    assert job_path(job) == ["Created", "Running", "Succeeding", "Succeeded"]
+    assert job_path(job) == [
+        "Created", "Running", "Restarting", "Running", "Succeeding", "Succeeded"]
     assert replica_path(job, "Worker-0") == [
         "Pending", "Running", "Restarting", "Pending", "Running", "Succeeded"]
     restarting = condition(job, "Restarting")
     assert restarting is not None and restarting["status"] == "False"
 
     events = job_events(client, job)
-    [failed] = [e for e in events if e["reason"] == "PodFailed"]
-    assert (failed["type"], failed["count"]) == ("Warning", 1)
-    assert "Worker-0" in failed["message"] and "137" in failed["message"]
-    assert count_events(events, "Restarted") == 1
+    [exited] = [e for e in events if e["reason"] == "ExitedWithCode"
+                and "code 137" in e["message"]]
+    assert (exited["type"], exited["count"]) == ("Normal", 1)
+    assert exited["message"] == f"Pod: {ns}.train-worker-0 exited with code 137"
+    [restarting] = [e for e in events if e["reason"] == "PyTorchJobRestarting"]
+    assert (restarting["type"], restarting["count"]) == ("Warning", 1)
+    assert restarting["message"] == "job train is restarting because Worker replica(s) failed."
+    assert count_events(events, "PodFailed") == 0
+    [rerun] = [e for e in events if e["reason"] == "Restarted"]
+    assert (rerun["count"], rerun["message"]) == (
+        1, "Worker-0 runs again in pod train-worker-0 (restart 1).")
 
 
 def test_exit_code_1_is_permanent(client: KubeClient, ns: str) -> None:
@@ -64,8 +73,11 @@ def test_exit_code_1_is_permanent(client: KubeClient, ns: str) -> None:
     assert replica_path(job, "Worker-0") == ["Pending", "Running", "Failed"]
     assert status(job)["completionTime"]
     events = job_events(client, job)
-    [permanent] = [e for e in events if e["reason"] == "PodFailed"]
-    assert "Worker-0" in permanent["message"] and "exit code 1" in permanent["message"]
+    [permanent] = [e for e in events if e["reason"] == "ExitedWithCode"]
+    assert permanent["message"] == (
+        f"Pod: {ns}.train-worker-0 exited with code 1; restart policy ExitCode does not "
+        "retry it (exit code 1, Error).")
+    assert count_events(events, "PyTorchJobRestarting") == 0
     assert events[-1]["reason"] == "PyTorchJobFailed"
 
 

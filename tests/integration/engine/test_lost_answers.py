@@ -37,7 +37,7 @@ def test_every_state_change_gets_its_event_though_every_status_answer_is_lost() 
             job = client.create(PYTORCHJOBS, pytorchjob("lost", ns, workers=Replica(codes="0")),
                                 ns)
             wait_for_phase(client, ns, "lost", "Succeeded", timeout=30)
-            expected = ["PyTorchJobCreated", "Running", "PyTorchJobRunning", "Succeeded",
+            expected = ["PyTorchJobCreated", "Started", "PyTorchJobRunning", "ExitedWithCode",
                         "PyTorchJobSucceeded"]
 
             def reasons() -> list[str]:

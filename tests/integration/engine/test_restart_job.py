@@ -52,7 +52,8 @@ def test_restart_job_recreates_every_replica_in_a_new_attempt(
 
     assert (status(done)["restartAttempt"], status(done)["restarts"]) == (1, 1)
     path = job_path(done)
-    assert path[:3] == ["Created", "Running", "Restarting"]
+    # RestartingAll: every replica in a new attempt (Restarting is one replica's restart).
+    assert path[:3] == ["Created", "Running", "RestartingAll"]
     assert path[3:] == ["Created", "Running", "Succeeding", "Succeeded"]
     restarting = condition(done, "Restarting")
     assert restarting is not None and restarting["status"] == "False"

@@ -31,10 +31,15 @@ def test_on_failure_restarts_on_exit_1_in_place(client: KubeClient, ns: str) -> 
     assert pod["spec"]["restartPolicy"] == "OnFailure"
     [main] = pod["status"]["containerStatuses"]
     assert (main["restartCount"], main["lastState"]["terminated"]["exitCode"]) == (1, 1)
-    [restarted] = [e for e in job_events(client, job) if e["reason"] == "PodRestarted"]
-    assert restarted["type"] == "Warning"
-    assert restarted["message"].startswith("Worker-0 ended (exit code 1, Error")
-    assert "OnFailure" in restarted["message"]
+    # Said as Kubeflow's training operator says it: the exit, then the job restarting.
+    said = [(e["type"], e["reason"], e["message"]) for e in job_events(client, job)
+            if e["reason"] in ("ExitedWithCode", "PyTorchJobRestarting")]
+    assert said == [
+        ("Normal", "ExitedWithCode", f"Pod: {ns}.{pod['metadata']['name']} exited with code 1"),
+        ("Warning", "PyTorchJobRestarting",
+         "job train is restarting because Worker replica(s) failed."),
+        ("Normal", "ExitedWithCode", f"Pod: {ns}.{pod['metadata']['name']} exited with code 0"),
+    ]
 
 
 def test_on_failure_is_the_default(client: KubeClient, ns: str) -> None:
@@ -60,7 +65,11 @@ def test_always_restarts_in_place_even_after_exit_0_until_the_backoff_limit(
     failed = condition(job, "Failed")
     assert failed is not None and failed["reason"] == "BackoffLimitExceeded"
     assert "Last failure: Worker-0 (exit code 0, Completed" in failed["message"]
-    assert count_events(job_events(client, job), "PodRestarted") == 3
+    events = job_events(client, job)
+    assert count_events(events, "ExitedWithCode") == 3
+    assert count_events(events, "PyTorchJobRestarting") == 3
+    assert {e["message"] for e in events if e["reason"] == "ExitedWithCode"} == {
+        f"Pod: {ns}.train-worker-0 exited with code 0"}
 
 
 def test_never_fails_on_the_first_non_zero_exit(client: KubeClient, ns: str) -> None:
@@ -74,8 +83,13 @@ def test_never_fails_on_the_first_non_zero_exit(client: KubeClient, ns: str) -> 
     assert status(job)["restarts"] == 0
     failed = condition(job, "Failed")
     assert failed is not None and failed["reason"] == "PyTorchJobFailed"
-    [event] = [e for e in job_events(client, job) if e["reason"] == "PodFailed"]
-    assert "Never" in event["message"] and "137" in event["message"]
+    events = job_events(client, job)
+    [event] = [e for e in events if e["reason"] == "ExitedWithCode"]
+    assert event["type"] == "Normal"
+    assert event["message"] == (
+        f"Pod: {ns}.train-worker-0 exited with code 137; restart policy Never does not "
+        "retry it (exit code 137, Error).")
+    assert count_events(events, "PyTorchJobRestarting") == 0
 
 
 def test_never_with_exit_0_succeeds(client: KubeClient, ns: str) -> None:

@@ -87,10 +87,12 @@ def test_one_event_per_state_change_in_order(client: KubeClient, ns: str) -> Non
     assert job_reasons == ["PyTorchJobCreated", "PyTorchJobRunning", "PyTorchJobSucceeded"]
     assert events[-1]["reason"] == "PyTorchJobSucceeded"
     for replica in ("Master-0", "Worker-0", "Worker-1"):
-        story = [(e["reason"], e["message"]) for e in events if e["message"].startswith(replica)]
+        pod = f"train-{replica.lower()}"
+        story = [(e["reason"], e["message"]) for e in events
+                 if e["message"].startswith(replica) or f".{pod} " in e["message"]]
         assert story == [
-            ("Running", f"{replica}: Pending -> Running"),
-            ("Succeeded", f"{replica}: Running -> Succeeded (exit code 0)"),
+            ("Started", f"{replica} runs in pod {pod}."),
+            ("ExitedWithCode", f"Pod: {ns}.{pod} exited with code 0"),
         ]
 
 

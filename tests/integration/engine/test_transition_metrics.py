@@ -56,7 +56,11 @@ def test_a_restarted_job_is_counted_by_transition_reason_and_duration(
     assert transitions[(("from", "Succeeding"), *job, ("to", "Succeeded"))] >= 1
     replica = (("kind", "PyTorchJob"), ("level", "replica"))
     assert transitions[(("from", "Running"), *replica, ("to", "Restarting"))] >= 1
+    # The job is Restarting while the replica's pod is created again.
+    assert transitions[(("from", "Running"), *job, ("to", "Restarting"))] >= 1
+    assert transitions[(("from", "Restarting"), *job, ("to", "Running"))] >= 1
+    # Counted under the restart's reason, as Kubeflow names it.
     restarts = grown(before, after, "jobmachine_restarts_total")
-    assert restarts[(("kind", "PyTorchJob"), ("reason", "PodFailed"))] >= 1
+    assert restarts[(("kind", "PyTorchJob"), ("reason", "PyTorchJobRestarting"))] >= 1
     ended = grown(before, after, "jobmachine_job_duration_seconds_count")
     assert ended[(("kind", "PyTorchJob"), ("state", "Succeeded"))] >= 1

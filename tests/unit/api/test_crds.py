@@ -187,8 +187,10 @@ def test_run_policy_has_kubeflows_fields(crds: dict[str, dict[str, Any]], kind: 
         "schedulingPolicy",
         "suspend",
         "managedBy",
-        # jobmachine's extension: a replica Pending longer than this fails the job.
+        # jobmachine's extensions: a replica Pending longer than this fails the job; a
+        # failed replica's pod waits the engine's back-off before it is created again.
         "pendingTimeoutSeconds",
+        "recreationBackoff",
     }
     assert set(run_policy["properties"]["schedulingPolicy"]["properties"]) == {
         "minAvailable",

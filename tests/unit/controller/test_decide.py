@@ -217,9 +217,13 @@ def test_restarts_are_counted_per_replica_and_for_the_job() -> None:
     assert record.replica_restarts == {
         worker(0): RestartRecord(1, NOW), worker(1): RestartRecord(2, NOW)
     }
-    assert record.transition_counts[("replica", "Running", "Restarting", "PodFailed")] == 3
-    assert record.transition_counts[("replica", "Restarting", "Pending", "PodMissing")] == 3
+    restarting = ("replica", "Running", "Restarting", "PyTorchJobRestarting")
+    assert record.transition_counts[restarting] == 3
+    assert record.transition_counts[("replica", "Restarting", "Pending", "Pending")] == 3
     assert record.transition_counts[("replica", "Pending", "Running", "Restarted")] == 3
+    # The job is Restarting at each restart and Running again once the replica runs.
+    assert record.transition_counts[("job", "Running", "Restarting", "PyTorchJobRestarting")] == 3
+    assert record.transition_counts[("job", "Restarting", "Running", "PyTorchJobRunning")] == 3
 
 
 @pytest.mark.parametrize("kept", [1, 3, 7])
@@ -411,7 +415,8 @@ def test_a_condition_keeps_its_transition_time_until_its_status_flips() -> None:
     world.pods[worker(0)] = exited(1)
     restarting = world.reconcile()
     flipped = format_time(T0 + timedelta(seconds=60))
-    assert transition_time(restarting, "Running") == NOW
+    assert transition_time(restarting, "Created") == NOW
+    assert transition_time(restarting, "Running") == flipped  # False while Restarting
     assert transition_time(restarting, "Restarting") == flipped
     world.advance(60)
     quiet = world.reconcile()

@@ -63,7 +63,8 @@ def test_restart_policies_default_per_kind_and_the_templates_own_is_remembered()
 def test_the_run_policy_is_the_machines_defaults_overridden_by_the_job() -> None:
     view = read_job_spec(pytorch_job(run_policy={"cleanPodPolicy": "All", "backoffLimit": 3}),
                          PYTORCH)
-    assert view.run_policy == {"cleanPodPolicy": "All", "suspend": False, "backoffLimit": 3}
+    assert view.run_policy == {"cleanPodPolicy": "All", "suspend": False, "backoffLimit": 3,
+                               "recreationBackoff": False}
     assert read_job_spec(machine_job(), MACHINEJOB).run_policy == {
         "backoffLimit": 6, "cleanPodPolicy": "Running", "suspend": False
     }

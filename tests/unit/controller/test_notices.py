@@ -124,15 +124,18 @@ def test_a_lifecycle_posts_one_notice_per_state_change() -> None:
         posted.append([n.reason for n in result.notices])
     assert posted == [
         ["PyTorchJobCreated"],
-        ["Running", "Running", "Running", "PyTorchJobRunning"],
-        ["PodFailed"],
-        ["PodMissing"],
+        ["Started", "Started", "Started", "PyTorchJobRunning"],
+        # A restart is said by the replica's `event` actions (ExitedWithCode, then
+        # PyTorchJobRestarting), not by its silent transitions; nor is the engine's own
+        # deletion of the pod.
+        [],
+        [],
         ["Restarted"],
         [],
-        ["Succeeded", "Succeeded"],
+        ["ExitedWithCode", "ExitedWithCode"],
         # Succeeding, then Succeeded in the same pass (cleanPodPolicy None deletes nothing):
         # the ending is said once, the silent second phase posts nothing.
-        ["Succeeded", "PyTorchJobSucceeded"],
+        ["ExitedWithCode", "PyTorchJobSucceeded"],
         [],
     ]
 

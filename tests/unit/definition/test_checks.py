@@ -5,7 +5,8 @@ from __future__ import annotations
 from engine.definition.validate import validate_text
 from tests.unit.definition.texts import JOB, REPLICA, document
 
-JOB_OBSERVATIONS = "deleting, suspended, resumed, deadlineExceeded, invalid, settled, timedOut"
+JOB_OBSERVATIONS = ("deleting, suspended, resumed, deadlineExceeded, invalid, settled, timedOut, "
+                    "replicaRestarting, noReplicaRestarting")
 
 
 def lines(text: str) -> list[str]:

@@ -18,9 +18,10 @@ from tests.unit.graph.conftest import REPO
 # A screen 1600 px wide shows 1200 pt at 100 % (96 dpi): a picture no wider is never
 # scaled down there, so its smallest label keeps its size.
 MAX_WIDTH_PT = 1200
-# Both machines stacked run about 1350 pt tall; side by side again, or labels grown
-# back to whole guards, would show here too.
-MAX_HEIGHT_PT = 1500
+# Both machines stacked run about 1600 pt tall (the Kubeflow job machine's Restarting
+# for replica restarts and RestartingAll for RestartJob); side by side again, or labels
+# grown back to whole guards, would show here too.
+MAX_HEIGHT_PT = 1650
 MIN_FONT_PT = 10.0
 _SVG = "{http://www.w3.org/2000/svg}"
 MACHINES = sorted((REPO / "machines").glob("*.yaml"))
@@ -29,14 +30,16 @@ MACHINES = sorted((REPO / "machines").glob("*.yaml"))
 RESTARTS = [  # worker 0 exits 137, is recreated, then succeeds
     ("job", None, "Created", "Created", 1),
     ("job", "Created", "Running", "PyTorchJobRunning", 1),
+    ("job", "Running", "Restarting", "PyTorchJobRestarting", 1),
+    ("job", "Restarting", "Running", "PyTorchJobRunning", 1),
     ("job", "Running", "Succeeding", "PyTorchJobSucceeded", 1),
     ("job", "Succeeding", "Succeeded", "PyTorchJobSucceeded", 1),
     ("replica", None, "Pending", "Pending", 1),
     ("replica", "Pending", "Running", "Restarted", 1),
-    ("replica", "Pending", "Running", "Running", 1),
-    ("replica", "Running", "Restarting", "PodFailed", 1),
-    ("replica", "Restarting", "Pending", "PodMissing", 1),
-    ("replica", "Running", "Succeeded", "Succeeded", 1),
+    ("replica", "Pending", "Running", "Started", 1),
+    ("replica", "Running", "Restarting", "PyTorchJobRestarting", 1),
+    ("replica", "Restarting", "Pending", "Pending", 1),
+    ("replica", "Running", "Succeeded", "ExitedWithCode", 1),
 ]
 FAILS = [  # the master exits 1 under restart policy Never
     ("job", None, "Created", "Created", 1),
@@ -44,8 +47,8 @@ FAILS = [  # the master exits 1 under restart policy Never
     ("job", "Running", "Failing", "PyTorchJobFailed", 1),
     ("job", "Failing", "Failed", "PyTorchJobFailed", 1),
     ("replica", None, "Pending", "Pending", 2),
-    ("replica", "Pending", "Running", "Running", 2),
-    ("replica", "Running", "Failed", "PodFailed", 1),
+    ("replica", "Pending", "Running", "Started", 2),
+    ("replica", "Running", "Failed", "ExitedWithCode", 1),
 ]
 
 

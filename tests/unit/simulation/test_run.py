@@ -42,10 +42,10 @@ def test_a_retryable_exit_is_recreated_and_a_success_ends_the_job(tmp_path: Path
     assert lines(simulation, "state") == [
         "0s Worker-0 state: -> Pending",
         "0s job state: -> Created (JobCreated)",
-        "1s Worker-0 state: Pending -> Running",
+        "1s Worker-0 state: Pending -> Running (Started)",
         "1s job state: Created -> Running (JobRunning)",
         "5s Worker-0 state: Running -> Restarting (PodFailed)",
-        "6s Worker-0 state: Restarting -> Pending (PodMissing)",
+        "6s Worker-0 state: Restarting -> Pending",
         "16s Worker-0 state: Pending -> Running (Restarted)",
         "1m0s Worker-0 state: Running -> Succeeded",
         "1m0s job state: Running -> Succeeding (AllReplicasSucceeded)",

@@ -123,7 +123,8 @@ def test_the_job_page_shows_state_restarts_machine_events_and_logs(viewed: Viewe
     assert '<g id="node' in body and 'class="node current" data-current="job"' in body
     current = re.findall(r'class="node current" data-current="([^"]*)">\s*<title>([^<]*)<', body)
     assert sorted(current) == [("Worker-0", "replica/s/Succeeded"), ("job", "job/s/Succeeded")]
-    assert "Worker-0 failed (exit code 137, Error)" in body  # the PodFailed event
+    assert "exited with code 137" in body  # the ExitedWithCode event
+    assert "is restarting because Worker replica(s) failed." in body
     assert "<td>SuccessCriteriaMet</td><td>True</td>" in body
     assert "simulated attempt 2: exit code 0" in body  # the log tail, read through pods/log
     assert _strict_headers(viewed, JOB_PATH)

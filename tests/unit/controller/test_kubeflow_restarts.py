@@ -1,0 +1,73 @@
+"""A Kubeflow replica restart as Kubeflow's training operator says and does it
+(pkg/controller.v1/common/pod.go, ReconcilePods): ExitedWithCode, then <Kind>Restarting,
+the job's Restarting condition, the pod created again at once; Running again after."""
+
+from __future__ import annotations
+
+from engine.controller.reconcile.children import ReplicaId
+from tests.scenarios.world import World, exited, pytorch_job, running, worker
+
+
+def running_job(**run_policy: object) -> World:
+    """A PyTorchJob (a Master, two Workers, restartPolicy ExitCode) whose replicas all run."""
+    world = World(pytorch_job(policy="ExitCode", run_policy=dict(run_policy) or None))
+    world.reconcile()
+    world.pods.update({
+        ReplicaId(t, i): running()
+        for t, spec in world.job["spec"]["pytorchReplicaSpecs"].items()
+        for i in range(spec["replicas"])
+    })
+    world.reconcile()
+    return world
+
+
+def test_a_retryable_exit_says_exited_with_code_then_kind_restarting() -> None:
+    world = running_job()
+    world.pods[worker(0)] = exited(137)
+    failed = world.reconcile()
+    assert failed.posted == [
+        ("Normal", "ExitedWithCode", "Pod: team.mnist-worker-0 exited with code 137"),
+        ("Warning", "PyTorchJobRestarting",
+         "job mnist is restarting because Worker replica(s) failed."),
+    ]
+    assert failed.notices == []  # the transitions themselves are silent
+    restarting = failed.condition("Restarting")
+    assert restarting is not None
+    assert (restarting["status"], restarting["reason"], restarting["message"]) == (
+        "True", "PyTorchJobRestarting", "job mnist is restarting because Worker replica(s) failed.")
+    assert failed.condition_status("Running") == "False"
+    assert failed.status["restarts"] == 1
+
+
+def test_the_pod_is_created_again_at_once_and_the_job_runs_again() -> None:
+    world = running_job()
+    world.pods[worker(0)] = exited(137)
+    world.reconcile()
+    del world.pods[worker(0)]
+    recreated = world.reconcile()
+    assert recreated.made == ["Worker-0"]  # no re-creation back-off
+    world.pods[worker(0)] = running()
+    again = world.reconcile()
+    assert (again.condition_status("Running"), again.condition_status("Restarting")) == (
+        "True", "False")
+    assert ("Restarting", "Running") in [(f, t) for f, t, _ in again.job_path]
+
+
+def test_recreation_backoff_true_waits_the_engines_back_off() -> None:
+    world = running_job(recreationBackoff=True)
+    world.pods[worker(0)] = exited(137)
+    world.reconcile()
+    del world.pods[worker(0)]
+    assert world.reconcile().made == []
+    world.advance(11)
+    assert world.reconcile().made == ["Worker-0"]
+
+
+def test_a_permanent_exit_says_exited_with_code_and_the_policy() -> None:
+    world = running_job()
+    world.pods[worker(0)] = exited(1)
+    failed = world.reconcile()
+    said = [(n.type, n.reason, n.message) for n in failed.notices if n.replica == "Worker-0"]
+    assert said == [("Normal", "ExitedWithCode",
+                     "Pod: team.mnist-worker-0 exited with code 1; restart policy ExitCode "
+                     "does not retry it (exit code 1).")]
