@@ -238,6 +238,31 @@ def test_the_pytorch_machines_env_reaches_the_pytorch_container() -> None:
     assert (env["WORLD_SIZE"], env["RANK"]) == ("3", "2")
 
 
+@pytest.mark.parametrize(
+    ("replicas", "master"),
+    [({"Chief": 1, "Worker": 2}, "Chief-0"), ({"Master": 1, "Worker": 2}, "Master-0"),
+     ({"Worker": 2, "PS": 1}, "Worker-0")],
+    ids=["chief", "master", "workers-only"],
+)
+def test_a_tfjobs_master_role_is_kubeflows(replicas: dict[str, int], master: str) -> None:
+    """As Kubeflow's IsMasterRole: the Chief or Master, else Worker-0 (the v1 SDK reads a
+    TFJob's logs from the pod labelled job-role=master)."""
+    job = tf_job(replicas=replicas)
+    spec = read_job_spec(job, TFJOB)
+    record = MachineRecord()
+    common = common_variables(job, spec, record,
+                              replica_summary(spec, record, {}, TFJOB.replica))
+    roles = {}
+    for replica_type, count in replicas.items():
+        for index in range(count):
+            replica = ReplicaId(replica_type, index)
+            variables = replica_variables(common, replica, desired=count, policy="OnFailure",
+                                          record=record, facts=MISSING)
+            role = TFJOB.pod_labels["training.kubeflow.org/job-role"]
+            roles[str(replica)] = role.evaluate(variables)
+    assert {r for r, role in roles.items() if role == "master"} == {master}
+
+
 def test_main_container_name() -> None:
     assert main_container_name(PYTORCH, {}) == "pytorch"
     assert main_container_name(TFJOB, {}) == "tensorflow"
