@@ -83,9 +83,10 @@ class RunPolicy(SpecModel):
         description=(
             "A jobmachine extension: whether a replica whose pod failed waits the engine's "
             "re-creation back-off (10 s, doubling with each failure in a row, at most 10 min) "
-            "before its pod is created again. Unset: the machine's default: false for the "
-            "Kubeflow kinds (created again at once, as Kubeflow's training operator does), "
-            "true for MachineJob and batch Jobs."
+            "before its pod is created again. false: the first failure in a row is created "
+            "again at once, as Kubeflow's training operator does, and the back-off starts at "
+            "the second (a crash loop does not spin). Unset: the machine's default: false for "
+            "the Kubeflow kinds, true for MachineJob and batch Jobs."
         ),
     )
     scheduling_policy: SchedulingPolicy | None = Field(

@@ -199,16 +199,22 @@ def _decorations(
 
 
 def _backoff_remaining(run: ActionRun, replica: ReplicaId) -> float:
-    """Seconds until a replica whose pod failed may get a new one (0: now; always 0 where
-    runPolicy.recreationBackoff, with the machine's default, is false)."""
+    """Seconds until a replica whose pod failed may get a new one (0: now).
+
+    With runPolicy.recreationBackoff false (the Kubeflow machines' default) the first
+    failure in a row is recreated at once, as Kubeflow does, and the back-off starts at the
+    second: a pod that keeps failing does not spin (Kubeflow's would)."""
     restarts = run.decision.record.replica_backoff.get(replica)
     if restarts is None or restarts.count == 0:
         return 0.0
+    failures = restarts.count
     if run.spec.run_policy.get("recreationBackoff", True) is False:
-        return 0.0
+        failures -= 1
+        if failures == 0:
+            return 0.0
     settings = run.settings
     delay = min(
-        settings.replica_backoff_base_s * 2 ** min(restarts.count - 1, 30),
+        settings.replica_backoff_base_s * 2 ** min(failures - 1, 30),
         settings.replica_backoff_cap_s,
     )
     due = parse_time(restarts.last) + timedelta(seconds=delay)

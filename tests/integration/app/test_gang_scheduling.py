@@ -289,6 +289,7 @@ def test_a_waiting_gang_says_why_once_until_it_is_placed(
     assert (placed["status"], placed["reason"]) == ("False", "GangScheduled")
     assert not any(c["type"] == "GangWaiting" for c in statuses[0]["conditions"])
     events, _ = cluster.client.list(EVENTS, "default")
-    waits = [e for e in events if e["reason"] == "GangWaiting"]
+    waits = [e for e in events if e["reason"] == "GangWaiting"
+             and e["involvedObject"]["name"] in jobs]  # other tests' gangs wait too
     assert [e["involvedObject"]["name"] for e in waits] == ["gang-waits"]
     assert waits[0].get("count", 1) == 1

@@ -71,3 +71,19 @@ def test_a_permanent_exit_says_exited_with_code_and_the_policy() -> None:
     assert said == [("Normal", "ExitedWithCode",
                      "Pod: team.mnist-worker-0 exited with code 1; restart policy ExitCode "
                      "does not retry it (exit code 1).")]
+
+
+def test_a_second_failure_in_a_row_waits_the_back_off_so_a_crash_loop_does_not_spin() -> None:
+    world = running_job()
+    for attempt in (1, 2):
+        world.pods[worker(0)] = exited(137)
+        world.reconcile()
+        del world.pods[worker(0)]
+        made = world.reconcile().made
+        if attempt == 1:
+            assert made == ["Worker-0"]  # at once, as Kubeflow
+            world.pods[worker(0)] = running()
+            world.reconcile()
+    assert made == []
+    world.advance(11)
+    assert world.reconcile().made == ["Worker-0"]
