@@ -77,7 +77,8 @@ def _job() -> dict[str, Any]:
     # first attempt ends, also on a machine busy with other tests.
     job = workers_job(JOB, workers=1, annotations={
         "sim.jobmachine.dev/exit-codes": "137,0", "sim.jobmachine.dev/run-seconds": "5"})
-    job["spec"]["runPolicy"] = {"backoffLimit": 3}
+    # The engine's back-off, so the replica's Pending between its two pods lasts to be seen.
+    job["spec"]["runPolicy"] = {"backoffLimit": 3, "recreationBackoff": True}
     return job
 
 
@@ -139,8 +140,9 @@ def test_a_jobs_state_changes_reach_the_page_live_and_the_machine_marks_the_curr
     events = [s["events"] for s in seen]
     assert events == sorted(events) and len(set(events)) >= 3, seen  # listed as they came
     listed = page.text_content("#events") or ""
-    assert "Worker-0 failed (exit code 137, Error)" in listed
-    assert "Worker-0: Restarting -> Pending" in listed
+    assert "exited with code 137" in listed
+    assert "job browsed is restarting because Worker replica(s) failed." in listed
+    assert "Worker-0 runs again in pod browsed-worker-0 (restart 1)." in listed
     for state in seen:  # the drawn machine marks the job's state whenever it is known
         if state["drawn"] is not None:
             assert state["drawn"] == f"job/s/{state['job']}", seen
