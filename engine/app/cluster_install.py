@@ -16,10 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from engine.app.kube_version import version_notes, version_refusal
-from engine.controller.machines.install import wait_until_served
+from engine.controller.machines.install import create_or_replace, wait_until_served
 from engine.controller.machines.served import CRDS, resource_of_crd
 from engine.kube.client import KubeClient
-from engine.kube.errors import AlreadyExists, ApiError, NotFound
+from engine.kube.errors import ApiError, NotFound
 from engine.kube.resources import Resource
 
 Obj = dict[str, Any]
@@ -145,17 +145,11 @@ def _wait_until_served(client: KubeClient, crds: Sequence[Obj]) -> None:
 
 
 def _create_or_replace(client: KubeClient, resource: Resource, obj: Obj) -> Applied:
-    metadata = dict(obj.get("metadata") or {})
+    metadata = obj.get("metadata") or {}
     name = str(metadata.get("name", ""))
     namespace = metadata.get("namespace") if resource.namespaced else None
     try:
-        try:
-            client.create(resource, obj, namespace=namespace)
-            return Applied(resource.kind, name, "created")
-        except AlreadyExists:
-            current = client.get(resource, name, namespace)
-            metadata["resourceVersion"] = current["metadata"]["resourceVersion"]
-            client.replace(resource, name, {**obj, "metadata": metadata}, namespace=namespace)
-            return Applied(resource.kind, name, "configured")
+        created = create_or_replace(client, resource, obj, namespace)
     except ApiError as exc:
         raise InstallError(f"{resource.kind} {name}: {exc}") from None
+    return Applied(resource.kind, name, "created" if created else "configured")

@@ -27,14 +27,8 @@ def install_crds(client: KubeClient, directory: Path) -> list[str]:
     names: list[str] = []
     for path in sorted(directory.glob("*.yaml")):
         crd = yaml.safe_load(path.read_text())
-        name = crd["metadata"]["name"]
-        try:
-            client.create(CRDS, crd)
-        except AlreadyExists:
-            current = client.get(CRDS, name)
-            crd["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
-            client.replace(CRDS, name, crd)
-        names.append(name)
+        create_or_replace(client, CRDS, crd)
+        names.append(crd["metadata"]["name"])
     return names
 
 
@@ -89,16 +83,25 @@ def apply_machines(client: KubeClient, paths: Iterable[Path]) -> list[str]:
     return names
 
 
-def _create_or_update(client: KubeClient, document: dict[str, Any]) -> str:
+def create_or_replace(client: KubeClient, resource: Resource, document: dict[str, Any],
+                      namespace: str | None = None) -> bool:
+    """Create `document`, or replace the object of its name with it (the current
+    resourceVersion carried over): whether it was created."""
     metadata = dict(document.get("metadata") or {})
     name = str(metadata.get("name") or "")
     try:
-        client.create(STATE_MACHINES, document)
+        client.create(resource, document, namespace=namespace)
+        return True
     except AlreadyExists:
-        current = client.get(STATE_MACHINES, name)
+        current = client.get(resource, name, namespace)
         metadata["resourceVersion"] = current["metadata"]["resourceVersion"]
-        client.replace(STATE_MACHINES, name, {**document, "metadata": metadata})
-    return name
+        client.replace(resource, name, {**document, "metadata": metadata}, namespace=namespace)
+        return False
+
+
+def _create_or_update(client: KubeClient, document: dict[str, Any]) -> str:
+    create_or_replace(client, STATE_MACHINES, document)
+    return str((document.get("metadata") or {}).get("name") or "")
 
 
 def prepare_cluster(client: KubeClient, *, crds: Iterable[Path], machines: Path) -> list[str]:

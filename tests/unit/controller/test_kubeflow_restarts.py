@@ -4,20 +4,14 @@ the job's Restarting condition, the pod created again at once; Running again aft
 
 from __future__ import annotations
 
-from engine.controller.reconcile.children import ReplicaId
 from tests.scenarios.world import World, exited, pytorch_job, running, worker
+from tests.unit.controller.test_decide import started
 
 
 def running_job(**run_policy: object) -> World:
     """A PyTorchJob (a Master, two Workers, restartPolicy ExitCode) whose replicas all run."""
     world = World(pytorch_job(policy="ExitCode", run_policy=dict(run_policy) or None))
-    world.reconcile()
-    world.pods.update({
-        ReplicaId(t, i): running()
-        for t, spec in world.job["spec"]["pytorchReplicaSpecs"].items()
-        for i in range(spec["replicas"])
-    })
-    world.reconcile()
+    started(world)
     return world
 
 
