@@ -23,6 +23,7 @@ from engine.kube.resources import Resource
 from tests.integration.engine.helpers import (
     FAST,
     PYTORCHJOBS,
+    WAIT_S,
     PodWatch,
     Replica,
     get_job,
@@ -206,7 +207,8 @@ def test_a_restart_over_finished_jobs_writes_nothing(
     try:
         queue = second.engine.queue
         wait_until(lambda: second.engine.synced and queue.metrics().processed >= len(names)
-                   and len(queue) == 0, what="every job reconciled once by the new engine")
+                   and len(queue) == 0, what="every job reconciled once by the new engine",
+                   timeout=4 * WAIT_S)
     finally:
         second.stop()
     assert _writes_by(engineless, "restarted") == {}

@@ -190,10 +190,13 @@ def test_a_user_sees_only_the_namespaces_where_rbac_lets_them_list(viewed: Viewe
 
 
 def test_the_stream_delivers_each_state_change_as_it_happens(viewed: Viewed) -> None:
+    """The job starts suspended and is resumed only once the stream is open, so the stream
+    must carry every later state however slowly the machine runs."""
     name = "streamed"
     client = viewed.cluster.client
-    client.create(PYTORCHJOBS, workers_job(name, workers=1, annotations={
-        "sim.jobmachine.dev/run-seconds": "2"}), "default")
+    job = workers_job(name, workers=1, annotations={"sim.jobmachine.dev/run-seconds": "2"})
+    job["spec"]["runPolicy"] = {"suspend": True}
+    client.create(PYTORCHJOBS, job, "default")
     path = f"/jobs/default/pytorchjobs.kubeflow.org/{name}"
     wait_until(lambda: request(viewed.view.url + path, token=viewed.admin).status,
                lambda status: status == 200, what="the job's page")
@@ -208,8 +211,12 @@ def test_the_stream_delivers_each_state_change_as_it_happens(viewed: Viewed) -> 
                 state = re.search(r'data-state="([^"]*)"', summary)
                 assert state is not None
                 states.append(state.group(1))
+            if states == ["Suspended"]:
+                client.patch(PYTORCHJOBS, name, {"spec": {"runPolicy": {"suspend": False}}},
+                             namespace="default")
             if states and states[-1] == "Succeeded":
                 break
 
+    assert states[0] == "Suspended", states
     assert states[-1] == "Succeeded", states
     assert "Running" in states, states  # seen while it ran, before it ended
