@@ -73,9 +73,10 @@ class EngineSettings(BaseModel):
     """How long stopping may take: reconciles in flight finish, then the events they queued
     are posted (inside a pod's default terminationGracePeriodSeconds of 30 s)."""
 
-    status_last_transitions: int = Field(default=3, ge=1)
-    """Most recent state changes a job's status shows (`lastTransitions`); the whole path is
-    counted per transition in `status.record`."""
+    status_last_transitions: int = Field(default=0, ge=0)
+    """Most recent state changes a job's status shows (`lastTransitions`); 0 (the default)
+    shows none, as the job's Events and conditions say it and the whole path is counted per
+    transition in `status.record`."""
 
     replica_backoff_base_s: float = Field(default=10.0, gt=0)
     """Delay before re-creating a failed replica's pod; doubles per restart."""
@@ -102,6 +103,10 @@ class EngineSettings(BaseModel):
 
     log_format: Literal["text", "json"] = "text"
     """`text` for people, `json` (one flat object per line) for log collectors."""
+
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    """The least severe log lines written; DEBUG adds detail for troubleshooting (the
+    engine's lists, watches and writes)."""
 
     stand_in_for_built_ins: bool = False
     """Run jobs of built-in kinds (batch/v1 Job) that leave `managedBy` unset, as the

@@ -142,17 +142,22 @@ class _MachineChecks:
                 parse_duration(delay) is None
             ):
                 self._error((*path, field), _bad_duration(field, delay))
-        copied = state.condition.copy_from if state.condition is not None else None
-        if copied is not None and copied not in self._condition_types:
-            self._error((*path, "condition", "copyFrom"),
-                        f"copyFrom '{copied}' is not a condition any state of this machine sets; "
+        condition = state.condition
+        copied = condition.source if condition is not None else None
+        if condition is None or copied is None:
+            return
+        option = "moveFrom" if condition.move_from is not None else "copyFrom"
+        if copied not in self._condition_types:
+            self._error((*path, "condition", option),
+                        f"{option} '{copied}' is not a condition any state of this machine sets; "
                         f"conditions: {name_list(sorted(self._condition_types))}")
-        if copied is not None and state.condition is not None and (
-            state.condition.reason is not None or state.condition.message is not None
-        ):
-            self._error((*path, "condition", "copyFrom"),
-                        "a condition with copyFrom takes its reason and message from "
+        if condition.reason is not None or condition.message is not None:
+            self._error((*path, "condition", option),
+                        f"a condition with {option} takes its reason and message from "
                         f"'{copied}': remove its own 'reason' and 'message'")
+        if copied == condition.type:
+            self._error((*path, "condition", option),
+                        f"{option} names the condition's own type '{copied}'")
 
     def _reason(self, path: Path, reason: str) -> None:
         if "${" in reason:

@@ -64,11 +64,25 @@ class ConditionSpec(_Strict):
     # Take reason and message from the job's condition of this type (set by an earlier
     # state), so Failed repeats why FailureTarget was set.
     copy_from: str | None = Field(default=None, alias="copyFrom")
+    # As copyFrom, and the job loses the condition it copies: Kubeflow's Succeeded and
+    # Failed, whose API has no SuccessCriteriaMet or FailureTarget once the job has ended.
+    move_from: str | None = Field(default=None, alias="moveFrom")
 
     @model_validator(mode="before")
     @classmethod
     def _from_yaml(cls, value: Any) -> Any:
         return {"type": value} if isinstance(value, str) else value
+
+    @model_validator(mode="after")
+    def _one_source(self) -> ConditionSpec:
+        if self.copy_from is not None and self.move_from is not None:
+            raise ValueError("give copyFrom or moveFrom, not both: moveFrom copies too")
+        return self
+
+    @property
+    def source(self) -> str | None:
+        """The condition whose reason and message this one takes (copyFrom or moveFrom)."""
+        return self.move_from if self.move_from is not None else self.copy_from
 
 
 # A duration ("30s", "10m", "1h30m", "500ms") or, where documented, a CEL

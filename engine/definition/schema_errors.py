@@ -35,7 +35,8 @@ _TYPE_NAMES = {
 
 _SHAPES = {
     ActionSpec: "an action is a name (createPod) or a one-key mapping (cleanupPods: {policy: All})",
-    ConditionSpec: "a condition is a type name or a mapping with type, status, reason, message",
+    ConditionSpec: "a condition is a type name or a mapping with type, status, reason, message, "
+                   "sticky, copyFrom or moveFrom",
 }
 
 
@@ -200,7 +201,9 @@ def schema_diagnostics(
     found: list[Diagnostic] = []
     for err in exc.errors():
         loc = tuple(err["loc"])
-        shape = _shape_path(loc, root) if err["type"] != "dict_type" else None
+        # A model's own check (value_error: copyFrom beside moveFrom) says what is wrong.
+        shape = (_shape_path(loc, root) if err["type"] not in ("dict_type", "value_error")
+                 else None)
         if shape is not None:
             path, model = shape
             written = _got(_lookup(data, path))

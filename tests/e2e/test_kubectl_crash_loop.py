@@ -10,6 +10,7 @@ OnFailure replicas are restarted in place by the node, as the kubelet does.
 from __future__ import annotations
 
 import json
+import re
 import time
 
 import pytest
@@ -165,16 +166,26 @@ spec:
               command: [python3, -c, "print('epoch 1: loss 0.31')"]
 """)
     kubectl("wait", "--for=condition=Succeeded", "pytorchjob/one", "--timeout=60s", timeout=90)
+    deadline = time.monotonic() + 60
+    while kubectl("get", "pytorchjob", "one", "-o", "jsonpath={.metadata.finalizers}").stdout:
+        assert time.monotonic() < deadline, "the ended job kept its finalizer"
+        time.sleep(0.2)
     described = kubectl("describe", "pytorchjob", "one").stdout
     lines = described.splitlines()
     status = described.split("\nStatus:\n", 1)[1].split("\nEvents:", 1)[0].splitlines()
-    # 79 lines today: 13 of metadata, 14 of the spec as written, 8 of events and 44 of status,
-    # 24 of which are the four conditions (Created, SuccessCriteriaMet, Running False and
-    # Succeeded). Before, status kept its history and counts as objects: over 120 lines.
-    assert len(status) <= 45, described
-    assert len(lines) <= 80, described
+    # 65 lines today: 11 of metadata (an ended job has no finalizer), 14 of the spec as
+    # written, 8 of events and 32 of status (its heading and 31 lines), 18 of which are the
+    # three conditions (Created, Running False and Succeeded: Succeeded took
+    # SuccessCriteriaMet over). The machine is one line, its revision's name; lastTransitions
+    # is off by default. Before, with SuccessCriteriaMet, three last transitions, the
+    # finalizer and the machine as {name, revision}: 79 lines.
+    assert len(status) <= 31, described
+    assert len(lines) <= 65, described
+    assert "Finalizers:" not in described
     assert max(len(line) for line in status) <= 400, "the record is one short line"
-    assert "Last Transitions:" in described
+    assert "Last Transitions:" not in described
+    assert "SuccessCriteriaMet" not in described
+    assert re.search(r"\n  Machine: +pytorchjob-[0-9a-f]+\n", described), described
     events = described.split("Events:", 1)[1]
     assert [reason for reason in ("PyTorchJobCreated", "PyTorchJobRunning",
                                   "PyTorchJobSucceeded") if reason in events] == [

@@ -167,7 +167,7 @@ def test_a_new_kind_runs_on_the_engine_already_running(
         assert logs == f"shard {shard} of 3 reads s3://example/books/\n"
     job = yaml.safe_load(kubectl("get", "shardedjob", "word-count", "-o", "yaml").stdout)
     assert job["metadata"]["namespace"] == kubectl.namespace
-    assert job["status"]["machine"] == {"name": "shardedjob", "revision": revision}
+    assert job["status"]["machine"] == revision  # the revision's name, `shardedjob-<hash>`
 
     # The same engine, never restarted, now watches and runs one kind more.
     assert cluster.engine is engine

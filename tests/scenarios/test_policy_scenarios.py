@@ -136,9 +136,10 @@ def test_failing_holds_until_the_pods_the_clean_pod_policy_removes_are_gone() ->
              phase="Failing", conditions={"Failed": None}, events=[]),
         Step("the master's pod is gone, worker-0's still terminating", {MASTER: None},
              phase="Failing", conditions={"Failed": None}, events=[]),
-        Step("worker-0's pod is gone: the job has failed (worker-1's failed pod stays)",
+        Step("worker-0's pod is gone: the job has failed (worker-1's failed pod stays); "
+             "Failed takes FailureTarget over",
              {worker(0): None}, phase="Failed",
-             conditions={"FailureTarget": "True", "Failed": "True"},
+             conditions={"FailureTarget": None, "Failed": "True"},
              events=[]),
         Step("nothing changes afterwards", phase="Failed", events=[]),
     ])
@@ -174,11 +175,15 @@ def test_succeeding_holds_while_the_parameter_server_is_deleted() -> None:
              states={"Worker-0": "SucceededAsChief", "PS-0": "Running"},
              events=["SucceededAsChief", "TFJobSucceeded"]),
         Step("PS-0 is terminating", {ps(0): deleted()}, phase="Succeeding", events=[]),
-        Step("PS-0 is gone: the job has succeeded", {ps(0): None}, phase="Succeeded",
-             conditions={"SuccessCriteriaMet": "True", "Succeeded": "True"},
+        Step("PS-0 is gone: the job has succeeded; Succeeded takes SuccessCriteriaMet over",
+             {ps(0): None}, phase="Succeeded",
+             conditions={"SuccessCriteriaMet": None, "Succeeded": "True"},
              events=[]),
     ])
     assert results[4].condition_reason("Succeeded") == "TFJobSucceeded"
+    assert results[4].condition("Succeeded") == {
+        **(results[2].condition("SuccessCriteriaMet") or {}), "type": "Succeeded"
+    }
     assert "completionTime" not in results[3].status
 
 
@@ -199,7 +204,7 @@ def test_a_replica_pending_past_the_pending_timeout_fails_the_job() -> None:
              conditions={"FailureTarget": "True", "Failed": None},
              events=["PendingTimeout", "PendingTimeout"]),
         Step("every pod is gone", ALL_GONE, phase="Failed",
-             conditions={"Failed": "True"}, events=[]),
+             conditions={"Failed": "True", "FailureTarget": None}, events=[]),
     ])
     assert json.loads(results[1].status["record"])["timers"] == {"Worker": {"1": format_time(T0)}}
     assert results[2].decision.timer_due == T0.replace(minute=1)

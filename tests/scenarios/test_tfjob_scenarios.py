@@ -39,7 +39,7 @@ def test_worker_0_finishing_ends_a_job_without_a_chief() -> None:
         Step("worker-0 finishes: the job succeeds, PS still running",
              {worker(0): exited(0)}, phase="Succeeded", job_actions=["cleanupPods"],
              states={"Worker-0": "SucceededAsChief", "PS-0": "Running"},
-             conditions={"SuccessCriteriaMet": "True", "Succeeded": "True", "Running": "False"},
+             conditions={"SuccessCriteriaMet": None, "Succeeded": "True", "Running": "False"},
              events=["SucceededAsChief", "TFJobSucceeded"]),
     ])
     status = results[-1].status
@@ -108,7 +108,7 @@ def test_an_unknown_replica_type_is_invalid() -> None:
     job["spec"]["tfReplicaSpecs"]["Launcher"] = job["spec"]["tfReplicaSpecs"]["Worker"]
     results = play(World(job), [
         Step("submitted", phase="Failed", job_actions=["cleanupPods"],
-             conditions={"FailureTarget": "True", "Failed": "True"},
+             conditions={"FailureTarget": None, "Failed": "True"},
              events=["TFJobCreated", "FailedValidation"]),
     ])
     assert results[0].condition_reason("Failed") == "FailedValidation"

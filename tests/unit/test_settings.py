@@ -22,7 +22,7 @@ def test_defaults_are_the_documented_ones() -> None:
         2.0,
     )
     assert settings.lease_name == "jobmachine-leader"
-    assert settings.status_last_transitions == 3
+    assert settings.status_last_transitions == 0  # no lastTransitions unless asked for
     assert (settings.replica_backoff_base_s, settings.replica_backoff_cap_s) == (10.0, 600.0)
     assert settings.log_format == "text"
 
@@ -44,6 +44,11 @@ def test_from_env_reads_prefixed_variables_and_overrides_win() -> None:
     assert settings.log_format == "text"
 
 
+def test_last_transitions_are_turned_on_from_the_environment() -> None:
+    environ = {"JOBMACHINE_STATUS_LAST_TRANSITIONS": "3"}
+    assert EngineSettings.from_env(environ).status_last_transitions == 3
+
+
 def test_from_env_reports_bad_values() -> None:
     with pytest.raises(ValidationError, match="workers"):
         EngineSettings.from_env({"JOBMACHINE_WORKERS": "many"})
@@ -56,6 +61,7 @@ def test_from_env_reports_bad_values() -> None:
         ({"replica_backoff_base_s": 700}, "replica_backoff_base_s"),
         ({"renew_deadline_s": 20}, "lease_duration_s > renew_deadline_s"),
         ({"workers": 0}, "workers"),
+        ({"status_last_transitions": -1}, "status_last_transitions"),
         ({"log_format": "xml"}, "log_format"),
         ({"wokers": 2}, "wokers"),
     ],

@@ -12,13 +12,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.controller.machines.revisions import compile_revision
+from engine.controller.machines.revisions import compile_revision, machine_in_name
 from engine.definition import CompiledDefinition, DefinitionError
 from engine.kube.resources import Resource
 
 Obj = Mapping[str, Any]
 MACHINE_STATUS_FIELD = "machine"
-"""The job's status field recording {name, revision} of the machine it runs with."""
+"""The job's status field naming the machine revision it runs with (`<machine>-<hash>`).
+
+Engines before this one wrote `{name, revision}` there; both are read."""
 
 
 @dataclass(frozen=True)
@@ -58,6 +60,8 @@ class _Snapshot:
 def recorded_revision(job: Obj) -> tuple[str, str] | None:
     """(machine, revision) the job's status says it runs with, if it says."""
     recorded = (job.get("status") or {}).get(MACHINE_STATUS_FIELD)
+    if isinstance(recorded, str) and "-" in recorded:
+        return machine_in_name(recorded), recorded
     if not isinstance(recorded, Mapping) or not recorded.get("revision"):
         return None
     return str(recorded.get("name") or ""), str(recorded["revision"])

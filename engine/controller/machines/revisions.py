@@ -40,6 +40,11 @@ def revision_name(machine: str, document: Mapping[str, Any]) -> str:
     return f"{prefix}-{digest.hexdigest()[:_HASH_LENGTH]}"
 
 
+def machine_in_name(revision: str) -> str:
+    """The machine a revision name (`revision_name`) is of: all before the hash."""
+    return revision.rsplit("-", 1)[0]
+
+
 def revision_object(
     document: Mapping[str, Any],
     *,

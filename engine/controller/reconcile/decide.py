@@ -48,12 +48,14 @@ from engine.kube.timestamps import parse_time
 
 @dataclass(frozen=True)
 class ConditionUpdate:
-    """A condition to set on the job, in the order the machines asked."""
+    """A condition to set on the job, in the order the machines asked; `removed`: the job
+    loses the condition of this type instead (a state's `moveFrom` took it over)."""
 
     type: str
     status: str
     reason: str
     message: str
+    removed: bool = False
 
 
 @dataclass(frozen=True)
@@ -186,7 +188,7 @@ def decide(
         state = result.state
         progress.record = progress.record.with_changes(state=state)
     holds = state is not None and _holds(definition, state)
-    history = progress.record.history[-transitions_kept:]
+    history = progress.record.history[-transitions_kept:] if transitions_kept > 0 else ()
     timers = {} if holds else progress.record.replica_timers
     actions = tuple(planned for planned in progress.actions
                     if not (holds and planned.replica is not None
@@ -532,8 +534,9 @@ def _record_job_transition(
     if entered.condition_message is not None:
         condition_message, errors = entered.condition_message.render(variables)
         progress.errors += errors
-    if entered.condition is not None and entered.condition.copy_from is not None:
-        copied = _condition(progress, entered.condition.copy_from)
+    source = entered.condition.source if entered.condition is not None else None
+    if source is not None:
+        copied = _condition(progress, source)
         if copied is not None:
             condition_reason, condition_message = copied
     if transition.source is None:
@@ -562,13 +565,16 @@ def _record_job_transition(
             entered.condition.reason or condition_reason,
             condition_message,
         ))
+        if entered.condition.move_from is not None:
+            progress.conditions.append(
+                ConditionUpdate(entered.condition.move_from, "", "", "", removed=True))
 
 
 def _condition(progress: _Progress, condition_type: str) -> tuple[str, str] | None:
     """Reason and message of the job's condition of this type: set in this pass, else before."""
     for update in reversed(progress.conditions):
         if update.type == condition_type:
-            return update.reason, update.message
+            return None if update.removed else (update.reason, update.message)
     for existing in (progress.job.get("status") or {}).get("conditions") or ():
         if existing.get("type") == condition_type:
             return str(existing.get("reason") or ""), str(existing.get("message") or "")

@@ -276,10 +276,11 @@ class Reconciler:
         self._post(job, self._unconfirmed.landed(key.id, job.get("status") or {}))
         if job["metadata"].get("deletionTimestamp"):
             return self._finish_deletion(key, job, assignment)
-        job = self._ensure_finalizer(key, job, definition)
         now = self._clock()
         observed = self._observe(key, job, definition)
         decision = self._decide(job, definition, observed, now)
+        if not _ended(definition, decision):  # an ended job needs no clean-up at deletion
+            job = self._ensure_finalizer(key, job, definition)
         notices = notices_for(decision.fired, observed.facts)
         job = self._write_status(key, job, assignment, spec=observed.spec, decision=decision,
                                  now=now, notices=notices)
@@ -507,7 +508,9 @@ class Reconciler:
     def _after_finish(
         self, key: JobKey, job: Obj, spec: JobSpecView, status: Obj, now: datetime
     ) -> Outcome:
-        """A finished job waits for watch events, or for its TTL to delete it."""
+        """A finished job lets go of its finalizer and waits for watch events, or for its
+        TTL to delete it."""
+        self._drop_finalizer(key, job)
         self._scheduler.cancel(key, "deadline")
         ttl = spec.run_policy.get("ttlSecondsAfterFinished")
         finished = status.get("completionTime")
@@ -540,6 +543,27 @@ class Reconciler:
         )
         self._written.wrote(key.id, patched["metadata"]["resourceVersion"])
         return engine_view(patched, definition)
+
+    def _drop_finalizer(self, key: JobKey, job: Obj) -> None:
+        """Remove our finalizer from a job that has ended: its end ran the clean-up (the
+        clean-pod policy), so deleting it is the garbage collector's work alone, as for a
+        Kubernetes Job, and works without the engine (a pod still holding a tracking
+        finalizer is released when the engine sees the job gone)."""
+        finalizers = list(job["metadata"].get("finalizers") or [])
+        if CLEANUP_FINALIZER not in finalizers:
+            return
+        patch = [
+            {"op": "test", "path": "/metadata/resourceVersion",
+             "value": job["metadata"]["resourceVersion"]},
+            {"op": "replace", "path": "/metadata/finalizers",
+             "value": [f for f in finalizers if f != CLEANUP_FINALIZER]},
+        ]
+        try:
+            patched = self._client.patch(self._resource(key), key.name, patch,
+                                         namespace=key.namespace, patch_type="json")
+        except (NotFound, Invalid):
+            return  # gone, or changed since: its watch event brings the job back
+        self._written.wrote(key.id, patched["metadata"]["resourceVersion"])
 
     def _finish_deletion(self, key: JobKey, job: Obj, assignment: Assignment) -> Outcome:
         """Run the machine's clean-up, release every pod, then let the job go."""
@@ -613,3 +637,9 @@ def _check_states_exist(definition: CompiledDefinition, record: MachineRecord) -
             f"the job's status records states {sorted(map(str, unknown))} that machine "
             f"{definition.name} does not have (was it changed while the job ran?)"
         )
+
+
+def _ended(definition: CompiledDefinition, decision: Decision) -> bool:
+    """Whether the job machine is in a terminal state after this decision."""
+    state = decision.record.state
+    return state is not None and definition.job.states[state].terminal is not None

@@ -136,8 +136,9 @@ own; `jobmachine graph --job` reads the transition counts from here.
 LAST_TRANSITIONS_FIELD = "lastTransitions"
 LAST_FAILURE_FIELD = "lastFailure"
 
-LAST_TRANSITIONS = 3
-"""How many of the most recent state changes status keeps, as text (`lastTransitions`)."""
+LAST_TRANSITIONS = 0
+"""How many of the most recent state changes status keeps, as text (`lastTransitions`), unless
+the engine is told otherwise: none, so `kubectl describe` stays short (Events tell them)."""
 
 LEGACY_FIELDS = (
     "stateSince", "replicaStates", "replicaRestarts", "replicaBackoff", "replicaTimers",

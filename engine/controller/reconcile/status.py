@@ -38,7 +38,7 @@ def build_status(
     """
     definition = assignment.definition
     status = dict(job.get("status") or {})
-    status[MACHINE_STATUS_FIELD] = {"name": assignment.machine, "revision": assignment.revision}
+    status[MACHINE_STATUS_FIELD] = assignment.revision
     for legacy in LEGACY_FIELDS:
         status.pop(legacy, None)
     status.update(record_fields(decision.record))
@@ -53,6 +53,9 @@ def build_status(
             now=now,
         )
     for update in decision.conditions:
+        if update.removed:
+            conditions = [c for c in conditions if c.get("type") != update.type]
+            continue
         if update.status == "False" and get_condition(conditions, update.type) is None:
             continue  # a condition the job never had stays absent: absent reads as not true
         conditions = set_condition(

@@ -33,6 +33,7 @@ from engine.cluster.apiserver.endpoints.serve import (
 )
 from engine.cluster.node import Capacity, RestartBackoff
 from engine.controller.machines.install import prepare_cluster
+from engine.controller.machines.registry import recorded_revision
 from engine.controller.machines.revisions import CONTROLLER_REVISIONS, compile_revision
 from engine.definition.compiled import CompiledDefinition
 from engine.kube.client import KubeClient
@@ -150,9 +151,10 @@ class _SilentTransitions:
 
     def __call__(self, job: Mapping[str, Any], level: str, source: str, target: str,
                  reason: str) -> bool:
-        revision = str(((job.get("status") or {}).get("machine") or {}).get("revision") or "")
-        if not revision:
+        recorded = recorded_revision(job)
+        if recorded is None:
             return False
+        revision = recorded[1]
         compiled = self._compiled.get(revision)
         if compiled is None:
             obj = self._client.get(CONTROLLER_REVISIONS, revision, SYSTEM_NAMESPACE)

@@ -98,3 +98,18 @@ def test_status_patch_only_touches_status(server: RunningApiServer) -> None:
     body = response.json()
     assert body["status"]["phase"] == "Running"
     assert "ignored" not in body["metadata"]["labels"]
+
+
+def test_removing_the_last_finalizer_leaves_no_empty_list(server: RunningApiServer) -> None:
+    """ObjectMeta's lists and maps are omitempty: `kubectl describe` of the object shows no
+    empty `Finalizers:` and clients that test for the key see none."""
+    path = "/api/v1/namespaces/default/configmaps/held"
+    raw(server, "POST", "/api/v1/namespaces/default/configmaps",
+        {"metadata": {"name": "held", "finalizers": ["example.com/hold"], "labels": {}}})
+    assert "labels" not in raw(server, "GET", path).json()["metadata"]
+    patched = raw(server, "PATCH", path,
+                  [{"op": "replace", "path": "/metadata/finalizers", "value": []}],
+                  headers={"Content-Type": "application/json-patch+json"})
+    assert patched.status == 200
+    assert "finalizers" not in patched.json()["metadata"]
+    assert "finalizers" not in raw(server, "GET", path).json()["metadata"]

@@ -246,9 +246,10 @@ def wait_for_governed(client: KubeClient, kind: LabKind, namespace: str, name: s
     return job
 
 
-def runs_with(job: Obj) -> Obj:
-    """{name, revision} of the machine the job's status says it runs with ({} if none)."""
-    return dict(status(job).get("machine") or {})
+def runs_with(job: Obj) -> str:
+    """The machine revision (`<machine>-<hash>`) the job's status says it runs with ('' if
+    none)."""
+    return str(status(job).get("machine") or "")
 
 
 def delete_machine(client: KubeClient, engine: Engine, name: str, kind: LabKind) -> None:

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from kubernetes import client as k8s
 
+from engine.controller.machines.revisions import machine_in_name
 from engine.controller.reconcile.native_status import ENGINE_STATUS_ANNOTATION
 from engine.kube.client import KubeClient
 from engine.kube.resources import PODS, Resource
@@ -84,7 +85,7 @@ def test_a_job_of_completions_runs_parallelism_at_a_time_and_completes(
     assert "active" not in status and "failed" not in status
     assert status["completionTime"] >= status["startTime"]
     record = json.loads(done["metadata"]["annotations"][ENGINE_STATUS_ANNOTATION])
-    assert (record["state"], record["machine"]["name"]) == ("Complete", "batch-job")
+    assert (record["state"], machine_in_name(record["machine"])) == ("Complete", "batch-job")
 
 
 def test_an_indexed_job_lists_its_completed_indexes(

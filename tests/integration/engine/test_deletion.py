@@ -79,3 +79,4 @@ def test_a_pod_deleted_while_its_job_is_deleted_is_not_recreated(
         settle(cluster, before)
     assert pods.creations() == {"Worker-0": 1}
     assert not pods_of(client, ns, held)
+

@@ -21,9 +21,9 @@ from engine.cluster.apiserver.endpoints.serve import RunningApiServer
 from engine.kube.client import KubeClient
 from engine.kube.resources import Resource
 from tests.integration.engine.helpers import (
+    CLEANUP,
     FAST,
     PYTORCHJOBS,
-    WAIT_S,
     PodWatch,
     Replica,
     get_job,
@@ -207,8 +207,25 @@ def test_a_restart_over_finished_jobs_writes_nothing(
     try:
         queue = second.engine.queue
         wait_until(lambda: second.engine.synced and queue.metrics().processed >= len(names)
-                   and len(queue) == 0, what="every job reconciled once by the new engine",
-                   timeout=4 * WAIT_S)
+                   and len(queue) == 0, what="every job reconciled once by the new engine")
     finally:
         second.stop()
     assert _writes_by(engineless, "restarted") == {}
+
+
+def test_a_finished_job_lets_go_of_its_finalizer(
+    engineless: RunningApiServer, client: KubeClient, ns: str
+) -> None:
+    """As a Kubernetes Job: once it has ended (its clean-up done by its clean-pod policy),
+    deleting it needs no engine, so removing the engine never leaves jobs stuck."""
+    engine = start_engine(KubeClient.from_kubeconfig(engineless.kubeconfig), FAST)
+    try:
+        client.create(PYTORCHJOBS, pytorchjob("done", ns, master=Replica()), ns)
+        wait_until(lambda: (get_job(client, ns, "done") or {}).get("status", {}).get("phase")
+                   == "Succeeded", what="the job succeeded")
+        wait_until(lambda: CLEANUP not in ((get_job(client, ns, "done") or {})["metadata"].get(
+            "finalizers") or []), what="the cleanup finalizer removed")
+    finally:
+        engine.stop()
+    client.delete(PYTORCHJOBS, "done", ns)  # no engine runs now
+    wait_until(lambda: get_job(client, ns, "done") is None, what="the job is gone")

@@ -72,7 +72,7 @@ def test_deleted_machine_lets_running_jobs_finish_and_new_ones_wait(
     wait_for(lambda: count_events(job_events(client, waiting), "NoStateMachine"),
              lambda posted: posted >= 1, what="the NoStateMachine event")
     running = wait_for_phase_of(client, kind.resource, ns, "running", "Succeeded")
-    assert runs_with(running) == {"name": "gone", "revision": revision}
+    assert runs_with(running) == revision
     settle(cluster, since)
     assert count_events(job_events(client, waiting), "NoStateMachine") == 1
     assert pod_names(client, ns, "waiting") == []
@@ -83,7 +83,7 @@ def test_deleted_machine_lets_running_jobs_finish_and_new_ones_wait(
     waiting = wait_for_phase_of(client, kind.resource, ns, "waiting", "Succeeded")
     governed = condition(waiting, "Governed")
     assert (governed["status"], governed["reason"]) == ("True", "StateMachineAssigned")
-    assert runs_with(waiting) == {"name": "gone", "revision": revision}
+    assert runs_with(waiting) == revision
 
 
 def test_refused_machine_of_another_kind_does_not_change_why_jobs_wait(

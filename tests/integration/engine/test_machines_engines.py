@@ -173,11 +173,11 @@ def test_restarted_engine_keeps_a_running_job_on_its_revision(
     admin.create(kind.resource, lab_job(kind, "new", ns), ns)
 
     old = wait_for_phase_of(admin, kind.resource, ns, "old", "Succeeded", timeout=40)
-    assert runs_with(old) == {"name": "kept", "revision": first}
+    assert runs_with(old) == first
     assert status(old)["restarts"] == 1
     assert condition(old, "Succeeded")["reason"] == "FirstRules"
     assert [pod_env(p, "RULES") for p in pods_of(admin, ns, "old")] == ["first"]
     new = wait_for_phase_of(admin, kind.resource, ns, "new", "Succeeded")
-    assert runs_with(new) == {"name": "kept", "revision": second}
+    assert runs_with(new) == second
     assert condition(new, "Succeeded")["reason"] == "SecondRules"
     assert [pod_env(p, "RULES") for p in pods_of(admin, ns, "new")] == ["second"]

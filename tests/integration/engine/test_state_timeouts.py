@@ -94,14 +94,25 @@ def timers_written(watch: StatusWatch) -> list[str]:
     return [t for t in watch.timers("Worker", 0) if t is not None]
 
 
-def assert_failed_by_pending_timeout(client: KubeClient, job: Obj, timeout_s: int) -> None:
-    """Failed and FailureTarget say PendingTimeout; one event for the replica, one for the job;
-    no timer is left."""
+def target_while_failing(watch: StatusWatch, failed: Obj) -> Obj:
+    """The FailureTarget condition of the last status the job had while Failing, before
+    `failed` (Failed takes its place)."""
+    failing = [s for s in watch.through(failed) if s.get("phase") == "Failing"]
+    assert failing, "no status recorded the job Failing"
+    target = condition({"status": failing[-1]}, "FailureTarget")
+    assert target is not None, failing[-1]
+    return target
+
+
+def assert_failed_by_pending_timeout(client: KubeClient, job: Obj, timeout_s: int,
+                                     target: Obj) -> None:
+    """FailureTarget (`target`, while Failing) said PendingTimeout, and Failed took it over
+    with that reason and message; one event for the replica, one for the job; no timer is
+    left."""
     failed = condition(job, "Failed")
     assert failed is not None and (failed["status"], failed["reason"]) == ("True", "PendingTimeout")
-    target = condition(job, "FailureTarget")
-    assert target is not None and (target["status"], target["reason"]) == (
-        "True", "PendingTimeout")
+    assert (target["status"], target["reason"]) == ("True", "PendingTimeout")
+    assert condition(job, "FailureTarget") is None
     assert failed["message"] == target["message"]
     assert f"stayed Pending longer than {timeout_s}s" in failed["message"]
     assert job_path(job) == ["Created", "Failing", "Failed"]
@@ -131,8 +142,9 @@ def test_a_replica_pending_past_its_timeout_fails_the_job(client: KubeClient, ns
         since = first_timer(watch)
         failed = wait_for_phase(client, ns, "stuck", "Failed", timeout=30)
         assert pods.creations() == {"Worker-0": 1}
+        target = target_while_failing(watch, failed)
 
-    assert_failed_by_pending_timeout(client, failed, 2)
+    assert_failed_by_pending_timeout(client, failed, 2, target)
     assert timers_written(watch) == [since]
     assert transition_time(failed, "Worker-0", "PendingTimedOut") >= (
         parse_time(since) + timedelta(seconds=2))
@@ -179,6 +191,7 @@ def test_suspend_and_resume_restart_the_timer(client: KubeClient, ns: str) -> No
         client.patch(PYTORCHJOBS, "paused", {"spec": {"runPolicy": {"suspend": False}}},
                      namespace=ns)
         failed = wait_for_phase(client, ns, "paused", "Failed", timeout=30)
+        target = target_while_failing(watch, failed)
 
     timers = timers_written(watch)
     assert len(timers) == 2 and timers[0] == before and timers[1] > before, timers
@@ -186,8 +199,10 @@ def test_suspend_and_resume_restart_the_timer(client: KubeClient, ns: str) -> No
                for s in watch.seen() if s.get("state") == "Suspended")
     assert transition_time(failed, "Worker-0", "PendingTimedOut") >= (
         parse_time(timers[1]) + timedelta(seconds=6))
-    target = condition(failed, "FailureTarget")
-    assert target is not None and target["reason"] == "PendingTimeout"
+    assert target["reason"] == "PendingTimeout"
+    assert condition(failed, "FailureTarget") is None
+    final = condition(failed, "Failed") or {}
+    assert (final.get("reason"), final.get("message")) == (target["reason"], target["message"])
     assert status(failed)["restarts"] == 0
     assert job_path(failed) == ["Created", "Suspended", "Created", "Failing", "Failed"]
 
@@ -216,7 +231,8 @@ def test_the_timer_survives_an_engine_stopped_until_after_it_ran_out(
         second = start_engine(KubeClient.from_kubeconfig(engineless.kubeconfig), FAST)
         try:
             failed = wait_for_phase(client, ns, "orphaned", "Failed", timeout=30)
-            assert_failed_by_pending_timeout(client, failed, 3)
+            assert_failed_by_pending_timeout(client, failed, 3,
+                                             target_while_failing(watch, failed))
         finally:
             second.stop()
 
@@ -245,7 +261,8 @@ def test_the_timer_is_not_restarted_by_an_engine_started_before_it_runs_out(
             assert replica_state(pending, "Worker", 0) == "Pending"
             assert timer_of(status(pending), "Worker", 0) == since
             failed = wait_for_phase(client, ns, "resumed", "Failed", timeout=30)
-            assert_failed_by_pending_timeout(client, failed, 10)
+            assert_failed_by_pending_timeout(client, failed, 10,
+                                             target_while_failing(watch, failed))
         finally:
             second.stop()
 

@@ -84,7 +84,7 @@ def _running_or_deleting(pod: Obj) -> bool:
 
 def test_without_success_policy_every_replica_must_succeed(client: KubeClient, ns: str) -> None:
     """The Launcher exits 0 after 0.4 s, both Workers after 1.5 s -> Succeeded once all three
-    have, with reason AllReplicasSucceeded on SuccessCriteriaMet and Succeeded."""
+    have, with reason AllReplicasSucceeded (SuccessCriteriaMet's, which Succeeded takes over)."""
     job = machinejob("all", ns, {"Launcher": Replica(run_s=0.4),
                                  "Worker": Replica(2, run_s=1.5)})
     with watching_pods(client, ns) as pods:
@@ -103,12 +103,12 @@ def test_without_success_policy_every_replica_must_succeed(client: KubeClient, n
     assert {t: s.get("succeeded", 0) for t, s in record["replicaStatuses"].items()} == {
         "Launcher": 1, "Worker": 2}
     assert record["restarts"] == 0
-    met, succeeded = condition(done, "SuccessCriteriaMet"), condition(done, "Succeeded")
-    assert met is not None and succeeded is not None
-    assert (met["status"], met["reason"]) == ("True", "AllReplicasSucceeded")
+    succeeded = condition(done, "Succeeded")
+    assert succeeded is not None
     assert (succeeded["status"], succeeded["reason"]) == ("True", "AllReplicasSucceeded")
-    assert succeeded["message"] == met["message"] == (
+    assert succeeded["message"] == (
         "MachineJob all successfully completed: every replica succeeded.")
+    assert condition(done, "SuccessCriteriaMet") is None
     assert condition(done, "Failed") is None
     events = job_events(client, done)
     assert count_events(events, "AllReplicasSucceeded") == 1  # the ending, said once
@@ -137,7 +137,8 @@ def test_any_count_does_not_wait_for_the_last_worker(client: KubeClient, ns: str
           recording(client, MACHINEJOBS, ns) as job_log):
         client.create(MACHINEJOBS, job, ns)
         done = wait_for_phase_of(client, MACHINEJOBS, ns, "any", "Succeeded", timeout=30)
-        first_succeeded = _first_succeeded(job_log.through(done["metadata"]["resourceVersion"]))
+        job_events_seen = job_log.through(done["metadata"]["resourceVersion"])
+        first_succeeded = _first_succeeded(job_events_seen)
         succeeded_at = _rv(first_succeeded)
         pod_events = pod_log.through(str(succeeded_at))
         # Three pods in all (the adoption is seen before the relabelling, under the pod's name).
@@ -145,10 +146,15 @@ def test_any_count_does_not_wait_for_the_last_worker(client: KubeClient, ns: str
         assert (pods.creations()["Worker-0"], pods.creations()["Worker-1"]) == (1, 1)
         assert pods.created["Worker-2"] == [straggler_uid]
 
-    met, succeeded = condition(done, "SuccessCriteriaMet"), condition(done, "Succeeded")
+    # SuccessCriteriaMet while the straggler is deleted (Succeeding); Succeeded takes it over.
+    succeeding = [j for _, j in job_events_seen if status(j).get("phase") == "Succeeding"]
+    assert succeeding, "no version of the job was Succeeding"
+    met, succeeded = condition(succeeding[-1], "SuccessCriteriaMet"), condition(done, "Succeeded")
     assert met is not None and succeeded is not None
     assert (met["status"], met["reason"]) == ("True", "SuccessPolicy")
     assert (succeeded["status"], succeeded["reason"]) == ("True", "SuccessPolicy")
+    assert succeeded["message"] == met["message"]
+    assert condition(done, "SuccessCriteriaMet") is None
     assert job_path(done) == ["Created", "Running", "Succeeding", "Succeeded"]
     record = status(done)
     assert stored(done)["replicas"] == {"Worker": {"Succeeded": "0-1", "Running": "2"}}
@@ -189,11 +195,11 @@ def test_all_mode_over_workers_does_not_wait_for_the_launcher(
         pod_events = pod_log.through(done["metadata"]["resourceVersion"])
         assert pods.creations() == {"Launcher-0": 1, "Worker-0": 1, "Worker-1": 1}
 
-    met, succeeded = condition(done, "SuccessCriteriaMet"), condition(done, "Succeeded")
-    assert met is not None and succeeded is not None
-    assert (met["reason"], succeeded["reason"]) == ("SuccessPolicy", "SuccessPolicy")
+    succeeded = condition(done, "Succeeded")
+    assert succeeded is not None and succeeded["reason"] == "SuccessPolicy"
     assert succeeded["message"] == (
         "MachineJob pol successfully completed: its success policy is met.")
+    assert condition(done, "SuccessCriteriaMet") is None  # Succeeded took it over
     assert job_path(done) == ["Created", "Running", "Succeeding", "Succeeded"]
     succeeding = history_index(done, to="Succeeding")
     for replica in ("Worker-0", "Worker-1"):

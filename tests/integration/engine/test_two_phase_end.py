@@ -2,7 +2,8 @@
 
 The job says it has failed (or met its success criteria) at once, deletes what its
 clean-pod policy says, and only when no pod of it is still terminating gets the terminal
-condition, with the same reason and message, and its completionTime.
+condition, with the same reason and message, and its completionTime; the terminal
+condition takes the first one's place, as in Kubeflow.
 """
 
 from __future__ import annotations
@@ -58,7 +59,7 @@ def test_failed_waits_until_the_pods_the_cleanup_deletes_are_gone(
 ) -> None:
     """Worker-0 fails for good while the Master runs, cleanPodPolicy All: FailureTarget at
     once; while the Master's pod is held in deletion the job stays Failing; once it is gone,
-    Failed with FailureTarget's reason and message."""
+    Failed with FailureTarget's reason and message, in FailureTarget's place."""
     job = pytorchjob("ends", ns, master=Replica(run_s=120),
                      workers=Replica(codes="1", policy="Never", run_s=2),
                      clean_pod_policy="All")
@@ -81,13 +82,15 @@ def test_failed_waits_until_the_pods_the_cleanup_deletes_are_gone(
     assert condition(held, "Failed") is None
     assert "completionTime" not in status(held)
 
+    target = condition(held, "FailureTarget")
+    assert target is not None and target["status"] == "True"
+
     release(client, ns)
     failed = wait_for_phase(client, ns, "ends", "Failed")
     final = condition(failed, "Failed")
-    target = condition(failed, "FailureTarget")
-    assert final is not None and target is not None
+    assert final is not None and final["status"] == "True"
+    assert condition(failed, "FailureTarget") is None
     assert (final["reason"], final["message"]) == (target["reason"], target["message"])
-    assert target["status"] == "True"
     assert status(failed)["completionTime"] >= target["lastTransitionTime"]
     assert job_path(failed)[-2:] == ["Failing", "Failed"]
     assert pod_names(client, ns, "ends") == []
@@ -97,16 +100,16 @@ def test_succeeded_follows_success_criteria_met_with_the_same_reason(
     client: KubeClient, ns: str
 ) -> None:
     """The Master succeeds while a Worker still runs, cleanPodPolicy Running: the Worker's
-    pod is deleted before Succeeded appears."""
+    pod is deleted before Succeeded appears, which then takes SuccessCriteriaMet's place."""
     job = pytorchjob("ends", ns, master=Replica(run_s=0.5), workers=Replica(run_s=120),
                      clean_pod_policy="Running")
     client.create(PYTORCHJOBS, job, ns)
 
     done = wait_for_phase(client, ns, "ends", "Succeeded", timeout=30)
-    met = condition(done, "SuccessCriteriaMet")
     final = condition(done, "Succeeded")
-    assert met is not None and final is not None
-    assert (met["status"], met["reason"]) == ("True", "PyTorchJobSucceeded")
-    assert (final["reason"], final["message"]) == (met["reason"], met["message"])
+    assert final is not None and final["status"] == "True"
+    assert condition(done, "SuccessCriteriaMet") is None
+    assert (final["reason"], final["message"]) == (
+        "PyTorchJobSucceeded", f"PyTorchJob {ns}/ends successfully completed.")
     assert job_path(done)[-2:] == ["Succeeding", "Succeeded"]
     assert pod_names(client, ns, "ends") == [MASTER]

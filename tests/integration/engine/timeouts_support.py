@@ -63,6 +63,12 @@ class StatusWatch:
         return [obj.get("status") or {} for kind, obj in self.log.snapshot()
                 if kind != "DELETED" and obj["metadata"]["name"] == self.name]
 
+    def through(self, job: Obj) -> list[Obj]:
+        """The statuses seen once the log holds everything up to `job` as read (its
+        resourceVersion), oldest first; call it inside the `watching_status` block."""
+        self.log.through(job["metadata"]["resourceVersion"])
+        return self.seen()
+
     def timers(self, replica_type: str, index: int) -> list[str | None]:
         """The replica's timer as it changed from write to write (None: no timer then)."""
         changes: list[str | None] = []

@@ -246,6 +246,24 @@ def test_status_keeps_the_last_transitions_and_counts_every_one(kept: int) -> No
             == read_record(unbounded.job["status"]).transition_counts)
 
 
+
+def test_by_default_status_shows_no_last_transitions_but_counts_every_one() -> None:
+    """`lastTransitions` is off unless the engine is told otherwise: decide keeps none by
+    default (as `EngineSettings.status_last_transitions`); the counts are whole all the same."""
+    shown = World(pytorch_job(policy="OnFailure"))
+    started(shown)
+    assert read_record(shown.job["status"]).history != ()
+    assert _decide_once(shown, dict(shown.pods)).record.history == ()  # decide's default
+
+    hidden = World(pytorch_job(policy="OnFailure"), transitions_kept=0)
+    started(hidden)
+    for world in (shown, hidden):
+        restart_worker(world, 0)
+    assert "lastTransitions" not in hidden.job["status"]
+    assert read_record(hidden.job["status"]).history == ()
+    assert (read_record(hidden.job["status"]).transition_counts
+            == read_record(shown.job["status"]).transition_counts)
+
 # Scaling ----------------------------------------------------------------------------------------
 
 

@@ -11,12 +11,17 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
+
+import pytest
 
 from engine.controller.reconcile.children import ReplicaId
 from engine.controller.reconcile.jobspec import read_job_spec
 from engine.controller.reconcile.record import read_record
+from engine.definition import CompiledDefinition, load_definitions
 from engine.kube.timestamps import format_time
+from tests.kinds import MACHINES
 from tests.scenarios.world import (
     DEFINITIONS,
     MASTER,
@@ -137,8 +142,10 @@ def test_a_failed_job_waits_in_failing_until_the_pods_it_cleans_up_are_gone() ->
 
     assert failed_job.job_path == [("Failing", "Failed", "PyTorchJobFailed")]
     assert failed_job.phase == "Failed"
-    target, final = failed_job.condition("FailureTarget"), failed_job.condition("Failed")
+    # Failed takes FailureTarget over: its reason and message, and FailureTarget is gone.
+    target, final = failing.condition("FailureTarget"), failed_job.condition("Failed")
     assert target is not None and final is not None
+    assert failed_job.condition("FailureTarget") is None
     assert final["status"] == target["status"] == "True"
     assert (final["reason"], final["message"]) == (target["reason"], target["message"])
     assert final["message"] == (
@@ -163,8 +170,10 @@ def test_the_failed_condition_repeats_why_the_job_failed_not_the_last_step() -> 
 
     assert done.job_path == [("Failing", "Failed", "PyTorchJobFailed")]
     assert done.condition_reason("Failed") == "BackoffLimitExceeded"
-    target, final = done.condition("FailureTarget"), done.condition("Failed")
+    assert done.condition("FailureTarget") is None
+    target, final = failing.condition("FailureTarget"), done.condition("Failed")
     assert target is not None and final is not None
+    assert target["reason"] == "BackoffLimitExceeded"
     assert final["message"] == target["message"] == (
         "PyTorchJob mnist has failed because it has reached the specified backoff limit (0). "
         "Last failure: Worker-1 (exit code 1)."
@@ -205,9 +214,52 @@ def test_a_job_that_met_its_success_criteria_cannot_fail_afterwards() -> None:
     done = world.reconcile()
     assert done.job_path == [("Succeeding", "Succeeded", "PyTorchJobSucceeded")]
     assert done.condition_reason("Succeeded") == "PyTorchJobSucceeded"
+    assert done.condition("SuccessCriteriaMet") is None
     assert done.condition("FailureTarget") is None
     assert done.condition("Failed") is None
 
+
+
+def machine_copying_its_conditions(tmp_path: Path) -> CompiledDefinition:
+    """The shipped MachineJob machine with its endings written as batch-job.yaml's:
+    `copyFrom` in place of `moveFrom`."""
+    text = (MACHINES / "job.yaml").read_text()
+    assert text.count("moveFrom:") == 2
+    (tmp_path / "job.yaml").write_text(text.replace("moveFrom:", "copyFrom:"))
+    [definition] = load_definitions([tmp_path])
+    return definition
+
+
+@pytest.mark.parametrize("outcome", [
+    (1, "FailureTarget", "Failed"), (0, "SuccessCriteriaMet", "Succeeded"),
+], ids=["failed", "succeeded"])
+@pytest.mark.parametrize("ending", ["moveFrom", "copyFrom"])
+def test_an_ending_that_moves_its_condition_removes_it_one_that_copies_keeps_it(
+    ending: str, outcome: tuple[int, str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    exit_code, target, final = outcome
+    if ending == "copyFrom":
+        monkeypatch.setitem(DEFINITIONS, "MachineJob", machine_copying_its_conditions(tmp_path))
+    world = World(machine_job(replicas={"Worker": 1}, run_policy={"cleanPodPolicy": "All"}))
+    start(world)
+    world.pods[worker(0)] = exited(exit_code)
+    ending_runs = world.reconcile()
+    assert ending_runs.phase == f"{final[:-2]}ing"  # Failing, Succeeding: the pod goes first
+    set_first = ending_runs.condition(target)
+    assert set_first is not None and set_first["status"] == "True"
+    assert ending_runs.condition(final) is None
+
+    world.pods.clear()
+    ended = world.reconcile()
+
+    assert ended.phase == final
+    taken = ended.condition(final)
+    assert taken is not None and taken["status"] == "True"
+    assert (taken["reason"], taken["message"]) == (set_first["reason"], set_first["message"])
+    if ending == "moveFrom":
+        assert ended.condition(target) is None
+    else:
+        assert ended.condition(target) == set_first
 
 # Restarting the whole job ----------------------------------------------------------------------
 
@@ -388,6 +440,7 @@ def test_success_policy_any_needs_count_replicas_of_the_listed_types() -> None:
     done = world.reconcile()
     assert done.job_path == [("Succeeding", "Succeeded", "JobSucceeded")]
     assert done.condition_reason("Succeeded") == "SuccessPolicy"
+    assert done.condition("SuccessCriteriaMet") is None  # Succeeded took it over
 
 
 def test_success_policy_all_looks_only_at_the_listed_types() -> None:

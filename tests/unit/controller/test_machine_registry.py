@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from engine.controller.machines.registry import (
     Assignment,
     Governed,
     MachineRegistry,
     Unassigned,
+    recorded_revision,
 )
 from engine.controller.machines.revisions import revision_object
 from tests.kinds import KINDS, shipped_definitions
@@ -37,9 +40,31 @@ def _revision(name: str) -> dict[str, Any]:
     return revision
 
 
-def job(recorded: str | None = None) -> dict[str, Any]:
-    status = {"machine": {"name": "jaxjob", "revision": recorded}} if recorded else {}
+def job(recorded: str | None = None, *, legacy: bool = False) -> dict[str, Any]:
+    """A JAXJob whose status names the revision `recorded` (as engines before the string
+    form wrote it, `{name, revision}`, when `legacy`)."""
+    written: Any = {"name": "jaxjob", "revision": recorded} if legacy else recorded
+    status = {"machine": written} if recorded else {}
     return {"kind": "JAXJob", "metadata": {"name": "j"}, "status": status}
+
+
+@pytest.mark.parametrize(("machine", "read"), [
+    ("jaxjob-2ef5620318", ("jaxjob", "jaxjob-2ef5620318")),
+    ("batch-job-2ef5620318", ("batch-job", "batch-job-2ef5620318")),
+    ({"name": "jaxjob", "revision": "jaxjob-2ef5620318"}, ("jaxjob", "jaxjob-2ef5620318")),
+    ({"name": "batch-job", "revision": "batch-job-1"}, ("batch-job", "batch-job-1")),
+], ids=["name", "name-of-a-hyphenated-machine", "written-before", "hyphenated-written-before"])
+def test_the_recorded_revision_is_read_as_a_name_and_as_the_mapping_written_before(
+    machine: Any, read: tuple[str, str]
+) -> None:
+    assert recorded_revision({"status": {"machine": machine}}) == read
+
+
+@pytest.mark.parametrize("status", [
+    {}, {"machine": None}, {"machine": ""}, {"machine": {"name": "jaxjob"}}, {"machine": 7},
+])
+def test_a_status_without_a_revision_records_none(status: dict[str, Any]) -> None:
+    assert recorded_revision({"status": status}) is None
 
 
 def test_a_new_job_starts_with_the_revision_in_force() -> None:
@@ -56,6 +81,15 @@ def test_a_job_keeps_the_revision_it_recorded() -> None:
     assigned = registry.assign("JAXJob", job("jaxjob-old"))
 
     assert isinstance(assigned, Assignment) and assigned.revision == "jaxjob-old"
+
+
+def test_a_job_that_recorded_its_revision_before_the_string_form_keeps_it() -> None:
+    registry = registry_with("jaxjob-old", "jaxjob-new", governed="jaxjob-new")
+
+    assigned = registry.assign("JAXJob", job("jaxjob-old", legacy=True))
+
+    assert isinstance(assigned, Assignment)
+    assert (assigned.machine, assigned.revision) == ("jaxjob", "jaxjob-old")
 
 
 def test_a_revision_is_compiled_once_and_shared() -> None:

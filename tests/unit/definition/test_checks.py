@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import pytest
+from pydantic import ValidationError
+
+from engine.definition.schema import ConditionSpec
 from engine.definition.validate import validate_text
 from tests.unit.definition.texts import JOB, REPLICA, document
 
@@ -163,6 +167,54 @@ def test_condition_and_hold_replicas_are_job_level_only() -> None:
         "demo.yaml:17:17: error: 'condition' is not allowed at replica level (conditions live "
         "on the job): use the setCondition action",
         "demo.yaml:17:37: error: 'holdReplicas' is only allowed at job level",
+    ]
+
+
+def ended_by(condition: str) -> list[str]:
+    """The problems of the demo machine whose Running sets condition Running and whose Done
+    sets `condition` (line 10, the condition's mapping at column 44)."""
+    text = JOB.replace("Running: {}", "Running: {condition: Running}").replace(
+        "Done: {terminal: success}", f"Done: {{terminal: success, condition: {condition}}}")
+    return lines(document(job=text))
+
+
+def test_copy_from_and_move_from_take_a_condition_another_state_sets() -> None:
+    assert ended_by("{type: Done, copyFrom: Running}") == []
+    assert ended_by("{type: Done, moveFrom: Running}") == []
+
+
+def test_move_from_names_a_condition_no_state_sets() -> None:
+    assert ended_by("{type: Done, moveFrom: Runing}") == [
+        "demo.yaml:10:67: error: moveFrom 'Runing' is not a condition any state of this "
+        "machine sets; conditions: Done, Running"
+    ]
+
+
+def test_copy_from_and_move_from_cannot_name_the_condition_s_own_type() -> None:
+    assert ended_by("{type: Done, moveFrom: Done}") == [
+        "demo.yaml:10:67: error: moveFrom names the condition's own type 'Done'"
+    ]
+    assert ended_by("{type: Done, copyFrom: Done}") == [
+        "demo.yaml:10:67: error: copyFrom names the condition's own type 'Done'"
+    ]
+
+
+def test_move_from_takes_reason_and_message_so_the_condition_gives_neither() -> None:
+    refused = ("demo.yaml:10:67: error: a condition with moveFrom takes its reason and message "
+               "from 'Running': remove its own 'reason' and 'message'")
+    assert ended_by("{type: Done, moveFrom: Running, reason: AllDone}") == [refused]
+    assert ended_by("{type: Done, moveFrom: Running, message: done}") == [refused]
+
+
+def test_the_schema_refuses_copy_from_beside_move_from() -> None:
+    with pytest.raises(ValidationError, match="give copyFrom or moveFrom, not both"):
+        ConditionSpec.model_validate({"type": "Done", "copyFrom": "Running",
+                                      "moveFrom": "Running"})
+
+
+def test_a_condition_takes_copy_from_or_move_from_not_both() -> None:
+    assert ended_by("{type: Done, copyFrom: Running, moveFrom: Running}") == [
+        "demo.yaml:10:44: error: give copyFrom or moveFrom, not both: moveFrom copies too"
     ]
 
 

@@ -88,6 +88,18 @@ def check_identity(rt: ResourceType, body: Obj, namespace: str, name: str | None
         )
 
 
+_OMITTED_WHEN_EMPTY = ("labels", "annotations", "finalizers", "ownerReferences")
+"""ObjectMeta's collections tagged omitempty: empty (or null) they are not stored, so a
+patch that removes the last finalizer leaves no `finalizers: []` behind."""
+
+
+def _without_empty_collections(metadata: dict[str, object]) -> dict[str, object]:
+    for key in _OMITTED_WHEN_EMPTY:
+        if key in metadata and metadata[key] in (None, {}, []):
+            del metadata[key]
+    return metadata
+
+
 def prepare_create(
     rt: ResourceType, body: Obj, namespace: str, *, now: str, strategy: Strategy
 ) -> Obj:
@@ -107,6 +119,7 @@ def prepare_create(
     metadata["creationTimestamp"] = now
     if strategy.generation is not Generation.NONE:
         metadata["generation"] = 1
+    _without_empty_collections(metadata)
     obj = {**body, "apiVersion": rt.api_version, "kind": rt.kind, "metadata": metadata}
     if rt.has_status and not strategy.keep_status_on_create:
         obj.pop("status", None)
@@ -158,6 +171,7 @@ def prepare_update(rt: ResourceType, body: Obj, old: Obj, subresource: str | Non
             metadata[key] = old_meta[key]
         else:
             metadata.pop(key, None)
+    _without_empty_collections(metadata)
     new = {**body, "apiVersion": rt.api_version, "kind": rt.kind, "metadata": metadata}
     if rt.has_status:
         new.pop("status", None)

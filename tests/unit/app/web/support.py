@@ -27,7 +27,7 @@ def job(name: str, *, namespace: str = "default", uid: str = "uid-1", state: str
         "spec": {"pytorchReplicaSpecs": {}},
         "status": {"state": state, "restarts": restarts, "record": orjson.dumps(record).decode(),
                    "conditions": conditions or [],
-                   "machine": {"name": "pytorchjob", "revision": revision}},
+                   "machine": revision},
     }
 
 
