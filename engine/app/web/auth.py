@@ -23,6 +23,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
+from urllib.parse import urlsplit
 
 from engine.kube.client import KubeClient
 from engine.kube.errors import ApiError
@@ -247,7 +248,16 @@ def bearer_token(headers: Mapping[str, str]) -> str | None:
 
 
 def safe_next(path: str | None) -> str:
-    """Where to go after logging in: a path of this server only (never `//host` or a URL)."""
-    if not path or not path.startswith("/") or path.startswith("//") or "\\" in path:
+    """Where to go after logging in: a path of this server only (never `//host` or a URL).
+
+    Browsers drop tabs and newlines from a URL and read `\\` as `/`, and a header drops
+    control characters, so `/<TAB>/evil.com` would leave as `//evil.com`: a path holding
+    any of them (anything but printable ASCII), or anything but a path once parsed, goes to
+    the start page instead.
+    """
+    if not path or any(not 0x21 <= ord(char) <= 0x7E or char == "\\" for char in path):
+        return "/"
+    parts = urlsplit(path)
+    if not path.startswith("/") or path.startswith("//") or parts.scheme or parts.netloc:
         return "/"
     return path

@@ -125,7 +125,8 @@ def test_the_job_page_shows_state_restarts_machine_events_and_logs(viewed: Viewe
     assert sorted(current) == [("Worker-0", "replica/s/Succeeded"), ("job", "job/s/Succeeded")]
     assert "exited with code 137" in body  # the ExitedWithCode event
     assert "is restarting because Worker replica(s) failed." in body
-    assert "<td>SuccessCriteriaMet</td><td>True</td>" in body
+    assert "<td>Succeeded</td><td>True</td><td>PyTorchJobSucceeded</td>" in body
+    assert "<td>SuccessCriteriaMet</td>" not in body  # Succeeded took it over at the end
     assert "simulated attempt 2: exit code 0" in body  # the log tail, read through pods/log
     assert _strict_headers(viewed, JOB_PATH)
 
@@ -166,6 +167,11 @@ def test_the_login_form_starts_a_session_only_for_a_token_the_server_accepts(
     accepted = request(viewed.view.url + "/login", method="POST",
                        form=f"token={viewed.admin}&next=%2F%2Fevil.example%2F")
     assert (accepted.status, accepted.headers["Location"]) == (303, "/")
+    for sneaked in ("%2F%09%2Fevil.example", "%2F%0a%2Fevil.example", "%2F%5Cevil.example",
+                    "https%3A%2F%2Fevil.example%2F"):
+        answer = request(viewed.view.url + "/login", method="POST",
+                         form=f"token={viewed.admin}&next={sneaked}")
+        assert (answer.status, answer.headers["Location"]) == (303, "/"), sneaked
     assert request(viewed.view.url + JOB_PATH, cookie=session_cookie(accepted)).status == 200
 
 

@@ -47,7 +47,10 @@ def test_a_bearer_header_gives_its_token(header: str, token: str | None) -> None
 @pytest.mark.parametrize(("asked", "went"), [
     ("/jobs/a/b/c?x=1", "/jobs/a/b/c?x=1"), (None, "/"), ("", "/"),
     ("https://evil.example/", "/"), ("//evil.example/", "/"), ("/\\evil.example", "/"),
-    ("jobs", "/"),
+    ("jobs", "/"), ("/\t/evil.example", "/"), ("/\n/evil.example", "/"),
+    ("/\r\n/evil.example", "/"), ("/\x00/evil.example", "/"), (" //evil.example", "/"),
+    ("/%09/evil.example", "/%09/evil.example"), ("javascript:alert(1)", "/"),
+    ("/jobs/\u00e9", "/"),
 ])
 def test_after_logging_in_only_this_servers_paths_are_followed(asked: str | None,
                                                                went: str) -> None:
