@@ -26,6 +26,23 @@ app = typer.Typer(
 )
 
 
+@app.callback()
+def _every_command() -> None:
+    """Log in the project's format, without frame locals, whatever the command (a command
+    that wants another level or format configures logging again)."""
+    from pydantic import ValidationError
+
+    from engine.logs import configure_logging
+    from engine.settings import EngineSettings
+
+    try:
+        settings = EngineSettings.from_env(None)
+    except ValidationError:
+        configure_logging()  # the command that reads the settings says what is wrong
+        return
+    configure_logging(log_format=settings.log_format, level=settings.log_level)
+
+
 class Level(StrEnum):
     job = "job"
     replica = "replica"
@@ -303,14 +320,27 @@ EventTtlOption = Annotated[
 ]
 
 
-def _event_ttl_seconds(value: str) -> float:
-    """The --event-ttl in seconds; a value that is not a duration stops the command."""
+CompactionIntervalOption = Annotated[
+    str,
+    typer.Option("--compaction-interval", help="How often the data dir's journal is compacted "
+                 "into its snapshot while serving, as a duration (5m, 30s; 0: only at start), "
+                 "as kube-apiserver's --etcd-compaction-interval."),
+]
+
+
+def _duration_seconds(flag: str, value: str) -> float:
+    """A duration flag in seconds; a value that is not a duration stops the command."""
     from engine.definition.durations import parse_duration
 
     seconds = parse_duration(value)
     if seconds is None:
-        _fail(f"--event-ttl: {value!r} is not a duration such as 1h, 90s or 5m")
+        _fail(f"{flag}: {value!r} is not a duration such as 1h, 90s or 5m")
     return seconds
+
+
+def _event_ttl_seconds(value: str) -> float:
+    """The --event-ttl in seconds; a value that is not a duration stops the command."""
+    return _duration_seconds("--event-ttl", value)
 
 
 @app.command()
@@ -336,6 +366,7 @@ def apiserver(
     token_auth_file: TokenAuthFileOption = None,
     fault_plan: FaultPlanOption = None,
     event_ttl: EventTtlOption = "1h",
+    compaction_interval: CompactionIntervalOption = "5m",
 ) -> None:
     """Serve the embedded Kubernetes-compatible API server until interrupted."""
     from engine.cluster.apiserver.endpoints.faults import FaultInjector, FaultPlanError
@@ -350,7 +381,9 @@ def apiserver(
             _fail(f"--fault-plan: {exc}")
     options = ServerOptions(audit_log=audit_log_path,
                             token_auth_file=_checked_token_file(token_auth_file), faults=faults,
-                            event_ttl=_event_ttl_seconds(event_ttl))
+                            event_ttl=_event_ttl_seconds(event_ttl),
+                            compaction_interval=_duration_seconds("--compaction-interval",
+                                                                  compaction_interval))
     try:
         serve_forever(host=host, port=port, data_dir=data_dir, kubeconfig=kubeconfig, tls=tls,
                       options=options)
@@ -521,6 +554,12 @@ class NodeMode(StrEnum):
     simulate = "simulate"
 
 
+class PodSecurityLevel(StrEnum):
+    privileged = "privileged"
+    baseline = "baseline"
+    restricted = "restricted"
+
+
 class LogFormat(StrEnum):
     text = "text"
     json = "json"
@@ -632,7 +671,7 @@ def run(
     settings = EngineSettings.from_env(None, **_given(
         workers=workers, log_format=log_format, gang_scheduler_name=gang_scheduler_name,
         gang_scheduling=gang_scheduling or None, system_namespace=system_namespace))
-    configure_logging(log_format=settings.log_format)
+    configure_logging(log_format=settings.log_format, level=settings.log_level)
     try:
         code = run_engine(RunOptions(
             kubeconfig=kubeconfig, in_cluster=pod, machines=machines, namespace=namespace,
@@ -685,6 +724,13 @@ def up(
     audit_log_path: AuditLogOption = None,
     token_auth_file: TokenAuthFileOption = None,
     event_ttl: EventTtlOption = "1h",
+    compaction_interval: CompactionIntervalOption = "5m",
+    pod_security: Annotated[
+        PodSecurityLevel,
+        typer.Option("--pod-security", help="The Pod Security level the default namespace "
+                     "enforces, as kube-apiserver's PodSecurity admission (privileged: none).",
+                     case_sensitive=False),
+    ] = PodSecurityLevel.baseline,
     engine: Annotated[
         bool,
         typer.Option("--engine/--no-engine", help="Run the engine too; --no-engine serves the "
@@ -718,14 +764,15 @@ def up(
         )
     except ValueError as exc:
         _fail(str(exc))
-    configure_logging(log_format=settings.log_format)
+    configure_logging(log_format=settings.log_format, level=settings.log_level)
     try:
         serve_until_interrupted(UpOptions(
             data_dir=data_dir.resolve(), port=port, node_mode=node_mode.value,
             machines=machines, settings=settings, restart_backoff=backoff,
             node_capacity=capacity, audit_log=audit_log_path,
             token_auth_file=_checked_token_file(token_auth_file), event_ttl=ttl,
-            ui_port=ui_port, ui_address=ui_address,
+            compaction_interval=_duration_seconds("--compaction-interval", compaction_interval),
+            pod_security=pod_security.value, ui_port=ui_port, ui_address=ui_address,
         ), quiet=quiet, with_engine=engine)
     except CorruptDataError as exc:
         _fail(str(exc))

@@ -29,11 +29,13 @@ _QUIET_LIBRARIES = {"apscheduler": logging.WARNING, "urllib3": logging.WARNING,
 def configure_logging(*, log_format: LogFormat = "text", level: str = "INFO") -> None:
     """Send every log line (ours and the libraries') to stderr in `log_format`."""
     logger.remove()
+    # diagnose=False: a traceback never prints the values of each frame's locals, where a
+    # token or a Secret's data may be; backtrace=False: only the frames that raised.
     if log_format == "json":
-        logger.add(_json_sink, level=level)
+        logger.add(_json_sink, level=level, diagnose=False, backtrace=False)
     else:
         logger.add(sys.stderr, level=level, format=_TEXT, colorize=None,
-                   filter=_with_context)
+                   filter=_with_context, diagnose=False, backtrace=False)
     logging.basicConfig(handlers=[_Intercept()], level=0, force=True)
     for name, library_level in _QUIET_LIBRARIES.items():
         logging.getLogger(name).setLevel(library_level)
