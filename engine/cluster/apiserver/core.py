@@ -11,10 +11,14 @@ pick up whatever was pending when the last process died.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+
+from loguru import logger
 
 from engine.cluster.apiserver.auth.rbac_bootstrap import ensure_bootstrap_policy
 from engine.cluster.apiserver.controllers.access_controllers import (
@@ -41,6 +45,10 @@ from engine.cluster.apiserver.storage.objects import ObjectTable
 from engine.cluster.apiserver.storage.persistence import Journal
 from engine.cluster.apiserver.storage.watch import DEFAULT_HISTORY
 
+DEFAULT_COMPACTION_INTERVAL = 300.0
+"""Seconds between compactions of the journal into the snapshot while serving: five
+minutes, kube-apiserver's default --etcd-compaction-interval."""
+
 
 @dataclass
 class Core:
@@ -49,13 +57,40 @@ class Core:
     registry: Registry
     store: Store
     journal: Journal | None
+    _compaction: asyncio.Task[None] | None = field(default=None, repr=False)
 
     async def flushed(self) -> None:
         """Wait until every write made so far is durable (immediate when memory-only)."""
         if self.journal is not None:
             await self.journal.flushed()
 
+    def compact_every(self, interval_s: float) -> None:
+        """Compact the journal into the snapshot every `interval_s` seconds while serving
+        (call on the serving loop; 0 or a memory-only server: never), so the data dir
+        follows the live objects' size instead of growing with every write."""
+        if self.journal is not None and interval_s > 0:
+            self._compaction = asyncio.get_running_loop().create_task(
+                self._compact_periodically(self.journal, interval_s))
+
+    async def _compact_periodically(self, journal: Journal, interval_s: float) -> None:
+        log = logger.bind(component="apiserver.journal")
+        while True:
+            await asyncio.sleep(interval_s)
+            try:
+                size = await journal.compact_while_serving(self.store.table)
+            except OSError as exc:
+                log.warning(f"compacting the journal failed ({exc}); it is tried again in "
+                            f"{interval_s:g} s")
+                continue
+            if size:
+                log.info(f"compacted {size} bytes of journal into the snapshot at "
+                         f"resourceVersion {self.store.table.rv}")
+
     async def close(self) -> None:
+        if self._compaction is not None:
+            self._compaction.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._compaction
         if self.journal is not None:
             await self.journal.close()
 

@@ -139,3 +139,14 @@ def unsupported_media_type(message: str) -> ApiError:
 
 def internal(message: str) -> ApiError:
     return ApiError(500, "InternalError", message)
+
+
+def too_large_version(wanted: int, current: int) -> ApiError:
+    """504 for a resourceVersion this server has not reached, as the watch cache answers
+    once it has waited for it (storage.NewTooLargeResourceVersionError)."""
+    # The cause names no field, so it has none (Go's omitempty).
+    cause = {"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}
+    return ApiError(
+        504, "Timeout", f"Timeout: Too large resource version: {wanted}, current: {current}",
+        {"causes": [cause], "retryAfterSeconds": 1},
+    )

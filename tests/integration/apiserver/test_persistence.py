@@ -76,3 +76,22 @@ def test_stored_objects_are_readable_by_the_owner_only(tmp_path: Path) -> None:
     stored = [p for p in data_dir.iterdir() if p.suffix == ".jsonl"]
     assert stored, "the server wrote no journal or snapshot"
     assert {p.name: p.stat().st_mode & 0o777 for p in stored} == {p.name: 0o600 for p in stored}
+
+
+def test_the_journal_is_compacted_while_the_server_runs(tmp_path: Path) -> None:
+    """Objects created and deleted leave no trace on disk once a compaction has run, and a
+    restart finds what is live."""
+    data_dir = tmp_path / "data"
+    with apiserver_process(data_dir, "--compaction-interval", "1s") as core:
+        for index in range(100):
+            core.create_namespaced_config_map("default", {
+                "metadata": {"name": f"gone-{index}"}, "data": {"payload": "x" * 1000}})
+        for index in range(100):
+            core.delete_namespaced_config_map(f"gone-{index}", "default")
+        core.create_namespaced_config_map("default", {"metadata": {"name": "kept"}})
+        assert (data_dir / "journal.jsonl").stat().st_size > 100_000
+        eventually(lambda: (data_dir / "journal.jsonl").stat().st_size < 10_000, timeout=60)
+        assert (data_dir / "snapshot.jsonl").stat().st_size < 100_000
+    with apiserver_process(data_dir) as core:
+        names = {c.metadata.name for c in core.list_namespaced_config_map("default").items}
+        assert "kept" in names and not any(name.startswith("gone-") for name in names)

@@ -24,6 +24,7 @@ from loguru import logger
 
 from engine.cluster.apiserver.admission.service_account_admission import ROOT_CA_CONFIGMAP
 from engine.cluster.apiserver.registry.builtins import CONFIGMAPS
+from engine.cluster.apiserver.storage.checksums import seal
 from engine.cluster.apiserver.storage.journal_repair import repair_data_dir
 from engine.cluster.apiserver.storage.objects import ObjectTable
 from engine.cluster.apiserver.storage.persistence import (
@@ -87,23 +88,34 @@ def _lines(path: Path) -> list[bytes]:
     return path.read_bytes().split(b"\n")[:-1]
 
 
+def _as_written(line: bytes) -> bytes:
+    """A JSON object line sealed with its checksum, as the engine writes every line (so a
+    test of a record's shape meets that check, not the checksum's); anything else as is."""
+    try:
+        is_object = isinstance(orjson.loads(line), dict)
+    except orjson.JSONDecodeError:
+        is_object = False
+    return seal(line) if is_object else line
+
+
 def _insert(path: Path, number: int, line: bytes) -> None:
-    """Put `line` in the file so that it becomes line `number`."""
+    """Put `line` (sealed, if a JSON object) in the file so that it becomes line `number`."""
     lines = _lines(path)
-    lines.insert(number - 1, line)
+    lines.insert(number - 1, _as_written(line))
     path.write_bytes(b"\n".join(lines) + b"\n")
 
 
 def _replace(path: Path, number: int, line: bytes) -> bytes:
-    """Replace line `number`; return what it was."""
+    """Replace line `number` (by `line` sealed, if a JSON object); return what it was."""
     lines = _lines(path)
-    old, lines[number - 1] = lines[number - 1], line
+    old, lines[number - 1] = lines[number - 1], _as_written(line)
     path.write_bytes(b"\n".join(lines) + b"\n")
     return old
 
 
 def _edited(line: bytes, **changes: object) -> bytes:
     record = orjson.loads(line)
+    record.pop("crc", None)
     record.update(changes)
     return orjson.dumps(record)
 
@@ -175,7 +187,7 @@ def test_an_empty_snapshot(data_dir: Path) -> None:
     (data_dir / SNAPSHOT).write_bytes(b"")
     assert str(_error(data_dir)) == _message(
         data_dir / SNAPSHOT, 1, 'the file is empty, but a snapshot starts with the header '
-        '{"format": 1, "rv": N}')
+        '{"format": 2, "rv": N}')
 
 
 def test_a_missing_snapshot_behind_a_journal(data_dir: Path) -> None:
@@ -190,10 +202,10 @@ def test_a_missing_snapshot_behind_a_journal(data_dir: Path) -> None:
     ("header", "problem"),
     [
         (b'{"hello": "world"}',
-         'not a jobmachine snapshot: the first line is no {"format": 1, "rv": N}'),
-        (b"[1, 2, 3]", 'not a jobmachine snapshot: the first line is no {"format": 1, "rv": N}'),
-        (b'{"format": 1, "rv": "12"}', "rv, the resourceVersion counter, is not a number"),
-        (b'{"format": 1, "rv": 12, "count": -1}', "count, the number of records, is not a number"),
+         'not a jobmachine snapshot: the first line is no {"format": 2, "rv": N}'),
+        (b"[1, 2, 3]", 'not a jobmachine snapshot: the first line is no {"format": 2, "rv": N}'),
+        (b'{"format": 2, "rv": "12"}', "rv, the resourceVersion counter, is not a number"),
+        (b'{"format": 2, "rv": 12, "count": -1}', "count, the number of records, is not a number"),
         (b'{"format": "one", "rv": 12}', 'unknown snapshot format "one"'),
     ],
 )
@@ -206,15 +218,15 @@ def test_a_snapshot_without_its_header(data_dir: Path) -> None:
     snapshot = data_dir / SNAPSHOT
     snapshot.write_bytes(b"\n".join(_lines(snapshot)[1:]) + b"\n")
     assert str(_error(data_dir)) == _message(
-        snapshot, 1, 'the header {"format": 1, "rv": N} is missing: this line is a stored object')
+        snapshot, 1, 'the header {"format": 2, "rv": N} is missing: this line is a stored object')
 
 
 def test_a_newer_snapshot_format_is_not_for_repair(data_dir: Path) -> None:
-    _replace(data_dir / SNAPSHOT, 1, b'{"format": 2, "rv": 12}')
+    _replace(data_dir / SNAPSHOT, 1, b'{"format": 3, "rv": 12}')
     error = _error(data_dir)
     assert isinstance(error, ForeignFormatError)
-    assert str(error) == (f"{data_dir / SNAPSHOT}:1: snapshot format 2 is newer than this "
-                          f"jobmachine's (1); start the jobmachine that wrote it")
+    assert str(error) == (f"{data_dir / SNAPSHOT}:1: snapshot format 3 is newer than this "
+                          f"jobmachine's (2); start the jobmachine that wrote it")
     with pytest.raises(ForeignFormatError):
         repair_data_dir(data_dir)
 
@@ -514,3 +526,96 @@ def test_garbage_anywhere_is_named_and_repaired(name: str, where: int, garbage: 
             return
         repair_data_dir(directory)
         assert _state(_load(directory)) == _valid_state()
+
+
+def _flipped(line: bytes, inside: bytes) -> bytes:
+    """`line` with one byte inside the first occurrence of `inside` changed, so that it
+    still parses (the damage a checksum is for)."""
+    at = line.index(inside) + len(inside) // 2
+    return line[:at] + bytes([line[at] ^ 0x01]) + line[at + 1:]
+
+
+@pytest.mark.parametrize("file_name", [SNAPSHOT, JOURNAL])
+def test_a_flipped_byte_that_still_parses_stops_the_start_and_changes_nothing(
+    data_dir: Path, file_name: str
+) -> None:
+    path = data_dir / file_name
+    number = next(i for i, line in enumerate(_lines(path), 1) if b'"name":"e"' in line
+                  or (file_name == SNAPSHOT and b'"name":"b"' in line))
+    lines = _lines(path)
+    damaged = _flipped(lines[number - 1], b'"default"')
+    orjson.loads(damaged)  # still JSON: only the checksum can tell
+    lines[number - 1] = damaged
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    before = {name: (data_dir / name).read_bytes() for name in (SNAPSHOT, JOURNAL)}
+    with pytest.raises(CorruptDataError) as caught:
+        _write(data_dir, [])  # a start: load, then compact
+    assert str(caught.value) == _message(
+        path, number, "checksum mismatch: the line is not what was written")
+    assert {name: (data_dir / name).read_bytes() for name in before} == before
+
+
+def test_a_line_whose_checksum_was_lost_is_named(data_dir: Path) -> None:
+    journal = data_dir / JOURNAL
+    lines = _lines(journal)
+    lines[0] = lines[0].replace(b',"crc":', b',"crd":')
+    journal.write_bytes(b"\n".join(lines) + b"\n")
+    assert str(_error(data_dir)) == _message(
+        journal, 1, "checksum missing: every line of this file ends with one")
+
+
+def test_repair_moves_a_line_with_a_bad_checksum_aside(data_dir: Path) -> None:
+    snapshot = data_dir / SNAPSHOT
+    number = next(i for i, line in enumerate(_lines(snapshot), 1) if b'"name":"c"' in line)
+    lines = _lines(snapshot)
+    lines[number - 1] = _flipped(lines[number - 1], b'"name":"c"')
+    snapshot.write_bytes(b"\n".join(lines) + b"\n")
+    report = repair_data_dir(data_dir)
+    assert [(r.line, r.problem) for r in report.snapshot.rejected] == [
+        (number, "checksum mismatch: the line is not what was written")]
+    assert _configmaps(_load(data_dir)) == {"b", "d", "e", "f"}
+
+
+def _unsealed_format_1(directory: Path) -> None:
+    """Rewrite a data dir as the release before checksums wrote it (format 1)."""
+    for name in (SNAPSHOT, JOURNAL):
+        path = directory / name
+        lines = [orjson.loads(line) for line in _lines(path)]
+        for value in lines:
+            value.pop("crc")
+            if "format" in value:
+                value["format"] = 1
+        path.write_bytes(b"".join(orjson.dumps(value) + b"\n" for value in lines))
+
+
+def test_a_data_dir_without_checksums_loads_and_the_next_start_seals_it(data_dir: Path) -> None:
+    expected = _state(_load(data_dir))
+    _unsealed_format_1(data_dir)
+    assert b'"crc"' not in (data_dir / SNAPSHOT).read_bytes()
+    assert _state(_load(data_dir)) == expected
+    _write(data_dir, ["g"])
+    header, *records = _lines(data_dir / SNAPSHOT)
+    assert orjson.loads(header)["format"] == 2
+    assert all(b',"crc":' in line for line in [header, *records, *_lines(data_dir / JOURNAL)])
+    assert _configmaps(_load(data_dir)) == {"b", "c", "d", "e", "f", "g"}
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_any_single_changed_byte_of_a_stored_object_is_caught(data: st.DataObject) -> None:
+    with tempfile.TemporaryDirectory() as temporary:
+        directory = _data_dir(Path(temporary) / "data")
+        path = directory / data.draw(st.sampled_from([SNAPSHOT, JOURNAL]))
+        lines = _lines(path)
+        number = data.draw(st.integers(1, len(lines)))
+        line = lines[number - 1]
+        start = line.find(b'"o":')
+        if start < 0:
+            return  # a deletion or the header: no stored object on this line
+        at = data.draw(st.integers(start + 5, line.rindex(b',"crc":') - 2))
+        bit = data.draw(st.integers(0, 6))
+        lines[number - 1] = line[:at] + bytes([line[at] ^ (1 << bit)]) + line[at + 1:]
+        path.write_bytes(b"\n".join(lines) + b"\n")
+        with pytest.raises(CorruptDataError) as caught:
+            _load(directory)
+        assert caught.value.path == path and caught.value.line == number

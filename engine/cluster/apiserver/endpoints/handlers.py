@@ -109,7 +109,7 @@ class ResourceHandlers:
         return json_response(list_bytes(target.rt, page.entries, metadata))
 
     async def _watch_request(self, request: web.Request, target: Target) -> web.StreamResponse:
-        query = params.list_query(target.rt, target.namespace, request.query)
+        query = params.list_query(target.rt, target.namespace, request.query, watch=True)
         return await stream_watch(request, self._store, target, query, self._watch)
 
     async def _post(self, request: web.Request, target: Target) -> web.Response:

@@ -23,6 +23,7 @@ from engine.cluster.apiserver.encoding.protobuf import (
     UnsupportedKindError,
     decode_request,
 )
+from engine.cluster.apiserver.encoding.yaml_documents import YamlLimitError, load_yaml
 from engine.cluster.apiserver.errors import ApiError, bad_request, unsupported_media_type
 from engine.cluster.apiserver.printing.tables import table_api_version, to_table
 from engine.cluster.apiserver.registry.resources import ResourceType
@@ -147,8 +148,10 @@ async def read_body(request: web.Request) -> Any:
         return None
     else:
         try:
-            document = (yaml.load(raw, Loader=yaml.CSafeLoader) if content_type == YAML
-                        else orjson.loads(raw))
+            document = load_yaml(raw) if content_type == YAML else orjson.loads(raw)
+        except YamlLimitError as exc:
+            raise bad_request("the request body could not be decoded: error converting YAML "
+                              f"to JSON: {exc}") from exc
         except (orjson.JSONDecodeError, yaml.YAMLError, RecursionError) as exc:
             raise bad_request(f"the request body could not be decoded: {exc}") from exc
     check_depth(document, "the request body")

@@ -23,8 +23,9 @@ from engine.cluster.apiserver.auth.audit import AuditLog
 from engine.cluster.apiserver.auth.authentication import load_or_create_token, load_token_users
 from engine.cluster.apiserver.auth.service_account_tokens import TokenAuthority
 from engine.cluster.apiserver.controllers.event_expiry import DEFAULT_EVENT_TTL
-from engine.cluster.apiserver.core import Core, open_core
+from engine.cluster.apiserver.core import DEFAULT_COMPACTION_INTERVAL, Core, open_core
 from engine.cluster.apiserver.endpoints.faults import FaultInjector
+from engine.cluster.apiserver.endpoints.http_errors import HTTP_LIMITS, StatusAppRunner
 from engine.cluster.apiserver.endpoints.kubeconfig import write_kubeconfig
 from engine.cluster.apiserver.endpoints.server import build_app
 from engine.cluster.apiserver.endpoints.tls import create_ca_and_server_cert, ssl_context
@@ -54,6 +55,8 @@ class ServerOptions:
     token_auth_file: Path | None = None
     # Faults to inject (tests and the harness; `faults.py`); None installs nothing.
     faults: FaultInjector | None = None
+    # Seconds between compactions of the journal while serving; 0 compacts only at start.
+    compaction_interval: float = DEFAULT_COMPACTION_INTERVAL
 
 
 @dataclass(frozen=True)
@@ -117,13 +120,15 @@ async def _start(
     root_ca = tls_files.ca_cert.read_text() if tls_files else ""
     core = open_core(LoopReactor(asyncio.get_running_loop()), data_dir=data_dir,
                      history=options.history, event_ttl=options.event_ttl, root_ca=root_ca)
+    core.compact_every(options.compaction_interval)
     logs_dir = files_dir / "logs"
     audit = AuditLog(options.audit_log) if options.audit_log else None
     app = build_app(core, token=token, logs_dir=logs_dir, watch=options.watch,
                     tokens=TokenAuthority.for_data_dir(data_dir), audit=audit, users=users,
                     faults=options.faults)
-    runner = web.AppRunner(
-        app, handler_cancellation=True, access_log=None, shutdown_timeout=_SHUTDOWN_TIMEOUT
+    runner = StatusAppRunner(
+        app, handler_cancellation=True, access_log=None, shutdown_timeout=_SHUTDOWN_TIMEOUT,
+        **HTTP_LIMITS,
     )
     await runner.setup()
     site = web.TCPSite(

@@ -30,6 +30,7 @@ from engine.cluster.apiserver.core import Core
 from engine.cluster.apiserver.endpoints import discovery, openapi, openapi_protobuf
 from engine.cluster.apiserver.endpoints.faults import FaultInjector
 from engine.cluster.apiserver.endpoints.handlers import ResourceHandlers
+from engine.cluster.apiserver.endpoints.negotiation import negotiated
 from engine.cluster.apiserver.endpoints.request_metrics import RequestCounter
 from engine.cluster.apiserver.endpoints.responses import error_response, json_response
 from engine.cluster.apiserver.endpoints.routes import not_found_path, parse_target
@@ -174,6 +175,7 @@ def build_app(
         requests.middleware(),
         status_errors,
         authorizer.middleware(),
+        negotiated,
     ]
     if audit is not None:
         middlewares.insert(0, audit.middleware())

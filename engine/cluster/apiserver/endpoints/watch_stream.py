@@ -23,7 +23,7 @@ from multidict import MultiDict
 from engine.cluster.apiserver.endpoints import params
 from engine.cluster.apiserver.endpoints.responses import JSON, as_version, table_bytes
 from engine.cluster.apiserver.endpoints.routes import Target
-from engine.cluster.apiserver.errors import ApiError, bad_request
+from engine.cluster.apiserver.errors import ApiError, too_large_version
 from engine.cluster.apiserver.printing.tables import wants_table
 from engine.cluster.apiserver.registry.listing import ListQuery, list_page
 from engine.cluster.apiserver.storage.objects import Entry, Obj
@@ -56,14 +56,16 @@ def _matcher(query: ListQuery) -> Any:
     return matches
 
 
-def _since(query: ListQuery) -> int | None:
+def _since(query: ListQuery, current: int) -> int | None:
+    """The resourceVersion the watch starts after (list_query checked that it parses);
+    one this server has not reached is 504, as the watch cache answers."""
     text = query.resource_version
     if text in (None, "", "0"):
         return None
-    try:
-        return int(text or "")
-    except ValueError as exc:
-        raise bad_request(f"resourceVersion: invalid value {text!r}") from exc
+    since = int(text or "")
+    if since > current:
+        raise too_large_version(since, current)
+    return since
 
 
 async def stream_watch(
@@ -76,7 +78,7 @@ async def stream_watch(
     bookmarks = params.flag(request.query, "allowWatchBookmarks")
     initial_end = params.flag(request.query, "sendInitialEvents")
     as_table = wants_table(request.headers.get("Accept", ""))
-    since = None if initial_end else _since(query)
+    since = None if initial_end else _since(query, store.table.rv)
     initial = [] if since is not None else list_page(store, rt, _unpaged(query)).entries
     response = web.StreamResponse(status=200, headers={"Content-Type": JSON})
     response.enable_chunked_encoding()
@@ -160,4 +162,4 @@ def _with_name(rt: Any, query: ListQuery, name: str, request: web.Request) -> Li
     existing = request.query.get("fieldSelector")
     merged = MultiDict(request.query)
     merged["fieldSelector"] = f"{existing},{selector}" if existing else selector
-    return params.list_query(rt, query.namespace, merged)
+    return params.list_query(rt, query.namespace, merged, watch=True)

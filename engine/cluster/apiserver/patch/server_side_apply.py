@@ -16,6 +16,7 @@ from typing import Any
 import yaml
 
 from engine.cluster.apiserver.encoding.json_documents import check_depth
+from engine.cluster.apiserver.encoding.yaml_documents import YamlLimitError, load_yaml
 from engine.cluster.apiserver.errors import ApiError, Cause, bad_request, invalid
 from engine.cluster.apiserver.patch.apply_schema import TypeNode
 from engine.cluster.apiserver.patch.field_manager import Scope, tracked_apply
@@ -75,8 +76,8 @@ def manager_name(field_manager: str, user_agent: str) -> str:
 def decode_config(body: bytes) -> Obj:
     """The applied configuration: YAML (JSON is YAML too), one object."""
     try:
-        document = yaml.load(body, Loader=yaml.CSafeLoader) if body.strip() else None
-    except (yaml.YAMLError, RecursionError) as exc:
+        document = load_yaml(body) if body.strip() else None
+    except (yaml.YAMLError, YamlLimitError, RecursionError) as exc:
         raise bad_request(f"error decoding YAML: {exc}") from exc
     check_depth(document, "the applied configuration")
     if not isinstance(document, dict):

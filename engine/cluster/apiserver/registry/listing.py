@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 import orjson
 
-from engine.cluster.apiserver.errors import ApiError, bad_request, gone
+from engine.cluster.apiserver.errors import ApiError, bad_request, gone, too_large_version
 from engine.cluster.apiserver.registry.resources import ResourceType
 from engine.cluster.apiserver.registry.selectors import FieldSelector, LabelSelector
 from engine.cluster.apiserver.storage.objects import Bucket, Entry, ObjKey
@@ -87,6 +87,10 @@ def list_page(store: Store, rt: ResourceType, query: ListQuery) -> Page:
             raise gone(_EXPIRED)
     elif query.resource_version_match == "Exact":
         snapshot = _exact_version(store, query.resource_version)
+    elif query.resource_version not in (None, "", "0") and (
+        int(query.resource_version or "") > snapshot
+    ):
+        raise too_large_version(int(query.resource_version or ""), snapshot)
     if query.limit is not None and query.limit < 0:
         raise bad_request("limit must not be negative")
     bucket = store.table.bucket(rt.key)
@@ -118,8 +122,7 @@ def _exact_version(store: Store, text: str | None) -> int:
         message = f"resourceVersionMatch=Exact needs a resourceVersion, got {text!r}"
         raise bad_request(message) from exc
     if rv > store.table.rv:
-        message = f"Too large resource version: {rv}, current: {store.table.rv}"
-        raise ApiError(504, "Timeout", message)
+        raise too_large_version(rv, store.table.rv)
     return rv
 
 

@@ -130,8 +130,8 @@ def repair_data_dir(directory: Path, *, dry_run: bool = False) -> RepairReport:
     aside, and check that the result loads; with `dry_run`, only say what would happen."""
     if not directory.is_dir():
         raise FileNotFoundError(f"{directory}: no such data directory")
-    snapshot, counter = _scan_snapshot(directory / SNAPSHOT)
-    journal = _scan_journal(directory / JOURNAL)
+    snapshot, counter, sealed = _scan_snapshot(directory / SNAPSHOT)
+    journal = _scan_journal(directory / JOURNAL, sealed)
     if not snapshot.path.exists() and journal.first_rv not in (None, 1):
         snapshot.notes.append(
             f"{SNAPSHOT} is missing and the journal starts at resourceVersion "
@@ -169,11 +169,12 @@ def _lines(path: Path) -> list[bytes]:
     return path.read_bytes().split(b"\n")
 
 
-def _scan_snapshot(path: Path) -> tuple[FileRepair, int]:
-    """Sort the snapshot's lines into kept and moved aside; the counter to write."""
+def _scan_snapshot(path: Path) -> tuple[FileRepair, int, bool | None]:
+    """Sort the snapshot's lines into kept and moved aside; the counter to write, and
+    whether the journal's lines must carry checksums (None: unknown, without a header)."""
     repair = FileRepair(path)
     if not path.exists():
-        return repair, 0
+        return repair, 0, None
     reader = SnapshotReader(path)
     for number, line in enumerate(_lines(path), 1):
         if not line.strip():
@@ -205,7 +206,7 @@ def _scan_snapshot(path: Path) -> tuple[FileRepair, int]:
         lost = announced - reader.records - len(repair.rejected)
         repair.notes.append(f"the header announces {announced} records: {lost} more were cut "
                             f"off the file and cannot be recovered")
-    return repair, counter
+    return repair, counter, reader.sealed if reader.counter is not None else None
 
 
 def _is_record(line: bytes) -> bool:
@@ -217,13 +218,13 @@ def _is_record(line: bytes) -> bool:
     return isinstance(value, dict) and "o" in value
 
 
-def _scan_journal(path: Path) -> FileRepair:
+def _scan_journal(path: Path, sealed: bool | None) -> FileRepair:
     """Sort the journal's lines into kept and moved aside (a torn last line too: start-up
     skips it, the repair keeps it aside)."""
     repair = FileRepair(path)
     if not path.exists():
         return repair
-    reader = JournalReader(path)
+    reader = JournalReader(path, sealed)
     lines = _lines(path)
     for number, line in enumerate(lines, 1):
         if not line.strip():

@@ -27,13 +27,16 @@ from typing import Any
 import orjson
 from loguru import logger
 
+from engine.cluster.apiserver.storage.checksums import SEALED, ChecksumMismatchError, seal, unseal
 from engine.cluster.apiserver.storage.objects import Change, Obj, ObjectTable, TypeKey
 from engine.cluster.apiserver.validation.names import dns1123_label_errors, dns1123_subdomain_errors
 
 SNAPSHOT = "snapshot.jsonl"
 JOURNAL = "journal.jsonl"
-_FORMAT = 1
-_HEADER = '{"format": 1, "rv": N}'
+_FORMAT = 2
+"""2: every line of the snapshot, and of the journal written after it, is sealed with a
+CRC-32C (checksums.py); 1, read as well, had no checksums (upgraded by the first start)."""
+_HEADER = '{"format": 2, "rv": N}'
 REPAIR_COMMAND = "jobmachine repair-data --data-dir {directory}"
 """The command that makes a data directory with bad records startable again."""
 
@@ -71,7 +74,26 @@ JournalCorruptError = CorruptDataError
 
 def snapshot_header(counter: int, count: int) -> bytes:
     """The snapshot's first line: its format, resourceVersion counter and record count."""
-    return orjson.dumps({"format": _FORMAT, "rv": counter, "count": count})
+    return seal(orjson.dumps({"format": _FORMAT, "rv": counter, "count": count}))
+
+
+def _unsealed(line: bytes) -> bytes | None:
+    """The line without its checksum once it matches; None for a line without one."""
+    try:
+        return unseal(line.rstrip(b"\r\n"))
+    except ChecksumMismatchError:
+        raise _LineError("checksum mismatch: the line is not what was written") from None
+
+
+def _checked(line: bytes, *, sealed: bool) -> bytes:
+    """The line without its checksum, once it matches; a line without one only where
+    `sealed` is False (a format 1 file)."""
+    original = _unsealed(line)
+    if original is None and sealed and not isinstance(_json(line), dict):
+        return line  # no JSON at all, or not an object: the reader says which
+    if original is None and sealed:
+        raise _LineError("checksum missing: every line of this file ends with one")
+    return line if original is None else original
 
 
 class _LineError(Exception):
@@ -173,6 +195,7 @@ class SnapshotReader:
         self.announced: int | None = None
         self.records = 0
         self.highest = 0
+        self.sealed = False
         self._header_line = 0
         self._seen: dict[tuple[TypeKey, str, str], int] = {}
 
@@ -180,7 +203,8 @@ class SnapshotReader:
         """Read the header line `{"format": 1, "rv": COUNTER, "count": RECORDS}`."""
         self._header_line = number
         try:
-            value = _json(line)
+            unsealed = _unsealed(line)
+            value = _json(unsealed if unsealed is not None else line)
             if isinstance(value, dict) and "o" in value and "format" not in value:
                 raise _LineError(f"the header {_HEADER} is missing: this line is a stored object")
             if not isinstance(value, dict) or "format" not in value:
@@ -188,8 +212,10 @@ class SnapshotReader:
             found = value["format"]
             if _is_count(found) and found > _FORMAT:
                 raise ForeignFormatError(self.path, number, _quoted(found))
-            if found != _FORMAT:
+            if found not in (1, _FORMAT):
                 raise _LineError(f"unknown snapshot format {_quoted(found)}")
+            if found == _FORMAT and unsealed is None:
+                raise _LineError("checksum missing: every line of this file ends with one")
             counter, announced = value.get("rv"), value.get("count")
             if not _is_count(counter):
                 raise _LineError("rv, the resourceVersion counter, is not a number")
@@ -198,11 +224,12 @@ class SnapshotReader:
         except _LineError as bad:
             raise CorruptDataError(self.path, number, str(bad)) from None
         self.counter, self.announced = counter, announced
+        self.sealed = found == _FORMAT
 
     def record(self, number: int, line: bytes) -> tuple[TypeKey, Obj]:
         """Read one stored object: `{"g": GROUP, "r": PLURAL, "o": OBJECT}`."""
         try:
-            value = _json(line)
+            value = _json(_checked(line, sealed=self.sealed))
             if not isinstance(value, dict) or "o" not in value:
                 raise _LineError("not a snapshot record (an object with g, r and o)")
             key = _type_key(value)
@@ -246,18 +273,25 @@ class JournalRecord:
 
 
 class JournalReader:
-    """Checks the journal's lines in order: each a change with a higher resourceVersion."""
+    """Checks the journal's lines in order: each a change with a higher resourceVersion.
 
-    def __init__(self, path: Path) -> None:
+    `sealed`: whether every line must carry a checksum (after a format 2 snapshot); None
+    (no snapshot) decides by the first line.
+    """
+
+    def __init__(self, path: Path, sealed: bool | None = None) -> None:
         self.path = path
         self.last = 0
         self.records = 0
+        self.sealed = sealed
 
     def record(self, number: int, line: bytes) -> JournalRecord:
         """Read a put `{"rv", "op": "put", "g", "r", "o"}` or a deletion
         `{"rv", "op": "del", "g", "r", "ns", "n"}`."""
         try:
-            record = self._parse(line)
+            if self.sealed is None:
+                self.sealed = SEALED.search(line) is not None
+            record = self._parse(_checked(line, sealed=self.sealed))
             if record.rv <= self.last:
                 raise _LineError(f"resourceVersion {record.rv} after {self.last}: the journal "
                                  f"is in increasing order")
@@ -293,13 +327,15 @@ class JournalReader:
 def load_files(table: ObjectTable, snapshot: Path, journal: Path) -> None:
     """Fill `table` from a snapshot and the journal written after it (either may be missing);
     `CorruptDataError` names the first line that cannot be loaded."""
-    snapshot_rv = _load_snapshot(table, snapshot)
+    reader = _load_snapshot(table, snapshot)
+    snapshot_rv = reader.counter if reader is not None else None
     table.rv = max(table.rv, snapshot_rv or 0)
-    _replay(table, journal, snapshot_rv)
+    _replay(table, JournalReader(journal, reader.sealed if reader is not None else None),
+            snapshot_rv)
 
 
-def _load_snapshot(table: ObjectTable, path: Path) -> int | None:
-    """Load the snapshot's objects; its counter, or None when there is no snapshot."""
+def _load_snapshot(table: ObjectTable, path: Path) -> SnapshotReader | None:
+    """Load the snapshot's objects; its reader (counter, format), None without a snapshot."""
     if not path.exists():
         return None
     reader = SnapshotReader(path)
@@ -313,15 +349,15 @@ def _load_snapshot(table: ObjectTable, path: Path) -> int | None:
             else:
                 table.load(*reader.record(number, line))
     reader.end(number + 1)
-    return reader.counter
+    return reader
 
 
-def _replay(table: ObjectTable, path: Path, snapshot_rv: int | None) -> None:
+def _replay(table: ObjectTable, reader: JournalReader, snapshot_rv: int | None) -> None:
     """Apply the journal's changes above the snapshot's counter, in order. A last line that
     is not JSON is a torn write, never acknowledged: skipped with a warning."""
+    path = reader.path
     if not path.exists():
         return
-    reader = JournalReader(path)
     lines = path.read_bytes().split(b"\n")
     for number, line in enumerate(lines, 1):
         if not line.strip():
@@ -370,21 +406,50 @@ class Journal:
         load_files(table, self._snapshot_path, self._journal_path)
 
     def compact(self, table: ObjectTable) -> None:
-        """Write every object into a new snapshot, then empty the journal."""
+        """Write every object into a new snapshot, then empty the journal (before attach)."""
+        self._write_snapshot(table.rv, _stored_objects(table))
+        with open(self._journal_path, "wb", opener=private_opener) as stream:
+            os.fsync(stream.fileno())
+
+    async def compact_while_serving(self, table: ObjectTable) -> int:
+        """Compact while changes keep coming (call on the loop that owns the table); the
+        journal's size before, in bytes (nothing is done when it was empty).
+
+        The objects are taken as of now, on the loop, with the table's counter R. Writing
+        them and emptying the journal is one task on the journal's single writer thread,
+        queued behind the appends already handed to it (all at or below R): the appends
+        after it land in the emptied journal. An append at or below R still pending lands
+        there too, and loading skips it, since the snapshot holds it. A crash between the
+        snapshot's rename and the emptying leaves a journal whose records the snapshot
+        already holds: loading skips them as well.
+        """
+        if self._fd is None or self._failure is not None:
+            return 0
+        size = os.fstat(self._fd).st_size
+        if size == 0:
+            return 0
+        assert self._loop is not None
+        counter, objects = table.rv, _stored_objects(table)
+        await self._loop.run_in_executor(self._executor, self._swap, counter, objects)
+        return size
+
+    def _swap(self, counter: int, objects: list[tuple[TypeKey, bytes]]) -> None:
+        assert self._fd is not None
+        self._write_snapshot(counter, objects)
+        os.ftruncate(self._fd, 0)
+        os.fsync(self._fd)
+
+    def _write_snapshot(self, counter: int, objects: list[tuple[TypeKey, bytes]]) -> None:
         temporary = self._snapshot_path.with_name(SNAPSHOT + ".tmp")
         with open(temporary, "wb", opener=private_opener) as stream:
-            count = sum(len(table.bucket(key).entries) for key in table.type_keys())
-            stream.write(snapshot_header(table.rv, count) + b"\n")
-            for key in table.type_keys():
-                for entry in table.bucket(key).entries.values():
-                    head = orjson.dumps({"g": key[0], "r": key[1]})[:-1]
-                    stream.write(head + b',"o":' + entry.raw() + b"}\n")
+            stream.write(snapshot_header(counter, len(objects)) + b"\n")
+            for key, raw in objects:
+                head = orjson.dumps({"g": key[0], "r": key[1]})[:-1]
+                stream.write(seal(head + b',"o":' + raw + b"}") + b"\n")
             stream.flush()
             os.fsync(stream.fileno())
         os.replace(temporary, self._snapshot_path)
         self._sync_directory()
-        with open(self._journal_path, "wb", opener=private_opener) as stream:
-            os.fsync(stream.fileno())
 
     def attach(self, table: ObjectTable) -> None:
         """Start journaling the table's changes (call on the loop that owns the table)."""
@@ -422,9 +487,9 @@ class Journal:
         if change.type == "DELETED":
             head["ns"] = metadata.get("namespace") or ""
             head["n"] = metadata["name"]
-            line = orjson.dumps(head) + b"\n"
+            line = seal(orjson.dumps(head)) + b"\n"
         else:
-            line = orjson.dumps(head)[:-1] + b',"o":' + change.entry.raw() + b"}\n"
+            line = seal(orjson.dumps(head)[:-1] + b',"o":' + change.entry.raw() + b"}") + b"\n"
         self._pending.append(line)
         self._appended += 1
         if not self._flushing:
@@ -471,6 +536,12 @@ class Journal:
 
     def _sync_directory(self) -> None:
         sync_directory(self._directory)
+
+
+def _stored_objects(table: ObjectTable) -> list[tuple[TypeKey, bytes]]:
+    """Every object of the table, as the bytes it is stored as (taken at one moment)."""
+    return [(key, entry.raw()) for key in table.type_keys()
+            for entry in table.bucket(key).entries.values()]
 
 
 def sync_directory(directory: Path) -> None:
