@@ -26,12 +26,15 @@ from engine.app.run import tune_collector
 from engine.app.shipped import shipped_dir
 from engine.app.web import RunningWebView, WebOptions, serving_web_view
 from engine.cluster import running_apiserver
+from engine.cluster.apiserver.admission.pod_security import default_namespace_labels
 from engine.cluster.apiserver.controllers.event_expiry import DEFAULT_EVENT_TTL
+from engine.cluster.apiserver.core import DEFAULT_COMPACTION_INTERVAL
 from engine.cluster.apiserver.endpoints.serve import RunningApiServer, ServerOptions
 from engine.cluster.node import Capacity, RestartBackoff, running_node
 from engine.controller.machines.install import prepare_cluster
 from engine.controller.runtime.manager import Engine
 from engine.kube.client import KubeClient
+from engine.kube.resources import NAMESPACES
 from engine.settings import ENV_PREFIX, EngineSettings
 
 NodeMode = Literal["process", "simulate"]
@@ -59,6 +62,10 @@ class UpOptions:
     event_ttl: float = DEFAULT_EVENT_TTL
     """Seconds an Event is kept after its last write (kube-apiserver's --event-ttl); 0: kept
     until deleted."""
+    compaction_interval: float = DEFAULT_COMPACTION_INTERVAL
+    """Seconds between compactions of the data dir's journal while serving (0: at start)."""
+    pod_security: str = "baseline"
+    """The Pod Security level the `default` namespace enforces (privileged: none)."""
     ui_port: int | None = 0
     """The web view's port (0: a free one; None: no web view); `serve_until_interrupted`
     serves it."""
@@ -102,7 +109,8 @@ def running_local_server(options: UpOptions) -> Iterator[tuple[RunningApiServer,
     node_dir = options.data_dir / "node" if options.data_dir else None
     server_options = ServerOptions(audit_log=options.audit_log,
                                    token_auth_file=options.token_auth_file,
-                                   event_ttl=options.event_ttl)
+                                   event_ttl=options.event_ttl,
+                                   compaction_interval=options.compaction_interval)
     with running_apiserver(data_dir=options.data_dir, tls=True, port=options.port,
                            options=server_options) as server:
         settings = options.settings
@@ -110,6 +118,9 @@ def running_local_server(options: UpOptions) -> Iterator[tuple[RunningApiServer,
             server.kubeconfig, qps=settings.client_qps, burst=settings.client_burst
         )
         try:
+            # Before any pod can be created there: the labels of kube-apiserver's PodSecurity.
+            client.patch(NAMESPACES, "default", {
+                "metadata": {"labels": default_namespace_labels(options.pod_security)}})
             prepare_cluster(client, crds=crds, machines=machines)
             with running_node(server, mode=options.node_mode, state_dir=node_dir,
                               restart_backoff=options.restart_backoff,

@@ -3,7 +3,7 @@
 Each write runs the same pipeline as a real API server's registry: identity
 and precondition checks, server-owned metadata, typed decoding, defaulting,
 mutating admission (pod service account, pod priority), validation (schema, pruning), validating
-admission (one default PriorityClass), generation, the no-op rule, then one
+admission (PodSecurity, one default PriorityClass), generation, the no-op rule, then one
 commit to the table, which tells the watch hub, the journal and the background
 duties. `dry_run` runs everything but the commit.
 """
@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from engine.cluster.apiserver.admission.admit import DEFAULT_FIELD_VALIDATION, admit
 from engine.cluster.apiserver.admission.defaults import Held, apply_defaults
+from engine.cluster.apiserver.admission.pod_security import admit_pod_security
 from engine.cluster.apiserver.admission.priority_admission import (
     StoredClasses,
     admit_pod,
@@ -147,7 +148,7 @@ class Store:
         obj = apply_defaults(rt.key, decode_typed(rt, obj), None, self._held())
         obj = self._mutating_admission(rt, obj, None, name=requested_name, namespace=ns)
         obj, warnings = admit(self.registry, rt, obj, None, field_validation=field_validation)
-        self._validating_admission(rt, obj, None)
+        warnings = [*warnings, *self._validating_admission(rt, obj, None)]
         if rt.key == CRDS.key:
             obj = crds.prepare_crd(obj, None, self.registry, now=self.now())
         obj = with_managed_fields(
@@ -204,6 +205,7 @@ class Store:
         result = patched(rt, content_type, entry.obj, body)
         check_type(rt, result)
         check_identity(rt, result, ns, name)
+        _check_applied_name(result, name)  # a patch that drops the name (or metadata) is 400
         return self._replace(
             rt, entry, result, name, subresource, ownership=Ownership(field_manager, sent=result),
             dry_run=dry_run, field_validation=field_validation,
@@ -317,7 +319,7 @@ class Store:
             self.registry, rt, new, old, field_validation=field_validation, subresource=subresource
         )
         if subresource is None:
-            self._validating_admission(rt, new, old)
+            warnings = [*warnings, *self._validating_admission(rt, new, old)]
         if rt.key == CRDS.key:
             new = crds.prepare_crd(new, old, self.registry, now=self.now())
         causes = new_finalizer_causes(new, old)
@@ -381,10 +383,13 @@ class Store:
         entry = self.table.get(SERVICE_ACCOUNTS.key, namespace, name)
         return None if entry is None else entry.obj
 
-    def _validating_admission(self, rt: ResourceType, obj: Obj, old: Obj | None) -> None:
-        """The Priority plugin's PriorityClass part (the only validating admission served)."""
+    def _validating_admission(self, rt: ResourceType, obj: Obj, old: Obj | None) -> list[str]:
+        """The validating plugins served: PodSecurity (its warnings are returned), then the
+        Priority plugin's PriorityClass part."""
+        warnings = admit_pod_security(rt.key, obj, old, self.table)
         if rt.key == PRIORITY_CLASSES.key:
             check_priority_class(obj, old, self._priority_classes)
+        return warnings
 
     def _check_namespace(self, rt: ResourceType, ns: str, name: str) -> None:
         if not rt.namespaced:
@@ -456,7 +461,8 @@ class Store:
 
 
 def _check_applied_name(obj: Obj, name: str) -> None:
-    """An apply that creates must name the object in its body as in the URL (checkName)."""
+    """A patched object, or an apply that creates, must name the object as the URL does
+    (checkName: an empty name does not match either)."""
     metadata = obj.get("metadata")
     body_name = (metadata.get("name") if isinstance(metadata, dict) else None) or ""
     if body_name != name:
