@@ -11,6 +11,13 @@ resource type the server offers (found by discovery) to count the stored objects
 mean JSON size. It prints, per batch and per 1,000 finished jobs, the growth of each process
 and the bytes of RSS per stored object added.
 
+With `--delete-after-batch`, each batch is then deleted (its jobs, their pods and
+services, and the events: `deletecollection`, as `kubectl delete --all` would) and
+measured again once the data dir's journal has been compacted (`--compaction-interval`,
+passed to `up`): two batches show whether a second cycle of the same work grows the
+processes or the data dir beyond the first (a leak) or not (a high-water mark), and how the
+data dir follows the live objects.
+
 Part 2, the watch history (`--history-probe`, on by default): the server keeps the last
 `DEFAULT_HISTORY` changes per resource type; a change that is not an object's current
 version keeps that old version alive. `up` has no option for the history, so this part
@@ -197,6 +204,33 @@ def wait_succeeded(client: KubeClient, names: set[str], timeout_s: float,
         time.sleep(1.0)
 
 
+def data_dir_bytes(directory: Path) -> int:
+    """The bytes of the API server's stored objects: snapshot and journal."""
+    return sum(path.stat().st_size for path in (directory / "snapshot.jsonl",
+                                                 directory / "journal.jsonl") if path.exists())
+
+
+EVENTS = Resource("", "v1", "events", "Event")
+PODS = Resource("", "v1", "pods", "Pod")
+
+
+def delete_all(client: KubeClient, process: subprocess.Popen[bytes], timeout_s: float) -> float:
+    """Delete every job and event of the namespace and wait until the jobs and their pods
+    are gone; the seconds it took."""
+    started = time.monotonic()
+    for res in (PYTORCHJOBS, EVENTS):
+        client._json("DELETE", res.path(NAMESPACE), body={"kind": "DeleteOptions",
+                                                          "apiVersion": "v1"})
+    deadline = started + timeout_s
+    while client.list(PYTORCHJOBS, NAMESPACE)[0] or client.list(PODS, NAMESPACE)[0]:
+        if process.poll() is not None:
+            raise RuntimeError(f"`jobmachine up` exited with {process.returncode}")
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"jobs or pods left after {timeout_s:.0f} s")
+        time.sleep(1.0)
+    return time.monotonic() - started
+
+
 def settle(seconds: float) -> None:
     """Let the engine finish the batch's last events and the node its last writes."""
     time.sleep(seconds)
@@ -206,6 +240,7 @@ def run_up(args: argparse.Namespace, scratch: Path) -> dict[str, Any]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("JOBMACHINE_")}
     log = scratch / "up.log"
     ttl = ["--event-ttl", args.event_ttl] if args.event_ttl is not None else []
+    ttl += ["--compaction-interval", args.compaction_interval]
     with log.open("wb") as err:
         process = subprocess.Popen(
             [str(Path(sys.executable).parent / "jobmachine"), "up", "--port", "0",
@@ -226,15 +261,17 @@ def run_up(args: argparse.Namespace, scratch: Path) -> dict[str, Any]:
             wait_succeeded(client, {"warmup"}, args.timeout, process)
             settle(args.settle)
 
-            def sample(jobs: int, seconds: float) -> None:
-                samples.append({"jobs": jobs, "seconds": seconds,
+            def sample(jobs: int, seconds: float, when: str = "finished") -> None:
+                samples.append({"jobs": jobs, "seconds": seconds, "when": when,
                                 "server_rss": rss_of(process.pid), "engine_rss": rss_of(engine),
+                                "data_dir": data_dir_bytes(scratch / "data"),
                                 "stored": {k: vars(v) for k, v in
                                            stored(client, resources).items()}})
                 last = samples[-1]
-                print(f"after {jobs} jobs ({seconds:.0f} s): server+node "
+                print(f"{when} {jobs} jobs ({seconds:.0f} s): server+node "
                       f"{last['server_rss'] / MIB:.1f} MiB, engine "
-                      f"{last['engine_rss'] / MIB:.1f} MiB", flush=True)
+                      f"{last['engine_rss'] / MIB:.1f} MiB, data dir "
+                      f"{last['data_dir'] / MIB:.1f} MiB", flush=True)
 
             sample(0, 0.0)
             done = 0
@@ -249,6 +286,10 @@ def run_up(args: argparse.Namespace, scratch: Path) -> dict[str, Any]:
                 settle(args.settle)
                 done += len(names)
                 sample(done, seconds)
+                if args.delete_after_batch:
+                    seconds = delete_all(client, process, args.timeout)
+                    settle(args.settle)
+                    sample(done, seconds, "deleted")
         finally:
             client.close()
     finally:
@@ -267,16 +308,19 @@ def report_up(result: dict[str, Any]) -> str:
     rows = []
     for prev, cur in itertools.pairwise(samples):
         jobs = cur["jobs"] - prev["jobs"]
-        rows.append([
-            f"{cur['jobs']:,}", f"{cur['seconds']:.0f}",
-            f"{cur['server_rss'] / MIB:.1f}", f"{cur['engine_rss'] / MIB:.1f}",
+        growth = [
             f"{per_thousand(cur['server_rss'] - prev['server_rss'], jobs) / MIB:.1f}",
             f"{per_thousand(cur['engine_rss'] - prev['engine_rss'], jobs) / MIB:.1f}",
+        ] if jobs else ["-", "-"]
+        rows.append([
+            cur.get("when", "finished"), f"{cur['jobs']:,}", f"{cur['seconds']:.0f}",
+            f"{cur['server_rss'] / MIB:.1f}", f"{cur['engine_rss'] / MIB:.1f}",
+            f"{cur.get('data_dir', 0) / MIB:.1f}", *growth,
         ])
     out = ["RSS after each batch (MiB; growth per 1,000 finished jobs over that batch)", "",
            f"before: server+node {first['server_rss'] / MIB:.1f} MiB, "
            f"engine {first['engine_rss'] / MIB:.1f} MiB (after the warm-up job)", "",
-           table(["finished jobs", "batch s", "server+node MiB", "engine MiB",
+           table(["after", "jobs so far", "s", "server+node MiB", "engine MiB", "data dir MiB",
                   "server+node MiB / 1,000 jobs", "engine MiB / 1,000 jobs"], rows), ""]
     types = sorted(set(first["stored"]) | set(last["stored"]),
                    key=lambda t: -last["stored"].get(t, {"json_bytes": 0})["json_bytes"])
@@ -394,6 +438,10 @@ def main() -> None:
                         help="seconds to wait after a batch before measuring")
     parser.add_argument("--timeout", type=float, default=1800.0)
     parser.add_argument("--event-ttl", help="passed to `jobmachine up` (default: its own, 1h)")
+    parser.add_argument("--compaction-interval", default="5m",
+                        help="passed to `jobmachine up` (settle longer to measure after one)")
+    parser.add_argument("--delete-after-batch", action="store_true",
+                        help="delete each batch and measure again (cycles of the same work)")
     parser.add_argument("--no-up", action="store_true", help="only the watch-history part")
     parser.add_argument("--no-history-probe", action="store_true")
     parser.add_argument("--probe-pods", type=int, default=1000)

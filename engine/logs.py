@@ -8,6 +8,7 @@ becomes top-level JSON fields, not a nested record.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import sys
 import traceback
@@ -26,19 +27,46 @@ _QUIET_LIBRARIES = {"apscheduler": logging.WARNING, "urllib3": logging.WARNING,
                     "kubernetes": logging.WARNING, "transitions": logging.WARNING}
 
 
+_DEFAULT_HANDLER = 0
+"""The handler loguru installs at import (diagnose on, its own format): replaced here."""
+_ours: list[int] = []
+
+
 def configure_logging(*, log_format: LogFormat = "text", level: str = "INFO") -> None:
-    """Send every log line (ours and the libraries') to stderr in `log_format`."""
-    logger.remove()
+    """Send every log line (ours and the libraries') to stderr in `log_format`.
+
+    Only loguru's default handler and the one an earlier call installed are replaced:
+    sinks others added (a test's, an embedding program's) stay. Lines go to the stderr of
+    the moment they are written, so a command run in-process (a test's CliRunner swaps
+    stderr) leaves no handler writing to a stream closed after it.
+    """
+    for handler in (_DEFAULT_HANDLER, *_ours):
+        with contextlib.suppress(ValueError):
+            logger.remove(handler)
+    _ours.clear()
     # diagnose=False: a traceback never prints the values of each frame's locals, where a
     # token or a Secret's data may be; backtrace=False: only the frames that raised.
     if log_format == "json":
-        logger.add(_json_sink, level=level, diagnose=False, backtrace=False)
+        _ours.append(logger.add(_json_sink, level=level, diagnose=False, backtrace=False))
     else:
-        logger.add(sys.stderr, level=level, format=_TEXT, colorize=None,
-                   filter=_with_context, diagnose=False, backtrace=False)
+        _ours.append(logger.add(_stderr_sink, level=level, format=_TEXT,
+                                colorize=sys.stderr.isatty(), filter=_with_context,
+                                diagnose=False, backtrace=False))
     logging.basicConfig(handlers=[_Intercept()], level=0, force=True)
     for name, library_level in _QUIET_LIBRARIES.items():
         logging.getLogger(name).setLevel(library_level)
+
+
+def stop_logging() -> None:
+    """Remove the handlers `configure_logging` installed (a test's clean-up)."""
+    for handler in _ours:
+        with contextlib.suppress(ValueError):
+            logger.remove(handler)
+    _ours.clear()
+
+
+def _stderr_sink(message: Any) -> None:
+    sys.stderr.write(str(message))
 
 
 def _with_context(record: Any) -> bool:

@@ -32,7 +32,6 @@ from tests.integration.engine.helpers import (
     start_engine,
     status,
     wait_for,
-    wait_for_finalizers,
     wait_until,
 )
 
@@ -145,9 +144,13 @@ def test_a_ttl_still_running_at_restart_is_scheduled_by_the_next_engine(
     assert scheduled == due
     assert succeeded(assert_not_deleting(client, ns, held))
 
-    wait_for_finalizers(client, ns, held, [HOLD])
-    deleting = get_job(client, ns, held)
+    # The ended job has only HOLD left (the engine let go of its own at the end), so wait
+    # for the deletion itself.
+    deleting = wait_for(lambda: get_job(client, ns, held),
+                        lambda job: job is not None and "deletionTimestamp" in job["metadata"],
+                        what="the TTL deletion asked for")
     assert deleting is not None
+    assert deleting["metadata"]["finalizers"] == [HOLD]
     assert parse_time(deleting["metadata"]["deletionTimestamp"]) >= due
     assert deleting["metadata"]["uid"] == finished["metadata"]["uid"]
 

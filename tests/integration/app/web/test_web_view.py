@@ -208,6 +208,7 @@ def test_the_stream_delivers_each_state_change_as_it_happens(viewed: Viewed) -> 
                lambda status: status == 200, what="the job's page")
 
     states: list[str] = []
+    resumed = False
     with event_stream(viewed.view.url + path + "/stream", token=viewed.admin) as events:
         for kind, data in until(events, seconds=60):
             assert kind == "parts"
@@ -217,12 +218,13 @@ def test_the_stream_delivers_each_state_change_as_it_happens(viewed: Viewed) -> 
                 state = re.search(r'data-state="([^"]*)"', summary)
                 assert state is not None
                 states.append(state.group(1))
-            if states == ["Suspended"]:
+            if not resumed and "Suspended" in states:  # the stream has shown it suspended
                 client.patch(PYTORCHJOBS, name, {"spec": {"runPolicy": {"suspend": False}}},
                              namespace="default")
+                resumed = True
             if states and states[-1] == "Succeeded":
                 break
 
-    assert states[0] == "Suspended", states
+    assert "Suspended" in states, states
     assert states[-1] == "Succeeded", states
     assert "Running" in states, states  # seen while it ran, before it ended
