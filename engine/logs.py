@@ -49,7 +49,7 @@ def configure_logging(*, log_format: LogFormat = "text", level: str = "INFO") ->
     if log_format == "json":
         _ours.append(logger.add(_json_sink, level=level, diagnose=False, backtrace=False))
     else:
-        _ours.append(logger.add(_stderr_sink, level=level, format=_TEXT,
+        _ours.append(logger.add(_StderrSink(sys.stderr), level=level, format=_TEXT,
                                 colorize=sys.stderr.isatty(), filter=_with_context,
                                 diagnose=False, backtrace=False))
     logging.basicConfig(handlers=[_Intercept()], level=0, force=True)
@@ -57,7 +57,7 @@ def configure_logging(*, log_format: LogFormat = "text", level: str = "INFO") ->
         logging.getLogger(name).setLevel(library_level)
 
 
-def stop_logging() -> None:
+def reset_logging() -> None:
     """Remove the handlers `configure_logging` installed (a test's clean-up)."""
     for handler in _ours:
         with contextlib.suppress(ValueError):
@@ -65,8 +65,20 @@ def stop_logging() -> None:
     _ours.clear()
 
 
-def _stderr_sink(message: Any) -> None:
-    sys.stderr.write(str(message))
+class _StderrSink:
+    """Writes to the stderr of the moment logging was configured; should that stream be
+    closed since (a command run in-process, whose runner swapped stderr), to the stderr of
+    the moment of writing, instead of failing every line."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    def write(self, message: Any) -> None:
+        try:
+            self._stream.write(str(message))
+        except ValueError:  # I/O operation on a closed file
+            self._stream = sys.stderr
+            self._stream.write(str(message))
 
 
 def _with_context(record: Any) -> bool:

@@ -7,7 +7,7 @@ import uuid
 import pytest
 from loguru import logger
 
-from engine.logs import LogFormat, configure_logging, stop_logging
+from engine.logs import LogFormat, configure_logging, reset_logging
 
 
 def _read_a_secret(token: str) -> None:
@@ -28,7 +28,7 @@ def test_a_logged_traceback_holds_no_frame_locals(
             logger.exception("the read failed")
         err = capfd.readouterr().err
     finally:
-        stop_logging()
+        reset_logging()
     assert "the read failed" in err and "KeyError" in err  # the failure itself is there
     assert "_read_a_secret" in err  # with where it happened
     assert token not in err
