@@ -37,8 +37,7 @@ def configure_logging(*, log_format: LogFormat = "text", level: str = "INFO") ->
 
     Only loguru's default handler and the one an earlier call installed are replaced:
     sinks others added (a test's, an embedding program's) stay. Lines go to the stderr of
-    the moment they are written, so a command run in-process (a test's CliRunner swaps
-    stderr) leaves no handler writing to a stream closed after it.
+    this call, or to the current one once that is closed (`_StderrSink`).
     """
     for handler in (_DEFAULT_HANDLER, *_ours):
         with contextlib.suppress(ValueError):

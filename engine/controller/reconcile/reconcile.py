@@ -532,16 +532,7 @@ class Reconciler:
         finalizers = list(job["metadata"].get("finalizers") or [])
         if CLEANUP_FINALIZER in finalizers:
             return job
-        patch = [
-            {"op": "test", "path": "/metadata/resourceVersion",
-             "value": job["metadata"]["resourceVersion"]},
-            {"op": "add", "path": "/metadata/finalizers", "value": [*finalizers,
-                                                                     CLEANUP_FINALIZER]},
-        ]
-        patched = self._client.patch(
-            self._resource(key), key.name, patch, namespace=key.namespace, patch_type="json"
-        )
-        self._written.wrote(key.id, patched["metadata"]["resourceVersion"])
+        patched = self._set_finalizers(key, job, [*finalizers, CLEANUP_FINALIZER])
         return engine_view(patched, definition)
 
     def _drop_finalizer(self, key: JobKey, job: Obj) -> None:
@@ -552,18 +543,22 @@ class Reconciler:
         finalizers = list(job["metadata"].get("finalizers") or [])
         if CLEANUP_FINALIZER not in finalizers:
             return
+        with contextlib.suppress(NotFound, Invalid):  # gone, or changed: its event comes
+            self._set_finalizers(key, job, [f for f in finalizers if f != CLEANUP_FINALIZER])
+
+    def _set_finalizers(self, key: JobKey, job: Obj, finalizers: list[str]) -> Obj:
+        """The job's finalizers replaced, if it is still the version read (a JSON patch that
+        tests the resourceVersion); the patched job, whose version this reconcile wrote."""
         patch = [
             {"op": "test", "path": "/metadata/resourceVersion",
              "value": job["metadata"]["resourceVersion"]},
-            {"op": "replace", "path": "/metadata/finalizers",
-             "value": [f for f in finalizers if f != CLEANUP_FINALIZER]},
+            {"op": "add", "path": "/metadata/finalizers", "value": finalizers},
         ]
-        try:
-            patched = self._client.patch(self._resource(key), key.name, patch,
-                                         namespace=key.namespace, patch_type="json")
-        except (NotFound, Invalid):
-            return  # gone, or changed since: its watch event brings the job back
+        patched = self._client.patch(
+            self._resource(key), key.name, patch, namespace=key.namespace, patch_type="json"
+        )
         self._written.wrote(key.id, patched["metadata"]["resourceVersion"])
+        return patched
 
     def _finish_deletion(self, key: JobKey, job: Obj, assignment: Assignment) -> Outcome:
         """Run the machine's clean-up, release every pod, then let the job go."""

@@ -108,6 +108,8 @@ def test_a_resource_version_that_is_not_a_uint64_is_400_and_a_future_one_504(
         refused = raw(server, "GET", f"{CONFIGMAPS}?{query}")
         assert refused.status == 400, (query, refused.body)
         assert "strconv.ParseUint" in status(refused)["message"]
+    listed = raw(server, "GET", f"{CONFIGMAPS}?resourceVersion={2**63}")
+    assert listed.status == 504, listed.body  # a list too, not only a watch
     future = raw(server, "GET", f"{CONFIGMAPS}?watch=1&resourceVersion={2**63}")
     assert future.status == 504
     answer = status(future)

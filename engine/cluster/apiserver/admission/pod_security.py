@@ -49,8 +49,8 @@ from engine.cluster.apiserver.admission.pod_security_checks import (
     RESTRICTED,
     Aggregate,
     check_pod,
-    go_quote,
 )
+from engine.cluster.apiserver.encoding.go_text import go_quote
 from engine.cluster.apiserver.errors import Cause, forbidden_resource, internal, invalid
 from engine.cluster.apiserver.registry.builtins import CRONJOBS, JOBS, NAMESPACES, PODS
 from engine.cluster.apiserver.storage.objects import Obj, ObjectTable, TypeKey

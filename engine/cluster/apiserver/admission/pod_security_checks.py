@@ -21,6 +21,8 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from engine.cluster.apiserver.encoding.go_text import go_quote
+
 BASELINE = "baseline"
 RESTRICTED = "restricted"
 
@@ -86,25 +88,6 @@ def join_quote(items: Iterable[str]) -> str:
 
 def pluralize(singular: str, plural: str, count: int) -> str:
     return singular if count == 1 else plural
-
-
-def go_quote(value: str) -> str:
-    """Go's %q: double quotes, Go escapes, printable Unicode kept."""
-    escapes = {"\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t",
-               "\v": "\\v", "\\": "\\\\", '"': '\\"'}
-    out = []
-    for char in value:
-        if char in escapes:
-            out.append(escapes[char])
-        elif char.isprintable():
-            out.append(char)
-        elif ord(char) < 0x80:
-            out.append(f"\\x{ord(char):02x}")
-        elif ord(char) <= 0xFFFF:
-            out.append(f"\\u{ord(char):04x}")
-        else:
-            out.append(f"\\U{ord(char):08x}")
-    return '"' + "".join(out) + '"'
 
 
 def _dict(value: Any) -> Mapping[str, Any]:

@@ -15,6 +15,7 @@ import orjson
 from multidict import MultiMapping
 
 from engine.cluster.apiserver.admission.admit import field_validation_mode
+from engine.cluster.apiserver.admission.go_json import go_json_kind
 from engine.cluster.apiserver.errors import Cause, bad_request, invalid
 from engine.cluster.apiserver.registry.deletion import DeleteOptions
 from engine.cluster.apiserver.registry.listing import ListQuery
@@ -167,17 +168,6 @@ _DELETE_FIELDS: Mapping[str, type] = {
 _PRECONDITION_FIELDS: Mapping[str, type] = {"uid": str, "resourceVersion": str}
 
 
-def _json_kind(value: Any) -> str:
-    """What Go's encoding/json calls a JSON value in an UnmarshalTypeError."""
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, int | float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    return "array" if isinstance(value, list) else "object"
-
-
 def _checked_fields(value: Mapping[str, Any], fields: Mapping[str, type], struct: str) -> None:
     """400 for a field of the wrong JSON type, as decoding into the Go struct refuses it."""
     for name, wanted in fields.items():
@@ -193,7 +183,7 @@ def _checked_fields(value: Mapping[str, Any], fields: Mapping[str, type], struct
             # Go names a number's literal when it is one that an integer cannot hold.
             number = wanted is int and isinstance(found, int | float) and not isinstance(
                 found, bool)
-            kind = f"number {found!r}" if number else _json_kind(found)
+            kind = f"number {found!r}" if number else go_json_kind(found)
             raise bad_request(f"json: cannot unmarshal {kind} into Go struct field "
                               f"{struct}.{name} of type {_GO_TYPES[wanted]}")
 
@@ -202,7 +192,7 @@ def delete_options(query: Query, body: Any) -> DeleteOptions:
     """DeleteOptions from the body and the query (the query wins, as in the real server);
     a body that is not a DeleteOptions object, or has a field of the wrong type, is 400."""
     if body is not None and not isinstance(body, dict):
-        raise bad_request(f"json: cannot unmarshal {_json_kind(body)} into Go value of type "
+        raise bad_request(f"json: cannot unmarshal {go_json_kind(body)} into Go value of type "
                           "v1.DeleteOptions")
     options: Mapping[str, Any] = body or {}
     _checked_fields(options, _DELETE_FIELDS, "DeleteOptions")

@@ -16,6 +16,7 @@ import orjson
 import yaml
 from aiohttp import web
 
+from engine.cluster.apiserver.encoding.go_text import go_quote
 from engine.cluster.apiserver.encoding.json_documents import check_depth
 from engine.cluster.apiserver.encoding.protobuf import (
     PROTOBUF_CONTENT_TYPE,
@@ -83,30 +84,8 @@ def json_response(
     return response
 
 
-_GO_ESCAPES = {"\\": "\\\\", '"': '\\"', "\a": "\\a", "\b": "\\b", "\f": "\\f",
-               "\n": "\\n", "\r": "\\r", "\t": "\\t", "\v": "\\v"}
-
-
-def _go_quoted(text: str) -> str:
-    """`text` as Go's strconv.Quote writes it, so control characters (a field name a client
-    sent, say) never break the header."""
-    out = []
-    for char in text:
-        if char in _GO_ESCAPES:
-            out.append(_GO_ESCAPES[char])
-        elif char.isprintable():
-            out.append(char)
-        elif ord(char) < 0x80:
-            out.append(f"\\x{ord(char):02x}")
-        elif ord(char) < 0x10000:
-            out.append(f"\\u{ord(char):04x}")
-        else:
-            out.append(f"\\U{ord(char):08x}")
-    return '"' + "".join(out) + '"'
-
-
 def warning_header(text: str) -> str:
-    return f"299 - {_go_quoted(text)}"
+    return f"299 - {go_quote(text)}"
 
 
 def error_response(error: ApiError) -> web.Response:

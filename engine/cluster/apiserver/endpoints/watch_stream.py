@@ -23,7 +23,7 @@ from multidict import MultiDict
 from engine.cluster.apiserver.endpoints import params
 from engine.cluster.apiserver.endpoints.responses import JSON, as_version, table_bytes
 from engine.cluster.apiserver.endpoints.routes import Target
-from engine.cluster.apiserver.errors import ApiError, too_large_version
+from engine.cluster.apiserver.errors import ApiError
 from engine.cluster.apiserver.printing.tables import wants_table
 from engine.cluster.apiserver.registry.listing import ListQuery, list_page
 from engine.cluster.apiserver.storage.objects import Entry, Obj
@@ -56,18 +56,6 @@ def _matcher(query: ListQuery) -> Any:
     return matches
 
 
-def _since(query: ListQuery, current: int) -> int | None:
-    """The resourceVersion the watch starts after (list_query checked that it parses);
-    one this server has not reached is 504, as the watch cache answers."""
-    text = query.resource_version
-    if text in (None, "", "0"):
-        return None
-    since = int(text or "")
-    if since > current:
-        raise too_large_version(since, current)
-    return since
-
-
 async def stream_watch(
     request: web.Request, store: Store, target: Target, query: ListQuery, settings: WatchSettings
 ) -> web.StreamResponse:
@@ -78,7 +66,7 @@ async def stream_watch(
     bookmarks = params.flag(request.query, "allowWatchBookmarks")
     initial_end = params.flag(request.query, "sendInitialEvents")
     as_table = wants_table(request.headers.get("Accept", ""))
-    since = None if initial_end else _since(query, store.table.rv)
+    since = None if initial_end else query.not_older_than(store.table.rv)
     initial = [] if since is not None else list_page(store, rt, _unpaged(query)).entries
     response = web.StreamResponse(status=200, headers={"Content-Type": JSON})
     response.enable_chunked_encoding()

@@ -52,6 +52,17 @@ class ListQuery:
             return False
         return self.fields is None or self.fields.matches(obj)
 
+    def not_older_than(self, current: int) -> int | None:
+        """The resourceVersion the answer must not be older than (None: any, for an unset or
+        "0" one); 504 for one this server has not reached, as the watch cache answers once
+        it has waited. The parameter was checked to parse when the query was built."""
+        if self.resource_version in (None, "", "0"):
+            return None
+        wanted = int(self.resource_version or "")
+        if wanted > current:
+            raise too_large_version(wanted, current)
+        return wanted
+
 
 @dataclass(frozen=True)
 class Page:
@@ -87,10 +98,8 @@ def list_page(store: Store, rt: ResourceType, query: ListQuery) -> Page:
             raise gone(_EXPIRED)
     elif query.resource_version_match == "Exact":
         snapshot = _exact_version(store, query.resource_version)
-    elif query.resource_version not in (None, "", "0") and (
-        int(query.resource_version or "") > snapshot
-    ):
-        raise too_large_version(int(query.resource_version or ""), snapshot)
+    else:
+        query.not_older_than(snapshot)
     if query.limit is not None and query.limit < 0:
         raise bad_request("limit must not be negative")
     bucket = store.table.bucket(rt.key)

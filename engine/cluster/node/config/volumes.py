@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Any
 
+from engine.cluster.apiserver.encoding.go_text import go_quote
 from engine.cluster.node.config.env import ContainerConfigError, expand, field_value
 from engine.cluster.node.config.sources import Kind, Sources
 from engine.cluster.node.config.tokens import TokenFailure, Tokens, token_ref
@@ -133,28 +134,9 @@ def project(data: Mapping[str, bytes], source: Mapping[str, Any], *, what: str,
     return Projection(files)
 
 
-def go_quoted(value: str) -> str:
-    """Go's %q: a double-quoted string with Go escapes (printable Unicode kept)."""
-    escapes = {"\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t",
-               "\v": "\\v", "\\": "\\\\", '"': '\\"'}
-    out = []
-    for char in value:
-        if char in escapes:
-            out.append(escapes[char])
-        elif char.isprintable():
-            out.append(char)
-        elif ord(char) < 0x80:
-            out.append(f"\\x{ord(char):02x}")
-        elif ord(char) <= 0xFFFF:
-            out.append(f"\\u{ord(char):04x}")
-        else:
-            out.append(f"\\U{ord(char):08x}")
-    return '"' + "".join(out) + '"'
-
-
 def format_map(values: Mapping[str, Any]) -> str:
     """The kubelet's file format for all labels or annotations: `key="value"` lines, sorted."""
-    return "\n".join(f"{key}={go_quoted(str(values[key]))}" for key in sorted(values))
+    return "\n".join(f"{key}={go_quote(str(values[key]))}" for key in sorted(values))
 
 
 def downward_value(pod: Mapping[str, Any], path: str, what: str) -> str:

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from engine.cluster.apiserver.encoding.go_text import go_quote
 from engine.cluster.node.config.env import ContainerConfigError
 from engine.cluster.node.config.sources import SourceObject, SourceRef, Sources
 from engine.cluster.node.config.volumes import (
@@ -19,7 +20,6 @@ from engine.cluster.node.config.volumes import (
     Unavailable,
     container_mounts,
     format_map,
-    go_quoted,
     item_path,
     volume_contents,
 )
@@ -145,7 +145,7 @@ def test_downward_api_fields_the_node_cannot_provide(item: dict[str, Any], words
 
 
 def test_go_quoting_and_the_label_file_format() -> None:
-    assert go_quoted('a"b\\c\td\x01é') == '"a\\"b\\\\c\\td\\x01é"'
+    assert go_quote('a"b\\c\td\x01é') == '"a\\"b\\\\c\\td\\x01é"'
     assert format_map({"b": "2", "a": "1"}) == 'a="1"\nb="2"'
     assert format_map({}) == ""
 
