@@ -80,7 +80,9 @@ def test_stored_objects_are_readable_by_the_owner_only(tmp_path: Path) -> None:
 
 def test_the_journal_is_compacted_while_the_server_runs(tmp_path: Path) -> None:
     """Objects created and deleted leave no trace on disk once a compaction has run, and a
-    restart finds what is live."""
+    restart finds what is live. (Without compaction the journal would hold their 200
+    writes of over 1 KB each, so the bound below fails; compactions may run at any time
+    during the writes, so their size before is not asserted.)"""
     data_dir = tmp_path / "data"
     with apiserver_process(data_dir, "--compaction-interval", "1s") as core:
         for index in range(100):
@@ -89,7 +91,6 @@ def test_the_journal_is_compacted_while_the_server_runs(tmp_path: Path) -> None:
         for index in range(100):
             core.delete_namespaced_config_map(f"gone-{index}", "default")
         core.create_namespaced_config_map("default", {"metadata": {"name": "kept"}})
-        assert (data_dir / "journal.jsonl").stat().st_size > 100_000
         eventually(lambda: (data_dir / "journal.jsonl").stat().st_size < 10_000, timeout=60)
         assert (data_dir / "snapshot.jsonl").stat().st_size < 100_000
     with apiserver_process(data_dir) as core:
