@@ -32,7 +32,7 @@ from engine.controller.reconcile.reconcile import RecordedTransition
 from engine.controller.reconcile.record import MachineRecord, read_record
 from engine.controller.runtime.manager import Engine
 from engine.kube.client import KubeClient
-from engine.kube.errors import ApiError, NotFound
+from engine.kube.errors import ApiError, NotFound, Unavailable
 from engine.kube.resources import EVENTS, NAMESPACES, PODS, Resource
 from engine.settings import EngineSettings
 from tests.kinds import CRDS, MACHINES, PYTORCHJOBS
@@ -413,6 +413,10 @@ class PodWatch:
                                                timeout_seconds=1):
                     version = event["object"]["metadata"].get("resourceVersion") or version
                     self._apply(event["type"], event["object"])
+            except Unavailable:
+                # A read timeout under load loses nothing: resume from the last version seen.
+                # Only an expired version (Gone) or a refused watch means missed events.
+                time.sleep(0.1)
             except ApiError as exc:
                 self.errors.append(f"pod watch failed: {exc}")
                 return
