@@ -29,6 +29,7 @@ from engine.cluster.apiserver.controllers.crd_lifecycle import CrdLifecycle
 from engine.cluster.apiserver.controllers.event_expiry import DEFAULT_EVENT_TTL, EventExpiry
 from engine.cluster.apiserver.controllers.gc import GarbageCollector
 from engine.cluster.apiserver.controllers.grace_periods import GracePeriods
+from engine.cluster.apiserver.controllers.history_expiry import HistoryExpiry
 from engine.cluster.apiserver.controllers.namespaces import NamespaceTerminator
 from engine.cluster.apiserver.controllers.root_ca_publisher import RootCaPublisher
 from engine.cluster.apiserver.patch.write_ownership import SERVER_MANAGER
@@ -43,7 +44,7 @@ from engine.cluster.apiserver.registry.registry import Registry
 from engine.cluster.apiserver.registry.store import Store
 from engine.cluster.apiserver.storage.objects import ObjectTable
 from engine.cluster.apiserver.storage.persistence import Journal
-from engine.cluster.apiserver.storage.watch import DEFAULT_HISTORY
+from engine.cluster.apiserver.storage.watch import DEFAULT_HISTORY, DEFAULT_HISTORY_AGE
 
 DEFAULT_COMPACTION_INTERVAL = 300.0
 """Seconds between compactions of the journal into the snapshot while serving: five
@@ -100,12 +101,14 @@ def open_core(
     *,
     data_dir: Path | None = None,
     history: int = DEFAULT_HISTORY,
+    history_age: float = DEFAULT_HISTORY_AGE,
     event_ttl: float = DEFAULT_EVENT_TTL,
     clock: Callable[[], float] = time.time,
     root_ca: str = "",
 ) -> Core:
     """Build the state (from `data_dir` when given). With a data dir this must run on the
-    event loop that will serve requests, since the journal flushes on it. Events are
+    event loop that will serve requests, since the journal flushes on it. The watch history
+    keeps `history` changes per type, none older than `history_age` seconds. Events are
     deleted `event_ttl` seconds after their last write (0: kept until deleted). `root_ca` is
     the CA certificate (PEM) every namespace's `kube-root-ca.crt` publishes ("" without TLS)."""
     registry = Registry()
@@ -114,7 +117,8 @@ def open_core(
     if journal is not None:
         journal.load(table)
         journal.compact(table)
-    store = Store(registry, reactor, table=table, history=history, clock=clock)
+    store = Store(registry, reactor, table=table, history=history, history_age=history_age,
+                  clock=clock)
     if journal is not None:
         journal.attach(table)
     crds = CrdLifecycle(store)
@@ -122,6 +126,7 @@ def open_core(
     terminator = NamespaceTerminator(store)
     grace = GracePeriods(store)
     events = EventExpiry(store, event_ttl)
+    HistoryExpiry(store)
     accounts = DefaultServiceAccounts(store)
     root_ca_publisher = RootCaPublisher(store, root_ca)
     aggregator = ClusterRoleAggregator(store)

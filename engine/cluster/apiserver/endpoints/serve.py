@@ -31,7 +31,7 @@ from engine.cluster.apiserver.endpoints.server import build_app
 from engine.cluster.apiserver.endpoints.tls import create_ca_and_server_cert, ssl_context
 from engine.cluster.apiserver.endpoints.watch_stream import WatchSettings
 from engine.cluster.apiserver.registry.reactor import LoopReactor
-from engine.cluster.apiserver.storage.watch import DEFAULT_HISTORY
+from engine.cluster.apiserver.storage.watch import DEFAULT_HISTORY, DEFAULT_HISTORY_AGE
 from engine.loop_thread import run_on, running_loop
 
 _STARTUP_TIMEOUT = 60.0
@@ -43,8 +43,10 @@ _SHUTDOWN_TIMEOUT = 2.0
 class ServerOptions:
     """Tuning knobs beyond the command line's."""
 
-    # Changes kept per resource type for watch resumption and consistent paging.
+    # Changes kept per resource type for watch resumption and consistent paging...
     history: int = DEFAULT_HISTORY
+    # ...and none older than this many seconds (0: no age bound).
+    history_age: float = DEFAULT_HISTORY_AGE
     # Seconds an Event lives after its last write (kube-apiserver's --event-ttl); 0 keeps
     # events until someone deletes them.
     event_ttl: float = DEFAULT_EVENT_TTL
@@ -119,7 +121,8 @@ async def _start(
     tls_files = create_ca_and_server_cert(files_dir / "tls", [host]) if tls else None
     root_ca = tls_files.ca_cert.read_text() if tls_files else ""
     core = open_core(LoopReactor(asyncio.get_running_loop()), data_dir=data_dir,
-                     history=options.history, event_ttl=options.event_ttl, root_ca=root_ca)
+                     history=options.history, history_age=options.history_age,
+                     event_ttl=options.event_ttl, root_ca=root_ca)
     core.compact_every(options.compaction_interval)
     logs_dir = files_dir / "logs"
     audit = AuditLog(options.audit_log) if options.audit_log else None

@@ -69,7 +69,7 @@ from engine.cluster.apiserver.registry.writes import (
     unchanged,
 )
 from engine.cluster.apiserver.storage.objects import Entry, Obj, ObjectTable
-from engine.cluster.apiserver.storage.watch import DEFAULT_HISTORY, WatchHub
+from engine.cluster.apiserver.storage.watch import DEFAULT_HISTORY, DEFAULT_HISTORY_AGE, WatchHub
 
 _GENERATE_NAME_ATTEMPTS = 8
 
@@ -93,12 +93,13 @@ class Store:
         *,
         table: ObjectTable | None = None,
         history: int = DEFAULT_HISTORY,
+        history_age: float = DEFAULT_HISTORY_AGE,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.registry = registry
         self.reactor = reactor
         self.table = table if table is not None else ObjectTable()
-        self.hub = WatchHub(self.table, capacity=history)
+        self.hub = WatchHub(self.table, capacity=history, max_age=history_age, clock=clock)
         self.clock = clock
         self._priority_classes = StoredClasses(self.table)
 

@@ -2,14 +2,24 @@
 
 A watch may resume from any resourceVersion whose later changes are all still
 in the history; older ones are answered `410 Expired` so the client relists,
-as a real API server does once etcd has compacted. The bound is a number of
-changes per resource type (`DEFAULT_HISTORY`, configurable per server). The
-same history lets a paginated list stay consistent across its pages.
+as a real API server does once etcd has compacted. The history is bounded twice:
+by a number of changes per resource type (`DEFAULT_HISTORY`) and by age
+(`DEFAULT_HISTORY_AGE`, kube-apiserver's watch cache freshness of 75 s), both
+configurable per server, except that the last `HISTORY_FLOOR` changes of a type
+are kept whatever their age, as kube-apiserver's watch cache keeps its last 100
+events (so a client resuming on a quiet cluster is not sent to relist). The count
+alone bounds memory only by the size of the objects: a change keeps the version
+it wrote alive after the object moved on or was deleted, so a burst of large
+objects would be held until 10,000 newer changes of the type pushed it out,
+which on a quiet cluster is never. The age lets the history drain to its floor
+once the work is done (`HistoryExpiry` sweeps it). The same history lets a
+paginated list stay consistent across its pages.
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
 from collections import deque
 from collections.abc import Callable, Iterable
 
@@ -17,6 +27,11 @@ from engine.cluster.apiserver.errors import gone
 from engine.cluster.apiserver.storage.objects import Change, Entry, Obj, ObjectTable, TypeKey
 
 DEFAULT_HISTORY = 10_000
+DEFAULT_HISTORY_AGE = 75.0
+"""Seconds a change stays in the history: kube-apiserver's watch cache keeps 75 s of
+events (eventFreshDuration); a watch resumed from an older version is answered 410."""
+HISTORY_FLOOR = 100
+"""Changes per type kept whatever their age (kube-apiserver's watch cache lower bound)."""
 
 Matcher = Callable[[Obj], bool]
 Delivery = tuple[str, Entry]  # (event type, object)
@@ -104,26 +119,64 @@ class Watcher:
 
 
 class _History:
-    __slots__ = ("changes", "start_rv", "watchers")
+    __slots__ = ("changes", "stamps", "start_rv", "watchers")
 
     def __init__(self, start_rv: int) -> None:
         self.changes: deque[Change] = deque()
+        self.stamps: deque[float] = deque()  # when each change of `changes` was made
         self.start_rv = start_rv  # every change after this resourceVersion is in `changes`
         self.watchers: set[Watcher] = set()
+
+    def drop_oldest(self) -> None:
+        self.start_rv = self.changes.popleft().rv
+        self.stamps.popleft()
+
+    def drop_older_than(self, moment: float, floor: int) -> None:
+        """Drop the changes made before `moment`, down to the last `floor` ones."""
+        while len(self.stamps) > floor and self.stamps[0] < moment:
+            self.drop_oldest()
+
+    def next_drop(self, max_age: float, floor: int) -> float | None:
+        """When the oldest change may be dropped for its age (None: the floor holds it)."""
+        return self.stamps[0] + max_age if len(self.stamps) > floor else None
+
+    def clear(self, rv: int) -> None:
+        self.changes.clear()
+        self.stamps.clear()
+        self.start_rv = rv
 
 
 class WatchHub:
     """The change history of every type and the watchers subscribed to it."""
 
-    def __init__(self, table: ObjectTable, *, capacity: int = DEFAULT_HISTORY) -> None:
+    def __init__(
+        self,
+        table: ObjectTable,
+        *,
+        capacity: int = DEFAULT_HISTORY,
+        max_age: float = DEFAULT_HISTORY_AGE,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        """`capacity` changes at most per type, none older than `max_age` seconds by
+        `clock` (0: no age bound)."""
         if capacity < 1:
             raise ValueError("the watch history must keep at least one change per type")
+        if max_age < 0:
+            raise ValueError("the watch history's age bound cannot be negative")
         self._table = table
         self._capacity = capacity
+        self._max_age = max_age
+        self._floor = min(HISTORY_FLOOR, capacity)
+        self._clock = clock
         self._birth_rv = table.rv
         self._histories: dict[TypeKey, _History] = {}
         self._subscribe_hooks: list[Callable[[Watcher], None]] = []
         table.listen(self._on_change)
+
+    @property
+    def max_age(self) -> float:
+        """Seconds a change is kept at most (0: no age bound)."""
+        return self._max_age
 
     def _history(self, key: TypeKey) -> _History:
         history = self._histories.get(key)
@@ -133,11 +186,29 @@ class WatchHub:
 
     def _on_change(self, change: Change) -> None:
         history = self._history(change.key)
+        now = self._clock()
         if len(history.changes) >= self._capacity:
-            history.start_rv = history.changes.popleft().rv
+            history.drop_oldest()
         history.changes.append(change)
+        history.stamps.append(now)
+        if self._max_age:
+            history.drop_older_than(now - self._max_age, self._floor)
         for watcher in list(history.watchers):
             watcher.offer(change)
+
+    def prune(self) -> float | None:
+        """Drop every change older than the age bound, of every type, down to each type's
+        floor; return when the next one may be dropped (None: none may, or no age bound)."""
+        if not self._max_age:
+            return None
+        now = self._clock()
+        due: float | None = None
+        for history in self._histories.values():
+            history.drop_older_than(now - self._max_age, self._floor)
+            expires = history.next_drop(self._max_age, self._floor)
+            if expires is not None:
+                due = expires if due is None else min(due, expires)
+        return due
 
     def oldest(self, key: TypeKey) -> int:
         """The oldest resourceVersion a watch or a continued list of this type may start from."""
@@ -186,8 +257,7 @@ class WatchHub:
         rv = self._table.rv
         self._birth_rv = rv
         for history in self._histories.values():
-            history.changes.clear()
-            history.start_rv = rv
+            history.clear(rv)
 
     def unsubscribe(self, watcher: Watcher) -> None:
         self._history(watcher.key).watchers.discard(watcher)
