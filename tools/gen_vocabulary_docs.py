@@ -20,6 +20,8 @@ from engine.definition.vocabulary import (
     OBSERVATIONS,
     REPLICA_VARIABLES,
     STATUS_VARIABLES,
+    STRUCTS,
+    SUMMARY_STRUCT,
     TEMPLATE_VARIABLES,
     Variable,
 )
@@ -60,6 +62,20 @@ def variable_table(title: str, variables: tuple[Variable, ...]) -> list[str]:
     return lines
 
 
+def struct_tables() -> list[str]:
+    """One table per engine struct: the fields an expression may read."""
+    lines: list[str] = []
+    for struct in STRUCTS:
+        lines += [f"`{struct.name}` ({struct.label}):", "",
+                  "| field | CEL type | value |", "| --- | --- | --- |"]
+        lines += [f"| `{f.name}` | `{f.cel_type}` | {_cell(f.meaning)} |" for f in struct.fields]
+        if struct is SUMMARY_STRUCT:
+            lines.append("| one per phase word | `int` | Replicas of the type in a state of that "
+                         "phase, the phase in lowerCamelCase (`running`, `succeededAsChief`). |")
+        lines.append("")
+    return lines
+
+
 def generated() -> str:
     """The Markdown between the markers."""
     parts = [
@@ -88,6 +104,15 @@ def generated() -> str:
         "In a Native-layout machine's `status` fields (job level), also:",
         "",
         *variable_table("variable", STATUS_VARIABLES),
+        "",
+        "#### Typed fields",
+        "",
+        "Expressions are type-checked against these structs field by field: reading a field",
+        "a struct does not have is an error at the field, naming the struct's fields.",
+        "`RunPolicy` is the run policy's schema (the kind's `runPolicy`), and `Job` the",
+        "kind's schema where it is known (`map(string, dyn)` otherwise).",
+        "",
+        *struct_tables(),
     ]
     return "\n".join(parts)
 

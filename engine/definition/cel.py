@@ -9,6 +9,7 @@ at run time.
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -20,6 +21,7 @@ from cel.stdlib import STDLIB_FUNCTIONS
 from cel_expr_python import cel as celcpp
 from cel_expr_python.ext import ext_encoders, ext_math, ext_strings
 
+from engine.definition.cel_types import UNTYPED_JOB, CelTypes, TypeContext, cel_types
 from engine.definition.errors import name_list
 from engine.definition.vocabulary import FUNCTIONS, CelFunction, Level, Variable, variables_for
 
@@ -126,6 +128,7 @@ ENGINE_FUNCTIONS = _engine_functions()
 
 _ERROR_LINE = re.compile(r"ERROR: <input>:(\d+):(\d+): (.*)")
 _UNDECLARED = re.compile(r"undeclared reference to '([^']+)'")
+_UNDEFINED_FIELD = re.compile(r"undefined field '([^']+)' not found in struct '([^']+)'")
 
 
 @dataclass(frozen=True)
@@ -157,6 +160,7 @@ class Scope:
     template: bool = False
     validation: bool = False
     status: bool = False
+    types: TypeContext = UNTYPED_JOB
 
     @property
     def variables(self) -> tuple[Variable, ...]:
@@ -239,8 +243,9 @@ def combine(expressions: list[CompiledExpression]) -> CompiledExpression:
     return CompiledExpression(source, "list", celpy.compile(source), names, functions)
 
 
-def cel_type(signature: str) -> Any:
-    """The checker's type for a vocabulary signature: bool, int, list(T), map(K, V), ..."""
+def cel_type(signature: str, types: CelTypes | None = None) -> Any:
+    """The checker's type for a vocabulary signature: bool, int, list(T), map(K, V), or a
+    struct of `types` (`Job` without a known schema is `map(string, dyn)`)."""
     signature = signature.strip()
     simple = {
         "bool": celcpp.Type.BOOL, "int": celcpp.Type.INT, "uint": celcpp.Type.UINT,
@@ -251,10 +256,14 @@ def cel_type(signature: str) -> Any:
     if signature in simple:
         return simple[signature]
     if signature.startswith("list(") and signature.endswith(")"):
-        return celcpp.Type.List(cel_type(signature[5:-1]))
+        return celcpp.Type.List(cel_type(signature[5:-1], types))
     if signature.startswith("map(") and signature.endswith(")"):
         key, value = _split_top_level(signature[4:-1])
-        return celcpp.Type.Map(cel_type(key), cel_type(value))
+        return celcpp.Type.Map(cel_type(key, types), cel_type(value, types))
+    if types is not None and signature in types.struct_types:
+        return celcpp.Type(types.struct_types[signature])
+    if signature == "Job":
+        return celcpp.Type.Map(celcpp.Type.STRING, celcpp.Type.DYN)
     raise ValueError(f"unsupported CEL type signature {signature!r}")
 
 
@@ -269,10 +278,12 @@ def _split_top_level(text: str) -> tuple[str, str]:
 
 @cache
 def _checker(scope: Scope) -> Any:
-    variables = {v.name: cel_type(v.cel_type) for v in scope.variables}
+    types = cel_types(scope.types)
+    variables = {v.name: cel_type(v.cel_type, types) for v in scope.variables}
     extensions = [ext_strings.ExtStrings(), ext_math.ExtMath(), ext_encoders.ExtEncoders()]
     functions = [f.checker_declaration() for f in ENGINE_FUNCTIONS.values()]
-    return celcpp.NewEnv(variables=variables, extensions=extensions, functions=functions)
+    return celcpp.NewEnv(descriptor_pool=types.pool, variables=variables,
+                         extensions=extensions, functions=functions)
 
 
 def compile_expression(source: str, scope: Scope) -> CompiledExpression:
@@ -308,6 +319,9 @@ def _type_name(cel_result: Any) -> str:
     for name in ("bool", "int", "uint", "double", "string", "dyn", "duration", "timestamp"):
         if cel_result == getattr(celcpp.Type, name.upper()):
             return name
+    if cel_result.is_message():
+        # An object (a message of cel_types, a Struct) is a map to the evaluator.
+        return "dyn" if str(cel_result.name()) == "google.protobuf.Value" else "map"
     return str(cel_result.name()).lower()
 
 
@@ -329,10 +343,26 @@ def _problems(text: str, source: str, scope: Scope, kind: str) -> list[CelProble
     ]
 
 
+def _unknown_field(line: int, column: int, name: str, message_type: str,
+                   scope: Scope) -> CelProblem:
+    """A field the type does not have, said at the field's name (the checker points at the
+    dot before it), with the type's fields and the nearest of them."""
+    info = cel_types(scope.types).messages.get(message_type)
+    if info is None:
+        return CelProblem(line, column + 1, f"unknown field '{name}'")
+    nearest = difflib.get_close_matches(name, info.fields, n=1)
+    hint = f" (did you mean '{nearest[0]}'?)" if nearest else ""
+    return CelProblem(line, column + 1, f"unknown field '{name}' of {info.label}{hint}; its "
+                      f"fields: {name_list(info.fields)}")
+
+
 def _problem(
     line: int, column: int, message: str, source: str, *, scope: Scope, kind: str
 ) -> CelProblem:
     undeclared = _UNDECLARED.search(message)
+    undefined = _UNDEFINED_FIELD.search(message)
+    if undefined is not None:
+        return _unknown_field(line, column, undefined.group(1), undefined.group(2), scope)
     if message.startswith(("Syntax error: ", "unsupported syntax")):
         detail = message.removeprefix("Syntax error: ")
         return CelProblem(line, column, f"CEL syntax error: {detail}")

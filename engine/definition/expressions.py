@@ -10,13 +10,14 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from engine.definition.cel import CelCompileError, CompiledExpression, Scope, compile_expression
+from engine.definition.cel_types import JobSchema, TypeContext
 from engine.definition.durations import looks_like_duration, parse_duration
 from engine.definition.errors import Diagnostic, error
 from engine.definition.loader import LoadedDefinition
 from engine.definition.positions import Path, PositionIndex
 from engine.definition.schema import ActionSpec, MachineSpec
 from engine.definition.templates import TextTemplate, compile_template
-from engine.definition.vocabulary import Level, actions_for
+from engine.definition.vocabulary import Level, actions_for, lower_camel
 
 _GUARD_TYPES = ("bool", "dyn")
 _DELAY_TYPES = ("int", "duration", "dyn")
@@ -46,9 +47,15 @@ def action_path(positions: PositionIndex, base: Path, index: int, action: Action
 
 
 class _Compiler:
-    def __init__(self, loaded: LoadedDefinition) -> None:
+    def __init__(self, loaded: LoadedDefinition, types: TypeContext) -> None:
         self.positions = loaded.positions
         self.table = ExpressionTable()
+        self.types = types
+
+    def scope(self, level: Level, *, template: bool = False, validation: bool = False,
+              status: bool = False) -> Scope:
+        return Scope(level, template=template, validation=validation, status=status,
+                     types=self.types)
 
     def expression(
         self, path: Path, source: str, scope: Scope, types: tuple[str, ...] = ()
@@ -94,14 +101,14 @@ class _Compiler:
                 if not isinstance(value, str):
                     continue
                 if arg.kind == "cel":
-                    self.expression((*args_path, arg.name), value, Scope(level))
+                    self.expression((*args_path, arg.name), value, self.scope(level))
                 elif arg.kind == "template":
-                    self.template((*args_path, arg.name), value, Scope(level))
+                    self.template((*args_path, arg.name), value, self.scope(level))
 
 
 def _machine(compiler: _Compiler, machine: MachineSpec, level: Level) -> None:
     base: Path = ("spec", level)
-    scope = Scope(level)
+    scope = compiler.scope(level)
     for index, transition in enumerate(machine.transitions):
         path = (*base, "transitions", index)
         if transition.when is not None:
@@ -142,13 +149,23 @@ def object_value_paths(loaded: LoadedDefinition) -> Iterator[tuple[Path, str]]:
                 yield ("spec", "objects", index, section, key), source
 
 
-def compile_expressions(loaded: LoadedDefinition) -> ExpressionTable:
-    """Compile every expression of `loaded`; problems are in the table's diagnostics."""
-    compiler = _Compiler(loaded)
+def type_context(loaded: LoadedDefinition, job_schema: JobSchema | None = None) -> TypeContext:
+    """What `loaded`'s expressions are typed against: its replica phase words (the replica
+    summary's counts) and, when known, its kind's schema."""
+    replica_states = loaded.definition.spec.replica.states
+    words = sorted({lower_camel(state.phase or name) for name, state in replica_states.items()})
+    return TypeContext(tuple(words), job_schema)
+
+
+def compile_expressions(loaded: LoadedDefinition, job_schema: JobSchema | None = None
+                        ) -> ExpressionTable:
+    """Compile every expression of `loaded`, typed against `job_schema` where given (else
+    `job` is an untyped map); problems are in the table's diagnostics."""
+    compiler = _Compiler(loaded, type_context(loaded, job_schema))
     spec = loaded.definition.spec
     _machine(compiler, spec.job, "job")
     _machine(compiler, spec.replica, "replica")
-    pod_scope = Scope("replica", template=True)
+    pod_scope = compiler.scope("replica", template=True)
     for path, source in pod_value_paths(loaded):
         compiler.expression(path, source, pod_scope)
     if spec.pod.restart_policy not in POD_RESTART_POLICIES:
@@ -156,7 +173,7 @@ def compile_expressions(loaded: LoadedDefinition) -> ExpressionTable:
                             _STRING_TYPES)
     if spec.pod.replacement_policy not in POD_REPLACEMENT_POLICIES:
         compiler.expression(("spec", "pod", "replacementPolicy"), spec.pod.replacement_policy,
-                            Scope("job", validation=True), _STRING_TYPES)
+                            compiler.scope("job", validation=True), _STRING_TYPES)
     lists = (("volumes", spec.pod.volumes), ("volumeMounts", spec.pod.volume_mounts),
              ("initContainers", spec.pod.init_containers), ("command", spec.pod.command))
     for key, written in lists:
@@ -164,8 +181,8 @@ def compile_expressions(loaded: LoadedDefinition) -> ExpressionTable:
             compiler.expression(("spec", "pod", key), written, pod_scope, _LIST_TYPES)
     for index, rule in enumerate(spec.validations):
         compiler.expression(("spec", "validations", index, "rule"), rule.rule,
-                            Scope("job", validation=True), _GUARD_TYPES)
-    object_scope = Scope("job", template=True)
+                            compiler.scope("job", validation=True), _GUARD_TYPES)
+    object_scope = compiler.scope("job", template=True)
     for index, child in enumerate(spec.objects):
         if child.when is not None:
             compiler.expression(("spec", "objects", index, "when"), child.when, object_scope,
@@ -173,9 +190,9 @@ def compile_expressions(loaded: LoadedDefinition) -> ExpressionTable:
     for path, source in object_value_paths(loaded):
         compiler.expression(path, source, object_scope)
     for name, source in spec.status.items():
-        compiler.expression(("spec", "status", name), source, Scope("job", status=True))
+        compiler.expression(("spec", "status", name), source, compiler.scope("job", status=True))
     for path, source, types in schedule_value_paths(loaded):
-        compiler.expression(path, source, Scope("job"), types)
+        compiler.expression(path, source, compiler.scope("job"), types)
     return compiler.table
 
 

@@ -55,10 +55,90 @@ class Action:
 @dataclass(frozen=True)
 class Variable:
     name: str
-    # A CEL type signature: bool, int, double, string, dyn, list(T), map(K, V).
+    # A CEL type signature: bool, int, double, string, dyn, list(T), map(K, V), or a struct
+    # (STRUCTS, RunPolicy, Job: cel_types.py).
     cel_type: str
     meaning: str
 
+
+@dataclass(frozen=True)
+class CelField:
+    """One field of a struct the engine gives CEL: its name, type signature and meaning."""
+
+    name: str
+    cel_type: str
+    meaning: str
+
+
+@dataclass(frozen=True)
+class Struct:
+    """An object type of the engine's variables, checked field by field: reading a field
+    it does not have is an error where the expression is written."""
+
+    name: str
+    label: str  # how an error speaks of a value of this type
+    fields: tuple[CelField, ...]
+
+
+REPLICA_STRUCT = Struct("Replica", "replica", (
+    CelField("type", "string", "The replica type, as in the job's spec (Worker)."),
+    CelField("index", "int", "The replica's index within its type, from 0."),
+    CelField("restarts", "int", "Restarts counted for this index."),
+    CelField("desired", "int", "Members of its type: replicas, or a pool's completions."),
+))
+POD_STRUCT = Struct("Pod", "pod", (
+    CelField("name", "string", "The pod's name."),
+    CelField("phase", "string", "The pod's phase (Pending, Running, Succeeded, Failed)."),
+    CelField("reason", "string", "The pod's status reason (Evicted, ...), else ''."),
+    CelField("exitCode", "int", "The main container's exit code, -1 while it has not ended."),
+    CelField("terminationReason", "string", "The main container's termination reason."),
+    CelField("restartCount", "int", "The main container's restarts in place."),
+    CelField("ready", "bool", "The pod's Ready condition is True."),
+))
+SUMMARY_STRUCT = Struct("ReplicaSummary", "a replica type's summary", (
+    CelField("desired", "int", "Members of the type: replicas, or a pool's completions."),
+    CelField("parallelism", "int", "Members that may have a pod at once."),
+    CelField("active", "int", "Running pods."),
+    CelField("ready", "int", "Running pods whose Ready condition is True."),
+    CelField("live", "int", "Pods that have not ended and are not being deleted (the Job "
+             "API's active)."),
+    CelField("terminating", "int", "Pods being deleted."),
+    CelField("waiting", "int", "Members not started that have no place now (a pool's)."),
+    CelField("succeeded", "int", "Members in a success terminal state."),
+    CelField("failed", "int", "Members in a failure terminal state."),
+    CelField("restarts", "int", "Restarts counted for the type's members."),
+    CelField("states", "map(string, int)", "Replicas per state name."),
+    CelField("completedIndexes", "string", "Members in a success terminal state (`0-3,7`)."),
+    CelField("failedIndexes", "string", "Members in a failure terminal state."),
+))
+"""Per replica type; besides these, one int per phase word of the machine's replica states
+in lowerCamelCase (`running`), added for the machine at hand."""
+
+SCHEDULING_POLICY_STRUCT = Struct("SchedulingPolicy", "runPolicy.schedulingPolicy", (
+    CelField("minAvailable", "int", "Pods that must be schedulable together (the gang)."),
+    CelField("queue", "string", "The scheduler queue the job's pods join."),
+    CelField("minResources", "map(string, dyn)", "Resources the gang needs at least."),
+    CelField("priorityClass", "string", "The PodGroup's priority class."),
+    CelField("scheduleTimeoutSeconds", "int", "Seconds the gang may wait to be scheduled."),
+))
+RUN_POLICY_STRUCT = Struct("RunPolicy", "runPolicy", (
+    CelField("cleanPodPolicy", "string", "All, Running or None."),
+    CelField("ttlSecondsAfterFinished", "int", "Seconds an ended job is kept."),
+    CelField("activeDeadlineSeconds", "int", "Seconds the job may be active."),
+    CelField("backoffLimit", "int", "Restarts allowed before the job fails."),
+    CelField("pendingTimeoutSeconds", "int", "Seconds a replica may stay Pending."),
+    CelField("recreationBackoff", "bool", "Whether a failed pod waits the re-creation "
+             "back-off."),
+    CelField("schedulingPolicy", "SchedulingPolicy", "Gang scheduling, when asked for."),
+    CelField("suspend", "bool", "Whether the job is suspended."),
+    CelField("managedBy", "string", "The controller that manages the job."),
+))
+"""The run policy's fields, as the kinds' `runPolicy` model (engine.api.runpolicy) has them:
+a unit test keeps the two the same."""
+
+STRUCTS: tuple[Struct, ...] = (REPLICA_STRUCT, POD_STRUCT, SUMMARY_STRUCT,
+                               SCHEDULING_POLICY_STRUCT, RUN_POLICY_STRUCT)
+"""In dependency order: a struct's fields name only structs before it."""
 
 POD = "pod"  # the group of replica observations computed from the replica's pod
 
@@ -219,16 +299,16 @@ ACTIONS: tuple[Action, ...] = (
     ),
 )
 
-_SUMMARY = "map(string, map(string, dyn))"
+_SUMMARY = "map(string, ReplicaSummary)"
 
 COMMON_VARIABLES: tuple[Variable, ...] = (
     Variable(
-        "job", "map(string, dyn)", "The job object: apiVersion, kind, metadata (without "
-        "managedFields), spec, status."
+        "job", "Job", "The job object: apiVersion, kind, metadata (without "
+        "managedFields), spec, status; typed by the kind's schema where it is known."
     ),
     Variable(
         "runPolicy",
-        "map(string, dyn)",
+        "RunPolicy",
         "The job's run policy with the machine's defaults filled in.",
     ),
     Variable(
@@ -280,13 +360,13 @@ COMMON_VARIABLES: tuple[Variable, ...] = (
 REPLICA_VARIABLES: tuple[Variable, ...] = (
     Variable(
         "replica",
-        "map(string, dyn)",
+        "Replica",
         "This replica: type, index, restarts (of this index), desired (replicas of its type).",
     ),
     Variable("policy", "string", "The restart policy of this replica's type."),
     Variable(
         "pod",
-        "map(string, dyn)",
+        "Pod",
         "The observed pod: name, phase, reason, exitCode, terminationReason, restartCount, "
         "ready; empty when there is none.",
     ),
@@ -359,6 +439,12 @@ TEMPLATE_VARIABLES: tuple[Variable, ...] = (
 
 VALIDATION_VARIABLES: tuple[Variable, ...] = (COMMON_VARIABLES[0],)
 """What a validation rule sees: the job alone (it is checked before anything is observed)."""
+
+
+def lower_camel(word: str) -> str:
+    """A phase word as the replica summary counts it: `Running` -> `running`,
+    `SucceededAsChief` -> `succeededAsChief`."""
+    return word[:1].lower() + word[1:]
 
 
 def variables_for(

@@ -16,12 +16,7 @@ from engine.controller.reconcile.jobspec import JobSpecView
 from engine.controller.reconcile.observe import MISSING, PodFacts
 from engine.controller.reconcile.record import MachineRecord, format_ranges
 from engine.definition import CompiledMachine
-
-
-def lower_camel(word: str) -> str:
-    """`Running` -> `running`, `SucceededAsChief` -> `succeededAsChief`."""
-    return word[:1].lower() + word[1:]
-
+from engine.definition.vocabulary import lower_camel
 
 _LIVE = frozenset({"podPending", "podRunning", "podLost"})
 """Observations of a pod that has not ended (one being deleted is not live either)."""

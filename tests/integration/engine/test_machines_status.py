@@ -84,14 +84,17 @@ def test_shipped_machine_is_accepted_and_in_force(client: KubeClient, name: str)
         assert "Failing" in spec["job"]["states"], "the base's states are merged in"
 
 
+@pytest.mark.parametrize("guard", [BROKEN_GUARD, "replicas.Master.succeded > 0"],
+                         ids=["type-error", "misspelt-field"])
 def test_broken_machine_is_refused_with_validate_messages(
-    client: KubeClient, lab: Lab, ns: str
+    client: KubeClient, lab: Lab, ns: str, guard: str
 ) -> None:
-    """A `succeed` guard with a CEL type error -> Accepted False (Invalid) naming the field
-    and saying what `jobmachine validate` says; a Warning Event; PyTorchJobs still run."""
+    """A `succeed` guard with a CEL type error, or reading a field the replica summary does
+    not have -> Accepted False (Invalid) naming the field and saying what `jobmachine
+    validate` says; a Warning Event; PyTorchJobs still run."""
     kind = new_kind()
     lab.install(kind)
-    broken = machine("broken", kind, when=BROKEN_GUARD)
+    broken = machine("broken", kind, when=guard)
     lab.apply(broken)
 
     found = wait_for_verdict(client, "broken", accepted="Invalid", governing=None)
@@ -103,6 +106,9 @@ def test_broken_machine_is_refused_with_validate_messages(
     assert [d.position.field_path for d in errors] == ["spec.job.transitions[0].when"]
     for error in errors:
         assert f"{error.position.field_path}: {error.message}" in accepted["message"]
+    if "succeded" in guard:
+        assert "unknown field 'succeded' of a replica type's summary (did you mean " \
+            "'succeeded'?)" in accepted["message"]
     assert machine_condition(found, "Governing")["status"] == "False"
     assert "currentRevision" not in status(found)
     assert revisions_of(client, "broken") == {}

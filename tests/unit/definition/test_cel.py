@@ -16,6 +16,7 @@ from engine.definition.cel import (
     cel_type,
     compile_expression,
 )
+from engine.definition.cel_types import TypeContext
 from engine.definition.templates import compile_template, render_value
 from engine.definition.validate import validate_text
 from tests.unit.definition.texts import JOB, document
@@ -177,11 +178,11 @@ def test_a_shared_context_never_lends_a_variable_an_activation_lacks() -> None:
         expression.evaluate(Activation({}, sharing=shared))
 
 
-def test_maps_of_dyn_allow_field_selection_and_macros() -> None:
+def test_typed_summaries_allow_field_selection_and_macros() -> None:
     expression = compile_expression(
         "replicas.all(t, replicas[t].running == replicas[t].desired) && "
         "job.metadata.name.startsWith('a')",
-        Scope("job"),
+        Scope("job", types=TypeContext(phase_words=("running",))),
     )
     variables = {
         "replicas": {
@@ -249,3 +250,37 @@ def test_render_value() -> None:
     assert render_value(None) == "null"
     assert render_value({"b": [1, 2], "a": "x"}) == '{"a":"x","b":[1,2]}'
     assert render_value(datetime.timedelta(seconds=90)) == "90s"
+
+
+
+def test_a_misspelt_field_of_an_engine_variable_is_an_error_at_the_field() -> None:
+    # The guard's text starts at column 42; `succeded` is its 15th character. The summary
+    # has one count per phase word of the machine's replica states (pending, running).
+    assert guard('"replicas.Head.succeded > 0"') == [
+        "demo.yaml:12:56: error: unknown field 'succeded' of a replica type's summary (did "
+        "you mean 'succeeded'?); its fields: desired, parallelism, active, ready, live, "
+        "terminating, waiting, succeeded, failed, restarts, states, completedIndexes, "
+        "failedIndexes, pending, running"
+    ]
+    assert guard('"runPolicy.backofLimit > 2"') == [
+        "demo.yaml:12:52: error: unknown field 'backofLimit' of runPolicy (did you mean "
+        "'backoffLimit'?); its fields: cleanPodPolicy, ttlSecondsAfterFinished, "
+        "activeDeadlineSeconds, backoffLimit, pendingTimeoutSeconds, recreationBackoff, "
+        "schedulingPolicy, suspend, managedBy"
+    ]
+
+
+def test_a_misspelt_field_in_a_pod_value_is_an_error_at_the_field() -> None:
+    text = document(extra='  pod:\n    env: {SHARD_INDEX: "string(replica.indx)"}\n')
+    [problem] = [str(d) for d in validate_text(text, "demo.yaml")]
+    assert problem.startswith(
+        "demo.yaml:26:40: error: unknown field 'indx' of replica (did you mean 'index'?); "
+        "its fields: type, index, restarts, desired"), problem
+
+
+def test_engine_fields_are_typed() -> None:
+    [problem] = guard('"replicas.Head.desired + \'x\' == 1"')
+    assert "found no matching overload for '_+_' applied to '(int, string)'" in problem
+    assert guard('"has(runPolicy.schedulingPolicy) && '
+                 'runPolicy.schedulingPolicy.minAvailable > 1"') == []
+    assert guard('"replicas.Head.states.Running > 0 && replicas.Head.running > 0"') == []

@@ -146,7 +146,7 @@ def test_only_replayable_actions_are_replayed_but_every_rendering_error_is_repor
     replica = REPLICA.replace(
         "Restarting: {onEnter: [deletePod],",
         "Restarting: {onEnter: [countRestart, deletePod, "
-        "{event: {reason: Gone, message: '${pod.missing}'}}],",
+        "{event: {reason: Gone, message: '${objects.missing.name}'}}],",
     )
     result = step(compiled(replica).replica, "Restarting", facts("podRunning"))
     assert result.replays == (PlannedAction("deletePod", {}, state="Restarting"),)
@@ -190,8 +190,8 @@ def test_a_guard_that_fails_counts_as_false_and_is_reported() -> None:
 
 
 def test_a_guard_that_is_not_bool_counts_as_false_and_is_reported() -> None:
-    replica = REPLICA.replace("policy == 'OnFailure' && pod.exitCode != 1", "pod.retry")
-    result = step(compiled(replica).replica, "Running", facts("podFailed", pod={"retry": 1}))
+    replica = REPLICA.replace("policy == 'OnFailure' && pod.exitCode != 1", "dyn(pod.exitCode)")
+    result = step(compiled(replica).replica, "Running", facts("podFailed", pod={"exitCode": 1}))
     assert result.state == "Failed"
     assert result.errors == ("transition 4 guard gave 1, not a bool",)
 
