@@ -60,14 +60,15 @@ class GraphFormat(StrEnum):
 def validate(
     paths: Annotated[list[Path], typer.Argument(help="Machine files or folders of them.")],
 ) -> None:
-    """Check machine definitions; print FILE:LINE:COL: error|warning: MESSAGE lines."""
-    from engine.definition.validate import validate_paths
+    """Check machine definitions; print FILE:LINE:COL: error|warning: MESSAGE lines, where
+    each base was found (the file's folder, then the shipped machines) and a count."""
+    from engine.definition.validate import validate_report
 
-    diagnostics = validate_paths(paths)
-    for diagnostic in diagnostics:
-        typer.echo(str(diagnostic))
-    errors = sum(1 for d in diagnostics if d.is_error)
-    if errors:
+    report = validate_report(paths)
+    for line in [*map(str, report.diagnostics), *report.notes]:
+        typer.echo(line)
+    typer.echo(report.summary())
+    if report.errors:
         raise typer.Exit(code=1)
 
 
@@ -199,9 +200,9 @@ def simulate(
 ) -> None:
     """Play a scenario through the engine's decisions on a fake clock; exit 1 if its expect
     is not met, 2 if the scenario is wrong."""
-    from engine.app.shipped import ROOT
     from engine.definition.durations import parse_duration
     from engine.logs import configure_logging
+    from engine.shipped import ROOT
     from engine.simulation.loading import ScenarioError
     from engine.simulation.picture import path_picture
     from engine.simulation.play import play
@@ -490,7 +491,7 @@ def manifests_install(
     import yaml
 
     from engine.app.install_manifests import ManifestError, install_objects, object_file_name
-    from engine.app.shipped import shipped_dir
+    from engine.shipped import shipped_dir
 
     try:
         crds = sorted(shipped_dir("crds").glob("*.yaml"))

@@ -27,7 +27,6 @@ from ruamel.yaml.error import YAMLError
 
 from engine.app.demo_report import JobRow, events_block, summary_table, timeline_line, verdict
 from engine.app.job_graph import job_picture
-from engine.app.shipped import shipped_dir
 from engine.app.up import (
     LocalCluster,
     NodeMode,
@@ -41,6 +40,7 @@ from engine.controller.reconcile.reconcile import RecordedTransition
 from engine.kube.client import KubeClient
 from engine.kube.errors import ApiError
 from engine.kube.resources import CONFIGMAPS, EVENTS, PODS, Resource
+from engine.shipped import shipped_dir
 
 EXPECT_ANNOTATION = "demo.jobmachine.dev/expect"
 EXPECTATIONS = ("Succeeded", "Failed")

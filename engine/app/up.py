@@ -23,7 +23,6 @@ from pathlib import Path
 from typing import Literal
 
 from engine.app.run import tune_collector
-from engine.app.shipped import shipped_dir
 from engine.app.web import RunningWebView, WebOptions, serving_web_view
 from engine.cluster import running_apiserver
 from engine.cluster.apiserver.admission.pod_security import default_namespace_labels
@@ -36,6 +35,7 @@ from engine.controller.runtime.manager import Engine
 from engine.kube.client import KubeClient
 from engine.kube.resources import NAMESPACES
 from engine.settings import ENV_PREFIX, EngineSettings
+from engine.shipped import shipped_dir
 
 NodeMode = Literal["process", "simulate"]
 

@@ -68,8 +68,10 @@ class Resolved:
     bases: tuple[str, ...] = ()
 
 
-def resolve(raw: RawDefinition, lookup: Lookup) -> tuple[Resolved | None, list[Diagnostic]]:
-    """`raw` with its bases merged in; None (with the reasons) when that cannot be done."""
+def resolve(raw: RawDefinition, lookup: Lookup, *, searched: str = ""
+            ) -> tuple[Resolved | None, list[Diagnostic]]:
+    """`raw` with its bases merged in; None (with the reasons) when that cannot be done.
+    `searched` says where bases were looked for, for the error naming one not found."""
     chain = [raw]
     while (base_name := chain[-1].extends) is not None:
         where = chain[-1].positions.value(("spec", "extends"))
@@ -78,7 +80,8 @@ def resolve(raw: RawDefinition, lookup: Lookup) -> tuple[Resolved | None, list[D
             return None, [error(where, f"machines extend each other in a loop: {loop}")]
         base = lookup(base_name)
         if base is None:
-            return None, [error(where, f"no machine named '{base_name}' to extend")]
+            places = f"; looked in {searched}" if searched else ""
+            return None, [error(where, f"no machine named '{base_name}' to extend{places}")]
         if not base.usable:
             return None, [error(where, f"machine '{base_name}' cannot be extended: "
                                        f"{base.path} has errors of its own")]

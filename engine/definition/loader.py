@@ -26,6 +26,7 @@ from engine.definition.positions import PositionIndex, convert_document, object_
 from engine.definition.reasons import expand_kind
 from engine.definition.schema import API_VERSION, KIND, MachineDefinition
 from engine.definition.schema_errors import schema_diagnostics, yaml_kind
+from engine.shipped import shipped_dir
 
 
 @dataclass(frozen=True)
@@ -131,8 +132,10 @@ def build_definitions(
     *,
     bases: Iterable[RawDefinition] = (),
     problems: Iterable[Diagnostic] = (),
+    searched: str = "",
 ) -> tuple[list[LoadedDefinition], list[Diagnostic]]:
-    """Merge each document with its bases (among `raws`, then `bases`) and check its shape."""
+    """Merge each document with its bases (among `raws`, then `bases`) and check its shape;
+    `searched` says where bases were looked for (for the error naming a base not found)."""
     raws = list(raws)
     named: dict[str, RawDefinition] = {}
     for raw in [*raws, *bases]:
@@ -141,7 +144,7 @@ def build_definitions(
     definitions: list[LoadedDefinition] = []
     diagnostics = list(problems)
     for raw in raws:
-        resolved, found = resolve(raw, named.get)
+        resolved, found = resolve(raw, named.get, searched=searched)
         diagnostics += found
         if resolved is None:
             continue
@@ -152,17 +155,39 @@ def build_definitions(
     return definitions, diagnostics
 
 
+def missing_bases(raws: Iterable[RawDefinition]) -> set[str]:
+    """The machines some of `raws` extend that none of them defines."""
+    raws = list(raws)
+    names = {raw.name for raw in raws}
+    return {raw.extends for raw in raws if raw.extends is not None} - names
+
+
 def folder_bases(path: Path, raws: Iterable[RawDefinition]) -> list[RawDefinition]:
     """The other documents of `path`'s folder, read only when one of `raws` extends a machine
     that `raws` do not define."""
-    raws = list(raws)
-    names = {raw.name for raw in raws}
-    if all(raw.extends is None or raw.extends in names for raw in raws):
+    if not missing_bases(raws):
         return []
+    return _documents_of(sorted(path.parent.glob("*.y*ml")), besides=[path])
+
+
+def shipped_bases(raws: Iterable[RawDefinition], read: Iterable[Path]) -> list[RawDefinition]:
+    """The shipped machines' documents (the checkout's machines/), read only when one of
+    `raws` extends a machine none of them defines; files in `read` are not read again."""
+    if not missing_bases(raws):
+        return []
+    try:
+        folder = shipped_dir("machines")
+    except FileNotFoundError:
+        return []
+    return _documents_of(sorted(folder.rglob("*.y*ml")), besides=list(read))
+
+
+def _documents_of(files: Iterable[Path], *, besides: list[Path]) -> list[RawDefinition]:
+    skipped = {path.resolve() for path in besides}
     found: list[RawDefinition] = []
-    for sibling in sorted(path.parent.glob("*.y*ml")):
-        if sibling.resolve() != path.resolve() and sibling.suffix in (".yaml", ".yml"):
-            found += read_file(sibling)[0]
+    for file in files:
+        if file.suffix in (".yaml", ".yml") and file.is_file() and file.resolve() not in skipped:
+            found += read_file(file)[0]
     return found
 
 

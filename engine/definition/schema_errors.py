@@ -8,6 +8,7 @@ location to know which model a field belongs to and what was expected.
 
 from __future__ import annotations
 
+import difflib
 import types
 from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
@@ -99,10 +100,12 @@ def _owner(loc: tuple[int | str, ...], root: Any) -> tuple[Path, Any]:
     return _walk(loc[:-1], root) if loc else ((), root)
 
 
-def _allowed(model: Any) -> str:
-    if isinstance(model, type) and issubclass(model, BaseModel):
-        return name_list(info.alias or name for name, info in model.model_fields.items())
-    return "(none)"
+def _allowed(owner: Any) -> list[str]:
+    """The fields of the section a field was written in (an optional section's model too)."""
+    for model in _unwrap(owner):
+        if isinstance(model, type) and issubclass(model, BaseModel):
+            return [info.alias or name for name, info in model.model_fields.items()]
+    return []
 
 
 def _literal_choices(annotation: Any) -> str:
@@ -131,7 +134,10 @@ def _message(err: ErrorDetails, path: Path, annotation: Any, root: Any) -> str:
         return str(err["msg"]).removeprefix("Value error, ")
     if kind == "extra_forbidden":
         _, owner = _owner(err["loc"], root)
-        return f"unknown field '{name}'; allowed fields: {_allowed(owner)}"
+        allowed = _allowed(owner)
+        nearest = difflib.get_close_matches(name, allowed, n=1)
+        hint = f" (did you mean '{nearest[0]}'?)" if nearest else ""
+        return f"unknown field '{name}'{hint}; allowed fields: {name_list(allowed)}"
     if kind == "literal_error":
         return f"'{name}' must be one of: {_literal_choices(annotation)} (got {value!r})"
     if kind == "string_pattern_mismatch" and path == ("metadata", "name"):

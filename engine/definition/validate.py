@@ -7,6 +7,7 @@ controller loads its machines: the same checks, and nothing runs unless all pass
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from engine.definition.checks import check_graph, check_names, check_together
@@ -26,7 +27,9 @@ from engine.definition.loader import (
     folder_bases,
     parse_text,
     read_file,
+    shipped_bases,
 )
+from engine.shipped import shipped_dir
 
 SUFFIXES = (".yaml", ".yml")
 
@@ -42,21 +45,46 @@ def definition_files(paths: Iterable[str | Path]) -> Iterator[Path | Diagnostic]
             yield error(Position(str(path), 1, 1), "no such file or folder")
 
 
-def _load(paths: Iterable[str | Path]) -> tuple[list[LoadedDefinition], list[Diagnostic]]:
+@dataclass
+class _Loaded:
+    definitions: list[LoadedDefinition]
+    diagnostics: list[Diagnostic]
+    base_files: dict[str, str] = field(default_factory=dict)
+    """Where each base found outside the files named was read, by machine name."""
+
+
+def _load(paths: Iterable[str | Path]) -> _Loaded:
     """Every file's documents, read first and merged together, so a machine may extend one
-    written in another file."""
+    written in another file; a base none of them defines is looked for in each file's
+    folder, then among the shipped machines."""
     raws: list[RawDefinition] = []
     bases: list[RawDefinition] = []
     diagnostics: list[Diagnostic] = []
+    files: list[Path] = []
     for item in definition_files(paths):
         if isinstance(item, Diagnostic):
             diagnostics.append(item)
             continue
         read, problems = read_file(item)
         raws += read
+        files.append(item)
         diagnostics += problems
         bases += folder_bases(item, read)
-    return build_definitions(raws, bases=bases, problems=diagnostics)
+    bases += shipped_bases([*raws, *bases], [*files, *(Path(b.path) for b in bases)])
+    folders = sorted({str(file.parent) + "/" for file in files})
+    searched = ", ".join(["the files given", *folders, f"the shipped machines ({_shipped()})"])
+    definitions, diagnostics = build_definitions(raws, bases=bases, problems=diagnostics,
+                                                 searched=searched)
+    given = {raw.name for raw in raws}
+    base_files = {str(b.name): b.path for b in bases if b.name not in given}
+    return _Loaded(definitions, diagnostics, base_files)
+
+
+def _shipped() -> str:
+    try:
+        return str(shipped_dir("machines")) + "/"
+    except FileNotFoundError:
+        return "none: no machines/ beside the package"
 
 
 def check_definitions(definitions: list[LoadedDefinition]) -> list[Diagnostic]:
@@ -74,10 +102,51 @@ def check_definitions(definitions: list[LoadedDefinition]) -> list[Diagnostic]:
     return found
 
 
+@dataclass
+class ValidationReport:
+    """What `jobmachine validate` prints: the diagnostics, where bases came from, a count."""
+
+    diagnostics: list[Diagnostic]
+    machines: int
+    notes: list[str]
+
+    @property
+    def errors(self) -> int:
+        return sum(1 for d in self.diagnostics if d.is_error)
+
+    @property
+    def warnings(self) -> int:
+        return len(self.diagnostics) - self.errors
+
+    def summary(self) -> str:
+        """`8 machines, 0 errors, 0 warnings`."""
+        return (f"{_count(self.machines, 'machine')}, {_count(self.errors, 'error')}, "
+                f"{_count(self.warnings, 'warning')}")
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}{'' if number == 1 else 's'}"
+
+
+def validate_report(paths: Iterable[str | Path]) -> ValidationReport:
+    """`jobmachine validate`: every diagnostic, sorted, and a note for each base read from
+    outside the files named (a sibling file, or the shipped machines)."""
+    loaded = _load(paths)
+    diagnostics = sorted_diagnostics(loaded.diagnostics + check_definitions(loaded.definitions))
+    notes: list[str] = []
+    for definition in loaded.definitions:
+        for base in definition.bases:
+            if base in loaded.base_files:
+                where = definition.positions.value(("spec", "extends"))
+                notes.append(f"{where}: note: machine '{definition.name}' extends '{base}' "
+                             f"from {loaded.base_files[base]}")
+    machines = sum(1 for d in loaded.definitions if not d.abstract)
+    return ValidationReport(diagnostics, machines, sorted(set(notes)))
+
+
 def validate_paths(paths: Iterable[str | Path]) -> list[Diagnostic]:
     """Every error and warning in the definitions under `paths`, sorted by position."""
-    definitions, diagnostics = _load(paths)
-    return sorted_diagnostics(diagnostics + check_definitions(definitions))
+    return validate_report(paths).diagnostics
 
 
 def validate_text(text: str, filename: str = "<text>") -> list[Diagnostic]:
@@ -91,8 +160,9 @@ def load_with_positions(
 ) -> tuple[list[tuple[LoadedDefinition, CompiledDefinition]], list[Diagnostic]]:
     """Every definition under `paths` that has no error, compiled, beside where its parts
     were written (for tools that report FILE:LINE:COL), and every diagnostic found."""
-    definitions, diagnostics = _load(paths)
-    diagnostics = sorted_diagnostics(diagnostics + check_definitions(definitions))
+    loaded = _load(paths)
+    definitions = loaded.definitions
+    diagnostics = sorted_diagnostics(loaded.diagnostics + check_definitions(definitions))
     if any(d.is_error for d in diagnostics):
         return [], diagnostics
     compiled = [(loaded, compile_definition(loaded)) for loaded in definitions
@@ -102,8 +172,9 @@ def load_with_positions(
 
 def load_definitions(paths: Iterable[str | Path]) -> list[CompiledDefinition]:
     """Compiled definitions; raises `DefinitionError` if any file has any error."""
-    definitions, diagnostics = _load(paths)
-    diagnostics += check_definitions(definitions)
+    loaded = _load(paths)
+    definitions = loaded.definitions
+    diagnostics = loaded.diagnostics + check_definitions(definitions)
     if any(d.is_error for d in diagnostics):
         raise DefinitionError(diagnostics)
     return [compile_definition(loaded) for loaded in definitions if not loaded.abstract]

@@ -12,13 +12,13 @@ from collections.abc import Mapping
 from functools import cache
 
 from engine.api.conditions import is_true
-from engine.app.shipped import shipped_dir
 from engine.controller.machines.revisions import CONTROLLER_REVISIONS, compile_revision
 from engine.definition import CompiledDefinition, DefinitionError, load_definitions
 from engine.kube.client import KubeClient
 from engine.kube.errors import ApiError
 from engine.kube.resources import STATE_MACHINES
 from engine.sdk.errors import JobClientError, UnknownKindError, refused
+from engine.shipped import shipped_dir
 
 _GOVERNING = "Governing"
 """The StateMachine condition that is True on the machine in force for its kind."""

@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 import yaml
 
-from engine.app.shipped import shipped_dir
+from engine.shipped import shipped_dir
 from tests.e2e.conftest import KUBECTL, Kubectl
 from tests.e2e.up_process import JOBMACHINE, running_up
 

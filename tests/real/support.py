@@ -14,7 +14,7 @@ import shutil
 import pytest
 
 from engine.app.demo import REAL_MODULES, REAL_PROGRAMS
-from engine.app.shipped import shipped_dir
+from engine.shipped import shipped_dir
 
 REAL = shipped_dir("examples") / "real"
 MISSING = [name for name in REAL_MODULES if importlib.util.find_spec(name) is None]

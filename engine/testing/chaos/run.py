@@ -24,7 +24,6 @@ from typing import Any, Literal
 import yaml
 from loguru import logger
 
-from engine.app.shipped import shipped_dir
 from engine.cluster.apiserver.endpoints.faults import FaultInjector
 from engine.cluster.apiserver.endpoints.serve import (
     RunningApiServer,
@@ -39,6 +38,7 @@ from engine.definition.compiled import CompiledDefinition
 from engine.kube.client import KubeClient
 from engine.kube.errors import AlreadyExists, ApiError, NotFound
 from engine.kube.resources import NAMESPACES
+from engine.shipped import shipped_dir
 from engine.testing.chaos.disruptions import (
     EngineProcess,
     Every,

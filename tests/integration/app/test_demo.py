@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from engine.app.demo import DemoError, DemoOptions, load_examples, run_demo
-from engine.app.shipped import shipped_dir
 from engine.app.up import NodeMode
+from engine.shipped import shipped_dir
 from tests.integration.app.support import highlighted_states
 from tests.kinds import KINDS
 

@@ -19,10 +19,10 @@ from typing import Any
 import pytest
 import yaml
 
-from engine.app.shipped import shipped_dir
 from engine.app.up import LocalCluster, NodeMode, UpOptions, running_local_cluster
 from engine.kube.resources import NAMESPACES, PODS
 from engine.settings import EngineSettings
+from engine.shipped import shipped_dir
 from tests.integration.app.support import wait_until
 from tests.kinds import KINDS
 

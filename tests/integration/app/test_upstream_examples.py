@@ -15,12 +15,12 @@ from typing import Any
 import pytest
 import yaml
 
-from engine.app.shipped import shipped_dir
 from engine.app.up import LocalCluster, UpOptions, running_local_cluster
 from engine.cluster.node import Capacity
 from engine.controller.machines.revisions import machine_in_name
 from engine.kube.resources import CONFIGMAPS, NAMESPACES, PODS, SERVICES
 from engine.settings import EngineSettings
+from engine.shipped import shipped_dir
 from tests.integration.app.support import wait_until
 from tests.kinds import KINDS
 

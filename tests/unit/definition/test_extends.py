@@ -16,7 +16,8 @@ from engine.definition import (
 from engine.definition.errors import sorted_diagnostics
 from engine.definition.extends import DIRECTIVES
 from engine.definition.loader import LoadedDefinition, parse_text, read_text
-from engine.definition.validate import check_definitions, validate_text
+from engine.definition.validate import check_definitions, validate_report, validate_text
+from engine.shipped import shipped_dir
 from tests.unit.definition.test_validate import write
 from tests.unit.definition.texts import GOVERNS, JOB, REPLICA, abstract, document, extending
 
@@ -310,8 +311,18 @@ def test_the_base_may_be_in_another_file_given_with_it(tmp_path: Path) -> None:
     child = write(tmp_path, "kinds/child.yaml", extending())
     assert validate_paths([base, child]) == []
     assert [str(d) for d in validate_paths([child])] == [
-        f"{child}:5:12: error: no machine named 'base' to extend"
+        f"{child}:5:12: error: no machine named 'base' to extend; looked in the files given, "
+        f"{child.parent}/, the shipped machines ({shipped_dir('machines')}/)"
     ]
+
+
+def test_a_shipped_machine_is_a_base_and_validate_says_so(tmp_path: Path) -> None:
+    child = write(tmp_path, "kinds/child.yaml", extending(base="kubeflow"))
+    report = validate_report([child])
+    assert report.diagnostics == []
+    assert report.notes == [f"{child}:5:3: note: machine 'child' extends 'kubeflow' from "
+                            f"{shipped_dir('machines') / 'kubeflow.yaml'}"]
+    assert report.summary() == "1 machine, 0 errors, 0 warnings"
 
 
 def test_the_base_is_found_among_the_machine_files_of_the_same_folder(tmp_path: Path) -> None:

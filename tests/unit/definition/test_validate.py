@@ -90,12 +90,14 @@ def test_cli_exit_codes_and_lines(tmp_path: Path) -> None:
     assert result.output == (
         f"{good}:13:9: warning: this transition can never fire: an earlier transition from "
         "the same state with no 'when' (line 12) always wins\n"
+        "1 machine, 0 errors, 1 warning\n"
     )
     bad = write(tmp_path, "bad.yaml", document(job=JOB.replace("to: Done", "to: Dnoe")))
     result = runner.invoke(app, ["validate", str(bad)])
     assert result.exit_code == 1
     assert result.output == (
         f"{bad}:12:29: error: undefined state 'Dnoe' in 'to'; states: Running, Done\n"
+        "1 machine, 1 error, 0 warnings\n"
     )
 
 
