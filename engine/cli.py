@@ -56,15 +56,25 @@ class GraphFormat(StrEnum):
     png = "png"
 
 
+KindOption = Annotated[
+    list[Path] | None,
+    typer.Option("--kind", help="A CRD or kind description (file or folder) whose schema "
+                 "types `job` in the machines governing its kind; those beside the machine "
+                 "files and the shipped CRDs are read without it. Repeatable."),
+]
+
+
 @app.command()
 def validate(
     paths: Annotated[list[Path], typer.Argument(help="Machine files or folders of them.")],
+    kind: KindOption = None,
 ) -> None:
     """Check machine definitions; print FILE:LINE:COL: error|warning: MESSAGE lines, where
     each base was found (the file's folder, then the shipped machines) and a count."""
+    from engine.api.kind_schemas import kind_schema_lookup
     from engine.definition.validate import validate_report
 
-    report = validate_report(paths)
+    report = validate_report(paths, kind_schema_lookup(paths, kind or ()))
     for line in [*map(str, report.diagnostics), *report.notes]:
         typer.echo(line)
     typer.echo(report.summary())
@@ -103,6 +113,7 @@ def check(
     output: Annotated[
         Path | None, typer.Option("-o", "--output", help="Where --format dot|svg writes.")
     ] = None,
+    kind: KindOption = None,
 ) -> None:
     """Explore every reachable situation of each machine with the engine's own decisions;
     exit 1 with FILE:LINE:COL and the shortest trace of each broken rule."""
@@ -117,7 +128,7 @@ def check(
     configure_logging(level="WARNING")
     bounds = Bounds(max_replicas=max_replicas, max_types=max_types,
                     backoff_limit=backoff_limit, faults=faults, max_states=max_states)
-    report = check_paths(paths, bounds, jobs=jobs or os.cpu_count() or 1)
+    report = check_paths(paths, bounds, jobs=jobs or os.cpu_count() or 1, kinds=kind or ())
     for line in report_lines(report):
         typer.echo(line)
     broken = [(m, v) for m in report.machines for v in m.violations]

@@ -343,6 +343,21 @@ def _problems(text: str, source: str, scope: Scope, kind: str) -> list[CelProble
     ]
 
 
+_MESSAGE_TYPE = re.compile(r"jobmachine\.cel\.\w+")
+
+
+def _readable_types(message: str, scope: Scope) -> str:
+    """The checker's message with the engine's message types named as the reference names
+    them (`job.spec`, `replica`), not by their generated protobuf names."""
+    messages = cel_types(scope.types).messages
+
+    def label(match: re.Match[str]) -> str:
+        info = messages.get(match.group(0))
+        return f"object {info.label}" if info else match.group(0)
+
+    return _MESSAGE_TYPE.sub(label, message)
+
+
 def _unknown_field(line: int, column: int, name: str, message_type: str,
                    scope: Scope) -> CelProblem:
     """A field the type does not have, said at the field's name (the checker points at the
@@ -367,7 +382,7 @@ def _problem(
         detail = message.removeprefix("Syntax error: ")
         return CelProblem(line, column, f"CEL syntax error: {detail}")
     if undeclared is None:
-        return CelProblem(line, column, f"{kind}: {message}")
+        return CelProblem(line, column, f"{kind}: {_readable_types(message, scope)}")
     text = (source.splitlines() or [""])[line - 1] if line <= len(source.splitlines()) else ""
     if text[column - 1 : column] == "(":
         function = undeclared.group(1)

@@ -23,7 +23,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
@@ -66,6 +66,10 @@ class JobSchema:
 
     def __hash__(self) -> int:
         return hash(self.digest)
+
+
+SchemaLookup = Callable[[str, str], JobSchema | None]
+"""(apiVersion, kind) -> the kind's schema, None when it is not known."""
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from engine.definition.cel_types import JobSchema, SchemaLookup
 from engine.definition.checks import check_graph, check_names, check_together
 from engine.definition.compiled import CompiledDefinition, compile_definition
 from engine.definition.errors import (
@@ -87,9 +88,11 @@ def _shipped() -> str:
         return "none: no machines/ beside the package"
 
 
-def check_definitions(definitions: list[LoadedDefinition]) -> list[Diagnostic]:
+def check_definitions(definitions: list[LoadedDefinition], schemas: SchemaLookup | None = None
+                      ) -> list[Diagnostic]:
     """Every check of `jobmachine validate` on definitions already loaded (abstract ones
-    are checked as part of the machines that extend them)."""
+    are checked as part of the machines that extend them); `schemas` gives the governed
+    kinds' schemas, which `job` is typed against where one is known."""
     found = check_together(definitions)
     for loaded in definitions:
         if loaded.abstract:
@@ -98,8 +101,17 @@ def check_definitions(definitions: list[LoadedDefinition]) -> list[Diagnostic]:
         # The graph of a definition with undefined names is not the one meant: its
         # reachability and loops would only echo the naming errors.
         graph = [] if any(d.is_error for d in names) else check_graph(loaded)
-        found += names + graph + compile_expressions(loaded).diagnostics
+        found += names + graph + compile_expressions(loaded, job_schema(loaded, schemas)
+                                                     ).diagnostics
     return found
+
+
+def job_schema(loaded: LoadedDefinition, schemas: SchemaLookup | None) -> JobSchema | None:
+    """The schema of the kind `loaded` governs, when `schemas` knows it."""
+    governs = loaded.definition.spec.governs
+    if schemas is None or governs is None:
+        return None
+    return schemas(governs.api_version, governs.kind)
 
 
 @dataclass
@@ -128,11 +140,13 @@ def _count(number: int, noun: str) -> str:
     return f"{number} {noun}{'' if number == 1 else 's'}"
 
 
-def validate_report(paths: Iterable[str | Path]) -> ValidationReport:
+def validate_report(paths: Iterable[str | Path], schemas: SchemaLookup | None = None
+                    ) -> ValidationReport:
     """`jobmachine validate`: every diagnostic, sorted, and a note for each base read from
     outside the files named (a sibling file, or the shipped machines)."""
     loaded = _load(paths)
-    diagnostics = sorted_diagnostics(loaded.diagnostics + check_definitions(loaded.definitions))
+    diagnostics = sorted_diagnostics(
+        loaded.diagnostics + check_definitions(loaded.definitions, schemas))
     notes: list[str] = []
     for definition in loaded.definitions:
         for base in definition.bases:
@@ -140,8 +154,19 @@ def validate_report(paths: Iterable[str | Path]) -> ValidationReport:
                 where = definition.positions.value(("spec", "extends"))
                 notes.append(f"{where}: note: machine '{definition.name}' extends '{base}' "
                              f"from {loaded.base_files[base]}")
+        governs = definition.definition.spec.governs
+        if (schemas is not None and governs is not None and governs.api_version not in
+                BUILT_IN_GROUP_VERSIONS and job_schema(definition, schemas) is None):
+            where = definition.positions.value(("spec", "governs"))
+            notes.append(f"{where}: note: no CRD or kind description of {governs.kind} "
+                         f"({governs.api_version}) beside the machine or given with --kind: "
+                         f"`job` is not typed")
     machines = sum(1 for d in loaded.definitions if not d.abstract)
     return ValidationReport(diagnostics, machines, sorted(set(notes)))
+
+
+BUILT_IN_GROUP_VERSIONS = frozenset({"batch/v1"})
+"""Kinds every API server serves without a CRD: no schema file is expected for them."""
 
 
 def validate_paths(paths: Iterable[str | Path]) -> list[Diagnostic]:
@@ -156,13 +181,13 @@ def validate_text(text: str, filename: str = "<text>") -> list[Diagnostic]:
 
 
 def load_with_positions(
-    paths: Iterable[str | Path],
+    paths: Iterable[str | Path], schemas: SchemaLookup | None = None,
 ) -> tuple[list[tuple[LoadedDefinition, CompiledDefinition]], list[Diagnostic]]:
     """Every definition under `paths` that has no error, compiled, beside where its parts
     were written (for tools that report FILE:LINE:COL), and every diagnostic found."""
     loaded = _load(paths)
     definitions = loaded.definitions
-    diagnostics = sorted_diagnostics(loaded.diagnostics + check_definitions(definitions))
+    diagnostics = sorted_diagnostics(loaded.diagnostics + check_definitions(definitions, schemas))
     if any(d.is_error for d in diagnostics):
         return [], diagnostics
     compiled = [(loaded, compile_definition(loaded)) for loaded in definitions

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 
+from engine.api.kind_schemas import kind_schema_lookup
 from engine.definition import CompiledDefinition, Diagnostic, LoadedDefinition, Position
 from engine.definition.validate import load_with_positions
 from engine.modelcheck.codes import exit_code_classes
@@ -73,11 +74,14 @@ class CheckReport:
                 and all(not m.violations and m.complete for m in self.machines))
 
 
-def check_paths(paths: Iterable[str | Path], bounds: Bounds, *, jobs: int = 1) -> CheckReport:
-    """Load the machines under `paths` (as `validate` does) and check each, exploring up to
+def check_paths(paths: Iterable[str | Path], bounds: Bounds, *, jobs: int = 1,
+                kinds: Iterable[Path] = ()) -> CheckReport:
+    """Load the machines under `paths` (as `validate` does, `job` typed against the kinds'
+    schemas found as `validate` finds them, `kinds` first) and check each, exploring up to
     `jobs` job shapes at once in worker processes."""
     named = tuple(str(p) for p in paths)
-    loaded, diagnostics = load_with_positions(named)
+    schemas = kind_schema_lookup([Path(p) for p in named], kinds)
+    loaded, diagnostics = load_with_positions(named, schemas)
     report = CheckReport(diagnostics=diagnostics)
     work = [(source, definition, shape) for source, definition in loaded
             for shape in shapes(definition, bounds)]

@@ -18,6 +18,7 @@ import orjson
 
 from engine.controller.machines.revisions import revision_name
 from engine.definition import CompiledDefinition, Diagnostic, compile_definition
+from engine.definition.cel_types import SchemaLookup
 from engine.definition.errors import DefinitionError
 from engine.definition.extends import RawDefinition, resolve
 from engine.definition.loader import build_definitions, object_definition
@@ -84,8 +85,10 @@ class Judge:
     def __init__(self) -> None:
         self._by_content: dict[str, Judgement] = {}
 
-    def judge(self, objects: Iterable[Obj]) -> dict[str, tuple[Judgement, tuple[str, ...]]]:
-        """Name -> (judgement, names of the machines it extends) for every object."""
+    def judge(self, objects: Iterable[Obj], schemas: SchemaLookup | None = None
+              ) -> dict[str, tuple[Judgement, tuple[str, ...]]]:
+        """Name -> (judgement, names of the machines it extends) for every object; `job`
+        is typed against the schema `schemas` gives for the governed kind (its CRD)."""
         raws = {raw.name: raw for raw in map(object_definition, objects) if raw.name}
         found: dict[str, tuple[Judgement, tuple[str, ...]]] = {}
         for name, raw in raws.items():
@@ -93,16 +96,18 @@ class Judge:
             if resolved is None:
                 found[name] = (Judgement(_messages(raw, problems)), _chain(raw, raws))
                 continue
-            key = _content_key(resolved.raw)
+            key = _content_key(resolved.raw, schemas)
             if key not in self._by_content:
-                self._by_content[key] = _judge(raw, [r for n, r in raws.items() if n != name])
+                others = [r for n, r in raws.items() if n != name]
+                self._by_content[key] = _judge(raw, others, schemas)
             found[name] = (self._by_content[key], resolved.bases)
         return found
 
 
-def _judge(raw: RawDefinition, others: list[RawDefinition]) -> Judgement:
+def _judge(raw: RawDefinition, others: list[RawDefinition], schemas: SchemaLookup | None
+           ) -> Judgement:
     definitions, diagnostics = build_definitions([raw], bases=others)
-    diagnostics += check_definitions(definitions)
+    diagnostics += check_definitions(definitions, schemas)
     problems = _messages(raw, diagnostics)
     if problems or not definitions:
         return Judgement(problems or ("the machine could not be read",))
@@ -129,8 +134,15 @@ def _messages(raw: RawDefinition, diagnostics: Iterable[Diagnostic]) -> tuple[st
     return tuple(dict.fromkeys(found))
 
 
-def _content_key(raw: RawDefinition) -> str:
-    return hashlib.sha256(orjson.dumps(raw.data, option=orjson.OPT_SORT_KEYS)).hexdigest()
+def _content_key(raw: RawDefinition, schemas: SchemaLookup | None) -> str:
+    """The machine's content and its kind's schema: a changed CRD is judged again."""
+    spec = raw.data.get("spec") if isinstance(raw.data, Mapping) else None
+    governs = spec.get("governs") if isinstance(spec, Mapping) else None
+    schema = None
+    if schemas is not None and isinstance(governs, Mapping):
+        schema = schemas(str(governs.get("apiVersion")), str(governs.get("kind")))
+    content = orjson.dumps(raw.data, option=orjson.OPT_SORT_KEYS)
+    return hashlib.sha256(content + (schema.digest if schema else "").encode()).hexdigest()
 
 
 def _chain(raw: RawDefinition, raws: Mapping[str, RawDefinition]) -> tuple[str, ...]:

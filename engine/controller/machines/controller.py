@@ -38,7 +38,12 @@ from engine.controller.machines.revisions import (
     machine_of,
     revision_object,
 )
-from engine.controller.machines.served import CRDS, project_crd, served_resources
+from engine.controller.machines.served import (
+    CRDS,
+    crd_schema_lookup,
+    project_crd,
+    served_resources,
+)
 from engine.controller.machines.status import announce, machine_status, write_machine_status
 from engine.controller.reporting.events import EventRecorder
 from engine.controller.runtime.queue import WorkQueue
@@ -142,7 +147,7 @@ class MachineController:
     def sync(self) -> Outcome:
         """One pass over every machine; see the module docstring."""
         objects = self.machines.list()
-        judged = self._judge.judge(objects)
+        judged = self._judge.judge(objects, crd_schema_lookup(self.crds.list()))
         revisions: dict[str, Obj] = {r["metadata"]["name"]: r for r in self.revisions.list()}
         kept = {name: _kept(rev) for name, rev in revisions.items()}
         served = served_resources(self.crds.list())

@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from engine.api.kind_schemas import crd_schemas
+from engine.definition.cel_types import JobSchema, SchemaLookup
 from engine.kube.resources import Resource
 
 CRDS = Resource(
@@ -27,7 +29,8 @@ one too): (apiVersion, kind) -> resource."""
 
 
 def project_crd(obj: Obj) -> Obj:
-    """What serving a kind needs: group, names, scope, served versions, conditions."""
+    """What serving a kind needs: group, names, scope, served versions, conditions; and each
+    version's schema, which the machines governing the kind are typed against."""
     spec = obj.get("spec") or {}
     metadata = obj.get("metadata") or {}
     return {
@@ -37,7 +40,8 @@ def project_crd(obj: Obj) -> Obj:
             "scope": spec.get("scope"),
             "names": dict(spec.get("names") or {}),
             "versions": [
-                {"name": v.get("name"), "served": v.get("served")}
+                {"name": v.get("name"), "served": v.get("served"),
+                 "schema": v.get("schema") or {}}
                 for v in spec.get("versions") or ()
             ],
         },
@@ -63,6 +67,17 @@ def served_resources(crds: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str],
             )
             found[(resource.api_version, resource.kind)] = resource
     return found
+
+
+def crd_schema_lookup(crds: Iterable[Mapping[str, Any]]) -> SchemaLookup:
+    """(apiVersion, kind) -> the schema of that version of an established CRD."""
+    found = {key: schema for crd in crds if _established(crd)
+             for key, schema in crd_schemas(crd).items()}
+
+    def lookup(api_version: str, kind: str) -> JobSchema | None:
+        return found.get((api_version, kind))
+
+    return lookup
 
 
 def resource_of_crd(crd: Mapping[str, Any]) -> Resource:

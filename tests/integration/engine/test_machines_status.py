@@ -187,3 +187,19 @@ def test_machine_governs_its_kind_once_the_crd_is_installed(
     client.create(kind.resource, lab_job(kind, "job", ns), ns)
     job = wait_for_phase_of(client, kind.resource, ns, "job", "Succeeded")
     assert runs_with(job) == current_revision(client, "early")
+
+
+def test_a_machine_reading_a_field_its_kinds_crd_lacks_is_refused(
+    client: KubeClient, lab: Lab
+) -> None:
+    """`job` is typed against the installed CRD: a misspelt spec field is Accepted False
+    at the field, with the CRD's fields and the nearest one; spelt right, it is accepted."""
+    kind = new_kind()
+    lab.install(kind)
+    lab.apply(machine("typo", kind, when="has(job.spec.wokers)"))
+    found = wait_for_verdict(client, "typo", accepted="Invalid", governing=None)
+    accepted = machine_condition(found, "Accepted")
+    assert "spec.job.transitions[0].when: unknown field 'wokers' of job.spec (did you mean " \
+        "'workers'?); its fields: failureRules, runPolicy, workers" in accepted["message"]
+    lab.apply(machine("typo", kind, when="has(job.spec.workers)"))
+    wait_for_verdict(client, "typo", accepted="Valid", governing="Governing")

@@ -90,6 +90,8 @@ def test_cli_exit_codes_and_lines(tmp_path: Path) -> None:
     assert result.output == (
         f"{good}:13:9: warning: this transition can never fire: an earlier transition from "
         "the same state with no 'when' (line 12) always wins\n"
+        f"{good}:5:12: note: no CRD or kind description of Demo (example.dev/v1) beside the "
+        "machine or given with --kind: `job` is not typed\n"
         "1 machine, 0 errors, 1 warning\n"
     )
     bad = write(tmp_path, "bad.yaml", document(job=JOB.replace("to: Done", "to: Dnoe")))
@@ -97,6 +99,8 @@ def test_cli_exit_codes_and_lines(tmp_path: Path) -> None:
     assert result.exit_code == 1
     assert result.output == (
         f"{bad}:12:29: error: undefined state 'Dnoe' in 'to'; states: Running, Done\n"
+        f"{bad}:5:12: note: no CRD or kind description of Demo (example.dev/v1) beside the "
+        "machine or given with --kind: `job` is not typed\n"
         "1 machine, 1 error, 0 warnings\n"
     )
 

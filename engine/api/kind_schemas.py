@@ -1,0 +1,106 @@
+"""Where a machine's expressions find the schema of the kind it governs.
+
+`jobmachine validate` and `check` type `job` against its kind (engine.definition.cel_types):
+the schema comes from a CRD or a kind description (`JobKind`, turned into its CRD as
+`jobmachine crd` would), looked for in the files given with `--kind`, then beside the
+machine files, then among the shipped CRDs. In a cluster the engine reads the installed CRD
+instead (engine.controller.machines.served). A kind found nowhere leaves `job` untyped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from engine.api.crd import crd_for_kind
+from engine.api.kind_description import JobKind, load_kind_file
+from engine.definition.cel_types import JobSchema, SchemaLookup
+from engine.shipped import shipped_dir
+
+KindKey = tuple[str, str]  # (apiVersion, kind)
+
+
+def crd_schemas(crd: Mapping[str, Any]) -> dict[KindKey, JobSchema]:
+    """(apiVersion, kind) -> the schema of each version of a CRD that has one."""
+    spec = crd.get("spec") or {}
+    kind = str((spec.get("names") or {}).get("kind") or "")
+    found: dict[KindKey, JobSchema] = {}
+    for version in spec.get("versions") or ():
+        schema = ((version.get("schema") or {}).get("openAPIV3Schema")
+                  if isinstance(version, Mapping) else None)
+        if kind and isinstance(schema, Mapping):
+            found[(f"{spec.get('group')}/{version.get('name')}", kind)] = JobSchema(schema, kind)
+    return found
+
+
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def _documents(path: Path) -> Iterator[Any]:
+    """The YAML documents of a file, read fast (CRDs are large; positions are needed only
+    for a kind description with errors, read again then); a file that does not read yields
+    nothing: validate reports machine files' problems itself, and others are not its
+    business."""
+    try:
+        yield from list(yaml.load_all(path.read_text(encoding="utf-8"), Loader=_LOADER))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        return
+
+
+def _files(paths: Iterable[Path], *, recursive: bool) -> Iterator[Path]:
+    for path in paths:
+        if path.is_dir():
+            found = path.rglob("*") if recursive else path.glob("*")
+            yield from sorted(p for p in found if p.suffix in (".yaml", ".yml") and p.is_file())
+        elif path.suffix in (".yaml", ".yml") and path.is_file():
+            yield path
+
+
+def schemas_in(paths: Iterable[Path], *, strict: bool = False, recursive: bool = True
+               ) -> dict[KindKey, JobSchema]:
+    """The kinds' schemas in the CRDs and kind descriptions under `paths` (first found
+    wins); `strict` (files named with --kind) raises `DefinitionError` at the first kind
+    description with errors, with its FILE:LINE:COL."""
+    found: dict[KindKey, JobSchema] = {}
+    for file in _files(paths, recursive=recursive):
+        for document in _documents(file):
+            if not isinstance(document, Mapping):
+                continue
+            if document.get("kind") == "CustomResourceDefinition":
+                schemas = crd_schemas(document)
+            elif document.get("kind") == "JobKind":
+                try:
+                    schemas = crd_schemas(crd_for_kind(JobKind.model_validate(document)))
+                except ValueError:
+                    if strict:
+                        load_kind_file(file)  # raises with the positions of the problems
+                    continue
+            else:
+                continue
+            for key, schema in schemas.items():
+                found.setdefault(key, schema)
+    return found
+
+
+def kind_schema_lookup(machine_paths: Iterable[Path], kind_paths: Iterable[Path] = ()
+                       ) -> SchemaLookup:
+    """Where `validate` and `check` find each governed kind's schema: the `--kind` files,
+    then the machine files' folders, then the shipped CRDs (first found wins)."""
+    found = schemas_in(kind_paths, strict=True)
+    folders = {path if path.is_dir() else path.parent for path in machine_paths}
+    for key, schema in schemas_in(sorted(folders), recursive=False).items():
+        found.setdefault(key, schema)
+    try:
+        shipped = schemas_in([shipped_dir("crds")])
+    except FileNotFoundError:
+        shipped = {}
+    for key, schema in shipped.items():
+        found.setdefault(key, schema)
+
+    def lookup(api_version: str, kind: str) -> JobSchema | None:
+        return found.get((api_version, kind))
+
+    return lookup
