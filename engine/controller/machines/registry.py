@@ -8,7 +8,7 @@ first use, and shared by every job that runs with them.
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -112,10 +112,23 @@ class MachineRegistry:
     def governed(self, kind: str) -> Governed | None:
         return self._current.governed.get(kind)
 
-    def assign(self, kind: str, job: Obj) -> Assignment | Unassigned:
-        """The revision the job runs with: recorded in its status, else the kind's in force."""
+    def assign(self, kind: str, job: Obj,
+               started: Callable[[CompiledDefinition], bool] | None = None
+               ) -> Assignment | Unassigned:
+        """The revision the job runs with: recorded in its status, else the kind's in force.
+
+        A job recorded with an older revision that has not `started` (created no pod, by
+        the predicate given; without one, every recorded job has) moves to the revision in
+        force: a fixed machine is all a job stuck on a broken revision needs."""
         snapshot = self._current
         recorded = recorded_revision(job)
+        governed_now = snapshot.governed.get(kind)
+        if (recorded is not None and started is not None and governed_now is not None
+                and governed_now.revision != recorded[1]):
+            pinned = self._compile(recorded[1], snapshot) if recorded[1] in snapshot.revisions \
+                else None
+            if isinstance(pinned, CompiledDefinition) and not started(pinned):
+                return self._assignment(governed_now.machine, governed_now.revision, snapshot)
         if recorded is not None:
             machine, revision = recorded
             if revision not in snapshot.revisions:

@@ -15,6 +15,7 @@ from typing import Any
 
 from loguru import logger
 
+from engine.controller.machines.registry import MACHINE_STATUS_FIELD
 from engine.controller.reconcile.children import (
     TRACKING_FINALIZER,
     JobKey,
@@ -189,9 +190,12 @@ def _decorations(
     try:
         return render_pod_decorations(run.definition, variables)
     except CelEvaluationError as exc:
+        revision = (run.job.get("status") or {}).get(MACHINE_STATUS_FIELD) or "?"
         run.recorder.record(
             run.job, type="Warning", reason="PodTemplateError",
-            message=f"{replica}: the machine's pod values cannot be computed: {exc}",
+            message=f"{replica}: the pod values of machine {run.definition.name} (revision "
+                    f"{revision}) cannot be computed: {exc}; once a fixed machine is "
+                    f"accepted, a job that has created no pod runs with it",
         )
         _log(run, replica).warning(f"pod values cannot be computed: {exc}")
         run.wait_s.append(_TEMPLATE_RETRY_S)

@@ -15,7 +15,12 @@ from typing import Any
 
 from loguru import logger
 
-from engine.controller.machines.registry import Assignment, MachineRegistry, Unassigned
+from engine.controller.machines.registry import (
+    Assignment,
+    MachineRegistry,
+    Unassigned,
+    recorded_revision,
+)
 from engine.controller.reconcile.actions import (
     ActionRun,
     execute,
@@ -264,9 +269,11 @@ class Reconciler:
         if not self._machines.ready:
             return RequeueAfter(_CACHE_CATCH_UP_S)
         viewed = engine_view(job)
-        assignment = self._machines.assign(key.kind, viewed)
+        assignment = self._machines.assign(
+            key.kind, viewed, started=lambda pinned: self._started(key, viewed, pinned))
         if isinstance(assignment, Unassigned):
             return self._without_machine(key, job, assignment)
+        self._say_if_moved(viewed, assignment)
         definition = assignment.definition
         if not managed_by_us(job, definition, stand_in=self._settings.stand_in_for_built_ins):
             return Done()
@@ -608,6 +615,31 @@ class Reconciler:
         if resource is None:
             raise NotFound(404, "NotFound", f"the engine no longer watches {key.kind}", {})
         return resource
+
+    def _started(self, key: JobKey, job: Obj, pinned: CompiledDefinition) -> bool:
+        """Whether the job has got anywhere with the revision it is pinned to: a pod of it
+        exists, or its record has a replica out of the initial state, a restart or a new
+        attempt. One that has not may move to the revision in force (a fixed machine)."""
+        if any(True for _ in self._caches.pods.by_label(key.namespace, JOB_NAME_LABEL,
+                                                        key.name)):
+            return True
+        record = read_record(job.get("status") or {})
+        initial = pinned.replica.initial
+        return bool(record.restarts or record.restart_attempt or record.replica_restarts
+                    or any(state != initial for state in record.replica_states.values()))
+
+    def _say_if_moved(self, job: Obj, assignment: Assignment) -> None:
+        """A Normal event when a job that had not started moves to the revision in force."""
+        recorded = recorded_revision(job)
+        if recorded is None or recorded[1] == assignment.revision:
+            return
+        message = (f"the job has created no pod with revision {recorded[1]} of machine "
+                   f"{recorded[0]}: it runs with revision {assignment.revision} of machine "
+                   f"{assignment.machine}, the one in force")
+        logger.bind(job=f"{job['metadata'].get('namespace')}/{job['metadata']['name']}"
+                    ).info(message)
+        self._recorder.record(job, type="Normal", reason="MachineRevisionChanged",
+                              message=message)
 
     def _release_orphaned_pods(self, key: JobKey) -> None:
         """Pods of a job that went away without our clean-up must not keep our finalizer."""

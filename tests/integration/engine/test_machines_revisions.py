@@ -36,6 +36,7 @@ from tests.integration.engine.helpers import (
     Replica,
     condition,
     get_pod,
+    job_events,
     pods_of,
     reconciles,
     settle,
@@ -201,3 +202,40 @@ def _restorable(revision: Obj) -> Obj:
     metadata = revision["metadata"]
     kept = {k: metadata[k] for k in ("name", "namespace", "labels", "annotations")}
     return {**revision, "metadata": kept}
+
+
+def test_a_job_stuck_on_a_broken_revision_moves_to_the_fixed_one(
+    client: KubeClient, lab: Lab, ns: str
+) -> None:
+    """A pod value that type-checks but fails when computed (no Chief in the job) keeps the
+    job from creating pods: a PodTemplateError naming the machine and its revision. Once the
+    fixed machine is accepted, the job, which created no pod, runs with the new revision
+    (a MachineRevisionChanged event says so) and succeeds; fixing the machine is enough."""
+    kind = new_kind()
+    lab.install(kind)
+    broken = machine("mend", kind)
+    broken["spec"]["pod"]["env"]["RULES"] = "string(job.spec.workers['Chief'].replicas)"
+    lab.apply(broken)
+    wait_for_verdict(client, "mend", accepted="Valid", governing="Governing")
+    first = current_revision(client, "mend")
+    client.create(kind.resource, lab_job(kind, "stuck", ns), ns)
+
+    def template_errors() -> list[str]:
+        job = get_obj(client, kind.resource, ns, "stuck")
+        return [e["message"] for e in job_events(client, job) if e["reason"] == "PodTemplateError"]
+
+    wait_until(template_errors, what="a PodTemplateError")
+    [message] = template_errors()[:1]
+    assert f"the pod values of machine mend (revision {first}) cannot be computed" in message
+    assert pods_of(client, ns, "stuck") == []
+
+    lab.apply(machine("mend", kind, rules="fixed"))
+    wait_for_verdict(client, "mend", accepted="Valid", governing="Governing", generation=2)
+    second = current_revision(client, "mend")
+    done = wait_for_phase_of(client, kind.resource, ns, "stuck", "Succeeded", timeout=JOB_WAIT_S)
+    assert runs_with(done) == second
+    assert [pod_env(p, "RULES") for p in pods_of(client, ns, "stuck")] == ["fixed"]
+    moved = [e["message"] for e in job_events(client, done)
+             if e["reason"] == "MachineRevisionChanged"]
+    assert moved == [f"the job has created no pod with revision {first} of machine mend: it "
+                     f"runs with revision {second} of machine mend, the one in force"]
