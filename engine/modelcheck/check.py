@@ -14,14 +14,16 @@ and every declared state and condition is reached, or reported unused.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 from engine.api.kind_schemas import kind_schema_lookup
 from engine.definition import CompiledDefinition, Diagnostic, LoadedDefinition, Position
+from engine.definition.cel_types import SchemaLookup
 from engine.definition.validate import load_with_positions
 from engine.modelcheck.codes import exit_code_classes
 from engine.modelcheck.explore import ShapeResult, Violation, explore
@@ -84,7 +86,7 @@ def check_paths(paths: Iterable[str | Path], bounds: Bounds, *, jobs: int = 1,
     loaded, diagnostics = load_with_positions(named, schemas)
     report = CheckReport(diagnostics=diagnostics)
     work = [(source, definition, shape) for source, definition in loaded
-            for shape in shapes(definition, bounds)]
+            for shape in shapes(definition, bounds, _schema(definition, schemas))]
     if jobs > 1 and len(work) > 1:
         with ProcessPoolExecutor(min(jobs, len(work))) as pool:
             results = list(pool.map(_explore_loaded, [(named, d.name, shape, bounds)
@@ -95,6 +97,13 @@ def check_paths(paths: Iterable[str | Path], bounds: Bounds, *, jobs: int = 1,
         mine = [r for (_, d, _), r in zip(work, results, strict=True) if d is definition]
         report.machines.append(_machine_report(source, definition, mine))
     return report
+
+
+def _schema(definition: CompiledDefinition, schemas: SchemaLookup) -> Mapping[str, Any] | None:
+    """The schema of the kind the machine governs, when one was found."""
+    governs = definition.governs
+    found = schemas(governs.api_version, governs.kind)
+    return found.schema if found is not None else None
 
 
 def _explore(definition: CompiledDefinition, shape: Shape, bounds: Bounds) -> ShapeResult:

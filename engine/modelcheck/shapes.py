@@ -9,14 +9,16 @@ timeout set, and asks which exit codes the machine's expressions tell apart.
 from __future__ import annotations
 
 import itertools
+import json
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 from engine.controller.reconcile.jobspec import validation_error
 from engine.definition import CompiledDefinition
+from engine.modelcheck.schema_values import merged_under, required_values
 
 START = datetime(2030, 1, 1, tzinfo=UTC)
 """When every checked job is created (the clock is fake; only differences count)."""
@@ -64,6 +66,9 @@ class Shape:
     when_ended: bool = False
     """Deleted pods are judged once they ended (podReplacementPolicy Failed): only kinds
     whose machine reads it."""
+    required: str = ""
+    """The kind's required fields with valid values, as JSON (schema_values.py): every job
+    of the shape has them, under what the check sets itself."""
 
     def __str__(self) -> str:
         if self.pool is not None:
@@ -82,9 +87,16 @@ def replica_types(definition: CompiledDefinition) -> list[str]:
     return list(definition.governs.replica_types or [DEFAULT_TYPE])
 
 
-def shapes(definition: CompiledDefinition, bounds: Bounds) -> Iterator[Shape]:
+def shapes(definition: CompiledDefinition, bounds: Bounds,
+           schema: Mapping[str, Any] | None = None) -> Iterator[Shape]:
     """Every job of up to `max_types` of the kind's replica types with 1..max_replicas
-    each, under each restart policy, that the machine's validations accept."""
+    each, under each restart policy, that the machine's validations accept; with the
+    kind's `schema`, each has the fields it requires."""
+    required = ""
+    if schema is not None:
+        least = {k: v for k, v in required_values(schema).items()
+                 if k not in ("apiVersion", "kind", "metadata")}
+        required = json.dumps(least, sort_keys=True) if least else ""
     types = replica_types(definition)
     pools: tuple[tuple[int, int] | None, ...] = (
         (None, *POOLS) if definition.governs.pools else (None,))
@@ -106,7 +118,7 @@ def shapes(definition: CompiledDefinition, bounds: Bounds) -> Iterator[Shape]:
                     variants += [(False, True)] if replacement and smallest else []
                     for per_index, when_ended in variants:
                         shape = Shape(tuple(zip(chosen, counts, strict=True)), policy, pool,
-                                      per_index, when_ended)
+                                      per_index, when_ended, required)
                         job = build_job(definition, shape, bounds)
                         if not validation_error(job, definition):
                             yield shape
@@ -152,7 +164,7 @@ def build_job(definition: CompiledDefinition, shape: Shape, bounds: Bounds) -> d
     if shape.when_ended:
         limits["podReplacementPolicy"] = "Failed"
     _put(job, governs.run_policy, limits)
-    return job
+    return merged_under(json.loads(shape.required), job) if shape.required else job
 
 
 def _put(job: dict[str, Any], dotted: str, value: dict[str, Any]) -> None:

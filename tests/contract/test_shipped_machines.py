@@ -13,13 +13,17 @@ import pytest
 from cel_expr_python import cel as celcpp
 from cel_expr_python.ext import ext_encoders, ext_math, ext_strings
 
+from engine.api.kind_schemas import kind_schema_lookup
 from engine.definition.cel import ENGINE_FUNCTIONS, Scope, cel_type
-from engine.definition.expressions import compile_expressions
+from engine.definition.cel_types import TypeContext, cel_types
+from engine.definition.expressions import compile_expressions, type_context
 from engine.definition.loader import load_file
-from engine.definition.validate import validate_paths
+from engine.definition.validate import job_schema, validate_paths
 
 MACHINES = Path(__file__).resolve().parents[2] / "machines"
 FILES = sorted(p for p in MACHINES.glob("*") if p.suffix in (".yaml", ".yml"))
+SCHEMAS = kind_schema_lookup([MACHINES])
+"""The shipped kinds' schemas (crds/), which `job` is typed against as validate does."""
 
 
 @pytest.mark.parametrize("path", FILES, ids=[p.name for p in FILES])
@@ -28,35 +32,39 @@ def test_validates_without_errors_or_warnings(path: Path) -> None:
 
 
 def _checker(scope: Scope) -> celcpp.Env:
-    variables = {v.name: cel_type(v.cel_type) for v in scope.variables}
+    types = cel_types(scope.types)
+    variables = {v.name: cel_type(v.cel_type, types) for v in scope.variables}
     extensions = [ext_strings.ExtStrings(), ext_math.ExtMath(), ext_encoders.ExtEncoders()]
     # The engine's own functions (sum) are part of the language: declared, not built in.
     functions = [f.checker_declaration() for f in ENGINE_FUNCTIONS.values()]
-    return celcpp.NewEnv(variables=variables, extensions=extensions, functions=functions)
+    return celcpp.NewEnv(descriptor_pool=types.pool, variables=variables,
+                         extensions=extensions, functions=functions)
 
 
-def _scope(path: tuple[object, ...]) -> Scope:
+def _scope(path: tuple[object, ...], types: TypeContext) -> Scope:
     if path[:2] == ("spec", "pod"):
-        return Scope("replica", template=True)
+        return Scope("replica", template=True, types=types)
     if path[:2] == ("spec", "objects"):
-        return Scope("job", template=True)
+        return Scope("job", template=True, types=types)
     if path[:2] == ("spec", "validations"):
-        return Scope("job", validation=True)
+        return Scope("job", validation=True, types=types)
     if path[:2] == ("spec", "status"):
-        return Scope("job", status=True)
-    return Scope("replica" if path[1] == "replica" else "job")
+        return Scope("job", status=True, types=types)
+    return Scope("replica" if path[1] == "replica" else "job", types=types)
 
 
 @pytest.mark.parametrize("path", FILES, ids=[p.name for p in FILES])
 def test_every_expression_compiles_with_both_implementations(path: Path) -> None:
-    sources: list[tuple[tuple[object, ...], str]] = []
+    sources: list[tuple[tuple[object, ...], str, TypeContext]] = []
     for loaded in load_file(path):
-        table = compile_expressions(loaded)
+        schema = job_schema(loaded, SCHEMAS)
+        types = type_context(loaded, schema)
+        table = compile_expressions(loaded, schema)
         assert table.diagnostics == []
-        sources += [(p, e.source) for p, e in table.expressions.items()]
-        sources += [(p, part.expression.source) for p, t in table.templates.items()
+        sources += [(p, e.source, types) for p, e in table.expressions.items()]
+        sources += [(p, part.expression.source, types) for p, t in table.templates.items()
                     for part in t.parts if part.expression is not None]
     assert sources, "a machine without any CEL is unlikely: is the walk broken?"
-    for where, source in sources:
-        _checker(_scope(where)).compile(source)
+    for where, source, types in sources:
+        _checker(_scope(where, types)).compile(source)
         cel.compile(source)

@@ -197,3 +197,18 @@ def test_a_machine_without_pods_says_it_was_not_explored() -> None:
         f"{MACHINES / 'batch-cronjob.yaml'}: CronJob (machine batch-cronjob): no pods "
         "(governs.replicaTypes: []), so nothing to explore: its job machine was validated, its "
         "schedule is the engine's (tested, not model checked)"]
+
+
+def test_the_kinds_required_fields_are_in_every_checked_job() -> None:
+    """ShardedJob requires spec.input and its machine reads it in a pod value: checked jobs
+    built from its CRD (beside the machine) have it, so no pod value fails and no false
+    `never-settles` is reported."""
+    example = Path(__file__).resolve().parents[3] / "examples" / "custom-kind"
+    report = checked(example / "shardedjob-machine.yaml")
+    assert report.ok, "\n".join(report_lines(report))
+    [machine] = report.machines
+    shape = machine.shapes[0].shape
+    job = build_job(load_definitions([example / "shardedjob-machine.yaml"])[0], shape,
+                    Bounds())
+    assert job["spec"]["input"] == "xxxxx"
+    assert set(job["spec"]["shards"]) == {"Shard"}

@@ -75,7 +75,8 @@ def test_shape_problems_are_reported_at_their_nodes(tmp_path: Path) -> None:
         "'exits'",
         "scenario.yaml:19:5: error: a patch may change the job's metadata and spec only",
         "scenario.yaml:20:17: error: 'phase' must be a string, not an integer",
-        "scenario.yaml:20:20: error: unknown field 'restart'; allowed fields: phase, state, "
+        "scenario.yaml:20:20: error: unknown field 'restart' (did you mean 'restarts'?); "
+        "allowed fields: phase, state, "
         "restarts, reason, conditions, replicas, podsCreated, podsAtOnce",
     ]
 
