@@ -103,6 +103,9 @@ class StateSpec(_Strict):
     timeout: Duration | None = None
     hold_replicas: bool = Field(default=False, alias="holdReplicas")  # job level only
     description: str | None = None
+    # Only a job's failure rules lead here; `jobmachine check`, whose jobs have none, says
+    # nothing of the state never being entered.
+    reached_only_by: Literal["failureRules"] | None = Field(default=None, alias="reachedOnlyBy")
 
     @model_validator(mode="before")
     @classmethod

@@ -212,3 +212,19 @@ def test_the_kinds_required_fields_are_in_every_checked_job() -> None:
                     Bounds())
     assert job["spec"]["input"] == "xxxxx"
     assert set(job["spec"]["shards"]) == {"Shard"}
+
+
+def test_a_state_marked_reached_only_by_failure_rules_is_not_reported(tmp_path: Path) -> None:
+    path = seeded(tmp_path, "      Running: {}\n", "      Running: {}\n"
+                  "      Spare: {terminal: failure, reachedOnlyBy: failureRules}\n")
+    path.write_text(path.read_text().replace(
+        "      - {from: Running, to: Pending, \"on\": podMissing}",
+        "      - {from: Running, to: Pending, \"on\": podMissing}\n"
+        "      - {from: Running, to: Spare, \"on\": podFailed, when: \"replica.desired > 10\"}"))
+    [machine] = checked(path).machines
+    assert machine.unused == []
+
+
+def test_the_shipped_kubeflow_base_marks_the_states_only_failure_rules_reach() -> None:
+    [machine] = [m for m in checked(MACHINES / "jaxjob.yaml").machines]
+    assert machine.unused == [], [u.what for u in machine.unused]
