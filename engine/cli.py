@@ -125,7 +125,9 @@ def check(
     if output_format != TraceFormat.text and output is None:
         raise typer.BadParameter("--format dot|svg writes a picture: give -o FILE",
                                  param_hint="--output")
-    configure_logging(level="WARNING")
+    # The engine's own warnings (a pod value that fails, once per situation) are summed up
+    # in the report, once per expression.
+    configure_logging(level="ERROR")
     bounds = Bounds(max_replicas=max_replicas, max_types=max_types,
                     backoff_limit=backoff_limit, faults=faults, max_states=max_states)
     report = check_paths(paths, bounds, jobs=jobs or os.cpu_count() or 1, kinds=kind or ())

@@ -24,6 +24,7 @@ from typing import Any
 from engine.api.kind_schemas import kind_schema_lookup
 from engine.definition import CompiledDefinition, Diagnostic, LoadedDefinition, Position
 from engine.definition.cel_types import SchemaLookup
+from engine.definition.expressions import compile_expressions
 from engine.definition.validate import load_with_positions
 from engine.modelcheck.codes import exit_code_classes
 from engine.modelcheck.explore import ShapeResult, Violation, explore
@@ -48,6 +49,8 @@ class MachineReport:
     violations: list[Violation] = field(default_factory=list)
     unused: list[Unused] = field(default_factory=list)
     codes: tuple[int, ...] = ()
+    failed_expressions: dict[str, int] = field(default_factory=dict)
+    """Each expression that could not be evaluated, and in how many passes (all shapes)."""
 
     @property
     def situations(self) -> int:
@@ -61,6 +64,19 @@ class MachineReport:
         """Where the offending state or transition is written."""
         return self.loaded.positions.key(violation.where)
 
+    def expression_position(self, gist: str) -> Position:
+        """Where the expression an evaluation error quotes is written (in the machine that
+        wrote it: a base's file, or the extending machine's); the machine's own document
+        when no expression of it is quoted."""
+        table = compile_expressions(self.loaded)
+        sources = [(path, e.source) for path, e in table.expressions.items()]
+        sources += [(path, part.expression.source) for path, t in table.templates.items()
+                    for part in t.parts if part.expression is not None]
+        for path, source in sources:
+            if f"{source!r}" in gist:
+                return self.loaded.positions.value(path)
+        return self.loaded.positions.value(())
+
 
 @dataclass
 class CheckReport:
@@ -71,9 +87,11 @@ class CheckReport:
 
     @property
     def ok(self) -> bool:
-        """Whether every rule held on every machine, fully explored."""
+        """Whether every rule held on every machine, fully explored, and every expression
+        could be evaluated."""
         return (not any(d.is_error for d in self.diagnostics)
-                and all(not m.violations and m.complete for m in self.machines))
+                and all(not m.violations and m.complete and not m.failed_expressions
+                        for m in self.machines))
 
 
 def check_paths(paths: Iterable[str | Path], bounds: Bounds, *, jobs: int = 1,
@@ -137,6 +155,8 @@ def _machine_report(loaded: LoadedDefinition, definition: CompiledDefinition,
     shortest: dict[tuple[str, tuple[object, ...]], Violation] = {}
     for result in results:
         report.codes = tuple(sorted(set(report.codes) | set(result.codes)))
+        for gist, count in result.failed_expressions.items():
+            report.failed_expressions[gist] = report.failed_expressions.get(gist, 0) + count
         for violation in result.violations:
             key = (violation.rule, violation.where)
             known = shortest.get(key)

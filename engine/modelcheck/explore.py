@@ -9,6 +9,7 @@ terminal state stays reachable is judged on the whole graph at the end.
 
 from __future__ import annotations
 
+import re
 from collections import deque
 from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -83,6 +84,24 @@ class ShapeResult:
     conditions: set[str] = field(default_factory=set)
     codes: tuple[int, ...] = ()
     """The exit codes explored, one per class the machine tells apart."""
+    failed_expressions: dict[str, int] = field(default_factory=dict)
+    """Each expression that could not be evaluated (its error, replica names left out) and
+    in how many passes: the cause of what breaks after, said once."""
+
+
+_EVALUATION_REASONS = frozenset({"PodTemplateError", "MachineError"})
+"""Events the engine posts when a machine's expression cannot be evaluated."""
+_REPLICA_PREFIX = re.compile(r"^[A-Za-z][\w-]*-\d+: ")
+_POD_VALUES = re.compile(r"the pod values of machine \S+ \(revision [^)]*\) cannot be "
+                         r"computed: (.*?)(; once a fixed machine.*)?$")
+
+
+def evaluation_gist(error: str) -> str:
+    """An evaluation error without what varies between situations: the replica it was for
+    and the pod values' advice to a cluster user."""
+    error = _REPLICA_PREFIX.sub("", error)
+    found = _POD_VALUES.search(error)
+    return f"pod value: {found.group(1)}" if found else error
 
 
 class _Explorer:
@@ -173,6 +192,12 @@ class _Explorer:
         return node
 
     def _note(self, world: World, result: Pass) -> None:
+        failed = self.result.failed_expressions
+        errors = [*result.decision.errors,
+                  *(e.message for e in result.events if e.reason in _EVALUATION_REASONS)]
+        for error in errors:
+            gist = evaluation_gist(error)
+            failed[gist] = failed.get(gist, 0) + 1
         for fired in result.decision.fired:
             states = self.result.replica_states if fired.replica else self.result.job_states
             states.add(fired.transition.target)

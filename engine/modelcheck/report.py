@@ -15,6 +15,10 @@ def report_lines(report: CheckReport) -> Iterator[str]:
     yield from (str(d) for d in report.diagnostics)
     for machine in report.machines:
         yield _summary(machine)
+        for gist, count in sorted(machine.failed_expressions.items()):
+            yield (f"{machine.expression_position(gist)}: error: an expression could not be "
+                   f"evaluated ({count:,} times; what breaks below may follow from it): {gist} "
+                   f"({_kind(machine)})")
         for violation in machine.violations:
             yield from _violation(machine, violation)
         for unused in machine.unused if machine.shapes else ():  # unexplored: not unused
@@ -31,6 +35,8 @@ def _summary(machine: MachineReport) -> str:
                 "no pods (governs.replicaTypes: []), so nothing to explore: its job machine "
                 "was validated, its schedule is the engine's (tested, not model checked)")
     verdict = ("every rule holds" if not machine.violations and machine.complete
+               and not machine.failed_expressions
+               else "expressions failed" if not machine.violations and machine.complete
                else f"{len(machine.violations)} rule(s) broken" if machine.violations
                else "not fully explored (raise --max-states)")
     codes = ", ".join(map(str, machine.codes))

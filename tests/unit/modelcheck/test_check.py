@@ -228,3 +228,24 @@ def test_a_state_marked_reached_only_by_failure_rules_is_not_reported(tmp_path: 
 def test_the_shipped_kubeflow_base_marks_the_states_only_failure_rules_reach() -> None:
     [machine] = [m for m in checked(MACHINES / "jaxjob.yaml").machines]
     assert machine.unused == [], [u.what for u in machine.unused]
+
+
+def test_an_expression_that_cannot_be_evaluated_is_one_error_at_the_expression(
+    tmp_path: Path,
+) -> None:
+    """A pod value that type-checks but fails whenever it is computed: one error at the
+    value's line in the machine that wrote it, with how often, not a log line per
+    situation; the check fails."""
+    path = seeded(tmp_path, "spec:\n  governs:", "spec:\n  pod:\n    env:\n"
+                  "      RATIO: \"string(10 / (replica.desired - replica.desired))\"\n"
+                  "  governs:")
+    report = checked(path)
+    assert not report.ok
+    [machine] = report.machines
+    [(gist, count)] = machine.failed_expressions.items()
+    assert gist == ("pod value: 'string(10 / (replica.desired - replica.desired))': "
+                    "division by zero in CEL expression")
+    assert count > 1
+    lines = list(report_lines(report))
+    assert lines[1].startswith(f"{path}:{line_of(path, 'RATIO:')}:14: error: an expression "
+                               "could not be evaluated (")
