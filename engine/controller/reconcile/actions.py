@@ -74,6 +74,8 @@ class ActionRun:
     """Tracking finalizers already removed, while the cache shows pods from before."""
     wait_s: list[float] = field(default_factory=list)
     """Delays after which a blocked action can go ahead (back-off, unmet expectations)."""
+    template_errors: list[str] = field(default_factory=list)
+    """Why pods could not be built: the machine's pod values failed (PodTemplateError)."""
     schedule_wake: datetime | None = None
     """When the job's schedule is next due (a machine with a schedule only)."""
     objects_wait_s: float = 0.0
@@ -191,12 +193,11 @@ def _decorations(
         return render_pod_decorations(run.definition, variables)
     except CelEvaluationError as exc:
         revision = (run.job.get("status") or {}).get(MACHINE_STATUS_FIELD) or "?"
-        run.recorder.record(
-            run.job, type="Warning", reason="PodTemplateError",
-            message=f"{replica}: the pod values of machine {run.definition.name} (revision "
-                    f"{revision}) cannot be computed: {exc}; once a fixed machine is "
-                    f"accepted, a job that has created no pod runs with it",
-        )
+        message = (f"{replica}: the pod values of machine {run.definition.name} (revision "
+                   f"{revision}) cannot be computed: {exc}; once a fixed machine is "
+                   f"accepted, a job that has created no pod runs with it")
+        run.recorder.record(run.job, type="Warning", reason="PodTemplateError", message=message)
+        run.template_errors.append(message)
         _log(run, replica).warning(f"pod values cannot be computed: {exc}")
         run.wait_s.append(_TEMPLATE_RETRY_S)
         return None

@@ -60,7 +60,13 @@ from engine.controller.reconcile.observe import (
     observe_replica_pod,
 )
 from engine.controller.reconcile.record import MachineRecord, RecordError, read_record
-from engine.controller.reconcile.refused import lifted_status, refused_event, refused_status
+from engine.controller.reconcile.refused import (
+    TEMPLATE_ERROR_REASON,
+    lifted_status,
+    refused_event,
+    refused_status,
+    replica_failure_status,
+)
 from engine.controller.reconcile.status import build_status, ungoverned_status, write_status
 from engine.controller.reconcile.timeouts import next_look, state_timed_out
 from engine.controller.reconcile.variables import (
@@ -167,6 +173,7 @@ class Reconciler:
         self._released = ReleasedFinalizers()
         self._unconfirmed = UnconfirmedNotices()
         self._verdicts = ValidationVerdicts()
+        self._template_failed: set[str] = set()
         self._clock = clock
         self._transition_listeners: list[TransitionListener] = []
 
@@ -237,8 +244,28 @@ class Reconciler:
         if updated != status:
             self._write_refusal_condition(key, job, updated)
 
+    def _report_template_errors(self, key: JobKey, run: ActionRun, *, native: bool) -> None:
+        """Pods the machine's values could not be built for: the ReplicaFailure condition
+        (reason PodTemplateError, the first such replica's message) until a pass builds
+        them all (on a kind with the engine's status; a Native one has the events only)."""
+        if not run.template_errors:
+            self._template_failed.discard(key.id)
+            return
+        self._template_failed.add(key.id)
+        if native:
+            return
+        status = run.job.get("status") or {}
+        updated = replica_failure_status(status, reason=TEMPLATE_ERROR_REASON,
+                                         message=run.template_errors[0],
+                                         now=format_time(self._clock()))
+        if updated != status:
+            self._write_refusal_condition(key, run.job, updated)
+
     def _refusal_lifted(self, key: JobKey) -> None:
-        """A reconcile went through: drop a ReplicaFailure condition a refusal left."""
+        """A reconcile went through: drop a ReplicaFailure condition a refusal left (one
+        whose pods still cannot be built keeps it)."""
+        if key.id in self._template_failed:
+            return
         cache = self._caches.jobs.get(key.kind)
         job = cache.get(key.namespace, key.name) if cache is not None else None
         lifted = lifted_status(job.get("status") or {}) if job is not None else None
@@ -260,6 +287,7 @@ class Reconciler:
         if job is None:
             self._written.forget(key.id)
             self._unconfirmed.forget(key.id)
+            self._template_failed.discard(key.id)
             self._expectations.forget(key.id)
             self._scheduler.cancel_all(key)
             self._release_orphaned_pods(key)
@@ -296,6 +324,7 @@ class Reconciler:
         # Recorded state changes get their Events whatever acting on them meets.
         self._post(job, notices)
         run = self._act(key, job, definition, observed=observed, decision=decision, now=now)
+        self._report_template_errors(key, run, native=is_native(definition))
         return self._next_look(key, job, definition, spec=observed.spec, decision=decision,
                                run=run, now=now)
 

@@ -32,7 +32,20 @@ def refused_event(refusal: Refusal, *, built_in: bool) -> tuple[str, str]:
 
 
 def refused_status(status: Mapping[str, Any], refusal: Refusal, *, now: str) -> dict[str, Any]:
-    """`status` with the ReplicaFailure condition naming the refusing check.
+    """`status` with the ReplicaFailure condition naming the refusing check."""
+    return replica_failure_status(
+        status, reason=(refusal.policy or Policy.UNKNOWN).value,
+        message=f"{refusal.policy_label} refused the engine: {refusal.message}", now=now)
+
+
+TEMPLATE_ERROR_REASON = "PodTemplateError"
+"""The ReplicaFailure reason while the machine's pod values cannot be computed."""
+
+
+def replica_failure_status(status: Mapping[str, Any], *, reason: str, message: str, now: str
+                           ) -> dict[str, Any]:
+    """`status` with the ReplicaFailure condition: a replica's pod cannot be created (a
+    refusing check, or pod values the machine cannot compute).
 
     The condition goes before the last one, which tools of Kubeflow's lineage read as the
     job's state (`conditions[-1]`); it stays where it is when only its message changes.
@@ -40,9 +53,7 @@ def refused_status(status: Mapping[str, Any], refusal: Refusal, *, now: str) -> 
     conditions = list(status.get("conditions") or [])
     present = get_condition(conditions, REFUSED_CONDITION) is not None
     updated = set_condition(conditions, type=REFUSED_CONDITION, status="True",
-                            reason=(refusal.policy or Policy.UNKNOWN).value,
-                            message=f"{refusal.policy_label} refused the engine: "
-                                    f"{refusal.message}", now=now)
+                            reason=reason, message=message, now=now)
     if present:
         updated = [next(u for u in updated if u.get("type") == c.get("type")) for c in conditions]
     elif len(updated) > 1:

@@ -227,6 +227,17 @@ def test_a_job_stuck_on_a_broken_revision_moves_to_the_fixed_one(
     wait_until(template_errors, what="a PodTemplateError")
     [message] = template_errors()[:1]
     assert f"the pod values of machine mend (revision {first}) cannot be computed" in message
+    assert "string(job.spec.workers['Chief'].replicas)" in message
+
+    def replica_failure() -> Obj | None:
+        job = get_obj(client, kind.resource, ns, "stuck")
+        found = condition(job, "ReplicaFailure") if job else None
+        return found if found and found.get("status") == "True" else None
+
+    wait_until(replica_failure, what="the ReplicaFailure condition")
+    failure = replica_failure()
+    assert failure is not None and failure["reason"] == "PodTemplateError"
+    assert failure["message"] == message
     assert pods_of(client, ns, "stuck") == []
 
     lab.apply(machine("mend", kind, rules="fixed"))
@@ -235,6 +246,7 @@ def test_a_job_stuck_on_a_broken_revision_moves_to_the_fixed_one(
     done = wait_for_phase_of(client, kind.resource, ns, "stuck", "Succeeded", timeout=JOB_WAIT_S)
     assert runs_with(done) == second
     assert [pod_env(p, "RULES") for p in pods_of(client, ns, "stuck")] == ["fixed"]
+    assert "ReplicaFailure" not in [c["type"] for c in status(done)["conditions"]]
     moved = [e["message"] for e in job_events(client, done)
              if e["reason"] == "MachineRevisionChanged"]
     assert moved == [f"the job has created no pod with revision {first} of machine mend: it "
