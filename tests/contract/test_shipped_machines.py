@@ -6,6 +6,7 @@ expression, or a definition that validated could fail at run time.
 
 from __future__ import annotations
 
+import gzip
 from pathlib import Path
 
 import cel
@@ -18,10 +19,11 @@ from engine.definition.cel import ENGINE_FUNCTIONS, Scope, cel_type
 from engine.definition.cel_types import TypeContext, cel_types
 from engine.definition.expressions import compile_expressions, type_context
 from engine.definition.loader import load_file
-from engine.definition.validate import job_schema, validate_paths
+from engine.definition.validate import job_schema, validate_paths, validate_report
 
 MACHINES = Path(__file__).resolve().parents[2] / "machines"
 FILES = sorted(p for p in MACHINES.glob("*") if p.suffix in (".yaml", ".yml"))
+UPSTREAM_CRDS = Path(__file__).resolve().parent / "kubeflow_crds"
 SCHEMAS = kind_schema_lookup([MACHINES])
 """The shipped kinds' schemas (crds/), which `job` is typed against as validate does."""
 
@@ -68,3 +70,17 @@ def test_every_expression_compiles_with_both_implementations(path: Path) -> None
     for where, source, types in sources:
         _checker(_scope(where, types)).compile(source)
         cel.compile(source)
+
+
+def test_the_kubeflow_machines_validate_against_kubeflows_own_crds(tmp_path: Path) -> None:
+    """A cluster may serve PyTorchJob and TFJob with the training operator's CRDs, whose
+    status is typed (ours is open): every expression of the shipped machines must hold
+    against them too, or the engine would refuse its own machines there."""
+    for packed in sorted(UPSTREAM_CRDS.glob("*.yaml.gz")):
+        (tmp_path / packed.name.removesuffix(".gz")).write_bytes(gzip.decompress(
+            packed.read_bytes()))
+    schemas = kind_schema_lookup([MACHINES], [tmp_path])
+    for kind in ("PyTorchJob", "TFJob"):
+        found = schemas("kubeflow.org/v1", kind)
+        assert found is not None and "properties" in found.schema["properties"]["status"]
+    assert [str(d) for d in validate_report([MACHINES], schemas).diagnostics] == []
