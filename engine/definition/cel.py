@@ -13,7 +13,7 @@ import difflib
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from functools import cache
+from functools import lru_cache
 from typing import Any
 
 import cel as celpy
@@ -276,8 +276,9 @@ def _split_top_level(text: str) -> tuple[str, str]:
     raise ValueError(f"expected two type arguments in {text!r}")
 
 
-@cache
+@lru_cache(maxsize=512)
 def _checker(scope: Scope) -> Any:
+    """The checker of one scope (bounded, as the type contexts it depends on)."""
     types = cel_types(scope.types)
     variables = {v.name: cel_type(v.cel_type, types) for v in scope.variables}
     extensions = [ext_strings.ExtStrings(), ext_math.ExtMath(), ext_encoders.ExtEncoders()]

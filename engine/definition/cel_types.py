@@ -23,9 +23,9 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from functools import cache
+from functools import lru_cache
 from typing import Any
 
 from google.protobuf import descriptor_pb2, descriptor_pool, struct_pb2
@@ -233,9 +233,10 @@ def _selectable(name: str) -> bool:
     return bool(_IDENTIFIER.fullmatch(name)) and name not in _CEL_RESERVED
 
 
-@cache
+@lru_cache(maxsize=128)
 def cel_types(context: TypeContext) -> CelTypes:
-    """The messages of `context`, built once per context."""
+    """The messages of `context`, built once per context (bounded: an engine that sees its
+    CRDs change for weeks keeps only the recent ones)."""
     builder = _Builder()
     struct_types: dict[str, str] = {}
     phase_counts = tuple(CelField(word, "int", "") for word in context.phase_words
@@ -282,8 +283,3 @@ _METADATA: dict[str, Any] = {
 }
 """ObjectMeta as a job's `metadata` holds it (managedFields left out, as `job_value` does)."""
 
-
-def struct_names() -> Iterator[str]:
-    """The type names a vocabulary signature may use besides CEL's own."""
-    yield from (s.name for s in STRUCTS)
-    yield "Job"
