@@ -11,11 +11,14 @@ import os
 import sys
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, NoReturn
+from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 
 from engine.kube.in_cluster import DEFAULT_SERVICE_ACCOUNT_DIR
+
+if TYPE_CHECKING:
+    from engine.definition.cel_types import SchemaLookup
 
 app = typer.Typer(
     name="jobmachine",
@@ -64,6 +67,19 @@ KindOption = Annotated[
 ]
 
 
+def _kind_schemas(paths: list[Path], kinds: list[Path] | None) -> SchemaLookup:
+    """The schemas `validate` and `check` type `job` with; a --kind file that is missing or
+    has errors stops the command with its FILE:LINE:COL lines."""
+    from engine.api.kind_schemas import kind_schema_lookup
+    from engine.definition import DefinitionError
+
+    try:
+        return kind_schema_lookup(paths, kinds or ())
+    except DefinitionError as exc:
+        typer.echo(str(exc), err=True)
+        raise typer.Exit(code=1) from exc
+
+
 @app.command()
 def validate(
     paths: Annotated[list[Path], typer.Argument(help="Machine files or folders of them.")],
@@ -71,10 +87,9 @@ def validate(
 ) -> None:
     """Check machine definitions; print FILE:LINE:COL: error|warning: MESSAGE lines, where
     each base was found (the file's folder, then the shipped machines) and a count."""
-    from engine.api.kind_schemas import kind_schema_lookup
     from engine.definition.validate import validate_report
 
-    report = validate_report(paths, kind_schema_lookup(paths, kind or ()))
+    report = validate_report(paths, _kind_schemas(paths, kind))
     for line in [*map(str, report.diagnostics), *report.notes]:
         typer.echo(line)
     typer.echo(report.summary())
@@ -130,7 +145,8 @@ def check(
     configure_logging(level="ERROR")
     bounds = Bounds(max_replicas=max_replicas, max_types=max_types,
                     backoff_limit=backoff_limit, faults=faults, max_states=max_states)
-    report = check_paths(paths, bounds, jobs=jobs or os.cpu_count() or 1, kinds=kind or ())
+    report = check_paths(paths, bounds, jobs=jobs or os.cpu_count() or 1,
+                         schemas=_kind_schemas(paths, kind))
     for line in report_lines(report):
         typer.echo(line)
     broken = [(m, v) for m in report.machines for v in m.violations]

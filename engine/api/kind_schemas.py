@@ -18,7 +18,9 @@ import yaml
 from engine.api.crd import crd_for_kind
 from engine.api.kind_description import JobKind, load_kind_file
 from engine.definition.cel_types import JobSchema, SchemaLookup
-from engine.shipped import shipped_dir
+from engine.definition.errors import DefinitionError, Diagnostic
+from engine.definition.validate import definition_files
+from engine.shipped import shipped_dir_if_present
 
 KindKey = tuple[str, str]  # (apiVersion, kind)
 
@@ -50,39 +52,42 @@ def _documents(path: Path) -> Iterator[Any]:
         return
 
 
-def _files(paths: Iterable[Path], *, recursive: bool) -> Iterator[Path]:
-    for path in paths:
-        if path.is_dir():
-            found = path.rglob("*") if recursive else path.glob("*")
-            yield from sorted(p for p in found if p.suffix in (".yaml", ".yml") and p.is_file())
-        elif path.suffix in (".yaml", ".yml") and path.is_file():
-            yield path
-
-
 def schemas_in(paths: Iterable[Path], *, strict: bool = False, recursive: bool = True
                ) -> dict[KindKey, JobSchema]:
     """The kinds' schemas in the CRDs and kind descriptions under `paths` (first found
-    wins); `strict` (files named with --kind) raises `DefinitionError` at the first kind
-    description with errors, with its FILE:LINE:COL."""
+    wins); `strict` (files named with --kind) raises `DefinitionError` for a path that does
+    not exist or the first kind description with errors, with its FILE:LINE:COL."""
     found: dict[KindKey, JobSchema] = {}
-    for file in _files(paths, recursive=recursive):
+    for file in definition_files(paths, recursive=recursive):
+        if isinstance(file, Diagnostic):
+            if strict:
+                raise DefinitionError([file])
+            continue
         for document in _documents(file):
-            if not isinstance(document, Mapping):
-                continue
-            if document.get("kind") == "CustomResourceDefinition":
-                schemas = crd_schemas(document)
-            elif document.get("kind") == "JobKind":
-                try:
-                    schemas = crd_schemas(crd_for_kind(JobKind.model_validate(document)))
-                except ValueError:
-                    if strict:
-                        load_kind_file(file)  # raises with the positions of the problems
-                    continue
-            else:
-                continue
-            for key, schema in schemas.items():
+            for key, schema in _schemas_of(document, file, strict=strict).items():
                 found.setdefault(key, schema)
     return found
+
+
+def _schemas_of(document: Any, file: Path, *, strict: bool) -> dict[KindKey, JobSchema]:
+    """The schemas a CRD or a kind description declares ({} for any other document)."""
+    if not isinstance(document, Mapping):
+        return {}
+    if document.get("kind") == "CustomResourceDefinition":
+        return crd_schemas(document)
+    if document.get("kind") != "JobKind":
+        return {}
+    try:
+        return crd_schemas(crd_for_kind(JobKind.model_validate(document)))
+    except ValueError:
+        if strict:
+            load_kind_file(file)  # raises with the positions of the problems
+        return {}
+
+
+def schema_lookup(found: Mapping[KindKey, JobSchema]) -> SchemaLookup:
+    """A lookup over schemas already found."""
+    return lambda api_version, kind: found.get((api_version, kind))
 
 
 def kind_schema_lookup(machine_paths: Iterable[Path], kind_paths: Iterable[Path] = ()
@@ -91,16 +96,9 @@ def kind_schema_lookup(machine_paths: Iterable[Path], kind_paths: Iterable[Path]
     then the machine files' folders, then the shipped CRDs (first found wins)."""
     found = schemas_in(kind_paths, strict=True)
     folders = {path if path.is_dir() else path.parent for path in machine_paths}
-    for key, schema in schemas_in(sorted(folders), recursive=False).items():
-        found.setdefault(key, schema)
-    try:
-        shipped = schemas_in([shipped_dir("crds")])
-    except FileNotFoundError:
-        shipped = {}
-    for key, schema in shipped.items():
-        found.setdefault(key, schema)
-
-    def lookup(api_version: str, kind: str) -> JobSchema | None:
-        return found.get((api_version, kind))
-
-    return lookup
+    shipped = shipped_dir_if_present("crds")
+    for more in (schemas_in(sorted(folders), recursive=False),
+                 schemas_in([shipped]) if shipped else {}):
+        for key, schema in more.items():
+            found.setdefault(key, schema)
+    return schema_lookup(found)

@@ -9,7 +9,6 @@ at run time.
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -22,7 +21,7 @@ from cel_expr_python import cel as celcpp
 from cel_expr_python.ext import ext_encoders, ext_math, ext_strings
 
 from engine.definition.cel_types import UNTYPED_JOB, CelTypes, TypeContext, cel_types
-from engine.definition.errors import name_list
+from engine.definition.errors import name_list, nearest_hint
 from engine.definition.vocabulary import FUNCTIONS, CelFunction, Level, Variable, variables_for
 
 # Functions the `cel` evaluator has without registration (operators aside).
@@ -366,10 +365,8 @@ def _unknown_field(line: int, column: int, name: str, message_type: str,
     info = cel_types(scope.types).messages.get(message_type)
     if info is None:
         return CelProblem(line, column + 1, f"unknown field '{name}'")
-    nearest = difflib.get_close_matches(name, info.fields, n=1)
-    hint = f" (did you mean '{nearest[0]}'?)" if nearest else ""
-    return CelProblem(line, column + 1, f"unknown field '{name}' of {info.label}{hint}; its "
-                      f"fields: {name_list(info.fields)}")
+    return CelProblem(line, column + 1, f"unknown field '{name}' of {info.label}"
+                      f"{nearest_hint(name, info.fields)}; its fields: {name_list(info.fields)}")
 
 
 def _problem(

@@ -30,7 +30,7 @@ from typing import Any
 
 from google.protobuf import descriptor_pb2, descriptor_pool, struct_pb2
 
-from engine.definition.vocabulary import STRUCTS, SUMMARY_STRUCT, CelField, Struct
+from engine.definition.vocabulary import STRUCTS, SUMMARY_STRUCT, Struct, Variable
 
 PACKAGE = "jobmachine.cel"
 _FieldProto = descriptor_pb2.FieldDescriptorProto
@@ -111,23 +111,20 @@ class _Builder:
         self.messages: dict[str, MessageInfo] = {}
         self._names: set[str] = set()
 
-    def _message(self, name: str, label: str) -> tuple[descriptor_pb2.DescriptorProto, str]:
+    def _message(self, name: str) -> tuple[descriptor_pb2.DescriptorProto, str]:
         base = re.sub(r"\W", "_", name) or "Message"
         unique, counter = base, 1
         while unique in self._names:
             counter += 1
             unique = f"{base}_{counter}"
         self._names.add(unique)
-        message = self.file.message_type.add(name=unique)
-        full = f"{PACKAGE}.{unique}"
-        self.messages[full] = MessageInfo(label, ())
-        return message, full
+        return self.file.message_type.add(name=unique), f"{PACKAGE}.{unique}"
 
     def struct(self, struct: Struct, known: Mapping[str, str],
-               extra: tuple[CelField, ...] = ()) -> str:
+               extra: tuple[Variable, ...] = ()) -> str:
         """The message of an engine struct whose fields may name the `known` structs (by
         their message types); its type name."""
-        message, full = self._message(struct.name, struct.label)
+        message, full = self._message(struct.name)
         fields = (*struct.fields, *extra)
         for number, spec in enumerate(fields, start=1):
             if spec.cel_type in known:
@@ -205,7 +202,7 @@ class _Builder:
 
     def object(self, properties: Mapping[str, Any], name: str, label: str) -> str:
         """The message of an object schema's properties; its type name."""
-        message, full = self._message(name, label)
+        message, full = self._message(name)
         for number, (key, written) in enumerate(sorted(properties.items()), start=1):
             child = written if isinstance(written, Mapping) else {}
             kind, type_name, container = self.schema(child, f"{name}_{key}", f"{label}.{key}")
@@ -239,7 +236,7 @@ def cel_types(context: TypeContext) -> CelTypes:
     CRDs change for weeks keeps only the recent ones)."""
     builder = _Builder()
     struct_types: dict[str, str] = {}
-    phase_counts = tuple(CelField(word, "int", "") for word in context.phase_words
+    phase_counts = tuple(Variable(word, "int", "") for word in context.phase_words
                          if word not in {f.name for f in SUMMARY_STRUCT.fields})
     for struct in STRUCTS:
         extra = phase_counts if struct is SUMMARY_STRUCT else ()

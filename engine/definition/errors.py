@@ -7,6 +7,7 @@ the FILE:LINE:COL form editors and CI annotations understand.
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Literal
@@ -92,3 +93,9 @@ def format_field_path(path: Iterable[str | int]) -> str:
 def name_list(names: Iterable[str]) -> str:
     """`a, b, c` for messages that list the valid names (in the order given)."""
     return ", ".join(names) or "(none)"
+
+
+def nearest_hint(name: str, names: Iterable[str]) -> str:
+    """` (did you mean 'index'?)` when one of `names` is close to a misspelt `name`, else ''."""
+    nearest = difflib.get_close_matches(name, list(names), n=1)
+    return f" (did you mean '{nearest[0]}'?)" if nearest else ""

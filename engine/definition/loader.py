@@ -26,7 +26,7 @@ from engine.definition.positions import PositionIndex, convert_document, object_
 from engine.definition.reasons import expand_kind
 from engine.definition.schema import API_VERSION, KIND, MachineDefinition
 from engine.definition.schema_errors import schema_diagnostics, yaml_kind
-from engine.shipped import shipped_dir
+from engine.shipped import shipped_dir_if_present
 
 
 @dataclass(frozen=True)
@@ -173,11 +173,8 @@ def folder_bases(path: Path, raws: Iterable[RawDefinition]) -> list[RawDefinitio
 def shipped_bases(raws: Iterable[RawDefinition], read: Iterable[Path]) -> list[RawDefinition]:
     """The shipped machines' documents (the checkout's machines/), read only when one of
     `raws` extends a machine none of them defines; files in `read` are not read again."""
-    if not missing_bases(raws):
-        return []
-    try:
-        folder = shipped_dir("machines")
-    except FileNotFoundError:
+    folder = shipped_dir_if_present("machines")
+    if folder is None or not missing_bases(raws):
         return []
     return _documents_of(sorted(folder.rglob("*.y*ml")), besides=list(read))
 

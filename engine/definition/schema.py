@@ -283,6 +283,12 @@ class ScheduleSpec(_Strict):
     child: ScheduledChild
 
 
+BUILT_IN_KINDS: frozenset[tuple[str, str]] = frozenset(
+    {("batch/v1", "Job"), ("batch/v1", "CronJob")})
+"""(apiVersion, kind) of the kinds a machine may govern that every API server serves without
+a CRD (the embedded one too): no CRD gives their schema."""
+
+
 class Governs(_Strict):
     """Which kind the definition drives and where that kind keeps its replicas."""
 

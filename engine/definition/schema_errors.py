@@ -8,14 +8,13 @@ location to know which model a field belongs to and what was expected.
 
 from __future__ import annotations
 
-import difflib
 import types
 from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
-from engine.definition.errors import Diagnostic, error, name_list
+from engine.definition.errors import Diagnostic, error, name_list, nearest_hint
 from engine.definition.positions import Path, PositionIndex
 from engine.definition.schema import ActionSpec, ConditionSpec, MachineDefinition
 
@@ -135,9 +134,8 @@ def _message(err: ErrorDetails, path: Path, annotation: Any, root: Any) -> str:
     if kind == "extra_forbidden":
         _, owner = _owner(err["loc"], root)
         allowed = _allowed(owner)
-        nearest = difflib.get_close_matches(name, allowed, n=1)
-        hint = f" (did you mean '{nearest[0]}'?)" if nearest else ""
-        return f"unknown field '{name}'{hint}; allowed fields: {name_list(allowed)}"
+        return (f"unknown field '{name}'{nearest_hint(name, allowed)}; allowed fields: "
+                f"{name_list(allowed)}")
     if kind == "literal_error":
         return f"'{name}' must be one of: {_literal_choices(annotation)} (got {value!r})"
     if kind == "string_pattern_mismatch" and path == ("metadata", "name"):

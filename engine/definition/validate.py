@@ -30,16 +30,20 @@ from engine.definition.loader import (
     read_file,
     shipped_bases,
 )
-from engine.shipped import shipped_dir
+from engine.definition.schema import BUILT_IN_KINDS
+from engine.shipped import shipped_dir_if_present
 
 SUFFIXES = (".yaml", ".yml")
 
 
-def definition_files(paths: Iterable[str | Path]) -> Iterator[Path | Diagnostic]:
-    """Each file named, and every *.yaml / *.yml below each folder named (sorted)."""
+def definition_files(paths: Iterable[str | Path], *, recursive: bool = True
+                     ) -> Iterator[Path | Diagnostic]:
+    """Each file named, and every *.yaml / *.yml in each folder named (below it too when
+    `recursive`), sorted; a path that does not exist is a Diagnostic."""
     for path in map(Path, paths):
         if path.is_dir():
-            yield from sorted(p for p in path.rglob("*") if p.suffix in SUFFIXES and p.is_file())
+            found = path.rglob("*") if recursive else path.glob("*")
+            yield from sorted(p for p in found if p.suffix in SUFFIXES and p.is_file())
         elif path.exists():
             yield path
         else:
@@ -82,10 +86,8 @@ def _load(paths: Iterable[str | Path]) -> _Loaded:
 
 
 def _shipped() -> str:
-    try:
-        return str(shipped_dir("machines")) + "/"
-    except FileNotFoundError:
-        return "none: no machines/ beside the package"
+    folder = shipped_dir_if_present("machines")
+    return f"{folder}/" if folder else "none: no machines/ beside the package"
 
 
 def check_definitions(definitions: list[LoadedDefinition], schemas: SchemaLookup | None = None
@@ -155,8 +157,8 @@ def validate_report(paths: Iterable[str | Path], schemas: SchemaLookup | None = 
                 notes.append(f"{where}: note: machine '{definition.name}' extends '{base}' "
                              f"from {loaded.base_files[base]}")
         governs = definition.definition.spec.governs
-        if (schemas is not None and governs is not None and governs.api_version not in
-                BUILT_IN_GROUP_VERSIONS and job_schema(definition, schemas) is None):
+        if (schemas is not None and governs is not None and (governs.api_version, governs.kind)
+                not in BUILT_IN_KINDS and job_schema(definition, schemas) is None):
             where = definition.positions.value(("spec", "governs"))
             notes.append(f"{where}: note: no CRD or kind description of {governs.kind} "
                          f"({governs.api_version}) beside the machine or given with --kind: "
@@ -164,9 +166,6 @@ def validate_report(paths: Iterable[str | Path], schemas: SchemaLookup | None = 
     machines = sum(1 for d in loaded.definitions if not d.abstract)
     return ValidationReport(diagnostics, machines, sorted(set(notes)))
 
-
-BUILT_IN_GROUP_VERSIONS = frozenset({"batch/v1"})
-"""Kinds every API server serves without a CRD: no schema file is expected for them."""
 
 
 def validate_paths(paths: Iterable[str | Path]) -> list[Diagnostic]:

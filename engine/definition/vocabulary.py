@@ -54,18 +54,11 @@ class Action:
 
 @dataclass(frozen=True)
 class Variable:
+    """A name CEL reads, with its type and meaning: a variable, or a field of a struct."""
+
     name: str
     # A CEL type signature: bool, int, double, string, dyn, list(T), map(K, V), or a struct
     # (STRUCTS, RunPolicy, Job: cel_types.py).
-    cel_type: str
-    meaning: str
-
-
-@dataclass(frozen=True)
-class CelField:
-    """One field of a struct the engine gives CEL: its name, type signature and meaning."""
-
-    name: str
     cel_type: str
     meaning: str
 
@@ -77,61 +70,61 @@ class Struct:
 
     name: str
     label: str  # how an error speaks of a value of this type
-    fields: tuple[CelField, ...]
+    fields: tuple[Variable, ...]
 
 
 REPLICA_STRUCT = Struct("Replica", "replica", (
-    CelField("type", "string", "The replica type, as in the job's spec (Worker)."),
-    CelField("index", "int", "The replica's index within its type, from 0."),
-    CelField("restarts", "int", "Restarts counted for this index."),
-    CelField("desired", "int", "Members of its type: replicas, or a pool's completions."),
+    Variable("type", "string", "The replica type, as in the job's spec (Worker)."),
+    Variable("index", "int", "The replica's index within its type, from 0."),
+    Variable("restarts", "int", "Restarts counted for this index."),
+    Variable("desired", "int", "Members of its type: replicas, or a pool's completions."),
 ))
 POD_STRUCT = Struct("Pod", "pod", (
-    CelField("name", "string", "The pod's name."),
-    CelField("phase", "string", "The pod's phase (Pending, Running, Succeeded, Failed)."),
-    CelField("reason", "string", "The pod's status reason (Evicted, ...), else ''."),
-    CelField("exitCode", "int", "The main container's exit code, -1 while it has not ended."),
-    CelField("terminationReason", "string", "The main container's termination reason."),
-    CelField("restartCount", "int", "The main container's restarts in place."),
-    CelField("ready", "bool", "The pod's Ready condition is True."),
+    Variable("name", "string", "The pod's name."),
+    Variable("phase", "string", "The pod's phase (Pending, Running, Succeeded, Failed)."),
+    Variable("reason", "string", "The pod's status reason (Evicted, ...), else ''."),
+    Variable("exitCode", "int", "The main container's exit code, -1 while it has not ended."),
+    Variable("terminationReason", "string", "The main container's termination reason."),
+    Variable("restartCount", "int", "The main container's restarts in place."),
+    Variable("ready", "bool", "The pod's Ready condition is True."),
 ))
 SUMMARY_STRUCT = Struct("ReplicaSummary", "a replica type's summary", (
-    CelField("desired", "int", "Members of the type: replicas, or a pool's completions."),
-    CelField("parallelism", "int", "Members that may have a pod at once."),
-    CelField("active", "int", "Running pods."),
-    CelField("ready", "int", "Running pods whose Ready condition is True."),
-    CelField("live", "int", "Pods that have not ended and are not being deleted (the Job "
+    Variable("desired", "int", "Members of the type: replicas, or a pool's completions."),
+    Variable("parallelism", "int", "Members that may have a pod at once."),
+    Variable("active", "int", "Running pods."),
+    Variable("ready", "int", "Running pods whose Ready condition is True."),
+    Variable("live", "int", "Pods that have not ended and are not being deleted (the Job "
              "API's active)."),
-    CelField("terminating", "int", "Pods being deleted."),
-    CelField("waiting", "int", "Members not started that have no place now (a pool's)."),
-    CelField("succeeded", "int", "Members in a success terminal state."),
-    CelField("failed", "int", "Members in a failure terminal state."),
-    CelField("restarts", "int", "Restarts counted for the type's members."),
-    CelField("states", "map(string, int)", "Replicas per state name."),
-    CelField("completedIndexes", "string", "Members in a success terminal state (`0-3,7`)."),
-    CelField("failedIndexes", "string", "Members in a failure terminal state."),
+    Variable("terminating", "int", "Pods being deleted."),
+    Variable("waiting", "int", "Members not started that have no place now (a pool's)."),
+    Variable("succeeded", "int", "Members in a success terminal state."),
+    Variable("failed", "int", "Members in a failure terminal state."),
+    Variable("restarts", "int", "Restarts counted for the type's members."),
+    Variable("states", "map(string, int)", "Replicas per state name."),
+    Variable("completedIndexes", "string", "Members in a success terminal state (`0-3,7`)."),
+    Variable("failedIndexes", "string", "Members in a failure terminal state."),
 ))
 """Per replica type; besides these, one int per phase word of the machine's replica states
 in lowerCamelCase (`running`), added for the machine at hand."""
 
 SCHEDULING_POLICY_STRUCT = Struct("SchedulingPolicy", "runPolicy.schedulingPolicy", (
-    CelField("minAvailable", "int", "Pods that must be schedulable together (the gang)."),
-    CelField("queue", "string", "The scheduler queue the job's pods join."),
-    CelField("minResources", "map(string, dyn)", "Resources the gang needs at least."),
-    CelField("priorityClass", "string", "The PodGroup's priority class."),
-    CelField("scheduleTimeoutSeconds", "int", "Seconds the gang may wait to be scheduled."),
+    Variable("minAvailable", "int", "Pods that must be schedulable together (the gang)."),
+    Variable("queue", "string", "The scheduler queue the job's pods join."),
+    Variable("minResources", "map(string, dyn)", "Resources the gang needs at least."),
+    Variable("priorityClass", "string", "The PodGroup's priority class."),
+    Variable("scheduleTimeoutSeconds", "int", "Seconds the gang may wait to be scheduled."),
 ))
 RUN_POLICY_STRUCT = Struct("RunPolicy", "runPolicy", (
-    CelField("cleanPodPolicy", "string", "All, Running or None."),
-    CelField("ttlSecondsAfterFinished", "int", "Seconds an ended job is kept."),
-    CelField("activeDeadlineSeconds", "int", "Seconds the job may be active."),
-    CelField("backoffLimit", "int", "Restarts allowed before the job fails."),
-    CelField("pendingTimeoutSeconds", "int", "Seconds a replica may stay Pending."),
-    CelField("recreationBackoff", "bool", "Whether a failed pod waits the re-creation "
+    Variable("cleanPodPolicy", "string", "All, Running or None."),
+    Variable("ttlSecondsAfterFinished", "int", "Seconds an ended job is kept."),
+    Variable("activeDeadlineSeconds", "int", "Seconds the job may be active."),
+    Variable("backoffLimit", "int", "Restarts allowed before the job fails."),
+    Variable("pendingTimeoutSeconds", "int", "Seconds a replica may stay Pending."),
+    Variable("recreationBackoff", "bool", "Whether a failed pod waits the re-creation "
              "back-off."),
-    CelField("schedulingPolicy", "SchedulingPolicy", "Gang scheduling, when asked for."),
-    CelField("suspend", "bool", "Whether the job is suspended."),
-    CelField("managedBy", "string", "The controller that manages the job."),
+    Variable("schedulingPolicy", "SchedulingPolicy", "Gang scheduling, when asked for."),
+    Variable("suspend", "bool", "Whether the job is suspended."),
+    Variable("managedBy", "string", "The controller that manages the job."),
 ))
 """The run policy's fields, as the kinds' `runPolicy` model (engine.api.runpolicy) has them:
 a unit test keeps the two the same."""

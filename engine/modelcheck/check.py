@@ -95,12 +95,13 @@ class CheckReport:
 
 
 def check_paths(paths: Iterable[str | Path], bounds: Bounds, *, jobs: int = 1,
-                kinds: Iterable[Path] = ()) -> CheckReport:
+                schemas: SchemaLookup | None = None) -> CheckReport:
     """Load the machines under `paths` (as `validate` does, `job` typed against the kinds'
-    schemas found as `validate` finds them, `kinds` first) and check each, exploring up to
-    `jobs` job shapes at once in worker processes."""
+    `schemas`, by default those `validate` finds without --kind) and check each, exploring
+    up to `jobs` job shapes at once in worker processes."""
     named = tuple(str(p) for p in paths)
-    schemas = kind_schema_lookup([Path(p) for p in named], kinds)
+    if schemas is None:
+        schemas = kind_schema_lookup([Path(p) for p in named])
     loaded, diagnostics = load_with_positions(named, schemas)
     report = CheckReport(diagnostics=diagnostics)
     work = [(source, definition, shape) for source, definition in loaded
@@ -174,13 +175,15 @@ def _unused(report: MachineReport) -> list[Unused]:
     reached_replica = set().union(*(r.replica_states for r in report.shapes))
     conditions = set().union(*(r.conditions for r in report.shapes))
     spec = report.loaded.definition.spec
+    # States only a job's failure rules reach, which the check does not explore.
+    marked = {(level, name) for level, states in (("job", spec.job.states),
+                                                  ("replica", spec.replica.states))
+              for name, state in states.items() if state.reached_only_by is not None}
     found: list[Unused] = []
     for level, machine, reached in (("job", definition.job, reached_job),
                                     ("replica", definition.replica, reached_replica)):
-        written = (spec.job if level == "job" else spec.replica).states
         for name in machine.states:
-            marked = name in written and written[name].reached_only_by is not None
-            if name not in reached and not marked:
+            if name not in reached and (level, name) not in marked:
                 found.append(Unused(f"{level} state {name} is never entered",
                                     positions.key(("spec", level, "states", name))))
     # A condition another state's condition takes over (moveFrom) is True only within the
@@ -188,10 +191,8 @@ def _unused(report: MachineReport) -> list[Unused]:
     taken_over = {state.condition.move_from for state in definition.job.states.values()
                   if state.condition is not None and state.condition.move_from}
     for name, state in definition.job.states.items():
-        if state.condition is not None and name in reached_job and (
-                state.condition.type in taken_over):
-            continue
-        if name in spec.job.states and spec.job.states[name].reached_only_by is not None:
+        if ("job", name) in marked or (name in reached_job and state.condition is not None
+                                       and state.condition.type in taken_over):
             continue
         if state.condition is not None and state.condition.type not in conditions:
             found.append(Unused(f"condition {state.condition.type} (of job state {name}) is "

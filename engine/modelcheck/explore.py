@@ -89,19 +89,14 @@ class ShapeResult:
     in how many passes: the cause of what breaks after, said once."""
 
 
-_EVALUATION_REASONS = frozenset({"PodTemplateError", "MachineError"})
-"""Events the engine posts when a machine's expression cannot be evaluated."""
 _REPLICA_PREFIX = re.compile(r"^[A-Za-z][\w-]*-\d+: ")
-_POD_VALUES = re.compile(r"the pod values of machine \S+ \(revision [^)]*\) cannot be "
-                         r"computed: (.*?)(; once a fixed machine.*)?$")
 
 
-def evaluation_gist(error: str) -> str:
-    """An evaluation error without what varies between situations: the replica it was for
-    and the pod values' advice to a cluster user."""
-    error = _REPLICA_PREFIX.sub("", error)
-    found = _POD_VALUES.search(error)
-    return f"pod value: {found.group(1)}" if found else error
+def evaluation_gists(result: Pass) -> list[str]:
+    """The pass's evaluation errors without what varies between situations (the replica a
+    guard was for): failed guards and messages, and pod values that could not be built."""
+    return [*(_REPLICA_PREFIX.sub("", error) for error in result.decision.errors),
+            *(f"pod value: {cause}" for cause in result.template_errors)]
 
 
 class _Explorer:
@@ -193,10 +188,7 @@ class _Explorer:
 
     def _note(self, world: World, result: Pass) -> None:
         failed = self.result.failed_expressions
-        errors = [*result.decision.errors,
-                  *(e.message for e in result.events if e.reason in _EVALUATION_REASONS)]
-        for error in errors:
-            gist = evaluation_gist(error)
+        for gist in evaluation_gists(result):
             failed[gist] = failed.get(gist, 0) + 1
         for fired in result.decision.fired:
             states = self.result.replica_states if fired.replica else self.result.job_states

@@ -78,6 +78,8 @@ class Pass:
     something changes): deadlines, timeouts, back-offs, requeue delays."""
     facts: Mapping[ReplicaId, PodFacts] = field(default_factory=dict)
     """The observations the decision was made on."""
+    template_errors: tuple[str, ...] = ()
+    """Why pods could not be built: each pod value that failed, with its expression."""
 
     @property
     def changed(self) -> bool:
@@ -250,7 +252,8 @@ class World:
         events = (*recorder.posted, *(PostedEvent(n.type, n.reason, n.message, n.replica)
                                       for n in notices))
         return Pass(decision, self.job["status"], tuple(notices), tuple(api.created),
-                    tuple(api.deleted), events, self._next_look(spec, decision, run), facts)
+                    tuple(api.deleted), events, self._next_look(spec, decision, run), facts,
+                    tuple(error.cause for error in run.template_errors))
 
     def _act(self, spec: JobSpecView, decision: Decision, facts: Mapping[ReplicaId, PodFacts],
              api: _WorldApi, recorder: _Recorder) -> ActionRun:

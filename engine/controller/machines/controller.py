@@ -147,10 +147,11 @@ class MachineController:
     def sync(self) -> Outcome:
         """One pass over every machine; see the module docstring."""
         objects = self.machines.list()
-        judged = self._judge.judge(objects, crd_schema_lookup(self.crds.list()))
+        crds = self.crds.list()
+        judged = self._judge.judge(objects, crd_schema_lookup(crds))
         revisions: dict[str, Obj] = {r["metadata"]["name"]: r for r in self.revisions.list()}
         kept = {name: _kept(rev) for name, rev in revisions.items()}
-        served = served_resources(self.crds.list())
+        served = served_resources(crds)
         decided = verdicts(objects, judged, kept, served)
         try:
             revisions |= self._keep_new_revisions(decided, revisions)

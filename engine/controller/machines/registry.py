@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from engine.controller.machines.revisions import compile_revision, machine_in_name
@@ -39,6 +39,9 @@ class Assignment:
     machine: str
     revision: str
     definition: CompiledDefinition
+    moved_from: tuple[str, str] | None = None
+    """(machine, revision) the job's status recorded, when the job moved from it to this
+    one (it had not started with it)."""
 
 
 @dataclass(frozen=True)
@@ -128,7 +131,9 @@ class MachineRegistry:
             pinned = self._compile(recorded[1], snapshot) if recorded[1] in snapshot.revisions \
                 else None
             if isinstance(pinned, CompiledDefinition) and not started(pinned):
-                return self._assignment(governed_now.machine, governed_now.revision, snapshot)
+                moved = self._assignment(governed_now.machine, governed_now.revision, snapshot)
+                return replace(moved, moved_from=recorded) if isinstance(
+                    moved, Assignment) else moved
         if recorded is not None:
             machine, revision = recorded
             if revision not in snapshot.revisions:

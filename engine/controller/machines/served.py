@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from engine.api.kind_schemas import crd_schemas
-from engine.definition.cel_types import JobSchema, SchemaLookup
+from engine.api.kind_schemas import crd_schemas, schema_lookup
+from engine.definition.cel_types import SchemaLookup
 from engine.kube.resources import Resource
 
 CRDS = Resource(
@@ -24,8 +24,8 @@ BUILT_IN_JOB_KINDS: Mapping[tuple[str, str], Resource] = {
     ("batch/v1", "Job"): Resource("batch", "v1", "jobs", "Job", namespaced=True),
     ("batch/v1", "CronJob"): Resource("batch", "v1", "cronjobs", "CronJob", namespaced=True),
 }
-"""Kinds a machine may govern that every API server serves without a CRD (the embedded
-one too): (apiVersion, kind) -> resource."""
+"""The resource of each of the language's `BUILT_IN_KINDS` (served without a CRD, by the
+embedded API server too): (apiVersion, kind) -> resource."""
 
 
 def project_crd(obj: Obj) -> Obj:
@@ -71,13 +71,8 @@ def served_resources(crds: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str],
 
 def crd_schema_lookup(crds: Iterable[Mapping[str, Any]]) -> SchemaLookup:
     """(apiVersion, kind) -> the schema of that version of an established CRD."""
-    found = {key: schema for crd in crds if _established(crd)
-             for key, schema in crd_schemas(crd).items()}
-
-    def lookup(api_version: str, kind: str) -> JobSchema | None:
-        return found.get((api_version, kind))
-
-    return lookup
+    return schema_lookup({key: schema for crd in crds if _established(crd)
+                          for key, schema in crd_schemas(crd).items()})
 
 
 def resource_of_crd(crd: Mapping[str, Any]) -> Resource:

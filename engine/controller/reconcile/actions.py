@@ -51,6 +51,16 @@ _TEMPLATE_RETRY_S = 30.0
 """How soon a pod whose machine values failed is tried again (the job may be edited)."""
 
 
+@dataclass(frozen=True)
+class TemplateError:
+    """A pod the machine's values could not be computed for."""
+
+    cause: str
+    """The evaluation error: the expression, and why it failed."""
+    message: str
+    """What the job is told (its PodTemplateError event and ReplicaFailure condition)."""
+
+
 @dataclass
 class ActionRun:
     """One reconcile's acts on one job, and what they could not do yet."""
@@ -74,8 +84,8 @@ class ActionRun:
     """Tracking finalizers already removed, while the cache shows pods from before."""
     wait_s: list[float] = field(default_factory=list)
     """Delays after which a blocked action can go ahead (back-off, unmet expectations)."""
-    template_errors: list[str] = field(default_factory=list)
-    """Why pods could not be built: the machine's pod values failed (PodTemplateError)."""
+    template_errors: list[TemplateError] = field(default_factory=list)
+    """Pods that could not be built: the machine's pod values failed (PodTemplateError)."""
     schedule_wake: datetime | None = None
     """When the job's schedule is next due (a machine with a schedule only)."""
     objects_wait_s: float = 0.0
@@ -197,7 +207,7 @@ def _decorations(
                    f"{revision}) cannot be computed: {exc}; once a fixed machine is "
                    f"accepted, a job that has created no pod runs with it")
         run.recorder.record(run.job, type="Warning", reason="PodTemplateError", message=message)
-        run.template_errors.append(message)
+        run.template_errors.append(TemplateError(str(exc), message))
         _log(run, replica).warning(f"pod values cannot be computed: {exc}")
         run.wait_s.append(_TEMPLATE_RETRY_S)
         return None

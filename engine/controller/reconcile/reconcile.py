@@ -15,12 +15,7 @@ from typing import Any
 
 from loguru import logger
 
-from engine.controller.machines.registry import (
-    Assignment,
-    MachineRegistry,
-    Unassigned,
-    recorded_revision,
-)
+from engine.controller.machines.registry import Assignment, MachineRegistry, Unassigned
 from engine.controller.reconcile.actions import (
     ActionRun,
     execute,
@@ -256,7 +251,7 @@ class Reconciler:
             return
         status = run.job.get("status") or {}
         updated = replica_failure_status(status, reason=TEMPLATE_ERROR_REASON,
-                                         message=run.template_errors[0],
+                                         message=run.template_errors[0].message,
                                          now=format_time(self._clock()))
         if updated != status:
             self._write_refusal_condition(key, run.job, updated)
@@ -659,11 +654,11 @@ class Reconciler:
 
     def _say_if_moved(self, job: Obj, assignment: Assignment) -> None:
         """A Normal event when a job that had not started moves to the revision in force."""
-        recorded = recorded_revision(job)
-        if recorded is None or recorded[1] == assignment.revision:
+        if assignment.moved_from is None:
             return
-        message = (f"the job has created no pod with revision {recorded[1]} of machine "
-                   f"{recorded[0]}: it runs with revision {assignment.revision} of machine "
+        machine, revision = assignment.moved_from
+        message = (f"the job has created no pod with revision {revision} of machine {machine}: "
+                   f"it runs with revision {assignment.revision} of machine "
                    f"{assignment.machine}, the one in force")
         logger.bind(job=f"{job['metadata'].get('namespace')}/{job['metadata']['name']}"
                     ).info(message)

@@ -74,3 +74,21 @@ def test_validate_types_job_with_the_crd_beside_the_machine(tmp_path: Path) -> N
     given = runner.invoke(app, ["validate", str(machine), "--kind",
                                 str(EXAMPLE / "shardedjob-kind.yaml")])
     assert given.exit_code == 1 and "unknown field 'inptu'" in given.output
+
+
+def test_a_kind_path_that_does_not_exist_is_an_error(tmp_path: Path) -> None:
+    with pytest.raises(DefinitionError, match=r"missing\.yaml:1:1: error: no such file"):
+        kind_schema_lookup([tmp_path], [tmp_path / "missing.yaml"])
+
+
+def test_validate_and_check_stop_on_a_missing_kind_file_without_a_traceback(
+    tmp_path: Path,
+) -> None:
+    machine = _machine(tmp_path)
+    for command in ("validate", "check"):
+        result = CliRunner().invoke(app, [command, str(machine), "--kind",
+                                          str(tmp_path / "missing.yaml")])
+        assert result.exit_code == 1, result.output
+        assert f"{tmp_path / 'missing.yaml'}:1:1: error: no such file or folder" in (
+            result.output)
+        assert result.exception is None or isinstance(result.exception, SystemExit)

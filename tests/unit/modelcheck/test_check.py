@@ -118,13 +118,19 @@ def test_a_pass_that_creates_pods_for_a_job_holding_its_replicas_breaks_pod_afte
     assert violation.where == ("spec", "job", "states", "Succeeded")
 
 
-def test_unreached_states_are_warnings_with_their_position(tmp_path: Path) -> None:
-    path = seeded(tmp_path, "      Running: {}\n", "      Running: {}\n"
-                  "      Spare: {terminal: failure}\n")
+def with_spare_state(tmp_path: Path, written: str = "{terminal: failure}") -> Path:
+    """The sound machine with a replica state `Spare`, written as given, that its only
+    transition (a podFailed when more than 10 replicas are wanted) never reaches."""
+    path = seeded(tmp_path, "      Running: {}\n", f"      Running: {{}}\n      Spare: {written}\n")
     path.write_text(path.read_text().replace(
         "      - {from: Running, to: Pending, \"on\": podMissing}",
         "      - {from: Running, to: Pending, \"on\": podMissing}\n"
         "      - {from: Running, to: Spare, \"on\": podFailed, when: \"replica.desired > 10\"}"))
+    return path
+
+
+def test_unreached_states_are_warnings_with_their_position(tmp_path: Path) -> None:
+    path = with_spare_state(tmp_path)
     report = checked(path)
     [machine] = report.machines
     assert [u.what for u in machine.unused] == ["replica state Spare is never entered"]
@@ -215,12 +221,7 @@ def test_the_kinds_required_fields_are_in_every_checked_job() -> None:
 
 
 def test_a_state_marked_reached_only_by_failure_rules_is_not_reported(tmp_path: Path) -> None:
-    path = seeded(tmp_path, "      Running: {}\n", "      Running: {}\n"
-                  "      Spare: {terminal: failure, reachedOnlyBy: failureRules}\n")
-    path.write_text(path.read_text().replace(
-        "      - {from: Running, to: Pending, \"on\": podMissing}",
-        "      - {from: Running, to: Pending, \"on\": podMissing}\n"
-        "      - {from: Running, to: Spare, \"on\": podFailed, when: \"replica.desired > 10\"}"))
+    path = with_spare_state(tmp_path, "{terminal: failure, reachedOnlyBy: failureRules}")
     [machine] = checked(path).machines
     assert machine.unused == []
 
