@@ -175,6 +175,14 @@ def step(machine: CompiledMachine, state: str | None, facts: Facts) -> StepResul
     )
 
 
+def replays(machine: CompiledMachine, state: str, variables: Mapping[str, Any]
+            ) -> tuple[tuple[PlannedAction, ...], tuple[str, ...]]:
+    """What an instance that stays in `state` replays (as `StepResult.replays`) and the
+    errors rendering it, without stepping the instance: for one that is not stepped (the
+    replicas of a job that holds them)."""
+    return _Stay(machine, state, Activation(variables)).replays
+
+
 def _create(machine: CompiledMachine, recorder: _Recorder) -> str:
     """Record the creation of an instance in the initial state; that state."""
     state = machine.initial

@@ -195,7 +195,9 @@ OBSERVATIONS: tuple[Observation, ...] = (
         "settled",
         "job",
         "No pod of the job is terminating or left to delete: none has a deletionTimestamp, "
-        "none is of an older restart attempt, and none is to be deleted by this pass's actions.",
+        "none is of an older restart attempt, none is to be deleted by this pass's actions "
+        "(a held replica's `deletePod` included), and none the engine created is still "
+        "missing from its watch.",
     ),
     Observation(
         "timedOut", "job", "The job has been in its state longer than the state's timeout."

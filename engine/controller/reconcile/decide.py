@@ -38,6 +38,7 @@ from engine.definition import (
     FiredTransition,
     PlannedAction,
     StepResult,
+    replays,
     state_timeout,
     step,
 )
@@ -169,6 +170,9 @@ def decide(
         if state is None or not _holds(definition, state):
             replicas_moved = _step_replicas(definition, cel_job, spec, pods, progress,
                                             shared=shared, surroundings=surroundings)
+        else:
+            _replay_held_deletions(definition, cel_job, spec, pods, progress,
+                                   surroundings=surroundings)
         summary = replica_summary(spec, progress.record, pods, definition.replica)
         variables = common_variables(cel_job, spec, progress.record, summary, surroundings)
         unsettled = partial(_unsettled, progress, pods, spec)
@@ -358,6 +362,44 @@ def _step_replicas(
                 _track_backoff(definition, replica, facts, result.state, progress)
                 _restart_timer(definition, replica, result.state, variables, progress)
     return moved
+
+
+def _replay_held_deletions(
+    definition: CompiledDefinition,
+    job: Mapping[str, Any],
+    spec: JobSpecView,
+    pods: Mapping[ReplicaId, PodFacts],
+    progress: _Progress,
+    *,
+    surroundings: Surroundings,
+) -> None:
+    """Plan again the deletions of held replicas whose state deletes their pod while the
+    pod is still there.
+
+    A job that holds its replicas does not step them, yet a replica that entered a state
+    deleting its pod (PendingTimedOut) before the watch showed the pod it had just created
+    must still delete it once it appears: level-triggered, as every replay. Until then the
+    job is not `settled`, so Failed waits for that pod too."""
+    states = definition.replica.states
+    held = [(replica, state) for replica, state in progress.record.replica_states.items()
+            if replica in pods and not pods[replica].going
+            and any(action.name == "deletePod" for action in states[state].on_enter)]
+    if not held:
+        return
+    summary = replica_summary(spec, progress.record, pods, definition.replica)
+    common = common_variables(job, spec, progress.record, summary, surroundings)
+    for replica, state in held:
+        replica_type = spec.replica_type(replica.type)
+        if replica_type is None:
+            continue
+        variables = replica_variables(
+            common, replica, desired=replica_type.replicas, policy=replica_type.restart_policy,
+            record=progress.record, facts=pods[replica])
+        actions, errors = replays(definition.replica, state, variables)
+        progress.errors += [f"{replica}: {error}" for error in errors]
+        for action in actions:
+            if action.name not in CREATING_ACTIONS:
+                progress.plan(action, replica, replayed=True)
 
 
 def _room(definition: CompiledDefinition, replica_type: ReplicaTypeSpec,

@@ -240,8 +240,9 @@ def job_observations(
 ) -> frozenset[str]:
     """The job-level observations that hold now.
 
-    `terminating_pods` counts pods being deleted and pods of an older restart attempt
-    (they are about to be); decide also withholds `settled` while its own deletions wait.
+    `terminating_pods` counts pods being deleted, pods of an older restart attempt (they
+    are about to be) and pods created but not yet seen in the watch (they may have to be);
+    decide also withholds `settled` while its own deletions wait.
     """
     found = {"suspended" if spec.run_policy.get("suspend") else "resumed"}
     if job["metadata"].get("deletionTimestamp"):

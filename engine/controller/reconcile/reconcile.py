@@ -137,6 +137,9 @@ class _Observed:
     old_attempt: frozenset[ReplicaId]
     """Replicas whose pod is of an older restart attempt: not observed, only deleted."""
     surroundings: Surroundings
+    unseen_pods: int
+    """Pods created and not yet in the cache: they exist all the same and clean-up may have
+    to delete them, so the job is not settled before the watch shows them."""
 
 
 class Reconciler:
@@ -389,7 +392,8 @@ class Reconciler:
                 judge_deleted_when_ended=spec.judge_deleted_when_ended,
             )
         return _Observed(spec, pods, services, record, facts, frozenset(old_attempt),
-                         self._surroundings(job, definition, spec))
+                         self._surroundings(job, definition, spec),
+                         self._expectations.creations_unseen(key.id))
 
     def _surroundings(self, job: Obj, definition: CompiledDefinition, spec: JobSpecView
                       ) -> Surroundings:
@@ -414,7 +418,7 @@ class Reconciler:
         _check_states_exist(definition, record)
         observations = job_observations(
             job, observed.spec, start_time=status.get("startTime"), now=now,
-            terminating_pods=sum(
+            terminating_pods=observed.unseen_pods + sum(
                 1 for replica, p in observed.pods.by_replica.items()
                 if p["metadata"].get("deletionTimestamp") or replica in observed.old_attempt
             ),

@@ -93,6 +93,14 @@ class Expectations:
             )
             return True
 
+    def creations_unseen(self, job_key: str) -> int:
+        """How many pods of the job were created and not yet seen in the watch (records past
+        their TTL count for nothing): pods that exist although the cache has none of them,
+        so the job cannot be judged free of pods yet."""
+        with self._lock:
+            return sum(record.creations for record in self._records.get(job_key, {}).values()
+                       if not self._expired(record))
+
     def forget(self, job_key: str) -> None:
         """Drop the records of every replica type of a job (the job is gone)."""
         with self._lock:

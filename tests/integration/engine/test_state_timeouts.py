@@ -18,7 +18,8 @@ import pytest
 
 from engine.cluster.apiserver.endpoints.serve import RunningApiServer
 from engine.controller.reconcile.record import read_record
-from engine.kube.client import KubeClient
+from engine.kube.client import KubeClient, WatchStream
+from engine.kube.resources import PODS, Resource
 from engine.kube.timestamps import parse_time
 from tests.integration.engine.helpers import (
     FAST,
@@ -269,3 +270,55 @@ def test_the_timer_is_not_restarted_by_an_engine_started_before_it_runs_out(
     assert timers_written(watch) == [since]
     assert transition_time(failed, "Worker-0", "PendingTimedOut") >= (
         parse_time(since) + timedelta(seconds=10))
+
+
+class _LateStream:
+    """A watch stream whose ADDED events of pods named `prefix`... arrive `delay_s` late."""
+
+    def __init__(self, stream: WatchStream, prefix: str, delay_s: float) -> None:
+        self._stream, self._prefix, self._delay_s = stream, prefix, delay_s
+
+    def __iter__(self) -> _LateStream:
+        return self
+
+    def __next__(self) -> Obj:
+        event = next(self._stream)
+        name = ((event.get("object") or {}).get("metadata") or {}).get("name", "")
+        if event.get("type") == "ADDED" and name.startswith(self._prefix):
+            time.sleep(self._delay_s)
+        return event
+
+    def close(self) -> None:
+        self._stream.close()
+
+
+class _LateSeeingClient(KubeClient):
+    """An engine's client whose pod watch shows the new pods of one job late (a loaded
+    server or a slow network): the cache lacks a pod the engine has created."""
+
+    prefix = "late-"
+    delay_s = 4.0
+
+    def watch(self, res: Resource, namespace: str | None = None, **kwargs: Any) -> Any:
+        stream = super().watch(res, namespace, **kwargs)
+        return _LateStream(stream, self.prefix, self.delay_s) if res == PODS else stream
+
+
+def test_a_pod_the_watch_shows_late_is_deleted_before_the_job_fails(
+    engineless: RunningApiServer, server_client: KubeClient, server_ns: str
+) -> None:
+    """The engine's pod watch shows Worker-0's pod 4 s after its creation, the Pending
+    timeout is 2 s: when the timer runs out the engine's cache has no pod, yet the pod
+    exists. The job is Failing until the pod is seen and deleted, then Failed; it never
+    says Failed with the pod left behind."""
+    client, ns = server_client, server_ns
+    engine = start_engine(_LateSeeingClient.from_kubeconfig(engineless.kubeconfig), FAST)
+    try:
+        with watching_status(client, PYTORCHJOBS, ns, "late") as watch:
+            client.create(PYTORCHJOBS, stuck_worker("late", ns, 2), ns)
+            failed = wait_for_phase(client, ns, "late", "Failed", timeout=30)
+            target = target_while_failing(watch, failed)
+        assert_failed_by_pending_timeout(client, failed, 2, target)
+        assert get_pod(client, ns, "late-worker-0") is None
+    finally:
+        engine.stop()

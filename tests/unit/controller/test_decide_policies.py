@@ -361,6 +361,31 @@ def test_a_pending_replica_times_out_and_fails_the_job() -> None:
     assert timed_out.decision.timer_due is None
 
 
+def test_a_held_replica_deletes_its_pod_until_it_is_gone() -> None:
+    """Worker-0 times out and the job goes Failing (cleanPodPolicy None: its clean-up
+    deletes nothing); the deletion of Worker-0's pod does not land (refused, or the pod
+    reached the cache only now). The job holds its replicas, yet Worker-0 deletes the pod
+    again on each pass, and the job waits for it before it says Failed."""
+    world = World(machine_job(replicas={"Worker": 1}, run_policy={
+        "pendingTimeoutSeconds": 60, "cleanPodPolicy": "None"}))
+    world.reconcile()
+    world.pods = {worker(0): pending()}
+    world.advance(61)
+    timed_out = world.reconcile()
+    assert timed_out.replica_path == [("Worker-0", "Pending", "PendingTimedOut")]
+    assert (timed_out.phase, timed_out.pod_actions) == ("Failing", [("deletePod", "Worker-0")])
+
+    again = world.reconcile()
+    assert [(p.action.name, str(p.replica), p.replayed) for p in again.decision.actions
+            if p.replica is not None] == [("deletePod", "Worker-0", True)]
+    assert again.phase == "Failing"
+
+    world.pods = {worker(0): deleted()}
+    assert world.reconcile().phase == "Failing"
+    world.pods = {}
+    assert world.reconcile().phase == "Failed"
+
+
 def test_without_a_pending_timeout_there_are_no_timers() -> None:
     result = World(machine_job(replicas={"Worker": 2})).reconcile()
     assert result.decision.record.replica_timers == {}

@@ -95,6 +95,25 @@ class TestScope:
         assert not expectations.satisfied(OTHER)
 
 
+class TestCreationsUnseen:
+    def test_counts_every_replica_type_of_the_job_and_no_other(
+        self, expectations: Expectations
+    ) -> None:
+        expectations.expect_creations(WORKER, 2)
+        expectations.expect_creations(MASTER, 1)
+        expectations.expect_creations(OTHER, 5)
+        expectations.creation_observed(WORKER)
+        assert expectations.creations_unseen("ns/a") == 2
+        assert expectations.creations_unseen("ns/c") == 0
+
+    def test_expired_records_count_for_nothing(
+        self, expectations: Expectations, clock: FakeClock
+    ) -> None:
+        expectations.expect_creations(WORKER, 1)
+        clock.advance(301)
+        assert expectations.creations_unseen("ns/a") == 0
+
+
 class TestExpiry:
     def test_unmet_expectations_expire_after_the_ttl(
         self, expectations: Expectations, clock: FakeClock
