@@ -167,6 +167,24 @@ def test_a_terminal_has_the_clients_first_size_and_follows_resizes() -> None:
     assert _status(received)["status"] == "Success"
 
 
+def test_a_terminal_session_sends_nothing_before_the_clients_first_size() -> None:
+    """client-go reads before it has made its streams and drops (logging `Unknown stream
+    id 1`) what comes earlier; its first size says they exist, so the empty first message
+    waits for it."""
+    streams = Streams(stdin=True, stdout=True, stderr=False, tty=True)
+    before: Received = []
+
+    async def client(ws: aiohttp.ClientWebSocketResponse, received: Received) -> None:
+        await asyncio.sleep(0.5)
+        before.extend(received)
+        await ws.send_bytes(b'\x04{"Width":80,"Height":24}\n')
+
+    received = _session(["sh", "-c", "stty size"], streams, client)
+    assert before == []
+    assert received[0] == (1, b"")
+    assert _on(received, 1).replace(b"\r", b"") == b"24 80\n"
+
+
 def test_a_client_that_leaves_kills_the_command_and_what_it_started(tmp_path: Path) -> None:
     pids = tmp_path / "pids"
 

@@ -5,7 +5,10 @@ end one Status on the error channel before the WebSocket closes.
 The first message is an empty one on the lowest channel the client reads, as kube-apiserver's
 stream translator sends to say the connection is up. With a terminal, the command starts once
 the client's first terminal size has come (kubectl sends it at once), so the command sees its
-size from the start. A client that goes away kills the command.
+size from the start; the empty message waits for that size too. client-go reads the socket
+before it has made its streams, and drops (and logs as `Unknown stream id 1`) a message that
+comes before them; its first size is sent once they exist. A client that goes away kills the
+command.
 """
 
 from __future__ import annotations
@@ -75,12 +78,12 @@ class Session:
     async def run(self, start: Start) -> int | None:
         """Start the command and relay until it ends; its exit code, or None when it did not
         start or the client left first."""
-        await self._send(self._first_channel(), b"")
         receiving = asyncio.create_task(self._receive())
         try:
             if self._streams.tty:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._first_size.wait(), FIRST_SIZE_WAIT_S)
+            await self._send(self._first_channel(), b"")
             size = self._size
             try:
                 self._process = await _started(start(size))
