@@ -71,6 +71,18 @@ def _children(pid: int) -> set[int]:
     return found
 
 
+def _commands(pids: set[int]) -> dict[int, list[bytes]]:
+    """Each process's command line, split at its NULs (empty: none yet, or gone)."""
+    found: dict[int, list[bytes]] = {}
+    for pid in pids:
+        try:
+            found[pid] = [arg for arg in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+                          if arg]
+        except FileNotFoundError:
+            found[pid] = []
+    return found
+
+
 def _alive(pid: int) -> bool:
     try:
         state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
@@ -88,10 +100,13 @@ def test_up_runs_the_engine_as_its_own_process_which_ends_when_up_is_killed(
     engine: set[int] = set()
     try:
         _read_line(process, "export KUBECONFIG=")
-        engine = _children(process.pid)
-        assert len(engine) == 1
+        # A child caught in its exec has no command line yet: wait for the engine's.
+        commands = wait_until(lambda: _commands(_children(process.pid)),
+                              lambda found: len(found) == 1 and all(found.values()),
+                              what="one child of up with its command line", timeout_s=30)
+        engine = set(commands)
         (pid,) = engine
-        assert b"run" in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        assert b"run" in commands[pid]
         process.kill()
         process.wait()
         wait_until(lambda: _alive(pid), lambda alive: not alive,
