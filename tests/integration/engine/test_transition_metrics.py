@@ -15,6 +15,7 @@ from tests.integration.engine.helpers import (
     PYTORCHJOBS,
     Replica,
     pytorchjob,
+    wait_for,
     wait_for_phase,
 )
 
@@ -48,10 +49,14 @@ def test_a_restarted_job_is_counted_by_transition_reason_and_duration(
     client.create(PYTORCHJOBS, pytorchjob(
         "counted", ns, workers=Replica(codes="137,0", policy="ExitCode")), ns)
     wait_for_phase(client, ns, "counted", "Succeeded")
-    after = scrape(cluster)
+    job = (("kind", "PyTorchJob"), ("level", "job"))
+    succeeded = (("from", "Succeeding"), *job, ("to", "Succeeded"))
+    # The engine counts a reconcile's changes once its status write has landed: a reader
+    # may see Succeeded a moment before the counter.
+    after = wait_for(lambda: scrape(cluster), lambda now: succeeded in grown(
+        before, now, "jobmachine_transitions_total"), what="the Succeeded transition counted")
 
     transitions = grown(before, after, "jobmachine_transitions_total")
-    job = (("kind", "PyTorchJob"), ("level", "job"))
     assert transitions[(("from", ""), *job, ("to", "Created"))] >= 1
     assert transitions[(("from", "Succeeding"), *job, ("to", "Succeeded"))] >= 1
     replica = (("kind", "PyTorchJob"), ("level", "replica"))
