@@ -139,8 +139,12 @@ def fails_counted(client: KubeClient, ns: str, job: Obj, *, disrupted: bool) -> 
     name = job["metadata"]["name"]
     with watching_pods(client, ns) as pods:
         client.create(MACHINEJOBS, job, ns)
-        end_pod(client, running_pod(client, ns, f"{name}-worker-0"), exit_code=137,
-                disrupted=disrupted)
+        pod = running_pod(client, ns, f"{name}-worker-0")
+        # A running replica fails: wait until the engine has seen it run, too.
+        wait_for(lambda: client.get(MACHINEJOBS, name, ns),
+                 lambda seen: replica_state(seen, "Worker", 0) == "Running",
+                 what="the engine to record Worker-0 Running")
+        end_pod(client, pod, exit_code=137, disrupted=disrupted)
         failed = wait_for_phase_of(client, MACHINEJOBS, ns, name, "Failed")
         assert pods.creations() == {"Worker-0": 1}
     return failed
