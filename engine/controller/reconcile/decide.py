@@ -173,8 +173,8 @@ def decide(
         else:
             _replay_held_deletions(definition, cel_job, spec, pods, progress,
                                    surroundings=surroundings)
-        summary = replica_summary(spec, progress.record, pods, definition.replica)
-        variables = common_variables(cel_job, spec, progress.record, summary, surroundings)
+        variables = _variables_now(definition, cel_job, spec, pods, progress,
+                                   surroundings=surroundings)
         unsettled = partial(_unsettled, progress, pods, spec)
         seen = observations | {_restarts(definition, progress, since=fired_before)}
         result = step(definition.job, state,
@@ -320,8 +320,7 @@ def _step_replicas(
 ) -> bool:
     """Step every replica once; whether any of them changed state."""
     moved = False
-    summary = replica_summary(spec, progress.record, pods, definition.replica)
-    common = common_variables(job, spec, progress.record, summary, surroundings)
+    common = _variables_now(definition, job, spec, pods, progress, surroundings=surroundings)
     for replica_type in spec.replica_types:
         room = _room(definition, replica_type, progress.record)
         for index in range(replica_type.replicas):
@@ -364,6 +363,14 @@ def _step_replicas(
     return moved
 
 
+def _variables_now(definition: CompiledDefinition, job: Mapping[str, Any], spec: JobSpecView,
+                   pods: Mapping[ReplicaId, PodFacts], progress: _Progress, *,
+                   surroundings: Surroundings) -> dict[str, Any]:
+    """The job-level CEL variables as the record stands now (replica counts included)."""
+    summary = replica_summary(spec, progress.record, pods, definition.replica)
+    return common_variables(job, spec, progress.record, summary, surroundings)
+
+
 def _replay_held_deletions(
     definition: CompiledDefinition,
     job: Mapping[str, Any],
@@ -386,8 +393,7 @@ def _replay_held_deletions(
             and any(action.name == "deletePod" for action in states[state].on_enter)]
     if not held:
         return
-    summary = replica_summary(spec, progress.record, pods, definition.replica)
-    common = common_variables(job, spec, progress.record, summary, surroundings)
+    common = _variables_now(definition, job, spec, pods, progress, surroundings=surroundings)
     for replica, state in held:
         replica_type = spec.replica_type(replica.type)
         if replica_type is None:
