@@ -5,10 +5,14 @@ is a small context object stepped with `event.trigger(ctx)`. There is one
 event per set of observations that can hold together, holding (in file order)
 the transitions that set allows, so `transitions` picks the first whose
 condition (observation + compiled CEL guard) holds; callbacks only record.
+An event is built the first time its set of observations is met: a job level
+has 288 such sets, and building them all up front cost seconds per machine at
+every engine start for sets most jobs never meet.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, cast
@@ -104,6 +108,46 @@ class StepContext:
         self.errors: list[str] = []
 
 
+class ObservationEvents:
+    """The machine's event per set of observations that can hold together, built on
+    first use: its transitions are those the set allows (file order kept), and it comes
+    with the states it can move. Shared by the engine's workers, hence the lock."""
+
+    def __init__(self, machine: Machine, transitions: tuple[CompiledTransition, ...],
+                 possible: list[frozenset[str]]) -> None:
+        self._machine = machine
+        self._transitions = transitions
+        self._possible = frozenset(possible)
+        self._built: dict[frozenset[str], tuple[Event | None, frozenset[str]]] = {}
+        self._lock = threading.Lock()
+
+    def get(self, observations: frozenset[str]) -> tuple[Event | None, frozenset[str]] | None:
+        """The event and movable states for `observations`; None if they cannot hold
+        together."""
+        found = self._built.get(observations)
+        if found is not None:
+            return found
+        if observations not in self._possible:
+            return None
+        with self._lock:
+            found = self._built.get(observations)
+            if found is None:
+                found = self._build(observations)
+                self._built[observations] = found
+            return found
+
+    def _build(self, observations: frozenset[str]) -> tuple[Event | None, frozenset[str]]:
+        name = f"{STEP}:{','.join(sorted(observations))}"
+        allowed = [t for t in self._transitions if t.on is None or t.on in observations]
+        for transition in allowed:
+            for source in transition.sources:
+                self._machine.add_transition(
+                    name, source, transition.target,
+                    conditions=[_condition(transition)], after=[_recorder(transition)],
+                )
+        return self._machine.events.get(name), frozenset(s for t in allowed for s in t.sources)
+
+
 @dataclass(frozen=True)
 class CompiledMachine:
     """One level of a definition, ready to step; shared by every instance."""
@@ -113,11 +157,7 @@ class CompiledMachine:
     states: Mapping[str, CompiledState]
     transitions: tuple[CompiledTransition, ...]
     machine: Machine = field(repr=False, compare=False)
-    # Per set of observations that can hold together: the event whose transitions are
-    # those that set allows (file order kept), and the states it can move.
-    events: Mapping[frozenset[str], tuple[Event | None, frozenset[str]]] = field(
-        default_factory=dict, repr=False, compare=False
-    )
+    events: ObservationEvents = field(repr=False, compare=False)
     observations: frozenset[str] = frozenset()  # the level's vocabulary
     creation_event: bool = True  # the creation posts `Created in <initial>`
 
@@ -302,21 +342,10 @@ class _Builder:
             model=None, states=list(spec.states), initial=spec.initial, auto_transitions=False,
             send_event=True, ignore_invalid_triggers=True, name=f"{self.level}:",
         )
-        events: dict[frozenset[str], tuple[Event | None, frozenset[str]]] = {}
         # One event per possible set of observations, so that a trigger only walks the
         # transitions that set can enable (a step would otherwise pay `transitions`'
         # per-candidate cost for every transition whose observation does not hold).
-        for observations in possible_observation_sets(self.level):
-            name = f"{STEP}:{','.join(sorted(observations))}"
-            allowed = [t for t in compiled if t.on is None or t.on in observations]
-            for transition in allowed:
-                for source in transition.sources:
-                    machine.add_transition(
-                        name, source, transition.target,
-                        conditions=[_condition(transition)], after=[_recorder(transition)],
-                    )
-            movable = frozenset(s for t in allowed for s in t.sources)
-            events[observations] = (machine.events.get(name), movable)
+        events = ObservationEvents(machine, compiled, possible_observation_sets(self.level))
         vocabulary = frozenset(observations_for(self.level))
         return CompiledMachine(
             self.level, spec.initial, states, compiled, machine, events, vocabulary,

@@ -211,6 +211,22 @@ def test_observations_that_cannot_hold_together_are_refused() -> None:
         step(compiled().replica, "Running", facts("podRunning", "podFailed"))
 
 
+def test_an_observation_set_gets_its_event_when_first_met_and_keeps_it() -> None:
+    """Compiling builds no events (a job level has hundreds of observation sets, and
+    building them all made every engine start cost seconds per machine); a set's event
+    is built when a step first meets it and serves every later step with that set."""
+    replica = compiled().replica
+    assert replica.machine.events == {}
+    first = step(replica, "Pending", facts("podRunning"))
+    assert [f.target for f in first.fired] == ["Running"]
+    assert len(replica.machine.events) == 1
+    again = step(replica, "Pending", facts("podRunning"))
+    assert [f.target for f in again.fired] == ["Running"]
+    assert len(replica.machine.events) == 1
+    assert step(replica, "Running", facts("podSucceeded")).state == "Succeeded"
+    assert len(replica.machine.events) == 2
+
+
 def test_an_unknown_state_is_refused() -> None:
     with pytest.raises(StepError, match="unknown replica state 'Lost'"):
         step(compiled().replica, "Lost", facts())
