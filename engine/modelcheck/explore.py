@@ -169,6 +169,11 @@ class _Explorer:
                 return None
             if not result.changed:
                 return self._place(world, trace_parent, step, result.next_look, faults)
+            # A changed world that is a known situation settles as that one did: the pass
+            # that would confirm it changes nothing (known situations share their future).
+            known = self.index.get((situation(world), faults))
+            if known is not None:
+                return known
         self._break("never-settles", "the engine never settles: it keeps changing the job at "
                     "one instant", ("spec", "job", "states", world.state() or ""),
                     parent=trace_parent, step=Step(label, tuple(done[-10:])), world=world)
