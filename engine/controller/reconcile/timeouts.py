@@ -1,4 +1,4 @@
-"""When to look at a job again: its deadline, its state's timeout (from status.stateSince),
+"""When to look at a job again: its deadline, its state's timeout (from the record's `since`),
 replica timers, back-offs and requeue delays.
 
 The reconcile asks whether `timedOut` holds now and when to look again; the
@@ -29,7 +29,7 @@ from engine.kube.timestamps import parse_time
 def state_timeout_at(
     definition: CompiledDefinition, record: MachineRecord, variables: Mapping[str, Any]
 ) -> datetime | None:
-    """When the job's stay in its state times out (from status.stateSince: survives restarts)."""
+    """When the job's stay in its state times out (from the record's `since`: survives restarts)."""
     if record.state is None or record.state_since is None:
         return None
     try:
