@@ -22,7 +22,7 @@ from engine.definition.errors import Diagnostic, error, name_list, warning
 from engine.definition.expressions import action_path
 from engine.definition.loader import LoadedDefinition
 from engine.definition.positions import Path, PositionIndex
-from engine.definition.schema import ActionSpec, MachineSpec, TransitionSpec
+from engine.definition.schema import ActionSpec, ConditionSpec, MachineSpec, TransitionSpec
 from engine.definition.vocabulary import ACTIONS, OBSERVATIONS, Level, actions_for, observations_for
 
 CAMEL_CASE = re.compile(r"^[A-Z][A-Za-z0-9]*$")
@@ -143,6 +143,8 @@ class _MachineChecks:
             ):
                 self._error((*path, field), _bad_duration(field, delay))
         condition = state.condition
+        if condition is not None:
+            self._replaced((*path, "condition", "replaces"), condition)
         copied = condition.source if condition is not None else None
         if condition is None or copied is None:
             return
@@ -158,6 +160,18 @@ class _MachineChecks:
         if copied == condition.type:
             self._error((*path, "condition", option),
                         f"{option} names the condition's own type '{copied}'")
+
+    def _replaced(self, path: Path, condition: ConditionSpec) -> None:
+        """`replaces` names conditions of this machine, other than the state's own."""
+        for index, replaced in enumerate(condition.replaces):
+            if replaced == condition.type:
+                self._error((*path, index), f"replaces names the condition's own type "
+                            f"'{replaced}'")
+            elif replaced not in self._condition_types:
+                self._error((*path, index),
+                            f"replaces '{replaced}', which is not a condition any state of "
+                            f"this machine sets; conditions: "
+                            f"{name_list(sorted(self._condition_types))}")
 
     def _reason(self, path: Path, reason: str) -> None:
         if "${" in reason:

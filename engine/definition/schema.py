@@ -67,6 +67,9 @@ class ConditionSpec(_Strict):
     # As copyFrom, and the job loses the condition it copies: Kubeflow's Succeeded and
     # Failed, whose API has no SuccessCriteriaMet or FailureTarget once the job has ended.
     move_from: str | None = Field(default=None, alias="moveFrom")
+    # Condition types the job loses when it enters the state: Kubeflow's Running and
+    # Restarting replace each other rather than one staying beside the other as False.
+    replaces: list[str] = Field(default_factory=list)
 
     @model_validator(mode="before")
     @classmethod

@@ -36,7 +36,7 @@ _TYPE_NAMES = {
 _SHAPES = {
     ActionSpec: "an action is a name (createPod) or a one-key mapping (cleanupPods: {policy: All})",
     ConditionSpec: "a condition is a type name or a mapping with type, status, reason, message, "
-                   "sticky, copyFrom or moveFrom",
+                   "sticky, copyFrom, moveFrom or replaces",
 }
 
 

@@ -186,9 +186,8 @@ class _Driver:
             if move.reason and move.reason != move.target:
                 text += f" ({move.reason})"
             self._entry(str(fired.replica) if fired.replica else "job", "state", text)
-        for condition in _changed_conditions(before, result.status):
-            self._entry("job", "condition", f"{condition['type']} {condition['status']} "
-                                            f"({condition.get('reason', '')})")
+        for change in _condition_changes(before, result.status):
+            self._entry("job", "condition", change)
         for error in result.decision.errors:
             self._note("job", f"machine evaluation error: {error}")
         for replica in result.created:
@@ -356,11 +355,15 @@ def _on_ready_node(pod: kubelet.Pod) -> bool:
     return not finished and kubelet.node_ready(str(pod["spec"].get("nodeName") or ""))
 
 
-def _changed_conditions(before: Mapping[str, Any], after: Mapping[str, Any]
-                        ) -> list[Mapping[str, Any]]:
+def _condition_changes(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[str]:
+    """The conditions a pass set (`Running True (Reason)`), then those it removed (a state's
+    `moveFrom` or `replaces`: `Running removed`)."""
     old = {c["type"]: (c["status"], c.get("reason")) for c in before.get("conditions") or []}
-    return [c for c in after.get("conditions") or []
-            if old.get(c["type"]) != (c["status"], c.get("reason"))]
+    now = after.get("conditions") or []
+    changes = [f"{c['type']} {c['status']} ({c.get('reason', '')})" for c in now
+               if old.get(c["type"]) != (c["status"], c.get("reason"))]
+    kept = {c["type"] for c in now}
+    return changes + [f"{gone} removed" for gone in old if gone not in kept]
 
 
 def _compact(value: Any) -> str:

@@ -50,7 +50,8 @@ from engine.kube.timestamps import parse_time
 @dataclass(frozen=True)
 class ConditionUpdate:
     """A condition to set on the job, in the order the machines asked; `removed`: the job
-    loses the condition of this type instead (a state's `moveFrom` took it over)."""
+    loses the condition of this type instead (a state's `moveFrom` took it over, or the
+    state entered `replaces` it)."""
 
     type: str
     status: str
@@ -613,9 +614,9 @@ def _record_job_transition(
             entered.condition.reason or condition_reason,
             condition_message,
         ))
-        if entered.condition.move_from is not None:
-            progress.conditions.append(
-                ConditionUpdate(entered.condition.move_from, "", "", "", removed=True))
+        lost = [entered.condition.move_from, *entered.condition.replaces]
+        progress.conditions += [ConditionUpdate(lost_type, "", "", "", removed=True)
+                                for lost_type in lost if lost_type is not None]
 
 
 def _condition(progress: _Progress, condition_type: str) -> tuple[str, str] | None:

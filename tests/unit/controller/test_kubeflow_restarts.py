@@ -1,9 +1,12 @@
 """A Kubeflow replica restart as Kubeflow's training operator says and does it
 (pkg/controller.v1/common/pod.go, ReconcilePods): ExitedWithCode, then <Kind>Restarting,
-the job's Restarting condition, the pod created again at once; Running again after."""
+the job's Restarting condition, the pod created again at once; Running again after.
+Running and Restarting replace each other (Kubeflow's filterOutCondition), so a job shows
+one of them, never the other beside it as False."""
 
 from __future__ import annotations
 
+from engine.controller.reconcile.children import ReplicaId
 from tests.scenarios.world import World, exited, pytorch_job, running, worker
 from tests.unit.controller.test_decide import started
 
@@ -29,7 +32,7 @@ def test_a_retryable_exit_says_exited_with_code_then_kind_restarting() -> None:
     assert restarting is not None
     assert (restarting["status"], restarting["reason"], restarting["message"]) == (
         "True", "PyTorchJobRestarting", "job mnist is restarting because Worker replica(s) failed.")
-    assert failed.condition_status("Running") == "False"
+    assert [c["type"] for c in failed.status["conditions"]] == ["Created", "Restarting"]
     assert failed.status["restarts"] == 1
 
 
@@ -42,9 +45,27 @@ def test_the_pod_is_created_again_at_once_and_the_job_runs_again() -> None:
     assert recreated.made == ["Worker-0"]  # no re-creation back-off
     world.pods[worker(0)] = running()
     again = world.reconcile()
-    assert (again.condition_status("Running"), again.condition_status("Restarting")) == (
-        "True", "False")
+    assert [(c["type"], c["status"]) for c in again.status["conditions"]] == [
+        ("Created", "True"), ("Running", "True")]
     assert ("Restarting", "Running") in [(f, t) for f, t, _ in again.job_path]
+
+
+def test_a_restarted_job_ends_with_kubeflows_conditions() -> None:
+    """Created, Running False and Succeeded: no Restarting beside Running as False."""
+    world = running_job()
+    world.pods[worker(0)] = exited(137)
+    world.reconcile()
+    del world.pods[worker(0)]
+    world.reconcile()
+    world.pods[worker(0)] = running()
+    world.reconcile()
+    world.pods[ReplicaId("Master", 0)] = exited(0)
+    ending = world.reconcile()
+    world.pods.clear()
+    ended = world.reconcile() if ending.phase != "Succeeded" else ending
+    assert ended.phase == "Succeeded"
+    assert [(c["type"], c["status"]) for c in ended.status["conditions"]] == [
+        ("Created", "True"), ("Running", "False"), ("Succeeded", "True")]
 
 
 def test_recreation_backoff_true_waits_the_engines_back_off() -> None:

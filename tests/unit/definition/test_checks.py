@@ -218,6 +218,15 @@ def test_a_condition_takes_copy_from_or_move_from_not_both() -> None:
     ]
 
 
+def test_replaces_names_conditions_other_states_set() -> None:
+    assert ended_by("{type: Done, replaces: [Running]}") == []
+    assert ended_by("{type: Done, replaces: [Running, Runing, Done]}") == [
+        "demo.yaml:10:77: error: replaces 'Runing', which is not a condition any state of "
+        "this machine sets; conditions: Done, Running",
+        "demo.yaml:10:85: error: replaces names the condition's own type 'Done'",
+    ]
+
+
 def test_bad_durations() -> None:
     assert job("Running: {}", "Running: {timeout: 10 minutes, requeueAfter: 5mins}") == [
         "demo.yaml:9:26: error: 'timeout' must be a duration such as 500ms, 30s, 10m or 1h30m, "

@@ -158,7 +158,7 @@ def test_a_condition_written_in_the_wrong_shape() -> None:
     job = JOB.replace("Running: {}", "Running: {condition: 5}")
     assert messages(document(job=job)) == [
         "demo.yaml:9:28: error: a condition is a type name or a mapping with type, status, "
-        "reason, message, sticky, copyFrom or moveFrom; got an integer"
+        "reason, message, sticky, copyFrom, moveFrom or replaces; got an integer"
     ]
 
 
