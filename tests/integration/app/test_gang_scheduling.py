@@ -273,9 +273,14 @@ def test_a_waiting_gang_says_why_once_until_it_is_placed(
     group's message, the condition GangWaiting True, then False once it is placed; the first
     never waited."""
     jobs = ["gang-placed-now", "gang-waits"]
-    for name in jobs:
-        cluster.client.create(PYTORCHJOBS, gang_job(name, run_seconds=4, scheduling={}),
-                              "default")
+    # The second is created once the first runs: created together, either could be placed
+    # first (under load the scheduler placed gang-waits first, and it never waited).
+    cluster.client.create(PYTORCHJOBS, gang_job(jobs[0], run_seconds=6, scheduling={}),
+                          "default")
+    wait_until(lambda: _status(cluster, jobs[0]), lambda seen: seen.get("phase") == "Running",
+               what=f"{jobs[0]} to run", timeout_s=30)
+    cluster.client.create(PYTORCHJOBS, gang_job(jobs[1], run_seconds=4, scheduling={}),
+                          "default")
     waiting = wait_until(lambda: _status(cluster, "gang-waits"),
                          lambda seen: any(c["type"] == "GangWaiting"
                                           for c in seen.get("conditions") or ()),
