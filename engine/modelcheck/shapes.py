@@ -11,11 +11,12 @@ from __future__ import annotations
 import itertools
 import json
 import re
-from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
+from engine.cluster.apiserver.schema.schema_validation import CompiledSchema
 from engine.controller.reconcile.jobspec import validation_error
 from engine.definition import CompiledDefinition
 from engine.modelcheck.schema_values import merged_under, required_values
@@ -67,8 +68,8 @@ class Shape:
     """Deleted pods are judged once they ended (podReplacementPolicy Failed): only kinds
     whose machine reads it."""
     required: str = ""
-    """The kind's required fields with valid values, as JSON (schema_values.py): every job
-    of the shape has them, under what the check sets itself."""
+    """The job as the kind's schema admits it, as JSON: its required fields with valid
+    values (schema_values.py) and the schema's defaults, under what the check sets."""
 
     def __str__(self) -> str:
         if self.pool is not None:
@@ -91,8 +92,11 @@ def shapes(definition: CompiledDefinition, bounds: Bounds,
            schema: Mapping[str, Any] | None = None) -> Iterator[Shape]:
     """Every job of up to `max_types` of the kind's replica types with 1..max_replicas
     each, under each restart policy, that the machine's validations accept; with the
-    kind's `schema`, each has the fields it requires."""
+    kind's `schema`, each has the fields it requires and its defaults, and a job the
+    schema refuses (its types, bounds, enums or CEL rules) is no shape: no such job
+    can exist."""
     required = ""
+    admit = _admission(schema)
     if schema is not None:
         least = {k: v for k, v in required_values(schema).items()
                  if k not in ("apiVersion", "kind", "metadata")}
@@ -119,9 +123,28 @@ def shapes(definition: CompiledDefinition, bounds: Bounds,
                     for per_index, when_ended in variants:
                         shape = Shape(tuple(zip(chosen, counts, strict=True)), policy, pool,
                                       per_index, when_ended, required)
-                        job = build_job(definition, shape, bounds)
-                        if not validation_error(job, definition):
-                            yield shape
+                        admitted = admit(build_job(definition, shape, bounds))
+                        if admitted is None or validation_error(admitted, definition):
+                            continue
+                        yield replace(shape, required=json.dumps(
+                            {k: v for k, v in admitted.items()
+                             if k not in ("apiVersion", "kind", "metadata")},
+                            sort_keys=True))
+
+
+def _admission(schema: Mapping[str, Any] | None
+               ) -> Callable[[dict[str, Any]], dict[str, Any] | None]:
+    """The job as the API server would store it under the kind's schema (pruned,
+    defaulted), or None when the schema refuses it; without a schema, the job as built."""
+    if schema is None:
+        return lambda job: job
+    compiled = CompiledSchema(schema)
+
+    def admit(job: dict[str, Any]) -> dict[str, Any] | None:
+        result = compiled.apply(job)
+        return None if result.causes else result.obj
+
+    return admit
 
 
 def build_job(definition: CompiledDefinition, shape: Shape, bounds: Bounds) -> dict[str, Any]:

@@ -220,6 +220,38 @@ def test_the_kinds_required_fields_are_in_every_checked_job() -> None:
     assert set(job["spec"]["shards"]) == {"Shard"}
 
 
+def test_a_job_the_kinds_schema_refuses_is_not_checked_and_its_defaults_are_applied(
+    tmp_path: Path,
+) -> None:
+    """The CRD's CEL rules and defaults are the API server's: ShardedJob's CRD, given a rule
+    refusing restartPolicy Always and a default for spec.parallelism, leaves the Always
+    shape out (no such job can exist) and every checked job has the default."""
+    example = Path(__file__).resolve().parents[3] / "examples" / "custom-kind"
+    crd = (example / "shardedjob-crd.yaml").read_text()
+    keys_rule = "                  rule: self.all(k, k in [\"Shard\"])\n"
+    assert crd.count(keys_rule) == 1
+    crd = crd.replace(keys_rule, keys_rule + (
+        "                - message: shards are never restarted always\n"
+        "                  rule: self.all(k, !has(self[k].restartPolicy)"
+        " || self[k].restartPolicy != 'Always')\n"))
+    input_field = "              input:\n"
+    assert crd.count(input_field) == 1
+    crd = crd.replace(input_field, "              parallelism:\n                default: 3\n"
+                      "                type: integer\n" + input_field)
+    (tmp_path / "shardedjob-crd.yaml").write_text(crd)
+    machine = tmp_path / "shardedjob-machine.yaml"
+    machine.write_text((example / "shardedjob-machine.yaml").read_text())
+
+    report = checked(machine)
+
+    assert report.ok, "\n".join(report_lines(report))
+    [checked_machine] = report.machines
+    shapes = [r.shape for r in checked_machine.shapes]
+    assert {s.restart_policy for s in shapes} == {"Never", "OnFailure", "ExitCode"}
+    definition = load_definitions([machine])[0]
+    assert {build_job(definition, s, Bounds())["spec"].get("parallelism") for s in shapes} == {3}
+
+
 def test_a_state_marked_reached_only_by_failure_rules_is_not_reported(tmp_path: Path) -> None:
     path = with_spare_state(tmp_path, "{terminal: failure, reachedOnlyBy: failureRules}")
     [machine] = checked(path).machines
