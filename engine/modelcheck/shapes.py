@@ -98,9 +98,7 @@ def shapes(definition: CompiledDefinition, bounds: Bounds,
     required = ""
     admit = _admission(schema)
     if schema is not None:
-        least = {k: v for k, v in required_values(schema).items()
-                 if k not in ("apiVersion", "kind", "metadata")}
-        required = json.dumps(least, sort_keys=True) if least else ""
+        required = _body_json(required_values(schema))
     types = replica_types(definition)
     pools: tuple[tuple[int, int] | None, ...] = (
         (None, *POOLS) if definition.governs.pools else (None,))
@@ -126,10 +124,15 @@ def shapes(definition: CompiledDefinition, bounds: Bounds,
                         admitted = admit(build_job(definition, shape, bounds))
                         if admitted is None or validation_error(admitted, definition):
                             continue
-                        yield replace(shape, required=json.dumps(
-                            {k: v for k, v in admitted.items()
-                             if k not in ("apiVersion", "kind", "metadata")},
-                            sort_keys=True))
+                        yield shape if schema is None else replace(
+                            shape, required=_body_json(admitted))
+
+
+def _body_json(job: Mapping[str, Any]) -> str:
+    """A job's fields below its identity (apiVersion, kind, metadata), as the JSON a shape
+    keeps ("" when there are none)."""
+    body = {k: v for k, v in job.items() if k not in ("apiVersion", "kind", "metadata")}
+    return json.dumps(body, sort_keys=True) if body else ""
 
 
 def _admission(schema: Mapping[str, Any] | None
