@@ -54,3 +54,16 @@ def test_the_json_report_holds_the_same_entries_the_end_and_the_status(tmp_path:
     }
     assert document["status"]["phase"] == "Succeeded"
     assert document["expect"] == {"met": True, "unmet": []}
+
+
+def test_the_text_report_says_which_conditions_a_pass_removed() -> None:
+    """A Kubeflow job's Restarting replaces Running and Running replaces it back: the
+    timeline says each removal, after the condition that took the place."""
+    example = Path(__file__).resolve().parents[3] / "examples" / "simulations"
+    text = text_report(play(example / "kubeflow-worker-restart.yaml", machines=MACHINES))
+    conditions = [line.split(None, 3)[3] for line in text.splitlines()
+                  if line.split()[2:3] == ["condition"]]
+    restarting = conditions.index("Restarting True (PyTorchJobRestarting)")
+    assert conditions[restarting + 1] == "Running removed"
+    back = conditions.index("Running True (PyTorchJobRunning)", restarting)
+    assert conditions[back + 1] == "Restarting removed"
