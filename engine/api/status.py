@@ -76,9 +76,6 @@ class JobStatus(StatusModel):
             "label; pods of older attempts are deleted."
         ),
     )
-    observed_generation: int | None = Field(
-        default=None, ge=0, description="The metadata.generation this status was computed from."
-    )
     last_transitions: list[str] | None = Field(
         default=None,
         description=(

@@ -1,7 +1,7 @@
 """What a user's `kubectl` does to a simulated job: suspend or resume it, patch it.
 
 Spec changes go through `World.edit_spec`, which raises `metadata.generation` as the
-API server does, so the engine reads the new spec (and `observedGeneration` moves).
+API server does, so the engine reads the new spec.
 """
 
 from __future__ import annotations

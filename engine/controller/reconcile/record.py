@@ -142,9 +142,11 @@ the engine is told otherwise: none, so `kubectl describe` stays short (Events te
 
 LEGACY_FIELDS = (
     "stateSince", "replicaStates", "replicaRestarts", "replicaBackoff", "replicaTimers",
-    "history", "transitionCounts",
+    "history", "transitionCounts", "observedGeneration",
 )
-"""Where status kept the record before it became one field; read once, then dropped."""
+"""Status fields older engines wrote, dropped at the next status write: where status kept
+the record before it became one field (read once first), and `observedGeneration`, which no
+peer's job status has (Job, Kubeflow, JobSet): conditions say when a spec change took effect."""
 
 _FORMAT = 1
 

@@ -70,8 +70,6 @@ def build_status(
         status["startTime"] = now
     if compiled is not None and compiled.terminal and not status.get("completionTime"):
         status["completionTime"] = now
-    if job["metadata"].get("generation") is not None:
-        status["observedGeneration"] = job["metadata"]["generation"]
     return {key: value for key, value in status.items() if value is not None}
 
 
