@@ -129,7 +129,7 @@ class _Converter:
         raw = line[node.start_mark.column : node.end_mark.column]
         if node.style in ("'", '"'):
             raw = raw[1:-1]
-        return NodeInfo(position, key, raw=raw, style=node.style)
+        return NodeInfo(position, key, raw=raw, style=node.style or None)  # libyaml: plain is ""
 
     def _mapping(self, node: MappingNode, path: Path) -> dict[Any, Any]:
         result: dict[Any, Any] = {}
@@ -144,7 +144,8 @@ class _Converter:
             if key in result:
                 self.diagnostics.append(error(key_position, _duplicate_message(path, key)))
                 continue
-            if key_node.style is None and str(key).lower() in _YAML_1_1_BOOLEANS:
+            plain = not key_node.style  # None from the pure parser, '' from libyaml's
+            if plain and str(key).lower() in _YAML_1_1_BOOLEANS:
                 self.diagnostics.append(warning(key_position, _boolean_key_message(str(key))))
             key_position = replace(key_position, path=(*path, key))
             result[key] = self.convert(value_node, (*path, key), key_position)

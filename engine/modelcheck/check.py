@@ -17,7 +17,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
-from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -107,6 +106,9 @@ def check_paths(paths: Iterable[str | Path], bounds: Bounds, *, jobs: int = 1,
     work = [(source, definition, shape) for source, definition in loaded
             for shape in shapes(definition, bounds, _schema(definition, schemas))]
     if jobs > 1 and len(work) > 1:
+        # Forked workers inherit these and skip loading the machines again (about 2 s of
+        # YAML and compiling each); spawned ones load them once each.
+        _LOADED[named] = {definition.name: definition for _, definition in loaded}
         with ProcessPoolExecutor(min(jobs, len(work))) as pool:
             results = list(pool.map(_explore_loaded, [(named, d.name, shape, bounds)
                                                       for _, d, shape in work]))
@@ -136,10 +138,15 @@ def _explore_loaded(task: tuple[tuple[str, ...], str, Shape, Bounds]) -> ShapeRe
     return _explore(_definitions(paths)[name], shape, bounds)
 
 
-@cache
+_LOADED: dict[tuple[str, ...], dict[str, CompiledDefinition]] = {}
+"""The machines a worker explores, by the paths they were loaded from."""
+
+
 def _definitions(paths: tuple[str, ...]) -> dict[str, CompiledDefinition]:
-    loaded, _ = load_with_positions(paths)
-    return {definition.name: definition for _, definition in loaded}
+    if paths not in _LOADED:
+        loaded, _ = load_with_positions(paths)
+        _LOADED[paths] = {definition.name: definition for _, definition in loaded}
+    return _LOADED[paths]
 
 
 def candidate_codes(definition: CompiledDefinition) -> tuple[int, ...]:

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from engine.definition import DefinitionError, load_file, load_text
-from engine.definition.loader import parse_text
+from engine.definition.loader import parse_text, read_text
 from tests.unit.definition.texts import HEADER, JOB, REPLICA, document
 
 
@@ -55,6 +55,15 @@ def test_yaml_syntax_error() -> None:
         "demo.yaml:7:10: error: YAML syntax: while parsing a flow mapping, "
         "expected ',' or '}', but got ':'"
     ]
+
+
+def test_yaml_that_libyaml_refuses_is_read_as_yaml_1_2_reads_it() -> None:
+    """libyaml (the fast parser) refuses a colon inside a plain scalar of a flow mapping,
+    which YAML 1.2 allows: such a file is read by the pure parser, not refused."""
+    raws, problems = read_text("a: {image: example/train:1, b: [x:1]}\n", "m.yaml")
+    assert problems == []
+    assert raws[0].data == {"a": {"image": "example/train:1", "b": ["x:1"]}}
+    assert raws[0].positions.value(("a", "image")).column == 12
 
 
 def test_duplicate_state_name() -> None:
