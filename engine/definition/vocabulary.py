@@ -129,8 +129,27 @@ RUN_POLICY_STRUCT = Struct("RunPolicy", "runPolicy", (
 """The run policy's fields, as the kinds' `runPolicy` model (engine.api.runpolicy) has them:
 a unit test keeps the two the same."""
 
+ENGINE_STATUS_STRUCT = Struct("EngineStatus", "status", (
+    Variable("phase", "string", "The phase word of the job machine's state."),
+    Variable("state", "string", "The job machine's state."),
+    Variable("restarts", "int", "Restarts counted against runPolicy.backoffLimit."),
+    Variable("restartAttempt", "int", "The job's restart attempt (left out while 0)."),
+    Variable("lastFailure", "string", "The last replica failure seen (left out while none)."),
+    Variable("lastTransitions", "list(string)", "The last state changes, when kept."),
+    Variable("record", "string", "The engine's bookkeeping as compact JSON (not an API)."),
+    Variable("machine", "string", "The machine revision the job runs with."),
+    Variable("conditions", "list(dyn)", "The job's conditions: type, status, reason, message, "
+             "lastTransitionTime, lastUpdateTime."),
+    Variable("replicaStatuses", "map(string, dyn)", "Kubeflow's pod counts per replica type."),
+    Variable("startTime", "string", "When the job started (RFC 3339), once it has."),
+    Variable("completionTime", "string", "When the job ended (RFC 3339), once it has."),
+))
+"""The engine's status just decided, as a Native-layout machine's `status` fields read it:
+the fields `status.py` writes, so a misspelt one is an error where it is written."""
+
 STRUCTS: tuple[Struct, ...] = (REPLICA_STRUCT, POD_STRUCT, SUMMARY_STRUCT,
-                               SCHEDULING_POLICY_STRUCT, RUN_POLICY_STRUCT)
+                               SCHEDULING_POLICY_STRUCT, RUN_POLICY_STRUCT,
+                               ENGINE_STATUS_STRUCT)
 """In dependency order: a struct's fields name only structs before it."""
 
 POD = "pod"  # the group of replica observations computed from the replica's pod
@@ -411,7 +430,7 @@ REPLICA_VARIABLES: tuple[Variable, ...] = (
 STATUS_VARIABLES: tuple[Variable, ...] = (
     Variable(
         "status",
-        "map(string, dyn)",
+        "EngineStatus",
         "In a Native-layout machine's `status` fields: the engine's status just decided (state, "
         "phase, conditions, startTime, completionTime, restarts, ...), kept in the job's "
         "jobmachine.dev/status annotation.",

@@ -278,6 +278,19 @@ def test_a_misspelt_field_in_a_pod_value_is_an_error_at_the_field() -> None:
         "its fields: type, index, restarts, desired"), problem
 
 
+def test_a_misspelt_field_of_the_engine_status_is_an_error_at_the_field() -> None:
+    """A Native-layout machine's `status` fields read the engine's status: a field it does
+    not have is named, with the nearest one, where the expression is written."""
+    native = document(extra='  status:\n    startTime: "status.startTme"\n').replace(
+        "kind: Demo}", "kind: Demo, statusLayout: Native}")
+    [problem] = [str(d) for d in validate_text(native, "demo.yaml")]
+    assert problem.startswith(
+        "demo.yaml:26:24: error: unknown field 'startTme' of status (did you mean "
+        "'startTime'?); its fields: phase, state, restarts,"), problem
+    fixed = native.replace("status.startTme", "has(status.startTime) ? status.startTime : ''")
+    assert [str(d) for d in validate_text(fixed, "demo.yaml")] == []
+
+
 def test_engine_fields_are_typed() -> None:
     [problem] = guard('"replicas.Head.desired + \'x\' == 1"')
     assert "found no matching overload for '_+_' applied to '(int, string)'" in problem
