@@ -15,11 +15,12 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from engine.api.base import SpecModel
-from engine.api.kind_description import JobKind
+from engine.api.kind_description import JobKind, ReplicaSpecs
 from engine.api.kinds import JOB_COLUMNS, STATE_MACHINE_KIND, Kind, PrinterColumn, Scale
 from engine.api.objects import API_VERSION_DOC, JOB_NAME_RULE, KIND_DOC
 from engine.api.policies import FAILURE_RULES_DOC, KindFailureRule
 from engine.api.replicas import ReplicaSpec
+from engine.api.replicated import LIST_NAME_PATTERN
 from engine.api.runpolicy import RunPolicy
 from engine.api.status import JobStatus
 from engine.api.structural import Schema, Shorthand, key_rule, structural_schema
@@ -155,7 +156,7 @@ def _job_schema(described: JobKind) -> Schema:
         "properties": dict(sorted(properties.items())),
         "required": [spec.replica_specs.field, *spec.required],
         "x-kubernetes-validations": [
-            _known_types_rule(spec.replica_specs.field),
+            _known_types_rule(spec.replica_specs.field, listed=spec.replica_specs.listed),
             *(rule.model_dump(by_alias=True, exclude_none=True) for rule in spec.rules),
         ],
     }
@@ -182,18 +183,38 @@ def _replica_specs(described: JobKind) -> Schema:
     if replicas.pools:
         replica = _as_pool(replica)
     types = replicas.types
+    main = described.spec.main_container
+    needs_main = f" Each template needs a container named {main}." if main else ""
+    if replicas.listed:
+        return _replica_list(replicas, replica, needs_main)
     keys: Schema = {"enum": types} if types else {"pattern": _ANY_TYPE_NAME}
     described_types = f"Replica type ({', '.join(types)})" if types else "Replica type"
-    main = described.spec.main_container
-    default = f"{described_types} -> its pods." + (
-        f" Each template needs a container named {main}." if main else ""
-    )
+    default = f"{described_types} -> its pods.{needs_main}"
     return {
         "type": "object",
         "description": replicas.description or default,
         "minProperties": 1,
         "additionalProperties": replica,
         "x-kubernetes-validations": [key_rule(keys, replicas.field)],
+    }
+
+
+def _replica_list(replicas: ReplicaSpecs, replica: Schema, needs_main: str) -> Schema:
+    """A list of replica specs, each named by `name` (a list-map keyed by it, so server-side
+    apply merges entries by name), in the order the job's types start in."""
+    name: Schema = {"type": "string", "pattern": LIST_NAME_PATTERN, "maxLength": 31,
+                    "description": "The replica type's name: a DNS label, unique in the list."}
+    if replicas.types:
+        name["enum"] = list(replicas.types)
+    return {
+        "type": "array",
+        "description": replicas.description or (
+            f"The replica types, each a replica spec named by `name`, in order.{needs_main}"),
+        "minItems": 1,
+        "items": {**replica, "properties": {"name": name, **replica["properties"]},
+                  "required": ["name", *replica.get("required", [])]},
+        "x-kubernetes-list-type": "map",
+        "x-kubernetes-list-map-keys": ["name"],
     }
 
 
@@ -237,11 +258,12 @@ def _as_pool(replica: Schema) -> Schema:
     }
 
 
-def _known_types_rule(field: str) -> dict[str, str]:
+def _known_types_rule(field: str, *, listed: bool = False) -> dict[str, str]:
     """failureRules[*].replicaTypes name replica types the job has."""
+    known = f"self.{field}.exists(s, s.name == t)" if listed else f"t in self.{field}"
     return {
         "rule": f"!has(self.failureRules) || self.failureRules.all(r, !has(r.replicaTypes) || "
-        f"r.replicaTypes.all(t, t in self.{field}))",
+        f"r.replicaTypes.all(t, {known}))",
         "message": f"failureRules[*].replicaTypes must name replica types of spec.{field}",
         "fieldPath": ".failureRules",
     }

@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, ValidationError
+from pydantic import Field, ValidationError, model_validator
 
 from engine.api.base import SpecModel
 from engine.definition.errors import DefinitionError, Diagnostic, error
@@ -51,6 +51,14 @@ class ReplicaSpecs(SpecModel):
     """Where the kind keeps its replica specs, and which replica types it has."""
 
     field: FieldName = Field(description="The spec field holding replica type -> replica spec.")
+    listed: bool = Field(
+        default=False,
+        alias="list",
+        description="The field is a list of replica specs, each named by its `name` (a DNS "
+        "label, unique in the list), in the order they start in (as JobSet's replicatedJobs "
+        "and Volcano's tasks), instead of a map. The kind's machine must say "
+        "`governs.replicaList: true` too.",
+    )
     types: list[TypeName] | None = Field(
         default=None, min_length=1,
         description="The replica types a job of the kind may have; unset: any name.",
@@ -124,6 +132,13 @@ class KindSpec(SpecModel):
         default=None, description="Columns of `kubectl get`; unset: State, Restarts and Age."
     )
     scale: Scale | None = Field(default=None, description="The /scale subresource, if any.")
+
+    @model_validator(mode="after")
+    def _scale_names_a_map_entry(self) -> KindSpec:
+        if self.scale is not None and self.replica_specs.listed:
+            raise ValueError("scale needs a map of replica specs: /scale's replicas path cannot "
+                             "name an entry of a list (replicaSpecs.list)")
+        return self
 
 
 class JobKind(SpecModel):

@@ -48,18 +48,64 @@ class JobLayout:
     single_type: str | None = None
     """A kind with one replica type (batch/v1 Job): `replica_specs` is the path of its one
     replica spec, and this its type's name."""
+    listed: bool = False
+    """The replica specs are a list, each spec named by its `name` (JobSet's replicatedJobs)."""
 
-    def spec_path(self, name: str) -> str:
-        """Where the replica spec of type `name` is, as a message names it."""
-        return self.replica_specs if self.single_type else f"{self.replica_specs}.{name}"
+    def spec_path(self, name: str, names: Sequence[str] = ()) -> str:
+        """Where the replica spec of type `name` is, as a message names it (`names`: the
+        types in the job's order, which a listed spec's path counts by)."""
+        if self.single_type:
+            return self.replica_specs
+        if self.listed and name in names:
+            return f"{self.replica_specs}[{list(names).index(name)}]"
+        return f"{self.replica_specs}.{name}"
 
 
 def replica_specs_of(job: Mapping[str, Any], layout: JobLayout) -> Any:
-    """The job's replica type -> replica spec map (None, or what is there, when not a map)."""
+    """The job's replica type -> replica spec map, in the job's order (None, or what is
+    there, when it is not of the layout's form; `list_problems` says why)."""
     found = read_path(job, layout.replica_specs)
+    if layout.listed:
+        return _listed(found) if not list_problems(found, layout) else found
     if layout.single_type is None:
         return found
     return {layout.single_type: found} if isinstance(found, Mapping) else None
+
+
+def _listed(specs: Sequence[Mapping[str, Any]]) -> dict[str, Mapping[str, Any]]:
+    """A valid list of named specs as type -> spec (the name left out), in list order."""
+    return {str(spec[LIST_KEY]): {k: v for k, v in spec.items() if k != LIST_KEY}
+            for spec in specs}
+
+
+LIST_KEY = "name"
+"""The field naming each replica spec of a listed layout."""
+LIST_NAME_PATTERN = r"^[a-z0-9]([-a-z0-9]{0,29}[a-z0-9])?$"
+"""A listed spec's name: a DNS label of at most 31 characters (pods are named after it)."""
+_LIST_NAME = re.compile(LIST_NAME_PATTERN)
+
+
+def list_problems(found: Any, layout: JobLayout) -> list[str]:
+    """Why `found` is not a list of named replica specs (a listed layout); [] when it is."""
+    path = layout.replica_specs
+    if not isinstance(found, list) or not found:
+        return [f"{path}: must be a list of replica specs with at least 1 entry"]
+    problems: list[str] = []
+    seen: set[str] = set()
+    for index, spec in enumerate(found):
+        where = f"{path}[{index}]"
+        if not isinstance(spec, Mapping):
+            problems.append(f"{where}: must be a replica spec (an object)")
+            continue
+        name = spec.get(LIST_KEY)
+        if not isinstance(name, str) or not _LIST_NAME.match(name):
+            problems.append(f"{where}.{LIST_KEY}: must be a DNS label of at most 31 characters "
+                            f"(lower-case letters, digits and '-') (got {name!r})")
+        elif name in seen:
+            problems.append(f"{where}.{LIST_KEY}: duplicate name {name!r}")
+        else:
+            seen.add(name)
+    return problems
 
 
 def read_path(obj: Mapping[str, Any], dotted: str) -> Any:
@@ -75,13 +121,20 @@ def read_path(obj: Mapping[str, Any], dotted: str) -> Any:
 def job_problems(job: Mapping[str, Any], layout: JobLayout) -> list[str]:
     """Why the job is not a valid replicated job of this layout; empty when it is."""
     found = job_name_problem((job.get("metadata") or {}).get("name"))
+    if layout.listed and (listed := list_problems(read_path(job, layout.replica_specs),
+                                                  layout)):
+        return found + listed
     specs = replica_specs_of(job, layout)
     if not isinstance(specs, Mapping) or not specs:
         wanted = ("a replica spec" if layout.single_type
                   else "a map of replica type to replica spec with at least 1 entry")
         found.append(f"{layout.replica_specs}: must be {wanted}")
         return found
-    if layout.single_type is None:
+    names = list(specs)
+    if layout.listed:
+        for name, spec in specs.items():
+            found += _validated(_ONE_SPEC, spec, layout.spec_path(name, names))
+    elif layout.single_type is None:
         found += _validated(_SPECS, specs, layout.replica_specs)
     else:
         found += _validated(_ONE_SPEC, specs[layout.single_type], layout.replica_specs)
@@ -92,9 +145,9 @@ def job_problems(job: Mapping[str, Any], layout: JobLayout) -> list[str]:
         return found
     found += _replica_types(specs, layout)
     for name, spec in specs.items():
-        found += pool_problems(layout.spec_path(name), spec, pools=layout.pools)
+        found += pool_problems(layout.spec_path(name, names), spec, pools=layout.pools)
     for name, spec in specs.items():
-        found += container_problems(layout.spec_path(name), spec, layout.main_container)
+        found += container_problems(layout.spec_path(name, names), spec, layout.main_container)
     found += _known_types(rules, specs, layout)
     found += _dependency_problems(specs, layout.replica_specs)
     return found
@@ -136,6 +189,8 @@ def _replica_types(specs: Mapping[str, Any], layout: JobLayout) -> list[str]:
     """Types the kind has; any name of letters and digits where it names none (pods and
     services are named `<job>-<type in lower case>-<index>`)."""
     if layout.replica_types is None:
+        if layout.listed:
+            return []  # list_problems checked the names
         wrong = [name for name in specs if not _TYPE_NAME.match(str(name))]
         return [f"{layout.replica_specs}.{name}: a replica type must match "
                 f"{_TYPE_NAME.pattern} (letters and digits)" for name in wrong]

@@ -311,6 +311,10 @@ class Governs(_Strict):
     # replicaSpecs (batch/v1 Job: `spec`, with template, completions, parallelism); the
     # type is named by replicaTypes, which then has exactly one entry.
     replica_spec: str | None = Field(default=None, alias="replicaSpec")
+    # The replica specs at replicaSpecs are a list of specs, each named by its `name` field
+    # (JobSet's replicatedJobs, Volcano's tasks) instead of a map of type -> spec; the types
+    # are the names, in the list's order.
+    replica_list: bool = Field(default=False, alias="replicaList")
     # Engine: the engine's record, phase and counts go into the job's status (a kind whose
     # CRD keeps unknown status fields). Native: the kind's status has a fixed schema (a
     # built-in kind); the record goes into the annotation jobmachine.dev/status and the
@@ -321,6 +325,8 @@ class Governs(_Strict):
     def _one_type_for_one_spec(self) -> Governs:
         if self.replica_spec is not None and len(self.replica_types or ()) != 1:
             raise ValueError("replicaSpec needs replicaTypes with exactly one type (its name)")
+        if self.replica_spec is not None and self.replica_list:
+            raise ValueError("replicaList is for replicaSpecs (a list of specs), not replicaSpec")
         return self
     # Values of runPolicy.managedBy that also name this engine (beside unset and
     # jobmachine.dev/job-controller), e.g. the controller a kind is a drop-in for.

@@ -89,6 +89,9 @@ POD_STRUCT = Struct("Pod", "pod", (
     Variable("ready", "bool", "The pod's Ready condition is True."),
 ))
 SUMMARY_STRUCT = Struct("ReplicaSummary", "a replica type's summary", (
+    Variable("position", "int", "The type's place among the job's types, from 0: the spec's "
+             "order for a list of replica specs (replicaList), else governs.replicaTypes' "
+             "order (a start-up order reads it)."),
     Variable("desired", "int", "Members of the type: replicas, or a pool's completions."),
     Variable("parallelism", "int", "Members that may have a pod at once."),
     Variable("active", "int", "Running pods."),
@@ -328,7 +331,8 @@ COMMON_VARIABLES: tuple[Variable, ...] = (
     Variable(
         "replicas",
         _SUMMARY,
-        "Per replica type: desired (its members: replicas, or a pool's completions), "
+        "Per replica type: position (its place in the job's order, from 0), desired (its "
+        "members: replicas, or a pool's completions), "
         "parallelism (members that may have a pod at once), active (running pods), ready "
         "(running pods whose Ready condition is True), live (pods that have not ended and are "
         "not being deleted, pending or running: the Job API's active), terminating (pods "

@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
+from engine.api.replicated import LIST_KEY
 from engine.cluster.apiserver.schema.schema_validation import CompiledSchema
 from engine.controller.reconcile.jobspec import validation_error
 from engine.definition import CompiledDefinition
@@ -84,8 +85,11 @@ class Shape:
 
 
 def replica_types(definition: CompiledDefinition) -> list[str]:
-    """The replica types the kind names, else one generic type."""
-    return list(definition.governs.replica_types or [DEFAULT_TYPE])
+    """The replica types the kind names, else one generic type (a DNS label where the
+    types are the names of listed specs)."""
+    governs = definition.governs
+    default = DEFAULT_TYPE.lower() if governs.replica_list else DEFAULT_TYPE
+    return list(governs.replica_types or [default])
 
 
 def shapes(definition: CompiledDefinition, bounds: Bounds,
@@ -181,6 +185,10 @@ def build_job(definition: CompiledDefinition, shape: Shape, bounds: Bounds) -> d
         policy = one.pop("restartPolicy")
         one["template"]["spec"]["restartPolicy"] = policy
         _put(job, governs.replica_spec, one)
+    elif governs.replica_list:
+        *parents, last = governs.replica_specs.split(".")
+        _put(job, ".".join(parents), {last: [{LIST_KEY: name, **spec}
+                                              for name, spec in specs.items()]})
     else:
         _put(job, governs.replica_specs, specs)
     limits: dict[str, int | str] = {"activeDeadlineSeconds": DEADLINE_S,

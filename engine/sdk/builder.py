@@ -16,6 +16,7 @@ from typing import Any, Self
 
 from pydantic import ValidationError
 
+from engine.api.replicated import LIST_KEY
 from engine.api.runpolicy import RunPolicy
 from engine.controller.reconcile.jobspec import validation_error
 from engine.definition import CompiledDefinition
@@ -112,7 +113,10 @@ class JobBuilder:
             metadata["namespace"] = self.namespace
         job: dict[str, Any] = {"apiVersion": governs.api_version, "kind": self.kind,
                                "metadata": metadata}
-        _set_path(job, governs.replica_specs, {k: dict(v) for k, v in self.replica_specs.items()})
+        specs: Any = {k: dict(v) for k, v in self.replica_specs.items()}
+        if governs.replica_list:  # a list of named specs, in the order they were added
+            specs = [{LIST_KEY: name, **spec} for name, spec in specs.items()]
+        _set_path(job, governs.replica_specs, specs)
         if self.run_policy_fields:
             _set_path(job, governs.run_policy, self._run_policy_document(self.run_policy_fields))
         for path, value in self.field_values.items():

@@ -120,10 +120,12 @@ def read_job_spec(
     layout = layout_of(definition)
     specs = replica_specs_of(job, layout)
     if not error and not isinstance(specs, Mapping):
-        error = f"{layout.replica_specs} must be a map of replica type to replica spec"
+        wanted = "a list of named replica specs" if layout.listed else (
+            "a map of replica type to replica spec")
+        error = f"{layout.replica_specs} must be {wanted}"
     if error:
         return JobSpecView((), run_policy, error)
-    order = governs.replica_types or list(specs)
+    order = list(specs) if layout.listed else governs.replica_types or list(specs)
     types = tuple(
         _replica_type(name, specs[name], governs.default_restart_policy, pools=governs.pools)
         for name in order
@@ -181,6 +183,7 @@ def layout_of(definition: CompiledDefinition) -> JobLayout:
         # The schema makes replicaSpec come with exactly one replica type.
         single_type=governs.replica_types[0] if governs.replica_spec and governs.replica_types
         else None,
+        listed=governs.replica_list,
     )
 
 

@@ -28,19 +28,20 @@ def replica_summary(
     pods: Mapping[ReplicaId, PodFacts],
     machine: CompiledMachine,
 ) -> dict[str, dict[str, Any]]:
-    """Per replica type: desired, parallelism, active, ready, live, terminating, waiting,
-    succeeded,
-    failed, restarts, per-phase counts, states, completedIndexes and failedIndexes.
+    """Per replica type: position, desired, parallelism, active, ready, live, terminating,
+    waiting, succeeded, failed, restarts, per-phase counts, states, completedIndexes and
+    failedIndexes.
 
     `waiting` counts a pool's members not started that have no place now (0 for a fixed
     set); the index lists are in the Job API's interval format (`0-3,7`)."""
     summary: dict[str, dict[str, Any]] = {}
     phase_words = {lower_camel(s.phase) for s in machine.states.values()}
-    for replica_type in spec.replica_types:
+    for position, replica_type in enumerate(spec.replica_types):
         entry: dict[str, Any] = {word: 0 for word in phase_words}
         entry.update(
-            desired=replica_type.replicas, parallelism=replica_type.at_once, active=0, ready=0,
-            live=0, terminating=0, waiting=0, succeeded=0, failed=0, restarts=0,
+            position=position, desired=replica_type.replicas,
+            parallelism=replica_type.at_once, active=0, ready=0, live=0, terminating=0,
+            waiting=0, succeeded=0, failed=0, restarts=0,
         )
         states: dict[str, int] = {}
         ended: dict[str, list[int]] = {"success": [], "failure": []}

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from engine.api.replicated import read_path
 from engine.controller.reconcile.jobspec import ValidationVerdicts, read_job_spec
+from engine.definition.validate import load_with_positions
 from tests.scenarios.world import DEFINITIONS, pytorch_job
 
 PYTORCH = DEFINITIONS["PyTorchJob"]
@@ -200,3 +202,18 @@ def test_a_replacement_policy_value_that_is_neither_makes_the_job_invalid() -> N
     view = read_job_spec(batch_job(podReplacementPolicy="Sometimes"), BATCH)
     assert "pod.replacementPolicy gave 'Sometimes'" in view.error
     assert view.replica_types == ()
+
+
+def test_a_list_of_named_replica_specs_gives_its_types_in_the_lists_order() -> None:
+    listed = Path(__file__).parents[1] / "modelcheck" / "machines" / "listed.yaml"
+    [(_, definition)], _ = load_with_positions([str(listed)])
+    tasks = [{"name": name, "replicas": count, "template": template()}
+             for name, count in (("workers", 3), ("driver", 1))]
+    job = {"apiVersion": "example.com/v1", "kind": "TaskJob",
+           "metadata": {"name": "t", "namespace": "team", "uid": "u"}, "spec": {"tasks": tasks}}
+    spec = read_job_spec(job, definition)
+    assert spec.error == ""
+    assert [(t.name, t.replicas) for t in spec.replica_types] == [("workers", 3), ("driver", 1)]
+    as_map = {**job, "spec": {"tasks": {"workers": tasks[0]}}}
+    assert read_job_spec(as_map, definition).error == (
+        "spec.tasks: must be a list of replica specs with at least 1 entry")

@@ -55,14 +55,16 @@ def test_the_summary_counts_states_phases_and_running_pods_per_type() -> None:
         {MASTER: ready(running()), worker(0): exited(0), worker(2): running()}, spec, 0
     )
     summary = replica_summary(spec, record, pods, PYTORCH.replica)
-    assert summary["Master"] == {
-        "desired": 1, "active": 1, "ready": 1, "succeeded": 0, "failed": 0, "restarts": 0,
+    assert summary["Master"] == {  # PyTorchJob's replicaTypes order: Master, then Worker
+        "position": 0, "desired": 1, "active": 1, "ready": 1, "succeeded": 0, "failed": 0,
+        "restarts": 0,
         "pending": 0, "running": 1, "restarting": 0, "suspended": 0,
         "states": {"Running": 1}, "parallelism": 1, "terminating": 0, "waiting": 0, "live": 1,
         "completedIndexes": "", "failedIndexes": "",
     }
     assert summary["Worker"] == {
-        "desired": 4, "active": 1, "ready": 0, "succeeded": 1, "failed": 1, "restarts": 2,
+        "position": 1, "desired": 4, "active": 1, "ready": 0, "succeeded": 1, "failed": 1,
+        "restarts": 2,
         "pending": 0, "running": 0, "restarting": 1, "suspended": 0,
         "states": {"Succeeded": 1, "Failed": 1, "Restarting": 1}, "parallelism": 4, "live": 1,
         "terminating": 0, "waiting": 0, "completedIndexes": "0", "failedIndexes": "1",

@@ -47,6 +47,16 @@ def test_every_rule_holds_for_the_sound_machine() -> None:
         "Never", "OnFailure", "Always", "ExitCode"}
 
 
+def test_a_kind_with_a_list_of_named_replica_specs_is_checked_with_list_jobs() -> None:
+    listed = Path(__file__).parent / "machines" / "listed.yaml"
+    report = checked(listed, max_types=1)
+    assert report.ok, "\n".join(report_lines(report))
+    [machine] = report.machines
+    [shape, *_] = [result.shape for result in machine.shapes]
+    built = build_job(machine.definition, shape, Bounds())
+    assert [(t["name"], t["replicas"]) for t in built["spec"]["tasks"]] == [("worker", 1)]
+
+
 def test_an_ending_guard_that_can_never_hold_is_a_dead_end_at_the_state_it_strands(
     tmp_path: Path,
 ) -> None:

@@ -74,6 +74,17 @@ def test_a_kind_added_at_run_time_is_laid_out_by_the_definition_given() -> None:
     assert job["spec"]["shards"]["Shard"]["template"]["spec"]["containers"][0]["name"] == "main"
 
 
+def test_a_kind_with_a_list_of_named_specs_gets_them_as_a_list_in_the_order_added() -> None:
+    listed_machine = REPO / "tests" / "unit" / "modelcheck" / "machines" / "listed.yaml"
+    [listed] = load_definitions([MACHINES / "kubeflow.yaml", listed_machine])
+
+    job = (JobBuilder(kind="TaskJob", name="ordered", definition=listed)
+           .replica("driver", 1, image="img").replica("workers", 4, image="img").build())
+
+    assert [(t["name"], t["replicas"]) for t in job["spec"]["tasks"]] == [
+        ("driver", 1), ("workers", 4)]
+
+
 def test_a_replica_type_the_kind_does_not_have_is_refused_at_once() -> None:
     with pytest.raises(InvalidJobError, match="PyTorchJob has no replica type 'Chief'; it has "
                                               "Master, Worker"):
