@@ -92,6 +92,7 @@ class ActionRun:
     """0 when the job's child objects are as the machine wants them, else how long to wait
     before trying again: pods that may mount them are created only once they are."""
     _templates: dict[str, Any] | None = field(default=None, init=False, repr=False)
+    _may_act: dict[str, bool] = field(default_factory=dict, init=False, repr=False)
 
     def template_variables(self) -> dict[str, Any]:
         """`clusterSpec` and `hosts`, built once per run (they list every replica)."""
@@ -105,6 +106,21 @@ class ActionRun:
     def expectation(self, replica_type: str) -> ExpectationKey:
         """The expectations record of this job and replica type."""
         return ExpectationKey(self.key.id, replica_type)
+
+    def may_act(self, replica_type: str) -> bool:
+        """Whether this run may create and delete pods of `replica_type`: the expectations
+        were satisfied when it first asked, as the Job controller asks once per sync.
+
+        Asking again after each create would stop the run at its first pod of a type (its
+        own creation is not observed yet), so a wide job got one pod per watch round trip.
+        What this run creates are pods of distinct replicas, named by them, so it cannot
+        make two of one; the check still stops a run working from a cache that has not yet
+        seen an earlier run's pods.
+        """
+        if replica_type not in self._may_act:
+            self._may_act[replica_type] = self.expectations.satisfied(
+                self.expectation(replica_type))
+        return self._may_act[replica_type]
 
 
 def execute(run: ActionRun) -> None:
@@ -154,7 +170,7 @@ def _create_pod(run: ActionRun, replica: ReplicaId, *, event_reason: Any = None)
     if run.objects_wait_s > 0:
         run.wait_s.append(run.objects_wait_s)
         return
-    if not run.expectations.satisfied(run.expectation(replica.type)):
+    if not run.may_act(replica.type):
         run.wait_s.append(1.0)
         return
     delay = _backoff_remaining(run, replica)
@@ -293,8 +309,8 @@ def _delete(run: ActionRun, replica: ReplicaId | None, obj: Obj | None, *, pod: 
     metadata = obj["metadata"]
     resource = PODS if pod else SERVICES
     key = run.expectation(replica.type) if (pod and replica is not None) else None
-    if key is not None:
-        if not run.expectations.satisfied(key):
+    if key is not None and replica is not None:
+        if not run.may_act(replica.type):
             run.wait_s.append(1.0)
             return False
         run.expectations.expect_deletions(key, [metadata["name"]])

@@ -102,3 +102,11 @@ def test_a_second_failure_in_a_row_waits_the_back_off_so_a_crash_loop_does_not_s
     assert made == []
     world.advance(11)
     assert world.reconcile().made == ["Worker-0"]
+
+
+def test_one_pass_creates_every_missing_pod_of_a_type() -> None:
+    """Expectations are asked once per pass, as the Job controller asks once per sync: the
+    pass's own first creation, not yet observed, does not hold back the others of its type
+    (a wide job got one pod per watch round trip)."""
+    assert World(pytorch_job(workers=3)).reconcile().made == [
+        "Master-0", "Worker-0", "Worker-1", "Worker-2"]
