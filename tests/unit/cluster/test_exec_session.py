@@ -4,6 +4,7 @@ API server, no node): what the client receives on each channel, for v5 and v4.""
 from __future__ import annotations
 
 import asyncio
+import errno
 import json
 import os
 import time
@@ -17,7 +18,13 @@ from aiohttp.test_utils import TestServer
 
 from engine.cluster.apiserver.exec.channels import V4_PROTOCOL, V5_PROTOCOL, TerminalSize
 from engine.cluster.apiserver.exec.entry import Entry
-from engine.cluster.apiserver.exec.process import ExecProcess, Streams, start
+from engine.cluster.apiserver.exec.process import (
+    ExecProcess,
+    Streams,
+    _TerminalOutput,
+    read_chunk,
+    start,
+)
 from engine.cluster.apiserver.exec.session import Session, StartError
 
 Received = list[tuple[int, bytes]]
@@ -208,3 +215,18 @@ def _alive(pid: int) -> bool:
             return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
     except FileNotFoundError:
         return False
+
+
+def test_a_terminals_last_output_is_read_before_its_end() -> None:
+    """A terminal whose command has ended reads as an I/O error; output the command wrote
+    just before is still buffered and must be read first (a quick `stty size` lost its
+    line whenever its end came before the session read it)."""
+
+    async def read_all() -> list[bytes]:
+        reader = asyncio.StreamReader()
+        protocol = _TerminalOutput(reader)
+        protocol.data_received(b"24 80\r\n")
+        protocol.connection_lost(OSError(errno.EIO, "Input/output error"))
+        return [await read_chunk(reader), await read_chunk(reader)]
+
+    assert asyncio.run(read_all()) == [b"24 80\r\n", b""]

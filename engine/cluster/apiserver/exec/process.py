@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import fcntl
 import os
 import pty
@@ -139,13 +140,28 @@ async def _start_on_terminal(entry: Entry, argv: list[str], size: TerminalSize |
         os.close(secondary)
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(limit=_READ_CHUNK)
-    output, _ = await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader),
+    output, _ = await loop.connect_read_pipe(lambda: _TerminalOutput(reader),
                                              _file(os.dup(main), "rb"))
     transport, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin,
                                                         _file(os.dup(main), "wb"))
     writer = asyncio.StreamWriter(transport, protocol, None, loop)
     return ExecProcess(process, stdin=writer, outputs={STDOUT: reader}, terminal=main,
                        terminal_output=output)
+
+
+class _TerminalOutput(asyncio.StreamReaderProtocol):
+    """A terminal's output: the I/O error its reading ends with once the command's side has
+    closed is the end of the output, not a failure.
+
+    Handed on as an error, the reader would raise it at the next read even while output the
+    command wrote just before it ended is still buffered: a quick command's output (`stty
+    size`) was lost whenever its end came before the session read it.
+    """
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if isinstance(exc, OSError) and exc.errno == errno.EIO:
+            exc = None
+        super().connection_lost(exc)
 
 
 def _set_size(terminal: int, size: TerminalSize) -> None:
