@@ -15,6 +15,7 @@ from typing import Any
 
 import yaml
 
+from engine import yaml_documents
 from engine.api.crd import crd_for_kind
 from engine.api.kind_description import JobKind, load_kind_file
 from engine.definition.cel_types import JobSchema, SchemaLookup
@@ -38,16 +39,13 @@ def crd_schemas(crd: Mapping[str, Any]) -> dict[KindKey, JobSchema]:
     return found
 
 
-_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-
 def _documents(path: Path) -> Iterator[Any]:
     """The YAML documents of a file, read fast (CRDs are large; positions are needed only
     for a kind description with errors, read again then); a file that does not read yields
     nothing: validate reports machine files' problems itself, and others are not its
     business."""
     try:
-        yield from list(yaml.load_all(path.read_text(encoding="utf-8"), Loader=_LOADER))
+        yield from yaml_documents.load_all(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, yaml.YAMLError):
         return
 

@@ -13,8 +13,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from engine import yaml_documents
 from engine.cluster.apiserver.patch.patch import json_patch
 from engine.cluster.apiserver.patch.values import PatchError
 
@@ -29,15 +28,14 @@ class ManifestError(Exception):
 
 
 def _documents(path: Path) -> list[Obj]:
-    with path.open() as stream:
-        return [doc for doc in yaml.safe_load_all(stream) if doc]
+    return [doc for doc in yaml_documents.load_all(path.read_text()) if doc]
 
 
 def _kustomization(directory: Path) -> Obj:
     path = directory / "kustomization.yaml"
     if not path.is_file():
         raise ManifestError(f"{directory}: no kustomization.yaml")
-    found = yaml.safe_load(path.read_text()) or {}
+    found = yaml_documents.load(path.read_text()) or {}
     unknown = sorted(set(found) - _KNOWN_FIELDS)
     if unknown:
         raise ManifestError(f"{path}: {', '.join(unknown)} not supported here (only "
@@ -60,7 +58,7 @@ def _patched(objects: list[Obj], patch: Obj, where: Path) -> list[Obj]:
     if unknown or not isinstance(patch.get("patch"), str):
         raise ManifestError(f"{where}: a patch here is `target` and an inline JSON 6902 "
                             f"`patch`; not supported: {', '.join(unknown) or 'its form'}")
-    operations = yaml.safe_load(patch["patch"])
+    operations = yaml_documents.load(patch["patch"])
     try:
         return [json_patch(obj, operations) if _matches(obj, target) else obj
                 for obj in objects]

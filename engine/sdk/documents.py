@@ -14,6 +14,7 @@ from typing import Any
 
 import yaml
 
+from engine import yaml_documents
 from engine.sdk.builder import JobBuilder
 from engine.sdk.errors import InvalidJobError
 
@@ -47,7 +48,7 @@ def job_document(job: JobInput, namespace: str | None, *, default: str) -> dict[
 
 def _read_file(path: Path) -> dict[str, Any]:
     try:
-        documents = [d for d in yaml.safe_load_all(path.read_text()) if d is not None]
+        documents = [d for d in yaml_documents.load_all(path.read_text()) if d is not None]
     except (OSError, yaml.YAMLError) as exc:
         raise InvalidJobError(f"cannot read a job from {path}: {exc}") from exc
     if len(documents) != 1 or not isinstance(documents[0], dict):

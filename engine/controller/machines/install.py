@@ -15,6 +15,7 @@ from typing import Any
 import yaml
 from loguru import logger
 
+from engine import yaml_documents
 from engine.controller.machines.served import CRDS, resource_of_crd
 from engine.definition.validate import definition_files
 from engine.kube.client import KubeClient
@@ -26,7 +27,7 @@ def install_crds(client: KubeClient, directory: Path) -> list[str]:
     """Create or update every CRD in `directory`'s YAML files; the names installed."""
     names: list[str] = []
     for path in sorted(directory.glob("*.yaml")):
-        crd = yaml.safe_load(path.read_text())
+        crd = yaml_documents.load(path.read_text())
         create_or_replace(client, CRDS, crd)
         names.append(crd["metadata"]["name"])
     return names
@@ -52,7 +53,7 @@ def wait_until_served(
 
 def crd_resources(directory: Path) -> list[Resource]:
     """The resource each CRD file in `directory` serves (to wait until it is served)."""
-    return [resource_of_crd(yaml.safe_load(path.read_text()))
+    return [resource_of_crd(yaml_documents.load(path.read_text()))
             for path in sorted(directory.glob("*.yaml"))]
 
 
@@ -70,7 +71,7 @@ def apply_machines(client: KubeClient, paths: Iterable[Path]) -> list[str]:
         if not isinstance(path, Path):
             raise FileNotFoundError(str(path))
         try:
-            documents = list(yaml.safe_load_all(path.read_text()))
+            documents = yaml_documents.load_all(path.read_text())
         except (OSError, yaml.YAMLError) as exc:
             logger.error(f"{path}: not applied, it cannot be read as YAML: {exc}")
             continue
