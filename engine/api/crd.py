@@ -20,7 +20,7 @@ from engine.api.kinds import JOB_COLUMNS, STATE_MACHINE_KIND, Kind, PrinterColum
 from engine.api.objects import API_VERSION_DOC, JOB_NAME_RULE, KIND_DOC
 from engine.api.policies import FAILURE_RULES_DOC, KindFailureRule
 from engine.api.replicas import ReplicaSpec
-from engine.api.replicated import LIST_NAME_PATTERN
+from engine.api.replicated import LIST_KEY, LIST_NAME_PATTERN
 from engine.api.runpolicy import RunPolicy
 from engine.api.status import JobStatus
 from engine.api.structural import Schema, Shorthand, key_rule, structural_schema
@@ -211,10 +211,10 @@ def _replica_list(replicas: ReplicaSpecs, replica: Schema, needs_main: str) -> S
         "description": replicas.description or (
             f"The replica types, each a replica spec named by `name`, in order.{needs_main}"),
         "minItems": 1,
-        "items": {**replica, "properties": {"name": name, **replica["properties"]},
-                  "required": ["name", *replica.get("required", [])]},
+        "items": {**replica, "properties": {LIST_KEY: name, **replica["properties"]},
+                  "required": [LIST_KEY, *replica.get("required", [])]},
         "x-kubernetes-list-type": "map",
-        "x-kubernetes-list-map-keys": ["name"],
+        "x-kubernetes-list-map-keys": [LIST_KEY],
     }
 
 
@@ -260,7 +260,7 @@ def _as_pool(replica: Schema) -> Schema:
 
 def _known_types_rule(field: str, *, listed: bool = False) -> dict[str, str]:
     """failureRules[*].replicaTypes name replica types the job has."""
-    known = f"self.{field}.exists(s, s.name == t)" if listed else f"t in self.{field}"
+    known = f"self.{field}.exists(s, s.{LIST_KEY} == t)" if listed else f"t in self.{field}"
     return {
         "rule": f"!has(self.failureRules) || self.failureRules.all(r, !has(r.replicaTypes) || "
         f"r.replicaTypes.all(t, {known}))",

@@ -78,6 +78,12 @@ def _listed(specs: Sequence[Mapping[str, Any]]) -> dict[str, Mapping[str, Any]]:
             for spec in specs}
 
 
+def as_list(specs: Mapping[str, Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Type -> spec as a listed layout writes it: each spec named by its type, in order
+    (what `replica_specs_of` reads back)."""
+    return [{LIST_KEY: name, **spec} for name, spec in specs.items()]
+
+
 LIST_KEY = "name"
 """The field naming each replica spec of a listed layout."""
 LIST_NAME_PATTERN = r"^[a-z0-9]([-a-z0-9]{0,29}[a-z0-9])?$"
@@ -121,10 +127,13 @@ def read_path(obj: Mapping[str, Any], dotted: str) -> Any:
 def job_problems(job: Mapping[str, Any], layout: JobLayout) -> list[str]:
     """Why the job is not a valid replicated job of this layout; empty when it is."""
     found = job_name_problem((job.get("metadata") or {}).get("name"))
-    if layout.listed and (listed := list_problems(read_path(job, layout.replica_specs),
-                                                  layout)):
-        return found + listed
-    specs = replica_specs_of(job, layout)
+    if layout.listed:
+        given = read_path(job, layout.replica_specs)
+        if listed := list_problems(given, layout):
+            return found + listed
+        specs: Any = _listed(given)
+    else:
+        specs = replica_specs_of(job, layout)
     if not isinstance(specs, Mapping) or not specs:
         wanted = ("a replica spec" if layout.single_type
                   else "a map of replica type to replica spec with at least 1 entry")

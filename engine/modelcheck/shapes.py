@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
-from engine.api.replicated import LIST_KEY
+from engine.api.replicated import as_list
 from engine.cluster.apiserver.schema.schema_validation import CompiledSchema
 from engine.controller.reconcile.jobspec import validation_error
 from engine.definition import CompiledDefinition
@@ -187,8 +187,7 @@ def build_job(definition: CompiledDefinition, shape: Shape, bounds: Bounds) -> d
         _put(job, governs.replica_spec, one)
     elif governs.replica_list:
         *parents, last = governs.replica_specs.split(".")
-        _put(job, ".".join(parents), {last: [{LIST_KEY: name, **spec}
-                                              for name, spec in specs.items()]})
+        _put(job, ".".join(parents), {last: as_list(specs)})
     else:
         _put(job, governs.replica_specs, specs)
     limits: dict[str, int | str] = {"activeDeadlineSeconds": DEADLINE_S,

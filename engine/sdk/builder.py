@@ -16,7 +16,7 @@ from typing import Any, Self
 
 from pydantic import ValidationError
 
-from engine.api.replicated import LIST_KEY
+from engine.api.replicated import as_list
 from engine.api.runpolicy import RunPolicy
 from engine.controller.reconcile.jobspec import validation_error
 from engine.definition import CompiledDefinition
@@ -113,10 +113,9 @@ class JobBuilder:
             metadata["namespace"] = self.namespace
         job: dict[str, Any] = {"apiVersion": governs.api_version, "kind": self.kind,
                                "metadata": metadata}
-        specs: Any = {k: dict(v) for k, v in self.replica_specs.items()}
-        if governs.replica_list:  # a list of named specs, in the order they were added
-            specs = [{LIST_KEY: name, **spec} for name, spec in specs.items()]
-        _set_path(job, governs.replica_specs, specs)
+        specs = {k: dict(v) for k, v in self.replica_specs.items()}
+        _set_path(job, governs.replica_specs,
+                  as_list(specs) if governs.replica_list else specs)
         if self.run_policy_fields:
             _set_path(job, governs.run_policy, self._run_policy_document(self.run_policy_fields))
         for path, value in self.field_values.items():

@@ -308,11 +308,12 @@ def _delete(run: ActionRun, replica: ReplicaId | None, obj: Obj | None, *, pod: 
         return False
     metadata = obj["metadata"]
     resource = PODS if pod else SERVICES
-    key = run.expectation(replica.type) if (pod and replica is not None) else None
-    if key is not None and replica is not None:
+    key = None
+    if pod and replica is not None:
         if not run.may_act(replica.type):
             run.wait_s.append(1.0)
             return False
+        key = run.expectation(replica.type)
         run.expectations.expect_deletions(key, [metadata["name"]])
     try:
         run.client.delete(resource, metadata["name"], metadata["namespace"], uid=metadata["uid"])

@@ -174,8 +174,8 @@ def _file(fd: int, mode: str) -> IO[Any]:
 
 
 async def read_chunk(reader: asyncio.StreamReader) -> bytes:
-    """The next output bytes; b"" at the end (a terminal whose last holder has gone reads as
-    an I/O error, which is its end too)."""
+    """The next output bytes; b"" at the end, or once the output cannot be read (a
+    terminal's end, its I/O error, is made an end by `_TerminalOutput`)."""
     try:
         return await reader.read(_READ_CHUNK)
     except OSError:
