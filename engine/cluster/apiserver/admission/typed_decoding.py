@@ -77,8 +77,53 @@ _SHAPE_NAMES = {MAP: "object", LIST: "array", SCALAR: "a scalar"}
 def _check_shape(rt: ResourceType, obj: Obj) -> None:
     """400 where a value's JSON shape (object, array, scalar) cannot be the Go field's, found
     by the kind's server-side apply schema, so later validation meets only the right shapes.
-    Fields the schema does not know are left to pruning."""
-    stack: list[tuple[TypeNode, Any, str]] = [(builtin_type(rt.group, rt.kind), obj, "")]
+    Fields the schema does not know are left to pruning. Every write runs this over the whole
+    object, so a quick pass decides; only a misfit walks again to word the error."""
+    root = builtin_type(rt.group, rt.kind)
+    if not _shapes_fit(root, obj):
+        _raise_misfit(rt, root, obj)
+
+
+def _shapes_fit(root: TypeNode, obj: Obj) -> bool:
+    """Whether every value under `obj` has its node's shape (the walk of `_raise_misfit`,
+    without the paths). An untyped node takes any value, and so does everything below it."""
+    stack: list[tuple[TypeNode, Any]] = [(root, obj)]
+    pop, push = stack.pop, stack.append
+    while stack:
+        node, value = pop()
+        kind = node.kind
+        if kind == UNTYPED:
+            continue
+        if isinstance(value, dict):
+            if kind != MAP:
+                return False
+            field_type = node.field_type
+            for name, child in value.items():
+                if child is None:
+                    continue
+                child_node = field_type(name)
+                if child_node is None:
+                    continue
+                if child_node.kind == SCALAR:
+                    if isinstance(child, (dict, list)):
+                        return False
+                    continue
+                push((child_node, child))
+        elif isinstance(value, list):
+            if kind != LIST:
+                return False
+            item = node.item_type()
+            for child in value:
+                if child is not None:
+                    push((item, child))
+        elif kind != SCALAR:
+            return False
+    return True
+
+
+def _raise_misfit(rt: ResourceType, root: TypeNode, obj: Obj) -> None:
+    """The 400 for the first value (in walk order) whose shape misfits, named by its path."""
+    stack: list[tuple[TypeNode, Any, str]] = [(root, obj, "")]
     while stack:
         node, value, path = stack.pop()
         node = node.for_value(value)

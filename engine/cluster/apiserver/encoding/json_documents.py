@@ -32,17 +32,17 @@ def json_copy(document: Any) -> Any:
 
 def check_depth(document: Any, what: str) -> None:
     """400 when `document` nests objects and lists more than MAX_DEPTH levels deep (found
-    without recursion, so any depth is measured safely)."""
-    stack: list[tuple[Any, int]] = [(document, 1)]
-    while stack:
-        value, depth = stack.pop()
-        if isinstance(value, dict):
-            children: Any = value.values()
-        elif isinstance(value, list):
-            children = value
-        else:
-            continue
+    level by level, without recursion, so any depth is measured safely; only containers are
+    visited, since a scalar adds no level)."""
+    level = [document] if isinstance(document, (dict, list)) else []
+    depth = 0
+    while level:
+        depth += 1
         if depth > MAX_DEPTH:
             raise bad_request(f"{what} is nested more than {MAX_DEPTH} levels deep, more than "
                               f"this server accepts")
-        stack.extend((child, depth + 1) for child in children)
+        below: list[Any] = []
+        for value in level:
+            children = value.values() if isinstance(value, dict) else value
+            below.extend([child for child in children if isinstance(child, (dict, list))])
+        level = below

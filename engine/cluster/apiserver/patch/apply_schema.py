@@ -37,18 +37,30 @@ class TypeNode:
     key_defaults: dict[str, Any] = field(default_factory=dict)
 
     def field_type(self, name: str) -> TypeNode | None:
-        """The type of a struct field or map value; None when the schema has no room for it."""
+        """The type of a struct field or map value; None when the schema has no room for it.
+
+        A named type is resolved on first use and kept in its place: every write walks
+        these nodes, and the resolvers (`named_type`) always answer the same node."""
         ref = self.fields.get(name)
         if ref is None:
-            ref = self.element
-        return _resolve(ref) if ref is not None else None
+            return self.item_type() if self.element is not None else None
+        if isinstance(ref, TypeNode):
+            return ref
+        node = self.fields[name] = ref()
+        return node
 
     def has_field(self, name: str) -> bool:
         """Whether `name` is a declared (named) field, which ownership treats as a struct field."""
         return name in self.fields
 
     def item_type(self) -> TypeNode:
-        return _resolve(self.element) if self.element is not None else DEDUCED
+        ref = self.element
+        if ref is None:
+            return DEDUCED
+        if isinstance(ref, TypeNode):
+            return ref
+        node = self.element = ref()
+        return node
 
     @property
     def associative(self) -> bool:
@@ -63,10 +75,6 @@ class TypeNode:
         if isinstance(value, list):
             return ATOMIC_LIST
         return SCALAR_NODE
-
-
-def _resolve(ref: TypeNode | Resolver) -> TypeNode:
-    return ref if isinstance(ref, TypeNode) else ref()
 
 
 SCALAR_NODE = TypeNode(SCALAR)
