@@ -84,9 +84,13 @@ def without_managed_fields(obj: Obj) -> Obj:
     return {**obj, "metadata": {k: v for k, v in metadata.items() if k != "managedFields"}}
 
 
+def _live_entries(live: Obj | None) -> Any:
+    return ((live or {}).get("metadata") or {}).get("managedFields")
+
+
 def _live_managed(live: Obj | None) -> Managed:
     try:
-        return decode(((live or {}).get("metadata") or {}).get("managedFields"))
+        return decode(_live_entries(live))
     except ValueError:
         return Managed()
 
@@ -99,7 +103,9 @@ def tracked_update(
     `requested` is the managedFields the request carried: used when valid (a
     client may rewrite them; `[]` or `[{}]` clears them), else the live ones.
     """
-    if scope.subresource or requested is None:
+    # A body that carries the live managedFields unchanged (any patch that leaves them
+    # alone, a PUT of what was read) reads as the live ones, which are known already.
+    if scope.subresource or requested is None or requested == _live_entries(live):
         managed = _live_managed(live)
     elif is_reset(requested):
         managed = Managed()

@@ -108,15 +108,19 @@ class FieldSet:
         return result
 
     def insert(self, path: Path) -> None:
-        if not path:
-            return
+        if path:
+            self.below(path[:-1]).members.add(path[-1])
+
+    def below(self, path: Path) -> FieldSet:
+        """The set of what is below `path`, made when absent (only while building, and only
+        to add to it: a set never holds an empty child)."""
         node = self
-        for element in path[:-1]:
+        for element in path:
             child = node.children.get(element)
             if child is None:
                 child = node.children[element] = FieldSet()
             node = child
-        node.members.add(path[-1])
+        return node
 
     def empty(self) -> bool:
         return not self.members and not self.children
@@ -215,12 +219,26 @@ def element_key(element: PathElement) -> str:
     kind, payload = element
     if kind == "f":
         return f"f:{payload}"
+    if kind == "i":
+        return f"i:{payload}"
+    key = _KEYS.get(element)
+    if key is None:
+        if len(_KEYS) >= _KEYS_LIMIT:
+            _KEYS.clear()
+        key = _KEYS[element] = _value_key(kind, payload)
+    return key
+
+
+# Keys of list items (`k:{"name":"main"}`) are written again on every write of their object.
+_KEYS: dict[PathElement, str] = {}
+_KEYS_LIMIT = 8192
+
+
+def _value_key(kind: str, payload: Any) -> str:
     if kind == "k":
         fields = ",".join(f"{_go_json(name)}:{_go_json(thaw(v))}" for name, v in payload)
         return "k:{" + fields + "}"
-    if kind == "v":
-        return f"v:{_go_json(thaw(payload))}"
-    return f"i:{payload}"
+    return f"v:{_go_json(thaw(payload))}"
 
 
 def fields_v1(fields: FieldSet) -> dict[str, Any]:
@@ -232,15 +250,26 @@ def _emit(fields: FieldSet, *, include_self: bool) -> dict[str, Any]:
     out: dict[str, Any] = {}
     if include_self and not fields.empty():
         out["."] = {}
-    elements = sorted(fields.members | fields.children.keys(), key=element_order)
-    for pe in elements:
-        child = fields.children.get(pe)
+    children = fields.children
+    for pe in _in_order(fields.members | children.keys()):
+        child = children.get(pe)
         key = element_key(pe)
         if child is None:
             out[key] = {}
         else:
             out[key] = _emit(child, include_self=pe in fields.members)
     return out
+
+
+def _in_order(elements: set[PathElement]) -> list[PathElement]:
+    """Elements in upstream's order; fields alone (most levels) sort by their names."""
+    if all(kind == "f" for kind, _ in elements):
+        return sorted(elements, key=_payload)
+    return sorted(elements, key=element_order)
+
+
+def _payload(element: PathElement) -> Any:
+    return element[1]
 
 
 def parse_element(key: str) -> PathElement | None:

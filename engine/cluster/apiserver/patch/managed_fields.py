@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import lru_cache
 from typing import Any
 
 import orjson
@@ -85,8 +86,10 @@ def _go_json(value: Any) -> str:
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
+@lru_cache(maxsize=1024)
 def describe(manager_id: str) -> dict[str, str]:
-    """The entry fields an identifier stands for."""
+    """The entry fields an identifier stands for (kept per identifier, as every write encodes
+    every manager of its object: do not change the answer)."""
     entry = orjson.loads(manager_id)
     return {k: str(entry[k]) for k in _ENTRY_KEYS if entry.get(k)}
 
@@ -97,7 +100,21 @@ def is_reset(entries: Any) -> bool:
 
 
 def decode(entries: Any) -> Managed:
-    """The managers an object's `metadata.managedFields` lists; ValueError when malformed."""
+    """The managers an object's `metadata.managedFields` lists; ValueError when malformed.
+
+    Stored objects are never mutated, so the list a stored object carries is read again on
+    each of its writes: the managers it holds are kept (see `_remember`) and copied out.
+    """
+    known = _KNOWN.pop(id(entries), None)
+    if known is not None and known[0] is entries:
+        _KNOWN[id(entries)] = known  # the most recently used last, so it leaves last
+        return known[1].copy()
+    managed = _decoded(entries)
+    _remember(entries, managed.copy())
+    return managed
+
+
+def _decoded(entries: Any) -> Managed:
     managed = Managed()
     if entries is None:
         return managed
@@ -124,29 +141,27 @@ def decode(entries: Any) -> Managed:
             str(entry.get("subresource") or ""),
         )
         document = entry.get("fieldsV1") or {}
-        fields = _parsed(document)
+        fields = from_fields_v1(document)
         managed.managers[key] = ManagerFields(fields, api_version, operation == APPLY)
         managed.sources[key] = (fields, document)
         managed.times[key] = _timestamp(entry.get("time"))
     return managed
 
 
-# Stored objects are never mutated, so the same FieldsV1 document is read on every write to
-# an object: its parsed set is kept (the document is held too, so its id stays its own).
-_PARSED: dict[int, tuple[Any, FieldSet]] = {}
-_PARSED_LIMIT = 4096
+# The managers of the managedFields lists read or written last, by the list's id (the list is
+# held too, so its id stays its own), least recently used first. A parsed field set costs
+# far more than its JSON, hence the bound.
+_KNOWN: dict[int, tuple[Any, Managed]] = {}
+_KNOWN_LIMIT = 4096
 
 
-def _parsed(document: Any) -> FieldSet:
-    """The set a FieldsV1 document describes; the result must not be changed in place."""
-    hit = _PARSED.get(id(document))
-    if hit is not None and hit[0] is document:
-        return hit[1]
-    fields = from_fields_v1(document)
-    if len(_PARSED) >= _PARSED_LIMIT:
-        _PARSED.clear()
-    _PARSED[id(document)] = (document, fields)
-    return fields
+def _remember(entries: Any, managed: Managed) -> None:
+    """Keep what `entries` decodes to (`managed` is kept as it is: give it away)."""
+    if entries is None:
+        return
+    if len(_KNOWN) >= _KNOWN_LIMIT:
+        del _KNOWN[next(iter(_KNOWN))]
+    _KNOWN[id(entries)] = (entries, managed)
 
 
 def _timestamp(value: Any) -> str | None:
@@ -164,10 +179,13 @@ def _timestamp(value: Any) -> str | None:
 
 
 def encode(managed: Managed) -> list[dict[str, Any]] | None:
-    """The `metadata.managedFields` list for these managers (None when there are none)."""
+    """The `metadata.managedFields` list for these managers (None when there are none).
+
+    What the list decodes to is kept, managers in the list's order as `decode` reads them,
+    so the next write to the object does not parse it again."""
     if not managed.managers:
         return None
-    entries = []
+    keyed = []
     for key, manager in managed.managers.items():
         described = describe(key)
         entry: dict[str, Any] = {
@@ -184,8 +202,17 @@ def encode(managed: Managed) -> list[dict[str, Any]] | None:
         entry["fieldsV1"] = source[1] if source and unchanged else fields_v1(manager.fields)
         if described.get("subresource"):
             entry["subresource"] = described["subresource"]
-        entries.append(entry)
-    entries.sort(key=_entry_order)
+        keyed.append((_entry_order(entry), key, entry))
+    keyed.sort(key=lambda item: item[0])
+    entries = [entry for _, _, entry in keyed]
+    written = Managed()
+    for _, key, entry in keyed:
+        manager = managed.managers[key]
+        written.managers[key] = ManagerFields(manager.fields, manager.api_version,
+                                              manager.applied)
+        written.sources[key] = (manager.fields, entry["fieldsV1"])
+        written.times[key] = entry.get("time")
+    _remember(entries, written)
     return entries
 
 

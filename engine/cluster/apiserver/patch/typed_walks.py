@@ -46,6 +46,12 @@ def list_element(item: Any, node: TypeNode) -> PathElement:
             raise ItemError("associative list with keys may not have a null element")
         if not isinstance(item, dict):
             raise ItemError("associative list with keys may not have non-map elements")
+        if len(node.keys) == 1:
+            # Most list maps are keyed by one string (`name`, `type`): key_element's
+            # answer for it, built directly, as every write names every item.
+            value = item.get(node.keys[0])
+            if type(value) is str:
+                return ("k", ((node.keys[0], ("str", value)),))
         defaults = node.item_type().key_defaults
         fields = {k: item[k] if k in item else defaults[k] for k in node.keys
                   if k in item or k in defaults}
@@ -148,10 +154,14 @@ def _pair_shape(lhs: Any, rhs: Any, node: TypeNode) -> tuple[TypeNode, str]:
     """How two values at one path are walked together: both maps, both lists, or as one leaf
     (atomic, scalar, of different shapes, or both empty: upstream keeps `{}` apart from null)."""
     node = node.for_value(rhs if rhs is not MISSING else lhs)
-    shapes = {_shape(v, node) for v in (lhs, rhs) if v is not MISSING}
-    if len(shapes) != 1 or all(v is MISSING or not v for v in (lhs, rhs)):
+    if lhs is MISSING:
+        return node, _shape(rhs, node) if rhs else "leaf"
+    if rhs is MISSING:
+        return node, _shape(lhs, node) if lhs else "leaf"
+    if not lhs and not rhs:
         return node, "leaf"
-    return node, shapes.pop()
+    shape = _shape(lhs, node)
+    return node, shape if shape == _shape(rhs, node) else "leaf"
 
 
 def _compare(lhs: Any, rhs: Any, node: TypeNode, path: Path, out: Comparison) -> None:
@@ -188,15 +198,24 @@ def _compare(lhs: Any, rhs: Any, node: TypeNode, path: Path, out: Comparison) ->
 
 def _every_node(value: Any, node: TypeNode, path: Path, into: FieldSet) -> None:
     """Every path of a value that appeared or disappeared whole (what `_compare` would find
-    walking it against nothing)."""
+    walking it against nothing). A create's whole object goes through here, so the paths
+    are added to their place in the set as the walk goes, not inserted one by one."""
+    if not path:
+        into.insert(path)
+        return
+    _add_every(value, node, into.below(path[:-1]), path[-1])
+
+
+def _add_every(value: Any, node: TypeNode, parent: FieldSet, element: PathElement) -> None:
     node = node.for_value(value)
-    into.insert(path)
+    parent.members.add(element)
     shape = _shape(value, node)
     if not value or shape == "leaf":
         return
     if shape == "map":
+        below = parent.below((element,))
         for key, child in value.items():
-            _every_node(child, node.field_type(key) or DEDUCED, (*path, ("f", key)), into)
+            _add_every(child, node.field_type(key) or DEDUCED, below, ("f", key))
         return
     elements = _elements(value, node)
     if elements is None:
@@ -205,11 +224,12 @@ def _every_node(value: Any, node: TypeNode, path: Path, into: FieldSet) -> None:
     for pe in elements:
         counts[pe] = counts.get(pe, 0) + 1
     item_type = node.item_type()
+    below = parent.below((element,))
     for pe, item in zip(elements, value, strict=True):
         if counts[pe] > 1:
-            into.insert((*path, pe))
+            below.members.add(pe)
         else:
-            _every_node(item, item_type, (*path, pe), into)
+            _add_every(item, item_type, below, pe)
 
 
 def _compare_leaf(lhs: Any, rhs: Any, path: Path, out: Comparison) -> None:
