@@ -226,7 +226,9 @@ def _volume(volume: dict[str, Any]) -> dict[str, Any]:
     for source, (values, pointers) in _SOURCE_DEFAULTS.items():
         given = volume.get(source)
         if isinstance(given, dict):
-            volume = {**volume, source: with_pointers(with_values(given, values), pointers)}
+            defaulted = with_pointers(with_values(given, values), pointers)
+            if defaulted is not given:
+                volume = {**volume, source: defaulted}
     volume = in_field(volume, "downwardAPI", _downward_api)
     volume = in_field(volume, "projected", lambda projected: in_items(projected, "sources",
                                                                       _projection))

@@ -37,9 +37,13 @@ def with_pointers(obj: dict[str, Any], defaults: Mapping[str, Any]) -> dict[str,
 
 def in_field(obj: dict[str, Any], key: str, change: Change) -> dict[str, Any]:
     """`obj` with the struct at `key` changed; a missing or malformed one is left as it came
-    (validation answers for it)."""
+    (validation answers for it). `obj` itself when `change` changed nothing: every write
+    defaults the whole object, and most of it holds its defaults already."""
     value = obj.get(key)
-    return {**obj, key: change(value)} if isinstance(value, dict) else obj
+    if not isinstance(value, dict):
+        return obj
+    changed = change(value)
+    return obj if changed is value else {**obj, key: changed}
 
 
 def in_path(obj: dict[str, Any], path: tuple[str, ...], change: Change) -> dict[str, Any]:
@@ -50,8 +54,11 @@ def in_path(obj: dict[str, Any], path: tuple[str, ...], change: Change) -> dict[
 
 
 def in_items(obj: dict[str, Any], key: str, change: Change) -> dict[str, Any]:
-    """`obj` with every struct of the list at `key` changed."""
+    """`obj` with every struct of the list at `key` changed (`obj` itself when none did)."""
     value = obj.get(key)
     if not isinstance(value, list):
         return obj
-    return {**obj, key: [change(item) if isinstance(item, dict) else item for item in value]}
+    items = [change(item) if isinstance(item, dict) else item for item in value]
+    if all(new is given for new, given in zip(items, value, strict=True)):
+        return obj
+    return {**obj, key: items}

@@ -14,6 +14,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+import orjson
+
 from engine.cluster.apiserver.admission.pod_defaults import pod_spec_defaults
 from engine.cluster.apiserver.errors import Cause
 from engine.cluster.apiserver.registry.priority_classes import priority_class_immutable
@@ -115,6 +117,10 @@ def validate_immutable(kind: str, obj: Mapping[str, Any], old: Mapping[str, Any]
 def _pod_immutable(obj: Mapping[str, Any], old: Mapping[str, Any]) -> list[Cause]:
     # Both as defaulted today (kube-apiserver defaults what it reads from storage too), with
     # images masked first: they may change, and a pull policy defaulted from them with them.
+    # A spec that encodes to the same JSON as the stored one (a status or metadata write)
+    # defaults to the same spec too, so it changed nothing.
+    if _same_json(obj.get("spec"), old.get("spec")):
+        return []
     new_spec, old_spec = _masked_spec(obj), _masked_spec(old)
     new_spec.pop("activeDeadlineSeconds", None)
     old_spec.pop("activeDeadlineSeconds", None)
@@ -124,6 +130,14 @@ def _pod_immutable(obj: Mapping[str, Any], old: Mapping[str, Any]) -> list[Cause
     if new_spec != old_spec or dropped:
         return [forbidden("spec", _POD_MUTABLE)]
     return []
+
+
+def _same_json(new: Any, old: Any) -> bool:
+    """Whether two values encode to the same JSON (False when one cannot be encoded)."""
+    try:
+        return orjson.dumps(new) == orjson.dumps(old)
+    except TypeError:
+        return False
 
 
 def _masked_spec(pod: Mapping[str, Any]) -> dict[str, Any]:
