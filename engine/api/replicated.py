@@ -50,6 +50,9 @@ class JobLayout:
     replica spec, and this its type's name."""
     listed: bool = False
     """The replica specs are a list, each spec named by its `name` (JobSet's replicatedJobs)."""
+    pod_templates: bool = True
+    """Whether each template is a pod's (its containers are checked); False where the replicas
+    are objects of another kind (a machine's spec.child), whose API server checks them."""
 
     def spec_path(self, name: str, names: Sequence[str] = ()) -> str:
         """Where the replica spec of type `name` is, as a message names it (`names`: the
@@ -155,7 +158,7 @@ def job_problems(job: Mapping[str, Any], layout: JobLayout) -> list[str]:
     found += _replica_types(specs, layout)
     for name, spec in specs.items():
         found += pool_problems(layout.spec_path(name, names), spec, pools=layout.pools)
-    for name, spec in specs.items():
+    for name, spec in specs.items() if layout.pod_templates else ():
         found += container_problems(layout.spec_path(name, names), spec, layout.main_container)
     found += _known_types(rules, specs, layout)
     found += _dependency_problems(specs, layout.replica_specs)

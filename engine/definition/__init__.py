@@ -5,6 +5,7 @@ the same definitions through this API.
 """
 
 from engine.definition.compiled import (
+    CompiledChild,
     CompiledDefinition,
     CompiledMachine,
     CompiledObject,
@@ -15,10 +16,14 @@ from engine.definition.compiled import (
 from engine.definition.errors import DefinitionError, Diagnostic, Position
 from engine.definition.loader import LoadedDefinition, load_file, load_text
 from engine.definition.rendering import (
+    ChildDecorations,
+    ChildReading,
     PodDecorations,
     RenderedObject,
     RenderedSchedule,
     broken_rules,
+    read_child,
+    render_child_decorations,
     render_objects,
     render_pod_decorations,
     render_replacement_policy,
@@ -38,6 +43,9 @@ from engine.definition.step import (
 from engine.definition.validate import load_definitions, validate_paths
 
 __all__ = [
+    "ChildDecorations",
+    "ChildReading",
+    "CompiledChild",
     "CompiledDefinition",
     "CompiledMachine",
     "CompiledObject",
@@ -59,6 +67,8 @@ __all__ = [
     "load_definitions",
     "load_file",
     "load_text",
+    "read_child",
+    "render_child_decorations",
     "render_objects",
     "render_pod_decorations",
     "render_replacement_policy",

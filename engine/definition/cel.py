@@ -9,8 +9,11 @@ at run time.
 
 from __future__ import annotations
 
+import pickle
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Hashable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -159,12 +162,14 @@ class Scope:
     template: bool = False
     validation: bool = False
     status: bool = False
+    child: bool = False
+    """A spec.child status expression: it sees the job and the child only."""
     types: TypeContext = UNTYPED_JOB
 
     @property
     def variables(self) -> tuple[Variable, ...]:
         return variables_for(self.level, template=self.template, validation=self.validation,
-                             status=self.status)
+                             status=self.status, child=self.child)
 
     @property
     def variable_names(self) -> tuple[str, ...]:
@@ -187,7 +192,7 @@ class Activation:
     shared context must stay in one thread.
     """
 
-    __slots__ = ("_bound", "_context", "variables")
+    __slots__ = ("_bound", "_context", "_contents", "variables")
 
     def __init__(self, variables: Mapping[str, Any], *, sharing: Activation | None = None
                  ) -> None:
@@ -195,8 +200,39 @@ class Activation:
         if sharing is None:
             self._context = celpy.Context()
             self._bound: dict[str, object] = {}
+            self._contents: dict[int, tuple[object, bytes]] = {}
         else:
             self._context, self._bound = sharing._context, sharing._bound
+            self._contents = sharing._contents
+
+    def inputs(self, expression: CompiledExpression) -> Hashable | None:
+        """What the value of `expression` depends on, as plain bytes: the content of each
+        variable it reads (of a map it only selects fields of, `job.spec`, those fields);
+        None when a variable is missing or cannot be pickled."""
+        parts: list[object] = []
+        for name in expression.names:
+            value = self.variables.get(name, _ABSENT)
+            if value is _ABSENT:
+                return None
+            fields = _selected_fields(expression.source, name)
+            try:
+                if fields is not None and type(value) is dict:
+                    parts.append(tuple((f, self._content(value[f]) if f in value else None)
+                                       for f in fields))
+                else:
+                    parts.append(self._content(value))
+            except (pickle.PicklingError, TypeError, AttributeError):
+                return None
+        return (expression, tuple(parts))
+
+    def _content(self, value: object) -> bytes:
+        """`value` pickled: equal bytes unpickle to equal values, so they convert alike.
+        Kept per object, which must not change while the activation is in use."""
+        known = self._contents.get(id(value))
+        if known is None or known[0] is not value:
+            known = (value, pickle.dumps(value, pickle.HIGHEST_PROTOCOL))
+            self._contents[id(value)] = known
+        return known[1]
 
     def context_for(self, expression: CompiledExpression) -> Any:
         for name in expression.names:
@@ -228,10 +264,84 @@ class CompiledExpression:
         """The value of the expression; raises `CelEvaluationError`."""
         if not isinstance(variables, Activation):
             variables = Activation(variables)
+        remembered = _REMEMBERED.get()
+        if remembered is not None:
+            return remembered.evaluate(self, variables)
+        return self.run(variables)
+
+    def run(self, variables: Activation) -> Any:
+        """Evaluate in the evaluator, whatever is remembered."""
         try:
             return self.program.execute(variables.context_for(self))
         except Exception as exc:
             raise CelEvaluationError(f"{self.source!r}: {exc}") from exc
+
+
+class RememberedValues:
+    """The values of expressions by the content of what they read, for a caller that
+    evaluates the same expressions over the same values again and again (the model
+    checker: one machine, thousands of situations).
+
+    An expression's value depends only on the variables it reads (the functions are
+    pure), so one evaluated before over equal contents is answered from here without
+    converting anything into the evaluator. Errors are not kept: they are evaluated
+    each time. A value that is a list or a map is handed out as a fresh copy.
+    """
+
+    LIMIT = 200_000
+    """Values kept at most; all are forgotten when full (memory stays bounded)."""
+
+    def __init__(self) -> None:
+        self._values: dict[Hashable, Any] = {}
+
+    def evaluate(self, expression: CompiledExpression, variables: Activation) -> Any:
+        key = variables.inputs(expression)
+        if key is None:
+            return expression.run(variables)
+        found = self._values.get(key, _ABSENT)
+        if found is not _ABSENT:
+            return _fresh(found)
+        value = expression.run(variables)
+        if len(self._values) >= self.LIMIT:
+            self._values.clear()
+        self._values[key] = _fresh(value)
+        return value
+
+
+_REMEMBERED: ContextVar[RememberedValues | None] = ContextVar("remembered", default=None)
+
+
+@contextmanager
+def remembering_values() -> Iterator[None]:
+    """Within this block (in this thread or task), expressions evaluated over the same
+    contents as before are answered from memory (`RememberedValues`)."""
+    token = _REMEMBERED.set(RememberedValues())
+    try:
+        yield
+    finally:
+        _REMEMBERED.reset(token)
+
+
+def _fresh(value: Any) -> Any:
+    """A copy of the lists and maps in `value` (the rest is immutable)."""
+    if type(value) is list:
+        return [_fresh(item) for item in value]
+    if type(value) is dict:
+        return {key: _fresh(item) for key, item in value.items()}
+    return value
+
+
+@lru_cache(maxsize=4096)
+def _selected_fields(source: str, name: str) -> tuple[str, ...] | None:
+    """The fields of variable `name` that `source` selects (`job.spec`, `job.metadata`),
+    when every mention of the name is such a selection; None otherwise (the name is used
+    whole, indexed, called on, or bound by a macro), and then the whole value counts.
+    A mention inside a string literal only makes this more careful."""
+    mentions = re.findall(rf"\b{name}\b", source)
+    selected = re.findall(rf"\b{name}\s*\.\s*([A-Za-z_]\w*)\b(?!\s*\()", source)
+    if len(selected) != len(mentions):
+        return None
+    return tuple(sorted(set(selected)))
 
 
 def combine(expressions: list[CompiledExpression]) -> CompiledExpression:

@@ -48,7 +48,10 @@ def check_graph(loaded: LoadedDefinition) -> list[Diagnostic]:
 
 
 def _checks(loaded: LoadedDefinition, level: Level) -> _MachineChecks:
-    return _MachineChecks(loaded.positions, getattr(loaded.definition.spec, level), level)
+    spec = loaded.definition.spec
+    replicas_are = "child" if spec.child is not None else "pod"
+    return _MachineChecks(loaded.positions, getattr(spec, level), level,
+                          replicas_are=replicas_are if level == "replica" else None)
 
 
 def check_together(definitions: list[LoadedDefinition]) -> list[Diagnostic]:
@@ -77,10 +80,13 @@ def check_together(definitions: list[LoadedDefinition]) -> list[Diagnostic]:
 class _MachineChecks:
     """The checks of one level (job or replica) of one definition."""
 
-    def __init__(self, positions: PositionIndex, machine: MachineSpec, level: Level) -> None:
+    def __init__(self, positions: PositionIndex, machine: MachineSpec, level: Level, *,
+                 replicas_are: str | None = None) -> None:
         self.positions = positions
         self.machine = machine
         self.level = level
+        self.replicas_are = replicas_are
+        """`pod` or `child` (spec.child) at the replica level: the other's words are refused."""
         self.base: Path = ("spec", level)
         self.found: list[Diagnostic] = []
 
@@ -219,6 +225,7 @@ class _MachineChecks:
     def _observation(self, path: Path, name: str) -> None:
         here = observations_for(self.level)
         if name in here:
+            self._replica_word(path, name, here[name].group)
             return
         valid = f"{self.level} observations are: {name_list(here)}"
         elsewhere = [o.level for o in OBSERVATIONS if o.name == name]
@@ -234,6 +241,7 @@ class _MachineChecks:
             if spec is None:
                 self._unknown_action((*base, index), action.name)
                 continue
+            self._replica_word((*base, index), action.name, spec.acts_on)
             args_path = action_path(self.positions, base, index, action)
             allowed = {arg.name: arg for arg in spec.args}
             for name, value in action.args.items():
@@ -254,6 +262,19 @@ class _MachineChecks:
                 if arg.required and arg.name not in action.args:
                     self._error((*base, index),
                                 f"action '{action.name}' needs argument '{arg.name}'")
+
+    def _replica_word(self, path: Path, name: str, about: str | None) -> None:
+        """A pod's word in a machine whose replicas are children, or the reverse."""
+        if self.replicas_are is None or about not in ("pod", "child") or about == self.replicas_are:
+            return
+        if about == "child":
+            self._error(path, f"'{name}' is about a replica's child object, and this machine's "
+                        "replicas are pods: add a spec.child section to make them objects of "
+                        "another kind")
+        else:
+            self._error(path, f"'{name}' is about a replica's pod, and this machine's replicas "
+                        "are children (spec.child): use childMissing, childPending, childReady, "
+                        "childSucceeded, childFailed, childGone, createChild and deleteChild")
 
     def _unknown_action(self, path: Path, name: str) -> None:
         valid = f"{self.level} actions are: {name_list(actions_for(self.level))}"

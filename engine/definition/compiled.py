@@ -29,6 +29,7 @@ from engine.definition.loader import LoadedDefinition
 from engine.definition.positions import Path
 from engine.definition.schema import (
     ActionSpec,
+    ChildSpec,
     ConditionSpec,
     Governs,
     MachineDefinition,
@@ -202,6 +203,23 @@ class CompiledObject:
 
 
 @dataclass(frozen=True)
+class CompiledChild:
+    """A replica's child object (spec.child): its kind, where its template is, its values
+    and the status expressions that make the replica's observation, each compiled CEL."""
+
+    api_version: str
+    kind: str
+    template: str
+    """The replica spec's field holding the child's `{metadata, spec}`."""
+    name: CompiledExpression | None
+    """None: `<job>-<type in lower case>-<index>`."""
+    labels: Mapping[str, CompiledExpression]
+    annotations: Mapping[str, CompiledExpression]
+    status: Mapping[str, CompiledExpression]
+    """ready, succeeded, failed, failureReason, failureMessage."""
+
+
+@dataclass(frozen=True)
 class CompiledSchedule:
     """A machine's schedule: the kind of child it makes, and its values (cron, timeZone,
     startingDeadlineSeconds, concurrencyPolicy, the history limits, and the child's
@@ -243,6 +261,8 @@ class CompiledDefinition:
     """With governs.statusLayout Native: the status fields the machine computes."""
     schedule: CompiledSchedule | None = None
     """Children made on a cron schedule (a CronJob's Jobs), if the machine has them."""
+    child: CompiledChild | None = None
+    """The replicas' child objects, when they are not pods (spec.child)."""
     source: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
     """The document it was compiled from (bases merged in): what a revision stores."""
 
@@ -305,7 +325,25 @@ def compile_definition(loaded: LoadedDefinition) -> CompiledDefinition:
             spec.schedule.child.api_version, spec.schedule.child.kind,
             {str(path[-1]): compiled for path, compiled in expressions.items()
              if path[:2] == ("spec", "schedule")}),
+        child=_child(expressions, spec.child),
         source=loaded.data or {},
+    )
+
+
+def _child(expressions: Mapping[Path, CompiledExpression], child: ChildSpec | None
+           ) -> CompiledChild | None:
+    if child is None:
+        return None
+    path: Path = ("spec", "child")
+    return CompiledChild(
+        api_version=child.api_version,
+        kind=child.kind,
+        template=child.template,
+        name=expressions.get((*path, "name")),
+        labels={k: expressions[(*path, "labels", k)] for k in child.labels},
+        annotations={k: expressions[(*path, "annotations", k)] for k in child.annotations},
+        status={str(p[-1]): compiled for p, compiled in expressions.items()
+                if p[:3] == (*path, "status")},
     )
 
 

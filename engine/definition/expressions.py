@@ -53,9 +53,9 @@ class _Compiler:
         self.types = types
 
     def scope(self, level: Level, *, template: bool = False, validation: bool = False,
-              status: bool = False) -> Scope:
+              status: bool = False, child: bool = False) -> Scope:
         return Scope(level, template=template, validation=validation, status=status,
-                     types=self.types)
+                     child=child, types=self.types)
 
     def expression(
         self, path: Path, source: str, scope: Scope, types: tuple[str, ...] = ()
@@ -191,6 +191,10 @@ def compile_expressions(loaded: LoadedDefinition, job_schema: JobSchema | None =
         compiler.expression(path, source, object_scope)
     for name, source in spec.status.items():
         compiler.expression(("spec", "status", name), source, compiler.scope("job", status=True))
+    for path, source, types, child_scope in child_value_paths(loaded):
+        scope = (compiler.scope("replica", child=True) if child_scope
+                 else compiler.scope("replica", template=True))
+        compiler.expression(path, source, scope, types)
     for path, source, types in schedule_value_paths(loaded):
         compiler.expression(path, source, compiler.scope("job"), types)
     return compiler.table
@@ -218,3 +222,29 @@ def schedule_value_paths(
         yield ("spec", "schedule", key), values[key], types
     for key, types in _CHILD_VALUES:
         yield ("spec", "schedule", "child", key), values["child"][key], types
+
+
+_CHILD_STATUS_VALUES = (
+    ("ready", _GUARD_TYPES), ("succeeded", _GUARD_TYPES), ("failed", _GUARD_TYPES),
+    ("failureReason", _STRING_TYPES), ("failureMessage", _STRING_TYPES),
+)
+
+
+def child_value_paths(
+    loaded: LoadedDefinition,
+) -> Iterator[tuple[Path, str, tuple[str, ...], bool]]:
+    """Every value of the machine's spec.child, with the types it may give and whether it
+    is a status expression (which sees only `job` and `child`) rather than a value of the
+    child (which sees the replica's variables, as the pod's values do)."""
+    child = loaded.definition.spec.child
+    if child is None:
+        return
+    base: Path = ("spec", "child")
+    if child.name is not None:
+        yield (*base, "name"), child.name, _STRING_TYPES, False
+    for section, values in (("labels", child.labels), ("annotations", child.annotations)):
+        for key, source in values.items():
+            yield (*base, section, key), source, (), False
+    status = child.status.model_dump(by_alias=True)
+    for key, types in _CHILD_STATUS_VALUES:
+        yield (*base, "status", key), status[key], types, True

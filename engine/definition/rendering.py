@@ -111,6 +111,68 @@ def render_pod_decorations(
     )
 
 
+@dataclass(frozen=True)
+class ChildDecorations:
+    """What the machine gives one replica's child object: its name and its labels and
+    annotations (the replica spec's template gives the rest)."""
+
+    name: str | None
+    """None: the engine's default name."""
+    labels: Mapping[str, str]
+    annotations: Mapping[str, str]
+
+
+def render_child_decorations(
+    compiled: CompiledDefinition, variables: Mapping[str, Any]
+) -> ChildDecorations:
+    """The name, labels and annotations spec.child gives one replica's child."""
+    child = compiled.child
+    if child is None:
+        raise ValueError(f"machine {compiled.name} has no spec.child")
+    activation = Activation(variables)
+    name = None
+    if child.name is not None:
+        value = child.name.evaluate(activation)
+        if not isinstance(value, str) or not value:
+            raise CelEvaluationError(f"child.name gave {value!r}, not a non-empty string")
+        name = value
+    return ChildDecorations(name, _texts(child.labels, activation),
+                            _texts(child.annotations, activation))
+
+
+@dataclass(frozen=True)
+class ChildReading:
+    """A child object as its status expressions read it."""
+
+    ready: bool
+    succeeded: bool
+    failed: bool
+    failure_reason: str = ""
+    failure_message: str = ""
+
+
+def read_child(
+    compiled: CompiledDefinition, job: Mapping[str, Any], child: Mapping[str, Any]
+) -> ChildReading:
+    """What spec.child's status expressions say of `child`; raises CelEvaluationError when
+    one cannot be computed or does not give a bool (a string, for the failure's words)."""
+    expressions = compiled.child.status if compiled.child is not None else {}
+    activation = Activation({"job": job_value(job), "child": child})
+
+    def flag(key: str) -> bool:
+        value = expressions[key].evaluate(activation)
+        if not isinstance(value, bool):
+            raise CelEvaluationError(f"child.status.{key} gave {value!r}, not a bool")
+        return value
+
+    succeeded, failed = flag("succeeded"), flag("failed")
+    if not failed:
+        return ChildReading(flag("ready") and not succeeded, succeeded, False)
+    words = [expressions[k].evaluate(activation) for k in ("failureReason", "failureMessage")]
+    reason, message = (render_value(w) if w is not None else "" for w in words)
+    return ChildReading(False, succeeded, True, reason, message)
+
+
 def render_status_fields(
     compiled: CompiledDefinition, variables: Mapping[str, Any] | Activation
 ) -> dict[str, Any]:

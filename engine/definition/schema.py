@@ -257,6 +257,37 @@ class ObjectSpec(_Strict):
     fields: dict[str, str] = Field(default_factory=dict)
 
 
+class ChildStatus(_Strict):
+    """How a replica's child reads, as CEL over `job` and `child` (the object as last seen):
+    the engine knows nothing of the child's kind beyond these, so any kind whose status
+    CEL can read works (a JobSet's Jobs, a TrainJob's JobSet)."""
+
+    ready: str = "false"  # CEL bool: the child runs as wanted (a Job's pods are ready)
+    succeeded: str  # CEL bool: the child ended well
+    failed: str  # CEL bool: the child ended badly
+    failure_reason: str = Field(default="''", alias="failureReason")  # CEL string
+    failure_message: str = Field(default="''", alias="failureMessage")  # CEL string
+
+
+class ChildSpec(_Strict):
+    """A replica's child when it is not a pod: one object of another kind per replica index
+    (a JobSet's replicated job `workers` with replicas 4 has four Jobs).
+
+    The object is the replica spec's template (`{metadata, spec}` at `template`), named
+    `<job>-<type in lower case>-<index>` unless `name` says otherwise, with the engine's
+    replica labels, owned by the job; the replica machine reads it through `status`.
+    Labels, annotations and the name are CEL over the replica's variables.
+    """
+
+    api_version: str = Field(alias="apiVersion")
+    kind: str
+    name: str | None = None  # CEL string; default: <job>-<type in lower case>-<index>
+    template: Annotated[str, Field(min_length=1)] = "template"  # the replica spec's field
+    labels: dict[str, str] = Field(default_factory=dict)
+    annotations: dict[str, str] = Field(default_factory=dict)
+    status: ChildStatus
+
+
 class ScheduledChild(_Strict):
     """What a schedule makes at each due time: an object of a kind the engine also governs
     (a CronJob's Job), owned by the job. Every value is CEL over the job-level variables."""
@@ -362,6 +393,8 @@ class DefinitionSpec(_Strict):
     # A kind without pods (governs.replicaTypes: [], a CronJob) may leave it out.
     replica: MachineSpec = Field(default_factory=lambda: NO_REPLICAS)
     pod: PodSpec = Field(default_factory=PodSpec)
+    # A replica's child when it is not a pod (a JobSet's Jobs): see ChildSpec.
+    child: ChildSpec | None = None
     services: list[ServiceSpec] = Field(default_factory=list)
     validations: list[ValidationRule] = Field(default_factory=list)
     objects: list[ObjectSpec] = Field(default_factory=list)
@@ -380,6 +413,9 @@ class DefinitionSpec(_Strict):
             raise ValueError("replica is required (only a kind without pods, "
                              "governs.replicaTypes: [], may leave it out)")
         native = self.governs is not None and self.governs.status_layout == "Native"
+        if self.child is not None and "pod" in self.model_fields_set:
+            raise ValueError("a machine has a pod section or a child section, not both: its "
+                             "replicas are pods, or objects of the child's kind")
         if self.status and self.governs is not None and not native:
             raise ValueError("status fields need governs.statusLayout: Native (with the "
                              "Engine layout the engine writes the status itself)")

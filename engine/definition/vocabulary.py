@@ -50,6 +50,9 @@ class Action:
     resets_world: bool = False
     """After it no guard sees the world it saw (every replica starts again), so a cycle
     through it is not a loop without the world changing."""
+    acts_on: Literal["pod", "child"] | None = None
+    """What of a replica it acts on, where a machine's replicas are pods (`pod`) or
+    objects of spec.child's kind (`child`): an action on the other is refused."""
 
 
 @dataclass(frozen=True)
@@ -94,11 +97,13 @@ SUMMARY_STRUCT = Struct("ReplicaSummary", "a replica type's summary", (
              "order (a start-up order reads it)."),
     Variable("desired", "int", "Members of the type: replicas, or a pool's completions."),
     Variable("parallelism", "int", "Members that may have a pod at once."),
-    Variable("active", "int", "Running pods."),
-    Variable("ready", "int", "Running pods whose Ready condition is True."),
-    Variable("live", "int", "Pods that have not ended and are not being deleted (the Job "
-             "API's active)."),
-    Variable("terminating", "int", "Pods being deleted."),
+    Variable("active", "int", "Running pods; with spec.child, children that exist and have "
+             "not ended (JobSet's active)."),
+    Variable("ready", "int", "Running pods whose Ready condition is True; children whose "
+             "`ready` holds."),
+    Variable("live", "int", "Pods (or children) that have not ended and are not being "
+             "deleted (the Job API's active)."),
+    Variable("terminating", "int", "Pods (or children) being deleted."),
     Variable("waiting", "int", "Members not started that have no place now (a pool's)."),
     Variable("succeeded", "int", "Members in a success terminal state."),
     Variable("failed", "int", "Members in a failure terminal state."),
@@ -156,6 +161,7 @@ STRUCTS: tuple[Struct, ...] = (REPLICA_STRUCT, POD_STRUCT, SUMMARY_STRUCT,
 """In dependency order: a struct's fields name only structs before it."""
 
 POD = "pod"  # the group of replica observations computed from the replica's pod
+CHILD = "child"  # the group computed from the replica's child object (a machine with spec.child)
 
 OBSERVATIONS: tuple[Observation, ...] = (
     Observation("podMissing", "replica", "No pod exists for this replica index.", POD),
@@ -197,6 +203,26 @@ OBSERVATIONS: tuple[Observation, ...] = (
         "replica",
         "The pod claims to run but cannot: its node is gone or not ready, or its phase is Unknown.",
         POD,
+    ),
+    Observation("childMissing", "replica", "No child object exists for this replica index.",
+                CHILD),
+    Observation(
+        "childPending", "replica",
+        "The child exists and its `ready`, `succeeded` and `failed` expressions are all false.",
+        CHILD,
+    ),
+    Observation("childReady", "replica",
+                "The child's `ready` expression holds (and it has not ended).", CHILD),
+    Observation("childSucceeded", "replica", "The child's `succeeded` expression holds.", CHILD),
+    Observation(
+        "childFailed", "replica",
+        "The child's `failed` expression holds (`reason` and `terminationMessage` are its "
+        "`failureReason` and `failureMessage`).",
+        CHILD,
+    ),
+    Observation(
+        "childGone", "replica",
+        "The child is being deleted (it has a deletionTimestamp) and has not ended.", CHILD,
     ),
     Observation(
         "timedOut", "replica", "The replica has been in its state longer than the state's timeout."
@@ -246,14 +272,27 @@ ACTIONS: tuple[Action, ...] = (
                       "is posted when the pod is created (the Job controller's "
                       "SuccessfulCreate); none otherwise."),
         ),
-        replayable=True, creates=True,
+        replayable=True, creates=True, acts_on="pod",
     ),
-    Action("deletePod", ("replica",), "Delete the replica's pod, gracefully.", replayable=True),
+    Action("deletePod", ("replica",), "Delete the replica's pod, gracefully.", replayable=True,
+           acts_on="pod"),
     Action(
         "createService", ("replica",), "Create the replica's headless service, if it has one.",
         replayable=True, creates=True,
     ),
     Action("deleteService", ("replica",), "Delete the replica's service.", replayable=True),
+    Action(
+        "createChild", ("replica",),
+        "Create the replica's child object (spec.child) from its replica spec's template "
+        "(idempotent: a deterministic name).",
+        replayable=True, creates=True, acts_on="child",
+    ),
+    Action(
+        "deleteChild", ("replica",),
+        "Delete the replica's child object in the foreground: it is gone once its own "
+        "children are (JobSet deletes its Jobs so).",
+        replayable=True, acts_on="child",
+    ),
     Action(
         "countRestart",
         ("replica",),
@@ -333,10 +372,11 @@ COMMON_VARIABLES: tuple[Variable, ...] = (
         _SUMMARY,
         "Per replica type: position (its place in the job's order, from 0), desired (its "
         "members: replicas, or a pool's completions), "
-        "parallelism (members that may have a pod at once), active (running pods), ready "
-        "(running pods whose Ready condition is True), live (pods that have not ended and are "
-        "not being deleted, pending or running: the Job API's active), terminating (pods "
-        "being deleted), "
+        "parallelism (members that may have a pod at once), active (running pods; children "
+        "that exist and have not ended), ready (running pods whose Ready condition is True; "
+        "children whose `ready` holds), live (pods or children that have not ended and are "
+        "not being deleted, pending or running: the Job API's active), terminating (pods or "
+        "children being deleted), "
         "waiting (members not started yet: a pool's wait for a place), succeeded, failed, "
         "restarts, one count per replica phase word in lowerCamelCase (pending, running, "
         "...), states (count per state name), completedIndexes and failedIndexes (members "
@@ -387,6 +427,12 @@ REPLICA_VARIABLES: tuple[Variable, ...] = (
         "Pod",
         "The observed pod: name, phase, reason, exitCode, terminationReason, restartCount, "
         "ready; empty when there is none.",
+    ),
+    Variable(
+        "child",
+        "map(string, dyn)",
+        "With spec.child: the replica's child object as last seen (metadata and status); "
+        "empty while there is none, and for a machine whose replicas are pods.",
     ),
     Variable(
         "exitCode",
@@ -458,6 +504,14 @@ TEMPLATE_VARIABLES: tuple[Variable, ...] = (
 VALIDATION_VARIABLES: tuple[Variable, ...] = (COMMON_VARIABLES[0],)
 """What a validation rule sees: the job alone (it is checked before anything is observed)."""
 
+CHILD_STATUS_VARIABLES: tuple[Variable, ...] = (
+    COMMON_VARIABLES[0],
+    Variable("child", "map(string, dyn)",
+             "The replica's child object as last seen: metadata and status."),
+)
+"""What spec.child's status expressions see: the job and the child (they make the replica's
+observation, before anything else is computed)."""
+
 
 def lower_camel(word: str) -> str:
     """A phase word as the replica summary counts it: `Running` -> `running`,
@@ -466,12 +520,15 @@ def lower_camel(word: str) -> str:
 
 
 def variables_for(
-    level: Level, *, template: bool = False, validation: bool = False, status: bool = False
+    level: Level, *, template: bool = False, validation: bool = False, status: bool = False,
+    child: bool = False,
 ) -> tuple[Variable, ...]:
-    """The CEL variables visible to a guard, template, validation rule or status field at
-    `level`."""
+    """The CEL variables visible to a guard, template, validation rule, status field or
+    child status expression at `level`."""
     if validation:
         return VALIDATION_VARIABLES
+    if child:
+        return CHILD_STATUS_VARIABLES
     found = COMMON_VARIABLES
     if status:
         found += STATUS_VARIABLES

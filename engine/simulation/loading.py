@@ -90,6 +90,12 @@ def load_scenario(path: str | Path, *, machines: Path) -> LoadedScenario:
             f"machine {definition.name} makes its children on a schedule (spec.schedule, a "
             f"{job.data['kind']}'s Jobs), which simulate does not play: it runs one job and "
             "its pods. Simulate the child kind instead (its template as a job of its own)"))])
+    if definition.child is not None:
+        child = definition.child
+        raise ScenarioError([error(document.at("job"), (
+            f"machine {definition.name}'s replicas are {child.kind} objects (spec.child), which "
+            "simulate does not play yet: it runs one job and its pods. Simulate the child "
+            "kind instead (a replica's template as a job of its own)"))])
     facts = _facts(scenario, document, job.data, definition)
     return LoadedScenario(str(path), scenario, document.index, job.data, definition, facts)
 

@@ -266,7 +266,7 @@ class World:
             recorder=cast(EventRecorder, recorder), settings=self.settings,
             key=JobKey(self.job["kind"], metadata["namespace"], metadata["name"]),
             job=self.job, definition=self.definition, spec=spec, decision=decision,
-            pods=Claimed(dict(self.pods)), services=Claimed(dict(self.services)),
+            replica_objects=Claimed(dict(self.pods)), services=Claimed(dict(self.services)),
             facts=facts, now=self.now,
             old_attempt=frozenset(r for r, p in self.pods.items() if attempt_of(p) != attempt),
         )

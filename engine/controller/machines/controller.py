@@ -338,16 +338,17 @@ def _object_kinds(
     revisions: Mapping[str, Obj],
     served: Mapping[tuple[str, str], Resource],
 ) -> dict[tuple[str, str], Resource]:
-    """(apiVersion, kind) -> resource of every kind of child object a machine declares, now
-    or in a revision a job may still run with (kinds not served are left out)."""
+    """(apiVersion, kind) -> resource of every kind of child object a machine declares
+    (spec.objects, spec.child), now or in a revision a job may still run with (kinds not
+    served are left out)."""
     documents = [j.document for j, _ in judged.values() if j.document is not None]
     documents += [r.get("data") or {} for r in revisions.values()]
-    wanted = {
-        (str(o.get("apiVersion")), str(o.get("kind")))
-        for document in documents
-        for o in ((document.get("spec") or {}).get("objects") or ())
-        if isinstance(o, Mapping)
-    }
+    wanted = set()
+    for document in documents:
+        spec = document.get("spec") or {}
+        declared = [*(spec.get("objects") or ()), spec.get("child")]
+        wanted |= {(str(o.get("apiVersion")), str(o.get("kind")))
+                   for o in declared if isinstance(o, Mapping)}
     known = {**{k: r for k, r in served.items() if r.namespaced}, **BUILTIN_CHILDREN}
     return {key: known[key] for key in wanted if key in known}
 

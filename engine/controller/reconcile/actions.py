@@ -8,10 +8,10 @@ precondition and treat NotFound as done, and `AlreadyExists` is not an error
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 from loguru import logger
 
@@ -27,6 +27,7 @@ from engine.controller.reconcile.cleanup import cleanup_policy, pods_to_clean
 from engine.controller.reconcile.decide import Decision, Planned
 from engine.controller.reconcile.jobspec import JobSpecView, ReplicaTypeSpec
 from engine.controller.reconcile.manifests import (
+    build_child,
     build_pod,
     build_service,
     cluster_spec,
@@ -38,7 +39,13 @@ from engine.controller.reconcile.variables import replica_variables
 from engine.controller.reporting.events import EventRecorder
 from engine.controller.runtime.expectations import ExpectationKey, Expectations
 from engine.controller.runtime.freshness import ReleasedFinalizers
-from engine.definition import CompiledDefinition, PodDecorations, render_pod_decorations
+from engine.definition import (
+    ChildDecorations,
+    CompiledDefinition,
+    PodDecorations,
+    render_child_decorations,
+    render_pod_decorations,
+)
 from engine.definition.cel import CelEvaluationError
 from engine.kube.client import KubeClient
 from engine.kube.errors import AlreadyExists, Invalid, NotFound
@@ -47,6 +54,7 @@ from engine.kube.timestamps import parse_time
 from engine.settings import EngineSettings
 
 Obj = Mapping[str, Any]
+Rendered = TypeVar("Rendered", PodDecorations, ChildDecorations)
 _TEMPLATE_RETRY_S = 30.0
 """How soon a pod whose machine values failed is tried again (the job may be edited)."""
 
@@ -74,12 +82,14 @@ class ActionRun:
     definition: CompiledDefinition
     spec: JobSpecView
     decision: Decision
-    pods: Claimed
+    replica_objects: Claimed
+    """Each replica's own object: its pod, or its spec.child object."""
     services: Claimed
     facts: Mapping[ReplicaId, PodFacts]
     now: datetime
     old_attempt: frozenset[ReplicaId] = frozenset()
-    """Replicas whose pod is of an older restart attempt: it is deleted, whatever the state."""
+    """Replicas whose object is of an older restart attempt: it is deleted, whatever the
+    state."""
     released: ReleasedFinalizers | None = None
     """Tracking finalizers already removed, while the cache shows pods from before."""
     wait_s: list[float] = field(default_factory=list)
@@ -108,7 +118,8 @@ class ActionRun:
         return ExpectationKey(self.key.id, replica_type)
 
     def may_act(self, replica_type: str) -> bool:
-        """Whether this run may create and delete pods of `replica_type`: the expectations
+        """Whether this run may create and delete pods (or children) of `replica_type`: the
+        expectations
         were satisfied when it first asked, as the Job controller asks once per sync.
 
         Asking again after each create would stop the run at its first pod of a type (its
@@ -124,11 +135,12 @@ class ActionRun:
 
 
 def execute(run: ActionRun) -> None:
-    """Run the planned actions in order, then remove pods that no replica owns any more."""
+    """Run the planned actions in order, then remove pods (or children) that no replica owns
+    any more."""
     for planned in run.decision.actions:
         _execute_one(run, planned)
     for replica in sorted(run.old_attempt):
-        _delete(run, replica, run.pods.by_replica.get(replica), pod=True)
+        _delete(run, replica, run.replica_objects.by_replica.get(replica), own=True)
     if not run.decision.holds_replicas:
         _delete_stale(run)
 
@@ -149,12 +161,14 @@ def _execute_one(run: ActionRun, planned: Planned) -> None:
         raise ValueError(f"replica action {name} planned without a replica")
     elif name == "createPod":
         _create_pod(run, replica, event_reason=planned.action.args.get("reason"))
-    elif name == "deletePod":
-        _delete(run, replica, run.pods.by_replica.get(replica), pod=True)
+    elif name in ("deletePod", "deleteChild"):
+        _delete(run, replica, run.replica_objects.by_replica.get(replica), own=True)
+    elif name == "createChild":
+        _create_child(run, replica)
     elif name == "createService":
         _create_service(run, replica)
     elif name == "deleteService":
-        _delete(run, replica, run.services.by_replica.get(replica), pod=False)
+        _delete(run, replica, run.services.by_replica.get(replica), own=False)
     else:
         raise NotImplementedError(f"the engine has no executor for action {name!r}")
 
@@ -164,23 +178,32 @@ def _log(run: ActionRun, replica: ReplicaId | None = None) -> Any:
     return bound.bind(replica=str(replica)) if replica is not None else bound
 
 
-def _create_pod(run: ActionRun, replica: ReplicaId, *, event_reason: Any = None) -> None:
-    if replica in run.pods.by_replica:
-        return
+def _may_create(run: ActionRun, replica: ReplicaId) -> bool:
+    """Whether the replica's pod (or child) may be created now: it has none, the job's
+    objects are as wanted, the expectations are met and its back-off has run out; when
+    not, the run is told when to look again."""
+    if replica in run.replica_objects.by_replica:
+        return False
     if run.objects_wait_s > 0:
         run.wait_s.append(run.objects_wait_s)
-        return
+        return False
     if not run.may_act(replica.type):
         run.wait_s.append(1.0)
-        return
+        return False
     delay = _backoff_remaining(run, replica)
     if delay > 0:
         run.wait_s.append(delay)
+        return False
+    return True
+
+
+def _create_pod(run: ActionRun, replica: ReplicaId, *, event_reason: Any = None) -> None:
+    if not _may_create(run, replica):
         return
     replica_type = run.spec.replica_type(replica.type)
     if replica_type is None:
         return
-    decorations = _decorations(run, replica, replica_type)
+    decorations = _decorations(run, replica, replica_type, render_pod_decorations)
     if decorations is None:
         return
     pod = build_pod(run.job, run.definition, replica_type, replica, decorations,
@@ -205,10 +228,39 @@ def _create_pod(run: ActionRun, replica: ReplicaId, *, event_reason: Any = None)
                                 replica=str(replica))
 
 
+def _create_child(run: ActionRun, replica: ReplicaId) -> None:
+    """Create the replica's spec.child object; AlreadyExists is explained as for pods."""
+    if not _may_create(run, replica):
+        return
+    replica_type = run.spec.replica_type(replica.type)
+    if replica_type is None:
+        return
+    decorations = _decorations(run, replica, replica_type, render_child_decorations)
+    if decorations is None:
+        return
+    child = build_child(run.job, run.definition, replica_type, replica, decorations,
+                        attempt=run.decision.record.restart_attempt)
+    resource = run.replica_objects.resource
+    key = run.expectation(replica.type)
+    run.expectations.expect_creations(key, 1)
+    try:
+        run.client.create(resource, child, run.key.namespace)
+    except AlreadyExists:
+        run.expectations.creation_observed(key)
+        _explain_existing(run, resource, child["metadata"]["name"], replica)
+    except Exception:
+        run.expectations.creation_observed(key)
+        raise
+    else:
+        _log(run, replica).info(f"created {resource.kind} {child['metadata']['name']}")
+
+
 def _decorations(
-    run: ActionRun, replica: ReplicaId, replica_type: ReplicaTypeSpec
-) -> PodDecorations | None:
-    """The machine's env, labels and annotations for the replica; None (reported) if they fail."""
+    run: ActionRun, replica: ReplicaId, replica_type: ReplicaTypeSpec,
+    render: Callable[[CompiledDefinition, Mapping[str, Any]], Rendered],
+) -> Rendered | None:
+    """The machine's values for the replica's pod (env, labels, annotations...) or its child
+    (name, labels, annotations); None (reported) if they fail."""
     variables = replica_variables(
         run.decision.variables, replica, desired=replica_type.replicas,
         policy=replica_type.restart_policy, record=run.decision.record,
@@ -216,7 +268,7 @@ def _decorations(
     )
     variables.update(run.template_variables())
     try:
-        return render_pod_decorations(run.definition, variables)
+        return render(run.definition, variables)
     except CelEvaluationError as exc:
         revision = (run.job.get("status") or {}).get(MACHINE_STATUS_FIELD) or "?"
         message = (f"{replica}: the pod values of machine {run.definition.name} (revision "
@@ -289,7 +341,7 @@ def _create_service(run: ActionRun, replica: ReplicaId) -> None:
     replica_type = run.spec.replica_type(replica.type)
     if replica_type is None or service_spec_for(run.definition, replica.type) is None:
         return
-    decorations = _decorations(run, replica, replica_type)
+    decorations = _decorations(run, replica, replica_type, render_pod_decorations)
     if decorations is None:
         return
     service = build_service(run.job, run.definition, replica_type, replica,
@@ -302,21 +354,27 @@ def _create_service(run: ActionRun, replica: ReplicaId) -> None:
         _explain_existing(run, SERVICES, service["metadata"]["name"], replica)
 
 
-def _delete(run: ActionRun, replica: ReplicaId | None, obj: Obj | None, *, pod: bool) -> bool:
-    """Delete a child unless it is already going; whether this call deleted it."""
+def _delete(run: ActionRun, replica: ReplicaId | None, obj: Obj | None, *, own: bool) -> bool:
+    """Delete a child unless it is already going; whether this call deleted it.
+
+    `own`: the replica's own object (its pod, or its spec.child object, deleted in the
+    foreground so that a new one waits for the old one's children), counted by the
+    expectations; else its service."""
     if obj is None or obj["metadata"].get("deletionTimestamp"):
         return False
     metadata = obj["metadata"]
-    resource = PODS if pod else SERVICES
+    resource = run.replica_objects.resource if own else SERVICES
     key = None
-    if pod and replica is not None:
+    if own and replica is not None:
         if not run.may_act(replica.type):
             run.wait_s.append(1.0)
             return False
         key = run.expectation(replica.type)
         run.expectations.expect_deletions(key, [metadata["name"]])
+    foreground = "Foreground" if resource not in (PODS, SERVICES) else None
     try:
-        run.client.delete(resource, metadata["name"], metadata["namespace"], uid=metadata["uid"])
+        run.client.delete(resource, metadata["name"], metadata["namespace"], uid=metadata["uid"],
+                          propagation_policy=foreground)
     except NotFound:
         if key is not None:
             run.expectations.deletion_observed(key, metadata["name"])
@@ -328,8 +386,8 @@ def _delete(run: ActionRun, replica: ReplicaId | None, obj: Obj | None, *, pod: 
 def _cleanup_pods(run: ActionRun, policy: Any) -> None:
     chosen = cleanup_policy(policy, run.spec.run_policy)
     for replica in pods_to_clean(chosen, run.facts):
-        _delete(run, replica, run.pods.by_replica.get(replica), pod=True)
-        _delete(run, replica, run.services.by_replica.get(replica), pod=False)
+        _delete(run, replica, run.replica_objects.by_replica.get(replica), own=True)
+        _delete(run, replica, run.services.by_replica.get(replica), own=False)
 
 
 def _left_out(run: ActionRun, replica: ReplicaId) -> bool:
@@ -345,12 +403,12 @@ def _left_out(run: ActionRun, replica: ReplicaId) -> bool:
 def _delete_stale(run: ActionRun) -> None:
     """Children no replica owns any more (`_left_out`); a pool member sent back to waiting
     says so in an Event when its pod goes (a user sees why a running pod was deleted)."""
-    for claimed, pod in ((run.pods, True), (run.services, False)):
+    for claimed, own in ((run.replica_objects, True), (run.services, False)):
         for replica, obj in claimed.by_replica.items():
-            if not _left_out(run, replica) or not _delete(run, replica, obj, pod=pod):
+            if not _left_out(run, replica) or not _delete(run, replica, obj, own=own):
                 continue
             spec = run.spec.replica_type(replica.type)
-            if pod and spec is not None and spec.pool and replica.index < spec.replicas:
+            if own and spec is not None and spec.pool and replica.index < spec.replicas:
                 run.recorder.record(
                     run.job, type="Normal", reason="ParallelismLowered",
                     message=f"{replica} waits for a place again: its pool's parallelism is "
@@ -358,17 +416,20 @@ def _delete_stale(run: ActionRun) -> None:
                             "deleted.",
                     replica=str(replica))
         for obj in claimed.unplaced:
-            _delete(run, None, obj, pod=pod)
+            _delete(run, None, obj, own=own)
 
 
 def release_tracking(run: ActionRun) -> None:
-    """Drop the tracking finalizer of pods whose outcome the written status now holds."""
+    """Drop the tracking finalizer of pods whose outcome the written status now holds (a
+    spec.child object carries none)."""
+    if run.replica_objects.resource != PODS:
+        return
     done = run.decision.holds_replicas
-    for replica, pod in run.pods.by_replica.items():
+    for replica, pod in run.replica_objects.by_replica.items():
         stale = _left_out(run, replica) or replica in run.old_attempt
         if done or stale or run.facts.get(replica, MISSING).terminal:
             remove_finalizer(run.client, pod, TRACKING_FINALIZER, released=run.released)
-    for pod in run.pods.unplaced:
+    for pod in run.replica_objects.unplaced:
         remove_finalizer(run.client, pod, TRACKING_FINALIZER, released=run.released)
 
 

@@ -1,4 +1,5 @@
-"""Which pods and services belong to a job: by ownerReference first, by labels second.
+"""Which pods, services and child objects belong to a job: by ownerReference first, by labels
+second.
 
 Field notes, stories 1 and 2: a child our controller reference names is ours
 even when its labels drifted (we relabel it, never release it); an orphan whose
@@ -27,7 +28,7 @@ from engine.controller.reconcile.children import (
 from engine.kube.cache import Cache
 from engine.kube.client import KubeClient
 from engine.kube.errors import Conflict, NotFound
-from engine.kube.resources import Resource
+from engine.kube.resources import PODS, Resource
 
 Obj = Mapping[str, Any]
 
@@ -39,6 +40,8 @@ class Claimed:
     by_replica: Mapping[ReplicaId, Obj]
     unplaced: tuple[Obj, ...] = ()
     """Ours, but naming no replica the job has (a removed type): to be deleted."""
+    resource: Resource = PODS
+    """What they are: pods, services, or spec.child's kind."""
 
 
 class AdoptionGuard:
@@ -105,7 +108,7 @@ def claim(
         current = by_replica.get(replica)
         if current is None or obj["metadata"]["name"] == child_name(metadata["name"], replica):
             by_replica[replica] = obj
-    return Claimed(by_replica, tuple(unplaced))
+    return Claimed(by_replica, tuple(unplaced), resource)
 
 
 def _matches(obj: Obj, job: Obj) -> bool:

@@ -460,7 +460,7 @@ def _new_ends(record: MachineRecord, replica: ReplicaId, facts: PodFacts) -> int
     return max(facts.ends - before, 0)
 
 
-_FAILURES = frozenset({"podFailed", "podRestarting", "podLost"})
+_FAILURES = frozenset({"podFailed", "podRestarting", "podLost", "childFailed"})
 _RESTARTED_FIRST = frozenset({"podPending", "podRunning", "podSucceeded", "podFailed"})
 """Observations that, with restarts in place not seen yet, are `podRestarting` first (the
 restarts are counted), then themselves: a pod may finish before the engine saw it restart."""
@@ -556,10 +556,10 @@ def _track_backoff(
     (no restart counted) still cannot recreate a pod in a tight loop.
     """
     backoff = dict(progress.record.replica_backoff)
-    if facts.observation == "podSucceeded":
+    if facts.observation in ("podSucceeded", "childSucceeded"):
         if backoff.pop(replica, None) is None:
             return
-    elif facts.observation in ("podFailed", "podLost") and not (
+    elif facts.observation in ("podFailed", "podLost", "childFailed") and not (
         definition.replica.states[state].terminal
     ):
         previous = backoff.get(replica)

@@ -126,8 +126,10 @@ def read_job_spec(
     if error:
         return JobSpecView((), run_policy, error)
     order = list(specs) if layout.listed else governs.replica_types or list(specs)
+    template_field = definition.child.template if definition.child is not None else "template"
     types = tuple(
-        _replica_type(name, specs[name], governs.default_restart_policy, pools=governs.pools)
+        _replica_type(name, specs[name], governs.default_restart_policy, pools=governs.pools,
+                      template_field=template_field)
         for name in order
         if name in specs
     )
@@ -145,9 +147,12 @@ def read_job_spec(
 
 
 def _replica_type(
-    name: str, spec: Mapping[str, Any], default_policy: str, *, pools: bool
+    name: str, spec: Mapping[str, Any], default_policy: str, *, pools: bool,
+    template_field: str = "template",
 ) -> ReplicaTypeSpec:
-    template = spec.get("template") or {}
+    """`template_field` holds the pod's template, or spec.child's object's `{metadata,
+    spec}`."""
+    template = spec.get(template_field) or {}
     fixed = ReplicaTypeSpec(
         name=name,
         replicas=int(spec.get("replicas", 1)),
@@ -184,6 +189,7 @@ def layout_of(definition: CompiledDefinition) -> JobLayout:
         single_type=governs.replica_types[0] if governs.replica_spec and governs.replica_types
         else None,
         listed=governs.replica_list,
+        pod_templates=definition.child is None,
     )
 
 

@@ -1,4 +1,5 @@
-"""The pods and headless services the engine creates, built from a job and its definition.
+"""The pods, headless services and spec.child objects the engine creates, built from a job and
+its definition.
 
 Pure: the same inputs give the same object, so a create can be retried after a
 crash and `AlreadyExists` means "the one we wanted is there".
@@ -21,7 +22,7 @@ from engine.controller.reconcile.children import (
     replica_selector,
 )
 from engine.controller.reconcile.jobspec import ReplicaTypeSpec
-from engine.definition import CompiledDefinition, PodDecorations
+from engine.definition import ChildDecorations, CompiledDefinition, PodDecorations
 from engine.definition.rendering import EnvValue
 from engine.definition.schema import ServiceSpec
 
@@ -90,6 +91,43 @@ def build_pod(
             "finalizers": [TRACKING_FINALIZER],
         },
         "spec": spec,
+    }
+
+
+def build_child(
+    job: Mapping[str, Any],
+    definition: CompiledDefinition,
+    replica_type: ReplicaTypeSpec,
+    replica: ReplicaId,
+    decorations: ChildDecorations,
+    *,
+    attempt: int = 0,
+) -> dict[str, Any]:
+    """The replica's child object (spec.child): the replica spec's template (`{metadata,
+    spec}`) as spec.child's kind, with the machine's name, labels and annotations, our
+    replica labels and the restart attempt, owned by the job. No tracking finalizer: the
+    parent reads the child's outcome from its status, which stays while the child does."""
+    child = definition.child
+    if child is None:
+        raise ValueError(f"machine {definition.name} has no spec.child")
+    template: dict[str, Any] = orjson.loads(orjson.dumps(replica_type.template))
+    metadata = template.get("metadata") or {}
+    return {
+        "apiVersion": child.api_version,
+        "kind": child.kind,
+        "metadata": {
+            "name": decorations.name or child_name(job["metadata"]["name"], replica),
+            "namespace": job["metadata"]["namespace"],
+            "labels": {
+                **(metadata.get("labels") or {}),
+                **decorations.labels,
+                **child_labels(job, replica),
+                RESTART_ATTEMPT_LABEL: str(attempt),
+            },
+            "annotations": {**(metadata.get("annotations") or {}), **decorations.annotations},
+            "ownerReferences": [owner_reference(job)],
+        },
+        "spec": template.get("spec") or {},
     }
 
 

@@ -1,4 +1,5 @@
-"""What the engine sees: a job's pods turned into one observation per replica, and job facts.
+"""What the engine sees: a job's pods (or, with spec.child, its child objects) turned into one
+observation per replica, and job facts.
 
 Outcomes come from the main container's `state.terminated.exitCode`, not from
 the pod phase alone (field notes, story 3): a pod that says Running while its
@@ -17,6 +18,8 @@ from typing import Any
 
 from engine.controller.reconcile.failure_rules import failure_match
 from engine.controller.reconcile.jobspec import JobSpecView
+from engine.definition import CompiledDefinition, read_child
+from engine.definition.cel import CelEvaluationError
 from engine.kube.timestamps import parse_time
 
 IN_PLACE_POLICIES = frozenset({"OnFailure", "Always"})
@@ -45,31 +48,51 @@ class PodFacts:
     uid: str = ""
     deleting: bool = False
     """Whether the pod is being deleted (it has a deletionTimestamp)."""
+    child: Mapping[str, Any] = field(default_factory=dict)
+    """With spec.child: the replica's child object as last seen (the `child` variable);
+    `reason` and `message` are then its failure's words."""
+    error: str = ""
+    """Why the observation is only a guess: a child status expression failed, else ''."""
 
     @property
     def ready(self) -> bool:
-        """Whether the pod runs and its Ready condition is True (readiness probes passed)."""
-        return self.observation == "podRunning" and bool(self.pod.get("ready"))
+        """Whether the pod runs and its Ready condition is True (readiness probes passed), or
+        the child's `ready` expression holds."""
+        return (self.observation == "podRunning" and bool(self.pod.get("ready"))) or (
+            self.observation == "childReady")
+
+    @property
+    def active(self) -> bool:
+        """Whether the pod runs, or the child exists and has not ended (JobSet's `active`),
+        and it is not being deleted."""
+        return self.observation in _ACTIVE and not self.deleting
 
     @property
     def terminal(self) -> bool:
-        """Whether the pod will not run again (its outcome is final or it is going away)."""
-        return self.observation in ("podSucceeded", "podFailed", "podGone", "podLost")
+        """Whether the pod or child will not run again (its outcome is final or it is
+        going away)."""
+        return self.observation in _TERMINAL
 
     @property
     def going(self) -> bool:
-        """Whether the pod is being deleted or is gone: nothing is left to delete."""
-        return self.deleting or self.observation in ("podMissing", "podGone")
+        """Whether the pod or child is being deleted or is gone: nothing is left to delete."""
+        return self.deleting or self.observation in _GOING
 
     @property
     def terminating(self) -> bool:
-        """Whether the pod is being deleted and has not reached a terminal phase (the Job
-        API's `terminating`)."""
-        return self.deleting and self.pod.get("phase") not in ("Succeeded", "Failed")
+        """Whether the pod or child is being deleted and has not ended (the Job API's
+        `terminating`)."""
+        return (self.deleting and self.pod.get("phase") not in ("Succeeded", "Failed")
+                and self.observation not in _CHILD_ENDS)
 
     @property
     def termination(self) -> str:
-        """The end in words: `exit code 2, Error: <last line of the message>`."""
+        """The end in words: `exit code 2, Error: <last line of the message>`; a child's is
+        its failure's reason and message."""
+        if self.exit_code < 0 and self.child:
+            gist = message_gist(self.message)
+            return f"{self.reason}: {gist}" if self.reason and gist else (
+                self.reason or gist or "no reason given")
         if self.exit_code < 0:
             return "no exit code"
         text = f"exit code {self.exit_code}"
@@ -80,6 +103,13 @@ class PodFacts:
 
 
 MISSING = PodFacts("podMissing")
+CHILD_MISSING = PodFacts("childMissing")
+
+_ACTIVE = frozenset({"podRunning", "childPending", "childReady"})
+_CHILD_ENDS = frozenset({"childSucceeded", "childFailed"})
+_TERMINAL = frozenset({"podSucceeded", "podFailed", "podGone", "podLost", *_CHILD_ENDS,
+                       "childGone"})
+_GOING = frozenset({"podMissing", "podGone", "childMissing", "childGone"})
 
 
 def message_gist(message: str) -> str:
@@ -194,6 +224,36 @@ def observe_replica_pod(
             observed = replace(observed, failure_action=found.action,
                                failure_cause=found.cause)
     return observed
+
+
+def observe_child(
+    child: Mapping[str, Any] | None, *, job: Mapping[str, Any], definition: CompiledDefinition
+) -> PodFacts:
+    """The observation for one replica's child object (None: none), from spec.child's status
+    expressions: an ended child is judged though it is being deleted, as a pod is; one
+    being deleted that has not ended is `childGone`.
+
+    A status expression that fails leaves the child `childPending`, with `error` saying
+    why: nothing is decided on a guess (the machine's author sees it in the log).
+    """
+    if child is None:
+        return CHILD_MISSING
+    metadata = child.get("metadata") or {}
+    deleting = metadata.get("deletionTimestamp") is not None
+    pending = PodFacts("childPending", child=child, uid=str(metadata.get("uid") or ""),
+                       deleting=deleting)
+    try:
+        reading = read_child(definition, job, child)
+    except CelEvaluationError as exc:
+        return replace(pending, error=f"child {metadata.get('name')}: {exc}")
+    if reading.succeeded:
+        return replace(pending, observation="childSucceeded")
+    if reading.failed:
+        return replace(pending, observation="childFailed", reason=reading.failure_reason,
+                       message=reading.failure_message)
+    if deleting:
+        return replace(pending, observation="childGone")
+    return replace(pending, observation="childReady") if reading.ready else pending
 
 
 def _pod_observation(

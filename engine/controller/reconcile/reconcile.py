@@ -49,9 +49,11 @@ from engine.controller.reconcile.native_status import (
 from engine.controller.reconcile.notices import Notice, UnconfirmedNotices, notices_for
 from engine.controller.reconcile.objects import ObjectRun, object_name, ours, sync_objects
 from engine.controller.reconcile.observe import (
+    CHILD_MISSING,
     PodFacts,
     job_observations,
     node_is_ready,
+    observe_child,
     observe_replica_pod,
 )
 from engine.controller.reconcile.record import MachineRecord, RecordError, read_record
@@ -129,7 +131,8 @@ TransitionListener = Callable[[Sequence[RecordedTransition]], None]
 @dataclass(frozen=True)
 class _Observed:
     spec: JobSpecView
-    pods: Claimed
+    replica_objects: Claimed
+    """Each replica's pod, or its spec.child object."""
     services: Claimed
     record: MachineRecord
     """The engine's record, read once from the job's status."""
@@ -369,31 +372,60 @@ class Reconciler:
             except Exception:
                 logger.exception("a transition listener failed")
 
+    def _replica_objects(self, definition: CompiledDefinition) -> tuple[Resource, Cache]:
+        """Where the replicas' own objects are: the pods, or spec.child's kind's watch (a
+        kind not watched yet is a stale read: the job is looked at again)."""
+        child = definition.child
+        if child is None:
+            return PODS, self._caches.pods
+        found = self._caches.objects.get((child.api_version, child.kind))
+        if found is None:
+            raise NotFound(404, "NotFound", f"the engine does not watch {child.kind} "
+                           f"({child.api_version}) yet, the children of {definition.name}", {})
+        return found
+
     def _observe(self, key: JobKey, job: Obj, definition: CompiledDefinition) -> _Observed:
         spec = read_job_spec(job, definition, verdicts=self._verdicts)
         guard = AdoptionGuard(self._client, self._resource(key), job)
         types = [t.name for t in spec.replica_types]
-        pods = claim(self._client, PODS, self._caches.pods, job, replica_types=types, guard=guard)
+        resource, cache = self._replica_objects(definition)
+        owned = claim(self._client, resource, cache, job, replica_types=types, guard=guard)
         services = claim(self._client, SERVICES, self._caches.services, job,
                          replica_types=types, guard=guard)
         record = read_record(job.get("status") or {})
         facts = {}
         old_attempt = set()
-        for replica, pod in pods.by_replica.items():
-            if attempt_of(pod) != record.restart_attempt:
+        for replica, obj in owned.by_replica.items():
+            if attempt_of(obj) != record.restart_attempt:
                 old_attempt.add(replica)
                 continue
-            replica_type = spec.replica_type(replica.type)
-            template = replica_type.template if replica_type else {}
-            facts[replica] = observe_replica_pod(
-                pod, replica_type=replica.type, failure_rules=spec.failure_rules,
-                main_container=main_container_name(definition, template),
-                node_ready=self._node_ready,
-                judge_deleted_when_ended=spec.judge_deleted_when_ended,
-            )
-        return _Observed(spec, pods, services, record, facts, frozenset(old_attempt),
+            facts[replica] = self._observe_one(job, definition, spec, replica, obj)
+        if definition.child is not None:  # a replica without its object reads childMissing
+            for replica_type in spec.replica_types:
+                for index in range(replica_type.replicas):
+                    facts.setdefault(ReplicaId(replica_type.name, index), CHILD_MISSING)
+        return _Observed(spec, owned, services, record, facts, frozenset(old_attempt),
                          self._surroundings(job, definition, spec),
                          self._expectations.creations_unseen(key.id))
+
+    def _observe_one(self, job: Obj, definition: CompiledDefinition, spec: JobSpecView,
+                     replica: ReplicaId, obj: Obj) -> PodFacts:
+        """One replica's observation, from its pod or its spec.child object."""
+        if definition.child is not None:
+            facts = observe_child(obj, job=job, definition=definition)
+            if facts.error:
+                logger.bind(job=f"{job['metadata']['namespace']}/{job['metadata']['name']}",
+                            replica=str(replica)).warning(
+                    f"machine {definition.name}: {facts.error}; taken as childPending")
+            return facts
+        replica_type = spec.replica_type(replica.type)
+        template = replica_type.template if replica_type else {}
+        return observe_replica_pod(
+            obj, replica_type=replica.type, failure_rules=spec.failure_rules,
+            main_container=main_container_name(definition, template),
+            node_ready=self._node_ready,
+            judge_deleted_when_ended=spec.judge_deleted_when_ended,
+        )
 
     def _surroundings(self, job: Obj, definition: CompiledDefinition, spec: JobSpecView
                       ) -> Surroundings:
@@ -419,7 +451,7 @@ class Reconciler:
         observations = job_observations(
             job, observed.spec, start_time=status.get("startTime"), now=now,
             terminating_pods=observed.unseen_pods + sum(
-                1 for replica, p in observed.pods.by_replica.items()
+                1 for replica, p in observed.replica_objects.by_replica.items()
                 if p["metadata"].get("deletionTimestamp") or replica in observed.old_attempt
             ),
         )
@@ -480,7 +512,7 @@ class Reconciler:
         run = ActionRun(
             client=self._client, expectations=self._expectations, recorder=self._recorder,
             settings=self._settings, key=key, job=job, definition=definition,
-            spec=observed.spec, decision=decision, pods=observed.pods,
+            spec=observed.spec, decision=decision, replica_objects=observed.replica_objects,
             services=observed.services, facts=observed.facts, now=now,
             old_attempt=observed.old_attempt, released=self._released,
         )
@@ -645,11 +677,14 @@ class Reconciler:
         return resource
 
     def _started(self, key: JobKey, job: Obj, pinned: CompiledDefinition) -> bool:
-        """Whether the job has got anywhere with the revision it is pinned to: a pod of it
+        """Whether the job has got anywhere with the revision it is pinned to: a pod (or child)
         exists, or its record has a replica out of the initial state, a restart or a new
         attempt. One that has not may move to the revision in force (a fixed machine)."""
-        if any(True for _ in self._caches.pods.by_label(key.namespace, JOB_NAME_LABEL,
-                                                        key.name)):
+        try:
+            _, objects = self._replica_objects(pinned)
+        except NotFound:
+            return True  # not known yet: taken as started, so nothing moves on a guess
+        if any(True for _ in objects.by_label(key.namespace, JOB_NAME_LABEL, key.name)):
             return True
         record = read_record(job.get("status") or {})
         initial = pinned.replica.initial

@@ -18,8 +18,8 @@ from engine.controller.reconcile.record import MachineRecord, format_ranges
 from engine.definition import CompiledMachine
 from engine.definition.vocabulary import lower_camel
 
-_LIVE = frozenset({"podPending", "podRunning", "podLost"})
-"""Observations of a pod that has not ended (one being deleted is not live either)."""
+_LIVE = frozenset({"podPending", "podRunning", "podLost", "childPending", "childReady"})
+"""Observations of a pod or child that has not ended (one being deleted is not live either)."""
 
 
 def replica_summary(
@@ -52,7 +52,7 @@ def replica_summary(
             restarts = record.replica_restarts.get(replica)
             entry["restarts"] += restarts.count if restarts else 0
             facts = pods.get(replica, MISSING)
-            if facts.observation == "podRunning" and not facts.deleting:
+            if facts.active:
                 entry["active"] += 1
                 entry["ready"] += facts.ready
             entry["terminating"] += facts.terminating
@@ -147,6 +147,7 @@ def replica_variables(
         },
         "policy": policy,
         "pod": facts.pod,
+        "child": facts.child,
         "exitCode": facts.exit_code,
         "reason": facts.reason,
         "terminationMessage": facts.message,

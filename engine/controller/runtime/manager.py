@@ -147,7 +147,7 @@ class Engine:
     def _build_informers(self) -> list[Informer]:
         informers = self.machine_controller.informers()
         informers.append(Informer(self._client, PODS, namespace=self._namespace,
-                                  cache=self.caches.pods, handler=self._on_pod))
+                                  cache=self.caches.pods, handler=self._on_replica_object))
         informers.append(Informer(self._client, SERVICES, namespace=self._namespace,
                                   cache=self.caches.services, handler=self._on_child))
         informers.append(Informer(self._client, NODES, cache=self.caches.nodes,
@@ -192,7 +192,7 @@ class Engine:
                     self._object_informers.pop(key).stop()
                 cache = Cache(project_child_object, indexed_label=JOB_NAME_LABEL)
                 informer = Informer(self._client, resource, namespace=self._namespace,
-                                    cache=cache, handler=self._on_child,
+                                    cache=cache, handler=self._on_replica_object,
                                     label_selector=JOB_NAME_LABEL)
                 self.caches.objects[key] = (resource, cache)
                 self._object_informers[key] = informer
@@ -233,7 +233,9 @@ class Engine:
 
         return handle
 
-    def _on_pod(self, event: str, old: Obj | None, new: Obj | None) -> None:
+    def _on_replica_object(self, event: str, old: Obj | None, new: Obj | None) -> None:
+        """A pod, or a child object: one with replica labels (a pod, a spec.child object)
+        lowers its job's expectations; every one queues its job at once."""
         obj = new or old
         if obj is None:
             return

@@ -131,8 +131,8 @@ def test_pod_values_see_the_template_variables() -> None:
     assert [str(d) for d in validate_text(document(extra=extra), "demo.yaml")] == [
         "demo.yaml:27:15: error: unknown variable 'nodes'; visible here: job, runPolicy, "
         "replicas, restarts, error, lastFailure, lastFailureCause, gangScheduler, objects, "
-        "replica, policy, pod, exitCode, reason, terminationMessage, termination, newRestarts, "
-        "failureAction, failureCause, clusterSpec, hosts"
+        "replica, policy, pod, child, exitCode, reason, terminationMessage, termination, "
+        "newRestarts, failureAction, failureCause, clusterSpec, hosts"
     ]
 
 

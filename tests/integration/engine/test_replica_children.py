@@ -1,0 +1,216 @@
+"""A kind whose replicas are batch/v1 Jobs, not pods (spec.child), on the embedded cluster:
+one Job per replica index, made from the replica spec's template, run by the `batch-job`
+machine under `up`, and read back by the parent's replica machine through spec.child's
+status expressions (the way JobSet reads its Jobs).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+
+import pytest
+
+from engine.api.kind_description import JobKind
+from engine.controller.machines.served import BUILT_IN_JOB_KINDS
+from engine.kube.client import KubeClient
+from engine.kube.errors import NotFound
+from tests.integration.engine.custom_kinds import Lab, LabKind, get_machine, machine_condition
+from tests.integration.engine.helpers import (
+    EXIT_CODES,
+    JOB_NAME,
+    REPLICA_INDEX,
+    REPLICA_TYPE,
+    RUN_SECONDS,
+    Obj,
+    condition,
+    controller_uid,
+    record,
+    status,
+    wait_for,
+    wait_for_phase,
+    wait_until,
+)
+
+JOBS = BUILT_IN_JOB_KINDS[("batch/v1", "Job")]
+
+IN_FAILED = "child.status.conditions.filter(c, c.type == 'Failed' && c.status == 'True')[0]"
+CHILD = {
+    "apiVersion": "batch/v1",
+    "kind": "Job",
+    "labels": {"example.com/replica": "replica.type + '-' + string(replica.index)"},
+    "status": {
+        "ready": "has(child.status) && has(child.status.ready) && child.status.ready > 0",
+        "succeeded": "has(child.status) && has(child.status.conditions) && child.status"
+                     ".conditions.exists(c, c.type == 'Complete' && c.status == 'True')",
+        "failed": "has(child.status) && has(child.status.conditions) && child.status"
+                  ".conditions.exists(c, c.type == 'Failed' && c.status == 'True')",
+        "failureReason": f"{IN_FAILED}.reason",
+        "failureMessage": f"{IN_FAILED}.message",
+    },
+}
+"""Each replica is a batch/v1 Job, read as JobSet reads its Jobs: Complete or Failed."""
+
+
+@pytest.fixture
+def lab(client: KubeClient) -> Iterator[Lab]:
+    with Lab(client) as made:
+        yield made
+
+
+def jobs_kind() -> LabKind:
+    name = f"Lab{uuid.uuid4().hex[:8]}Job"
+    return LabKind(JobKind.model_validate({
+        "apiVersion": "jobmachine.dev/v1alpha1", "kind": "JobKind",
+        "metadata": {"name": name.lower()},
+        "spec": {"group": "lab.jobmachine.dev", "version": "v1", "names": {"kind": name},
+                 "replicaSpecs": {"field": "workers", "types": ["Worker"]}},
+    }))
+
+
+def jobs_machine(kind: LabKind) -> Obj:
+    """A machine whose Worker replicas are Jobs: the job succeeds once every Job completed
+    and fails at the first Job that failed, saying why."""
+    return {
+        "apiVersion": "jobmachine.dev/v1alpha1", "kind": "StateMachine",
+        "metadata": {"name": kind.kind.lower()},
+        "spec": {
+            "governs": {"apiVersion": kind.resource.api_version, "kind": kind.kind,
+                        "replicaSpecs": "spec.workers", "replicaTypes": ["Worker"]},
+            "child": CHILD,
+            "job": {
+                "initial": "Running",
+                "states": {
+                    "Running": {"condition": {"type": "Running", "reason": "JobsRunning"}},
+                    "Succeeded": {"terminal": "success", "condition": {
+                        "type": "Succeeded", "reason": "AllJobsCompleted"}},
+                    "Failed": {"terminal": "failure", "condition": {
+                        "type": "Failed", "reason": "FailedJobs"}},
+                },
+                "transitions": [
+                    {"from": "Running", "to": "Failed", "on": "invalid",
+                     "reason": "FailedValidation"},
+                    {"from": "Running", "to": "Failed", "when": "replicas.Worker.failed > 0",
+                     "reason": "FailedJobs", "message": "a Job failed: ${lastFailure}"},
+                    {"from": "Running", "to": "Succeeded",
+                     "when": "replicas.Worker.succeeded == replicas.Worker.desired",
+                     "reason": "AllJobsCompleted"},
+                ],
+            },
+            "replica": {
+                "initial": "Pending",
+                "states": {"Pending": {"onEnter": ["createChild"]}, "Ready": {},
+                           "Succeeded": {"terminal": "success"},
+                           "Failed": {"terminal": "failure"}},
+                "transitions": [
+                    {"from": ["Pending", "Ready"], "to": "Succeeded", "on": "childSucceeded",
+                     "reason": "JobCompleted"},
+                    {"from": ["Pending", "Ready"], "to": "Failed", "on": "childFailed",
+                     "reason": "JobFailed"},
+                    {"from": "Pending", "to": "Ready", "on": "childReady", "reason": "JobReady"},
+                    {"from": "Ready", "to": "Pending", "on": "childMissing",
+                     "reason": "JobMissing"},
+                ],
+            },
+        },
+    }
+
+
+def job_of(kind: LabKind, name: str, ns: str, *, replicas: int, codes: str = "0",
+           run_s: float = 0.3, backoff_limit: int = 0) -> Obj:
+    """A job whose Workers are Jobs of one pod each, running `run_s` and exiting `codes`."""
+    template = {
+        "metadata": {"labels": {"example.com/team": "ml"}},
+        "spec": {"backoffLimit": backoff_limit, "template": {
+            "metadata": {"annotations": {EXIT_CODES: codes, RUN_SECONDS: str(run_s)}},
+            "spec": {"restartPolicy": "Never",
+                     "containers": [{"name": "work", "image": "busybox"}]},
+        }},
+    }
+    return {"apiVersion": kind.resource.api_version, "kind": kind.kind,
+            "metadata": {"name": name, "namespace": ns},
+            "spec": {"workers": {"Worker": {"replicas": replicas, "template": template}}}}
+
+
+def governed(client: KubeClient, lab: Lab) -> LabKind:
+    kind = jobs_kind()
+    lab.install(kind)
+    lab.apply(jobs_machine(kind))
+    wait_until(lambda: machine_condition(get_machine(client, kind.kind.lower()), "Governing")
+               .get("status") == "True", what="the machine to govern the kind")
+    return kind
+
+
+def test_each_replica_is_a_job_made_from_its_template_and_the_job_ends_with_them(
+    client: KubeClient, lab: Lab, ns: str
+) -> None:
+    kind = governed(client, lab)
+    parent = client.create(kind.resource, job_of(kind, "trio", ns, replicas=3), ns)
+
+    done = wait_for_phase(client, ns, "trio", "Succeeded", kind=kind.resource)
+
+    children, _ = client.list(JOBS, ns)
+    by_name = {c["metadata"]["name"]: c for c in children}
+    assert sorted(by_name) == ["trio-worker-0", "trio-worker-1", "trio-worker-2"]
+    first = by_name["trio-worker-0"]
+    labels = first["metadata"]["labels"]
+    assert (labels[JOB_NAME], labels[REPLICA_TYPE], labels[REPLICA_INDEX]) == (
+        "trio", "Worker", "0")
+    assert labels["example.com/team"] == "ml"  # the template's own labels
+    assert labels["example.com/replica"] == "Worker-0"  # the machine's
+    assert controller_uid(first) == parent["metadata"]["uid"]
+    assert first["spec"]["backoffLimit"] == 0  # the template's spec, as written
+    assert all(any(c["type"] == "Complete" and c["status"] == "True"
+                   for c in c_job["status"].get("conditions") or ())
+               for c_job in children)
+    assert record(done).replica_states == {
+        r: "Succeeded" for r in record(done).replica_states}
+    assert len(record(done).replica_states) == 3
+    assert (condition(done, "Succeeded") or {}).get("reason") == "AllJobsCompleted"
+    assert status(done)["replicaStatuses"]["Worker"]["succeeded"] == 3
+
+
+def test_a_failed_job_fails_the_parent_with_its_reason(
+    client: KubeClient, lab: Lab, ns: str
+) -> None:
+    kind = governed(client, lab)
+    client.create(kind.resource, job_of(kind, "broken", ns, replicas=1, codes="3"), ns)
+
+    done = wait_for_phase(client, ns, "broken", "Failed", kind=kind.resource)
+
+    failed = condition(done, "Failed") or {}
+    assert failed.get("reason") == "FailedJobs"
+    # The Job's own Failed condition, read through failureReason and failureMessage.
+    assert "BackoffLimitExceeded" in failed.get("message", ""), failed
+    assert "Job has reached the specified backoff limit" in failed.get("message", ""), failed
+
+
+def test_a_job_deleted_while_it_runs_is_made_again(
+    client: KubeClient, lab: Lab, ns: str
+) -> None:
+    kind = governed(client, lab)
+    # The Job's pod, deleted with it, may be counted failed first (as the Job controller
+    # counts a pod the garbage collector deletes): room for it, so the Job does not fail.
+    client.create(kind.resource, job_of(kind, "again", ns, replicas=1, run_s=3.0,
+                                        backoff_limit=6), ns)
+    first = wait_for(lambda: _get(client, ns, "again-worker-0"), lambda found: found is not None,
+                     what="the Worker's Job")
+    assert first is not None
+    client.delete(JOBS, "again-worker-0", ns, propagation_policy="Foreground")
+
+    try:
+        wait_for(lambda: _get(client, ns, "again-worker-0"),
+                 lambda found: found is not None
+                 and found["metadata"]["uid"] != first["metadata"]["uid"],
+                 what="a new Job for the Worker")
+    except AssertionError as exc:
+        parent = client.get(kind.resource, "again", ns)
+        raise AssertionError(f"{exc}; the parent's status: {status(parent)}") from None
+    wait_for_phase(client, ns, "again", "Succeeded", kind=kind.resource)
+
+
+def _get(client: KubeClient, ns: str, name: str) -> Obj | None:
+    try:
+        return client.get(JOBS, name, ns)
+    except NotFound:
+        return None
