@@ -192,7 +192,7 @@ class Activation:
     shared context must stay in one thread.
     """
 
-    __slots__ = ("_bound", "_context", "_contents", "variables")
+    __slots__ = ("_bound", "_contents", "_context", "variables")
 
     def __init__(self, variables: Mapping[str, Any], *, sharing: Activation | None = None
                  ) -> None:

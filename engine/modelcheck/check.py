@@ -22,6 +22,7 @@ from typing import Any
 
 from engine.api.kind_schemas import kind_schema_lookup
 from engine.definition import CompiledDefinition, Diagnostic, LoadedDefinition, Position
+from engine.definition.cel import remembering_values
 from engine.definition.cel_types import SchemaLookup
 from engine.definition.expressions import compile_expressions
 from engine.definition.validate import load_with_positions
@@ -128,8 +129,12 @@ def _schema(definition: CompiledDefinition, schemas: SchemaLookup) -> Mapping[st
 
 
 def _explore(definition: CompiledDefinition, shape: Shape, bounds: Bounds) -> ShapeResult:
-    codes = exit_code_classes(definition, shape, bounds, candidate_codes(definition))
-    return explore(definition, shape, bounds, codes)
+    # The engine evaluates the same expressions over the same values in most of the
+    # thousands of passes of a shape: remembered, they cost a lookup (values, not verdicts:
+    # every pass still decides with the engine's code).
+    with remembering_values():
+        codes = exit_code_classes(definition, shape, bounds, candidate_codes(definition))
+        return explore(definition, shape, bounds, codes)
 
 
 def _explore_loaded(task: tuple[tuple[str, ...], str, Shape, Bounds]) -> ShapeResult:
