@@ -50,6 +50,8 @@ from engine.simulation import kubelet
 from engine.simulation.kubelet import Pod
 
 SIMULATED_REVISION = "simulated"
+_RECORDS_KEPT = 10_000
+"""Records a world and its copies keep (`World.records`); all are forgotten when full."""
 
 
 @dataclass(frozen=True)
@@ -170,6 +172,9 @@ class World:
     verdicts: ValidationVerdicts = field(default_factory=ValidationVerdicts)
     """The engine's memory of validation verdicts by uid and generation; copies of a world
     may share it, as the generation tells their specs apart."""
+    records: dict[bytes, MachineRecord] = field(default_factory=dict, repr=False)
+    """Records read from statuses, by the status's JSON: copies of a world share it, and a
+    model check reads the few statuses its situations have thousands of times."""
     _spec: tuple[Any, JobSpecView] | None = field(default=None, init=False, repr=False)
     _record: tuple[Any, MachineRecord] | None = field(default=None, init=False, repr=False)
 
@@ -197,7 +202,7 @@ class World:
         """An independent copy (the definition and the verdicts are shared, never changed)."""
         copied = World(self.definition, _copied(self.job), self.now, self.settings,
                        self.transitions_kept, _copied(self.pods), _copied(self.services),
-                       self.serial, self.verdicts)
+                       self.serial, self.verdicts, self.records)
         copied._spec = self._spec
         return copied
 
@@ -291,8 +296,22 @@ class World:
         """The engine's record, as the job's status holds it."""
         status = self.job.get("status") or {}
         if self._record is None or self._record[0] is not status:
-            self._record = (status, read_record(status))
+            self._record = (status, self._read_record(status))
         return self._record[1]
+
+    def _read_record(self, status: Mapping[str, Any]) -> MachineRecord:
+        """`read_record`, answered from `records` for a status read before (equal JSON,
+        equal record: reading it is a pure function of the status)."""
+        try:
+            text = orjson.dumps(status)
+        except TypeError:
+            return read_record(status)
+        found = self.records.get(text)
+        if found is None:
+            if len(self.records) >= _RECORDS_KEPT:
+                self.records.clear()
+            found = self.records[text] = read_record(status)
+        return found
 
     def state(self) -> str | None:
         """The job's state, as its status records it."""
