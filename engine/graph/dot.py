@@ -6,6 +6,13 @@ the whole `observation [guard] / actions` in the tooltip), the wildcard
 `from: "*"` is one pseudo-state instead of an edge from every state, both
 levels fit in one graph, the replica machine under the job machine so that
 the picture fits a screen's width, and the text is the same bytes on every run.
+
+The layout is told what a reader looks for first: the happy path is one
+straight column (a Graphviz `group`), the failure ends share the bottom rank,
+and the arrows that leave the same set of states meet at one dot, so that N
+sources and M targets take N + M lines instead of N x M. A legend says what
+colours and outlines mean. Every node and edge has a `class` (its kind), so a
+page can style and find them.
 """
 
 from __future__ import annotations
@@ -57,6 +64,8 @@ _OFF_PATH_NODE = {**_OFF_PATH, "fillcolor": "#f6f6f6", "penwidth": "1"}
 _TITLES = {"job": "job machine", "replica": "replica machine"}
 # Weight 0: the edge only orders the ranks, it does not pull the lower machine sideways.
 _STACK = {"style": "invis", "weight": "0"}
+# The happy path's edges pull hardest, so the column they make stays straight.
+_HAPPY_WEIGHT = "8"
 
 
 def to_dot(
@@ -64,19 +73,40 @@ def to_dot(
 ) -> str:
     """DOT for the job machine, the replica machine, or both (`all`, one cluster each)."""
     drawn = pictures(definition, level, highlight)
-    lines = [f"digraph {quote(definition.name)} {{", *_defaults()]
+    caption = {"label": _legend(drawn, highlight is not None), "labelloc": "b",
+               "labeljust": "l", "fontsize": "11"}
+    lines = [f"digraph {quote(definition.name)} {{", *_defaults(), f"  graph {_attrs(caption)}"]
     for one in drawn:
         body = list(_picture(one))
         if len(drawn) == 1:
             lines += body
         else:
             lines.append(f"  subgraph {quote('cluster_' + one.level)} {{")
-            lines.append(f"    graph {_attrs({'label': _TITLES[one.level], 'color': '#999999'})}")
+            title = {"label": _TITLES[one.level], "labelloc": "t", "labeljust": "c",
+                     "fontsize": "14", "color": "#999999"}
+            lines.append(f"    graph {_attrs(title)}")
             lines += ["  " + line for line in body]
             lines.append("  }")
     lines += list(_stacked(drawn))
     lines.append("}")
     return "\n".join(lines) + "\n"
+
+
+def _legend(drawn: tuple[Picture, ...], on_path: bool) -> str:
+    """What colours and outlines mean, as the picture's caption.
+
+    A caption, not sample nodes: Graphviz places nodes where they shorten edges, and a
+    row of samples ends up beside the machines, widening the picture.
+    """
+    lines = ["Legend: blue outline: the initial state \u00b7 double green outline: a success end "
+             "\u00b7 double red outline: a failure end",
+             "\u25cf joins the arrows that leave the same states \u00b7 hover over an arrow for "
+             "its whole transitions"]
+    if any(node.name == WILDCARD for one in drawn for node in one.nodes):
+        lines[1] += " \u00b7 dashed: any non-terminal state"
+    if on_path:
+        lines.append("orange: the path the job took (Nx: how often) \u00b7 grey: not taken")
+    return "\n".join(lines)
 
 
 def _stacked(drawn: tuple[Picture, ...]) -> Iterator[str]:
@@ -112,43 +142,93 @@ def _defaults() -> list[str]:
 def _picture(one: Picture) -> Iterator[str]:
     start = quote(f"{one.level}/start")
     start_attrs = {"shape": "point", "width": "0.15", "label": "", "color": "#1d4ed8"}
+    happy = set(one.happy)
+    if happy:
+        start_attrs["group"] = f"{one.level}/happy"
     yield f"  {start} {_attrs(start_attrs)}"
     for node in one.nodes:
-        yield f"  {_node_id(one.level, node.name)} {_attrs(_node_attrs(node))}"
+        attrs = _node_attrs(node)
+        if node.name in happy:
+            attrs["group"] = f"{one.level}/happy"
+        yield f"  {_node_id(one.level, node.name)} {_attrs(attrs)}"
+    failures = [_node_id(one.level, n.name) for n in one.nodes if n.kind == "failure"]
+    if len(failures) > 1:
+        yield f"  {{ rank={quote('same')}; {'; '.join(failures)} }}"
     start_label = "\n".join(counted(one.start_count, ()))
-    start_edge = _path_style(one.start_count, {"label": start_label})
+    start_edge = _path_style(one.start_count, {"label": start_label, "weight": _HAPPY_WEIGHT})
     yield f"  {start} -> {_node_id(one.level, one.initial)} {_attrs(start_edge)}"
+    steps = set(pairwise(one.happy))
     for arrow in one.arrows:
-        yield from _arrow(arrow, one.kind_of(arrow.target))
+        if len(arrow.sources) == 1:
+            yield from _single(arrow, one.kind_of(arrow.target), steps)
+    for sources, arrows in _hubs(one.arrows).items():
+        yield from _hub(sources, arrows, one, steps)
 
 
-def _arrow(arrow: Arrow, target_kind: StateKind) -> Iterator[str]:
-    """One edge, or, for several sources, edges into a junction point and one labelled edge out.
+def _single(arrow: Arrow, target_kind: StateKind, steps: set[tuple[str, str]]) -> Iterator[str]:
+    """The edge of an arrow from one state."""
+    attrs = _out_attrs(arrow, target_kind)
+    if (arrow.sources[0], arrow.target) in steps:
+        attrs["weight"] = _HAPPY_WEIGHT
+    source, target = _node_id(arrow.level, arrow.sources[0]), _node_id(arrow.level, arrow.target)
+    yield f"  {source} -> {target} {_attrs(attrs)}"
 
-    The junction keeps a transition's label in one place instead of repeating
-    it on an edge from every source. Every piece carries the full text of the
-    arrow's transitions as its tooltip.
+
+def _hubs(arrows: tuple[Arrow, ...]) -> dict[tuple[str, ...], list[Arrow]]:
+    """The arrows from several states, by the states they leave (in file order)."""
+    hubs: dict[frozenset[str], tuple[tuple[str, ...], list[Arrow]]] = {}
+    for arrow in arrows:
+        if len(arrow.sources) > 1:
+            hubs.setdefault(frozenset(arrow.sources), (arrow.sources, []))[1].append(arrow)
+    return dict(hubs.values())
+
+
+def _hub(sources: tuple[str, ...], arrows: list[Arrow], one: Picture,
+         steps: set[tuple[str, str]]) -> Iterator[str]:
+    """A junction point the arrows leaving the same states share: one edge from each of
+    those states into it, one labelled edge out of it to each target.
+
+    Each label stays in one place instead of repeating on an edge from every
+    source. An edge into the junction carries every transition it stands for as
+    its tooltip, an edge out of it those of its own arrow.
     """
-    target = _node_id(arrow.level, arrow.target)
-    tip = {"tooltip": _tooltip(arrow.detail())}
-    out = {"label": "\n".join(arrow.label()), "labeltooltip": tip["tooltip"], **tip}
-    out = _path_style(arrow.total, {**out, **_INTO.get(target_kind, {})})
-    if len(arrow.sources) == 1:
-        yield f"  {_node_id(arrow.level, arrow.sources[0])} -> {target} {_attrs(out)}"
-        return
-    junction = quote(f"{arrow.level}/junction/{arrow.index}")
-    point = {"shape": "point", "width": "0.06", "label": "", **_INTO.get(target_kind, {})}
-    yield f"  {junction} {_attrs(_path_style(arrow.total, point))}"
-    counts = arrow.counts or (None,) * len(arrow.sources)
-    for source, count in zip(arrow.sources, counts, strict=True):
-        into = {
-            "arrowhead": "none",
-            "label": "\n".join(counted(count, ())),
-            **tip,
-            **_INTO.get(target_kind, {}),
-        }
-        yield f"  {_node_id(arrow.level, source)} -> {junction} {_attrs(_path_style(count, into))}"
-    yield f"  {junction} -> {target} {_attrs(out)}"
+    level = arrows[0].level
+    junction = quote(f"{level}/junction/{arrows[0].index}")
+    kinds = {one.kind_of(arrow.target) for arrow in arrows}
+    colour = _INTO.get(kinds.pop(), {}) if len(kinds) == 1 else {}
+    on_path = any((source, arrow.target) in steps for arrow in arrows for source in sources)
+    point = {"shape": "point", "width": "0.06", "label": "", "class": "junction", **colour}
+    if on_path:
+        point["group"] = f"{level}/happy"
+    totals = [arrow.total for arrow in arrows if arrow.total is not None]
+    yield f"  {junction} {_attrs(_path_style(sum(totals) if totals else None, point))}"
+    tip = _tooltip("\n".join(arrow.detail() for arrow in arrows))
+    for source in sources:
+        counts = [arrow.counts[_at(arrow, source)] for arrow in arrows if arrow.counts]
+        count = sum(counts) if counts else None
+        into = {"arrowhead": "none", "label": "\n".join(counted(count, ())), "tooltip": tip,
+                **colour}
+        if any((source, arrow.target) in steps for arrow in arrows):
+            into["weight"] = _HAPPY_WEIGHT
+        yield (f"  {_node_id(level, source)} -> {junction} "
+               f"{_attrs(_path_style(count, into))}")
+    for arrow in arrows:
+        out = _out_attrs(arrow, one.kind_of(arrow.target))
+        if any((source, arrow.target) in steps for source in sources):
+            out["weight"] = _HAPPY_WEIGHT
+        yield f"  {junction} -> {_node_id(level, arrow.target)} {_attrs(out)}"
+
+
+def _at(arrow: Arrow, source: str) -> int:
+    return arrow.sources.index(source)
+
+
+def _out_attrs(arrow: Arrow, target_kind: StateKind) -> dict[str, str]:
+    """An arrow's labelled edge into its target: label, tooltip, colour and path style."""
+    tip = _tooltip(arrow.detail())
+    out = {"label": "\n".join(arrow.label()), "labeltooltip": tip, "tooltip": tip,
+           "class": target_kind, **_INTO.get(target_kind, {})}
+    return _path_style(arrow.total, out)
 
 
 def _tooltip(text: str) -> str:
@@ -159,7 +239,8 @@ def _tooltip(text: str) -> str:
 
 def _node_attrs(node: Node) -> dict[str, str]:
     style = _WILDCARD if node.name == WILDCARD else _KIND[node.kind]
-    attrs = {"label": "\n".join(node_lines(node)), **style}
+    kind = "wildcard" if node.name == WILDCARD else node.kind
+    attrs = {"label": "\n".join(node_lines(node)), "class": kind, **style}
     if node.visits is None or node.name == WILDCARD:
         return attrs
     return {**attrs, **(_ON_PATH if node.visits else _OFF_PATH_NODE)}

@@ -6,10 +6,14 @@ arrows a recorded path went through) so the two formats cannot disagree.
 Labels are kept short so a picture reads at screen width: an arrow stands for
 every transition between the same states and is labelled with their reasons;
 the full `observation [guard] / actions` text is each arrow's detail (a tooltip).
+Long text is wrapped onto more lines, never cut. Each machine's happy path (the
+run in which nothing goes wrong) is found here too, so that it can be drawn as
+one straight line.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Literal
@@ -29,13 +33,13 @@ DRAW_LEVELS: tuple[DrawLevel, ...] = ("job", "replica", "all")
 StateKind = Literal["initial", "normal", "success", "failure"]
 
 WILDCARD = "*"
-ARG_WIDTH = 24
 # A label line holds several reasons (a state's line several actions) up to this many
 # characters, so that no label widens the picture much more than a state's name does.
 LABEL_WIDTH = 30
 STATE_WIDTH = 36
-# Guards only appear in an arrow's detail (a tooltip), which may be long, not endless.
-GUARD_WIDTH = 160
+_JOINTS = re.compile(r"(?<=[.(,])(?=.)")
+_PATHS_TRIED = 10_000
+"""The happy path search stops after trying this many paths (machines have a few dozen)."""
 # Arguments worth a place on a picture: required ones and short enumerations;
 # free text (reasons, message templates) would drown the shape of the machine.
 _SHOWN_ARGS = frozenset(
@@ -116,13 +120,15 @@ class Arrow:
 
 @dataclass(frozen=True)
 class Picture:
-    """One machine ready to draw: nodes in layout order, the start arrow's count, arrows."""
+    """One machine ready to draw: nodes in layout order, the start arrow's count, arrows,
+    and the happy path (states from the initial one to a success state; may be empty)."""
 
     level: Level
     initial: str
     start_count: int | None
     nodes: tuple[Node, ...]
     arrows: tuple[Arrow, ...]
+    happy: tuple[str, ...] = ()
 
     def kind_of(self, name: str) -> StateKind:
         return next((n.kind for n in self.nodes if n.name == name), "normal")
@@ -142,14 +148,32 @@ def node_lines(node: Node) -> tuple[str, ...]:
 
 
 def wrap(parts: list[str], width: int) -> tuple[str, ...]:
-    """`parts` joined by `, ` into lines of at most `width` characters (longer parts alone)."""
+    """`parts` joined by `, ` into lines of at most `width` characters; a longer part is
+    wrapped onto lines of its own."""
     lines: list[str] = []
     for part in parts:
         if lines and len(lines[-1]) + 2 + len(part) <= width:
             lines[-1] += ", " + part
         else:
-            lines.append(part)
+            lines.extend(wrap_text(part, width))
     return tuple(lines)
+
+
+def wrap_text(text: str, width: int) -> tuple[str, ...]:
+    """`text`, whitespace collapsed, on lines of at most `width` characters: broken at
+    spaces, a longer word after a `.`, `(` or `,` (an expression's natural joints), what
+    is still longer in pieces; nothing left out."""
+    pieces: list[tuple[str, str]] = []  # (what joins it to the piece before, the piece)
+    for word in text.split():
+        parts = _JOINTS.split(word) if len(word) > width else [word]
+        pieces += [(" " if number == 0 else "", part) for number, part in enumerate(parts)]
+    lines: list[str] = []
+    for glue, piece in pieces:
+        if lines and len(lines[-1]) + len(glue) + len(piece) <= width:
+            lines[-1] += glue + piece
+        else:
+            lines += [piece[at:at + width] for at in range(0, len(piece), width)]
+    return tuple(lines) or ("",)
 
 
 def levels_of(level: DrawLevel) -> tuple[Level, ...]:
@@ -183,7 +207,41 @@ def picture(level: Level, machine: MachineSpec, highlight: Highlight | None) -> 
     if highlight is not None:
         start = highlight.fired.get((level, None, machine.initial, machine.initial), 0)
     arrows = tuple(_arrows(level, machine, highlight))
-    return Picture(level, machine.initial, start, tuple(nodes), arrows)
+    return Picture(level, machine.initial, start, tuple(nodes), arrows, happy_path(machine))
+
+
+def happy_path(machine: MachineSpec) -> tuple[str, ...]:
+    """The run in which nothing goes wrong: from the initial state to a success state.
+
+    Of the simple paths there, the longest that never loops back (no state on it has a
+    transition to an earlier one but the initial state: going back to the start is how a
+    run begins again, going back elsewhere is a retry loop), and of those the one whose
+    transitions apply to the fewest states (a transition from one state is the flow, one
+    from many is a rule for trouble). Shortcuts such as `Pending -> Succeeded` lose to
+    `Pending -> Running -> Succeeded` by length. Empty when no success state is reachable.
+    """
+    steps: dict[str, dict[str, int]] = {}
+    for t in machine.transitions:
+        for source in t.source:
+            if source not in (WILDCARD, t.to) and t.to in machine.states:
+                into = steps.setdefault(source, {})
+                into[t.to] = min(into.get(t.to, len(t.source)), len(t.source))
+    success = {name for name, spec in machine.states.items() if spec.terminal == "success"}
+    best: tuple[tuple[int, int], tuple[str, ...]] = ((0, 0), ())
+    tried = 0
+    todo: list[tuple[tuple[str, ...], int]] = (
+        [((machine.initial,), 0)] if machine.initial in machine.states else [])
+    while todo and tried < _PATHS_TRIED:
+        path, cost = todo.pop()
+        tried += 1
+        if path[-1] in success:
+            best = max(best, ((len(path), -cost), path), key=lambda found: found[0])
+            continue
+        for target, sources in reversed(steps.get(path[-1], {}).items()):
+            loops_back = any(earlier in path[1:] for earlier in steps.get(target, {}))
+            if target not in path and not loops_back:
+                todo.append(((*path, target), cost + sources))
+    return best[1]
 
 
 def _arrows(level: Level, machine: MachineSpec, highlight: Highlight | None) -> Iterator[Arrow]:
@@ -239,9 +297,9 @@ def state_lines(name: str, spec: StateSpec) -> tuple[str, ...]:
     if spec.hold_replicas:
         lines.append("holds replicas")
     if spec.requeue_after is not None:
-        lines.append(f"requeue: {shorten(str(spec.requeue_after), ARG_WIDTH)}")
+        lines += wrap_text(f"requeue: {spec.requeue_after}", STATE_WIDTH)
     if spec.timeout is not None:
-        lines.append(f"timeout: {shorten(str(spec.timeout), ARG_WIDTH)}")
+        lines += wrap_text(f"timeout: {spec.timeout}", STATE_WIDTH)
     if spec.on_enter:
         actions = [action_text(a) for a in spec.on_enter]
         lines += wrap([f"enter / {actions[0]}", *actions[1:]], STATE_WIDTH)
@@ -250,14 +308,14 @@ def state_lines(name: str, spec: StateSpec) -> tuple[str, ...]:
 
 def short_text(t: TransitionSpec) -> str:
     """What a label says for a transition: its reason, else `on OBSERVATION`, else its name,
-    else its shortened guard; "" when it has none of them (its reason is then the target)."""
+    else its guard; "" when it has none of them (its reason is then the target)."""
     if t.reason is not None:
         return t.reason
     if t.on is not None:
         return f"on {t.on}"
     if t.name is not None:
         return t.name
-    return f"[{shorten(t.when, ARG_WIDTH)}]" if t.when is not None else ""
+    return f"[{' '.join(t.when.split())}]" if t.when is not None else ""
 
 
 def detail_text(index: int, t: TransitionSpec) -> str:
@@ -266,7 +324,7 @@ def detail_text(index: int, t: TransitionSpec) -> str:
     if t.on is not None:
         parts.append(t.on)
     if t.when is not None:
-        parts.append(f"[{shorten(t.when, GUARD_WIDTH)}]")
+        parts.append(f"[{' '.join(t.when.split())}]")
     if t.actions:
         parts.append("/ " + ", ".join(action_text(a) for a in t.actions))
     parts.append(f"-> {t.reason or t.to}")
@@ -276,17 +334,11 @@ def detail_text(index: int, t: TransitionSpec) -> str:
 def action_text(action: ActionSpec) -> str:
     """`name`, or `name(arg=value, ...)` for its required and enumerated arguments."""
     args = [
-        f"{key}={shorten(str(value), ARG_WIDTH)}"
+        f"{key}={' '.join(str(value).split())}"
         for key, value in sorted(action.args.items())
         if (action.name, key) in _SHOWN_ARGS
     ]
     return f"{action.name}({', '.join(args)})" if args else action.name
-
-
-def shorten(text: str, width: int) -> str:
-    """One line of at most `width` characters, whitespace collapsed, `…` where cut."""
-    flat = " ".join(text.split())
-    return flat if len(flat) <= width else flat[: width - 1].rstrip() + "…"
 
 
 def _node(level: Level, name: str, machine: MachineSpec, highlight: Highlight | None) -> Node:

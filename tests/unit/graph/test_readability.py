@@ -1,5 +1,6 @@
 """Pictures people read: each shipped machine, and a job's path through one, fits a screen's
-width with labels of at least 10 pt, and a path picture names every reason the job went by."""
+width with labels of at least 10 pt and none cut short, its happy path runs in one straight
+column, and a path picture names every reason the job went by."""
 
 from __future__ import annotations
 
@@ -11,17 +12,19 @@ from typing import Any
 import pytest
 
 from engine.definition.loader import load_file
+from engine.graph.dot import to_dot
+from engine.graph.parts import happy_path
 from engine.graph.path import highlight_from_counts
 from engine.graph.render import render_definition, render_file
-from tests.unit.graph.conftest import REPO
+from tests.unit.graph.conftest import REPO, parse_dot
 
-# A screen 1600 px wide shows 1200 pt at 100 % (96 dpi): a picture no wider is never
-# scaled down there, so its smallest label keeps its size.
-MAX_WIDTH_PT = 1200
-# Both machines stacked run about 1600 pt tall (the Kubeflow job machine's Restarting
-# for replica restarts and RestartingAll for RestartJob); side by side again, or labels
-# grown back to whole guards, would show here too.
-MAX_HEIGHT_PT = 1650
+# A screen 1700 px wide shows 1275 pt at 100 % (96 dpi): a picture no wider is never
+# scaled down there, so its smallest label keeps its size (the web view pans the rest).
+MAX_WIDTH_PT = 1275
+# Both machines stacked run about 1850 pt tall (the Kubeflow job machine's Restarting
+# for replica restarts and RestartingAll for RestartJob, labels wrapped whole, and the
+# legend); side by side again would show here.
+MAX_HEIGHT_PT = 1900
 MIN_FONT_PT = 10.0
 _SVG = "{http://www.w3.org/2000/svg}"
 MACHINES = sorted((REPO / "machines").glob("*.yaml"))
@@ -82,6 +85,27 @@ def test_a_shipped_machine_fits_a_screen_width_with_readable_labels(
     assert height <= MAX_HEIGHT_PT, f"{machine.name} is {height} pt tall"
     drawn = texts(svg)
     assert drawn and min(size for _, size in drawn) >= MIN_FONT_PT
+    assert not [text for text, _ in drawn if "…" in text or "..." in text]
+
+
+@pytest.mark.parametrize("machine", MACHINES, ids=lambda path: path.name)
+@pytest.mark.parametrize("level", ["all", "job", "replica"])
+def test_a_shipped_machines_happy_path_is_one_straight_column(machine: Path, level: str) -> None:
+    (loaded,) = load_file(machine)
+    graph = parse_dot(to_dot(loaded.definition, level=level))
+    for drawn in ("job", "replica") if level == "all" else (level,):
+        spec = loaded.definition.spec.job if drawn == "job" else loaded.definition.spec.replica
+        ids = [f"{drawn}/s/{name}" for name in happy_path(spec)]
+        xs = {round(float(graph.nodes[one]["pos"].split(",")[0])) for one in ids
+              if one in graph.nodes}
+        assert len(xs) <= 1, (drawn, happy_path(spec), xs)
+
+
+def test_the_pytorchjob_replicas_happy_path_is_pending_running_succeeded() -> None:
+    (loaded,) = load_file(REPO / "machines" / "pytorchjob.yaml")
+    assert happy_path(loaded.definition.spec.replica) == ("Pending", "Running", "Succeeded")
+    assert happy_path(loaded.definition.spec.job) == (
+        "Created", "Running", "Succeeding", "Succeeded")
 
 
 @pytest.mark.parametrize("path", [RESTARTS, FAILS], ids=["restarts", "fails"])
