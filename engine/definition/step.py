@@ -26,7 +26,7 @@ from engine.definition.compiled import (
     StepError,
 )
 from engine.definition.templates import TextTemplate
-from engine.definition.vocabulary import REPLAYABLE_ACTIONS
+from engine.definition.vocabulary import REPLAYABLE_ACTIONS, WORLD_RESETTING_ACTIONS
 
 
 @dataclass(frozen=True)
@@ -154,9 +154,10 @@ class _Stay:
 
 
 def step(machine: CompiledMachine, state: str | None, facts: Facts) -> StepResult:
-    """Fire transitions from `state` until none fires, a self-loop fires, or a state with
-    `onEnter` actions is entered: those take effect before the instance moves on, so a
-    transition out of that state is considered on the next step.
+    """Fire transitions from `state` until none fires, a self-loop fires, a state with
+    `onEnter` actions is entered, or a transition resets the world (`restartJob`): those
+    actions take effect before the instance moves on, so a transition out of that state is
+    considered on the next step, against the world they made.
 
     An instance that ends in the state it started in replays that state's replayable
     `onEnter` actions (`StepResult.replays`)."""
@@ -211,7 +212,8 @@ def _fire(
         if fired.target == path[-1]:
             break
         path.append(fired.target)
-        if machine.states[fired.target].on_enter:
+        if machine.states[fired.target].on_enter or any(
+                action.name in WORLD_RESETTING_ACTIONS for action in fired.actions):
             break
         if len(path) - 1 > len(machine.states) + 1:
             raise StepError(f"{machine.level} machine loops: {_loop(path)}")

@@ -15,9 +15,10 @@ from engine.controller.reconcile.observe import PodFacts
 
 _CLEANED_BY_POLICY: dict[str, frozenset[str] | None] = {
     "All": None,
-    "Running": frozenset({"podPending", "podRunning"}),
+    "Running": frozenset({"podPending", "podRunning", "childPending", "childReady"}),
     "None": frozenset(),
 }
+_ABSENT = frozenset({"podMissing", "childMissing"})
 
 
 def cleanup_policy(argument: Any, run_policy: Mapping[str, Any]) -> str:
@@ -26,10 +27,11 @@ def cleanup_policy(argument: Any, run_policy: Mapping[str, Any]) -> str:
 
 
 def pods_to_clean(policy: str, facts: Mapping[ReplicaId, PodFacts]) -> Iterator[ReplicaId]:
-    """The replicas whose pods `policy` deletes (pods that exist, as observed)."""
+    """The replicas whose pods (or spec.child objects) `policy` deletes: those that exist,
+    as observed; Running takes those that have not ended."""
     wanted = _CLEANED_BY_POLICY.get(policy, frozenset())
     for replica, observed in facts.items():
-        if observed.observation == "podMissing":
+        if observed.observation in _ABSENT:
             continue
         if wanted is None or observed.observation in wanted:
             yield replica

@@ -110,6 +110,9 @@ class _Progress:
     seen_actions: set[tuple[Any, ...]] = field(default_factory=set)
     timer_due: datetime | None = None
     restarts: list[tuple[str, int]] = field(default_factory=list)
+    restarted_job: bool = False
+    """Whether `restartJob` ran in this pass: every pod (or child) seen is of the old attempt
+    now, and is deleted after the status write."""
 
     def apply_all(self, actions: Sequence[PlannedAction], replica: ReplicaId | None,
                   fired: Sequence[FiredTransition]) -> None:
@@ -218,9 +221,13 @@ def _unsettled(
     replays: Sequence[PlannedAction],
 ) -> frozenset[str]:
     """`settled` when it does not hold: while the actions planned so far, or those the job
-    replays if it stays in its state, have pods to delete (`Facts.withheld`)."""
+    replays if it stays in its state, have pods to delete, or a restart of the job in this
+    pass left pods of the old attempt (`Facts.withheld`)."""
     planned = (*progress.actions_planned(), *((action, None) for action in replays))
-    return frozenset({"settled"}) if _deletions_pending(planned, pods, spec) else frozenset()
+    old_attempt_left = progress.restarted_job and any(not f.going for f in pods.values())
+    if old_attempt_left or _deletions_pending(planned, pods, spec):
+        return frozenset({"settled"})
+    return frozenset()
 
 
 def _deletions_pending(
@@ -229,16 +236,17 @@ def _deletions_pending(
     spec: JobSpecView,
 ) -> bool:
     """Whether a deletion planned in this pass, or replayed for the state the job is in,
-    will remove a pod that still exists.
+    will remove a pod (or spec.child object) that still exists.
 
     Until it has, the job is not `settled`: Failed or Succeeded must wait for the
     pods its clean-up deletes (the two-phase terminal conditions).
     """
     for action, replica in planned_actions:
         name = action.name
-        if name == "deletePod" and replica is not None:
+        if name in ("deletePod", "deleteChild") and replica is not None:
             if not pods.get(replica, MISSING).going:
                 return True
+
         elif name == "cleanupPods":
             policy = cleanup_policy(action.args.get("policy"), spec.run_policy)
             if any(not pods[r].going for r in pods_to_clean(policy, pods)):
@@ -683,6 +691,7 @@ def _apply(action: PlannedAction, replica: ReplicaId | None, progress: _Progress
             replica_backoff={},
             replica_timers={},
         )
+        progress.restarted_job = True
     elif action.name == "setCondition":
         args = action.args
         progress.conditions.append(ConditionUpdate(

@@ -6,6 +6,7 @@ status expressions (the way JobSet reads its Jobs).
 
 from __future__ import annotations
 
+import threading
 import uuid
 from collections.abc import Iterator
 
@@ -33,6 +34,7 @@ from tests.integration.engine.helpers import (
 )
 
 JOBS = BUILT_IN_JOB_KINDS[("batch/v1", "Job")]
+RESTART_ATTEMPT = "jobmachine.dev/restart-attempt"
 
 IN_FAILED = "child.status.conditions.filter(c, c.type == 'Failed' && c.status == 'True')[0]"
 CHILD = {
@@ -68,9 +70,36 @@ def jobs_kind() -> LabKind:
     }))
 
 
-def jobs_machine(kind: LabKind) -> Obj:
+RESTARTING_JOB = {
+    "initial": "Running",
+    "states": {
+        "Running": {"condition": {"type": "Running", "reason": "JobsRunning"}},
+        "Restarting": {"holdReplicas": True,
+                       "condition": {"type": "Restarting", "reason": "JobsRestarting"}},
+        "Succeeded": {"terminal": "success", "condition": {
+            "type": "Succeeded", "reason": "AllJobsCompleted"}},
+        "Failed": {"terminal": "failure", "condition": {"type": "Failed", "reason": "FailedJobs"}},
+    },
+    "transitions": [
+        {"from": "Running", "to": "Failed", "on": "invalid", "reason": "FailedValidation"},
+        {"from": "Running", "to": "Restarting", "actions": ["restartJob"],
+         "when": "replicas.Worker.failed > 0 && restarts < 1", "reason": "RestartJobs"},
+        {"from": "Running", "to": "Failed", "when": "replicas.Worker.failed > 0",
+         "reason": "FailedJobs", "message": "a Job failed: ${lastFailure}"},
+        {"from": "Running", "to": "Succeeded",
+         "when": "replicas.Worker.succeeded == replicas.Worker.desired",
+         "reason": "AllJobsCompleted"},
+        {"from": "Restarting", "to": "Running", "on": "settled", "reason": "JobsRestarted"},
+    ],
+}
+"""A job machine that, at the first failed Job, starts a new attempt (JobSet's RestartJobSet
+with maxRestarts 1): `restartJob` has the engine delete every Job of the old attempt, and
+`settled` waits until they are gone. It fails at the second failed Job."""
+
+
+def jobs_machine(kind: LabKind, job: Obj | None = None) -> Obj:
     """A machine whose Worker replicas are Jobs: the job succeeds once every Job completed
-    and fails at the first Job that failed, saying why."""
+    and fails at the first Job that failed, saying why (or, with `job`, as that says)."""
     return {
         "apiVersion": "jobmachine.dev/v1alpha1", "kind": "StateMachine",
         "metadata": {"name": kind.kind.lower()},
@@ -78,7 +107,7 @@ def jobs_machine(kind: LabKind) -> Obj:
             "governs": {"apiVersion": kind.resource.api_version, "kind": kind.kind,
                         "replicaSpecs": "spec.workers", "replicaTypes": ["Worker"]},
             "child": CHILD,
-            "job": {
+            "job": job or {
                 "initial": "Running",
                 "states": {
                     "Running": {"condition": {"type": "Running", "reason": "JobsRunning"}},
@@ -132,10 +161,10 @@ def job_of(kind: LabKind, name: str, ns: str, *, replicas: int, codes: str = "0"
             "spec": {"workers": {"Worker": {"replicas": replicas, "template": template}}}}
 
 
-def governed(client: KubeClient, lab: Lab) -> LabKind:
+def governed(client: KubeClient, lab: Lab, job: Obj | None = None) -> LabKind:
     kind = jobs_kind()
     lab.install(kind)
-    lab.apply(jobs_machine(kind))
+    lab.apply(jobs_machine(kind, job))
     wait_until(lambda: machine_condition(get_machine(client, kind.kind.lower()), "Governing")
                .get("status") == "True", what="the machine to govern the kind")
     return kind
@@ -207,6 +236,47 @@ def test_a_job_deleted_while_it_runs_is_made_again(
         parent = client.get(kind.resource, "again", ns)
         raise AssertionError(f"{exc}; the parent's status: {status(parent)}") from None
     wait_for_phase(client, ns, "again", "Succeeded", kind=kind.resource)
+
+
+def test_a_restart_deletes_every_job_and_makes_the_next_attempts_once_they_are_gone(
+    client: KubeClient, lab: Lab, ns: str
+) -> None:
+    kind = governed(client, lab, RESTARTING_JOB)
+    seen: list[tuple[str, str, str]] = []
+    stop = threading.Event()
+    watcher = threading.Thread(target=job_history, args=(client, ns, stop, seen), daemon=True)
+    watcher.start()
+    try:
+        # Every Job fails in every attempt: the first failure restarts, the second fails.
+        client.create(kind.resource, job_of(kind, "twice", ns, replicas=2, codes="3"), ns)
+        done = wait_for_phase(client, ns, "twice", "Failed", kind=kind.resource)
+    finally:
+        stop.set()
+        watcher.join(10)
+
+    assert status(done)["restarts"] == 1
+    assert status(done)["restartAttempt"] == 1
+    attempts = {(name, attempt) for _, name, attempt in seen}
+    assert attempts == {(f"twice-worker-{i}", a) for i in (0, 1) for a in ("0", "1")}, seen
+    # The new attempt's Jobs are made only once the old attempt's are gone (settled).
+    last_gone = max(i for i, (event, _, attempt) in enumerate(seen)
+                    if event == "DELETED" and attempt == "0")
+    first_new = min(i for i, (event, _, attempt) in enumerate(seen)
+                    if event == "ADDED" and attempt == "1")
+    assert last_gone < first_new, seen
+
+
+def job_history(client: KubeClient, ns: str, stop: threading.Event,
+                seen: list[tuple[str, str, str]]) -> None:
+    """Append (event, Job name, restart attempt) for every ADDED and DELETED Job in `ns`."""
+    _, version = client.list(JOBS, ns)
+    while not stop.is_set():
+        for event in client.watch(JOBS, ns, resource_version=version, timeout_seconds=1):
+            job = event["object"]
+            version = job["metadata"].get("resourceVersion") or version
+            if event["type"] in ("ADDED", "DELETED"):
+                attempt = (job["metadata"].get("labels") or {}).get(RESTART_ATTEMPT, "")
+                seen.append((event["type"], job["metadata"]["name"], attempt))
 
 
 def _get(client: KubeClient, ns: str, name: str) -> Obj | None:

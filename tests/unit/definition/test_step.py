@@ -242,6 +242,22 @@ def test_a_machine_that_loops_hits_the_bound() -> None:
         step(compiled(job=job).job, "Running", facts())
 
 
+def test_a_transition_that_restarts_the_job_ends_the_step() -> None:
+    """After restartJob no guard sees the world it saw (every replica starts again): the
+    step stops there, as at a state with onEnter actions, so the next transition is judged
+    against the new attempt (a machine without onEnter there looped before)."""
+    job = JOB.replace("      Done: {terminal: success}\n",
+                      "      Done: {terminal: success}\n      Restarting: {holdReplicas: true}\n")
+    job = job.replace('when: "restarts == 0"', 'when: "restarts == 9"')
+    job += ("      - {from: Running, to: Restarting, when: \"restarts < 5\", "
+            "actions: [restartJob]}\n"
+            "      - {from: Restarting, to: Running, \"on\": settled}\n")
+    result = step(compiled(job=job).job, "Running", facts("settled", restarts=0))
+    assert result.state == "Restarting"
+    assert [f.target for f in result.fired] == ["Restarting"]
+    assert [a.name for a in result.actions] == ["restartJob"]
+
+
 def test_guards_chain_to_a_fixed_point_at_job_level() -> None:
     job = JOB.replace("      Done: {terminal: success}\n",
                       "      Done: {terminal: success}\n      Created: {}\n")
