@@ -26,6 +26,7 @@ from engine.api.kind_schemas import kind_schema_lookup
 from engine.definition import CompiledDefinition, Diagnostic, LoadedDefinition, Position
 from engine.definition.cel import remembering_values
 from engine.definition.cel_types import SchemaLookup
+from engine.definition.errors import error
 from engine.definition.expressions import compile_expressions
 from engine.definition.validate import load_with_positions
 from engine.modelcheck.codes import exit_code_classes
@@ -105,6 +106,12 @@ def check_paths(paths: Iterable[str | Path], bounds: Bounds, *, jobs: int = 1,
     if schemas is None:
         schemas = kind_schema_lookup([Path(p) for p in named])
     loaded, diagnostics = load_with_positions(named, schemas)
+    unexplored = [(source, d) for source, d in loaded if d.child is not None]
+    loaded = [(source, d) for source, d in loaded if d.child is None]
+    diagnostics += [error(source.positions.key(("spec", "child")), (
+        f"check does not explore machine {d.name} yet: its replicas are {d.child.kind} "
+        "objects (spec.child), and check moves pods only; `validate` checks it"))
+        for source, d in unexplored if d.child is not None]
     report = CheckReport(diagnostics=diagnostics)
     work = [(source, definition, shape) for source, definition in loaded
             for shape in shapes(definition, bounds, _schema(definition, schemas))]

@@ -17,6 +17,8 @@ from engine.controller.reconcile.manifests import build_child
 from engine.controller.reconcile.observe import observe_child
 from engine.definition import ChildDecorations, CompiledDefinition, compile_definition, load_file
 from engine.definition.validate import validate_text
+from engine.modelcheck.check import check_paths
+from engine.modelcheck.shapes import Bounds
 from engine.simulation.loading import ScenarioError, load_scenario
 
 MACHINE = Path(__file__).parent / "children" / "jobs.yaml"
@@ -162,3 +164,13 @@ def test_simulate_refuses_a_machine_of_children_saying_so(tmp_path: Path) -> Non
     (problem,) = raised.value.diagnostics
     assert "replicas are Job objects (spec.child), which simulate does not play yet" in str(
         problem)
+
+
+def test_check_refuses_a_machine_of_children_saying_so() -> None:
+    report = check_paths([MACHINE], Bounds())
+    assert not report.ok
+    assert report.machines == []
+    (problem,) = [str(d) for d in report.diagnostics if d.is_error]
+    assert problem.endswith("children/jobs.yaml:12:3: error: check does not explore machine "
+                            "jobsofjobs yet: its replicas are Job objects (spec.child), and "
+                            "check moves pods only; `validate` checks it"), problem
