@@ -200,7 +200,7 @@ class Activation:
         if sharing is None:
             self._context = celpy.Context()
             self._bound: dict[str, object] = {}
-            self._contents: dict[int, tuple[object, bytes]] = {}
+            self._contents: dict[Hashable, tuple[object, Any]] = {}
         else:
             self._context, self._bound = sharing._context, sharing._bound
             self._contents = sharing._contents
@@ -217,13 +217,14 @@ class Activation:
             fields = _selected_fields(expression.source, name)
             try:
                 if fields is not None and type(value) is dict:
-                    parts.append(tuple((f, self._content(value[f]) if f in value else None)
-                                       for f in fields))
+                    parts.append(self._fields(value, fields))
                 else:
                     parts.append(self._content(value))
             except (pickle.PicklingError, TypeError, AttributeError):
                 return None
-        return (expression, tuple(parts))
+        # The program stands for the expression (the same object for as long as the key is
+        # kept; hashed by identity), the names for the order of `parts`.
+        return (expression.program, expression.names, tuple(parts))
 
     def _content(self, value: object) -> bytes:
         """`value` pickled: equal bytes unpickle to equal values, so they convert alike.
@@ -232,6 +233,16 @@ class Activation:
         if known is None or known[0] is not value:
             known = (value, pickle.dumps(value, pickle.HIGHEST_PROTOCOL))
             self._contents[id(value)] = known
+        return known[1]
+
+    def _fields(self, value: dict[str, Any], fields: tuple[str, ...]) -> tuple[object, ...]:
+        """The content of each of `fields` of `value` (None for one it lacks), kept as
+        `_content` is."""
+        known = self._contents.get((id(value), fields))
+        if known is None or known[0] is not value:
+            contents = tuple(self._content(value[f]) if f in value else None for f in fields)
+            known = (value, contents)
+            self._contents[(id(value), fields)] = known
         return known[1]
 
     def context_for(self, expression: CompiledExpression) -> Any:
