@@ -1,4 +1,5 @@
-"""The last lines of each replica's log, read through the pods/log subresource as the viewer.
+"""Replicas' logs, read through the pods/log subresource as the viewer: the last lines of
+each for a page, the whole of one for its download link.
 
 Reading as the viewer (with their token) leaves the decision to the API server: a user
 without `get pods/log` sees why, never the log. A pod's tail is read again only while
@@ -8,8 +9,9 @@ it runs or when the pod changed, so a finished job's page costs no request per r
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
-from engine.app.web.pages import LogTail
+from engine.app.web.job_page import LogTail
 from engine.app.web.state import Pod
 from engine.kube.client import KubeClient
 from engine.kube.errors import ApiError, Forbidden
@@ -19,6 +21,33 @@ TAIL_LINES = 40
 TAIL_BYTES = 64 * 1024
 SHOWN = 20
 """Logs of at most this many pods per page (a job may have thousands of replicas)."""
+WHOLE_BYTES = 16 * 1024 * 1024
+"""A download holds at most this much of a log (its end is cut)."""
+_FORBIDDEN = "you may not read this pod's log (get pods/log)"
+
+
+@dataclass(frozen=True)
+class WholeLog:
+    """A pod's whole log as text, or why not, with the HTTP status that says so."""
+
+    text: str
+    status: int = 200
+
+
+def whole_log(client: KubeClient, namespace: str, pod: Pod, *, previous: bool) -> WholeLog:
+    """The pod's log (`previous`: of the container's attempt before its last restart)."""
+    query: dict[str, object] = {"limitBytes": WHOLE_BYTES}
+    if pod.container:
+        query["container"] = pod.container
+    if previous:
+        query["previous"] = "true"
+    try:
+        return WholeLog(client.read_text(PODS, pod.name, namespace, subresource="log",
+                                         query=query))
+    except Forbidden:
+        return WholeLog(_FORBIDDEN + "\n", 403)
+    except ApiError as exc:
+        return WholeLog(f"{exc}\n", exc.status if 400 <= exc.status < 600 else 502)
 
 
 class LogTails:
@@ -53,6 +82,6 @@ class LogTails:
             return LogTail(text=self._client().read_text(
                 PODS, pod.name, self._namespace, subresource="log", query=query))
         except Forbidden:
-            return LogTail(note="you may not read this pod's log (get pods/log)")
+            return LogTail(note=_FORBIDDEN)
         except ApiError as exc:
             return LogTail(note=str(exc))

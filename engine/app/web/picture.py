@@ -6,6 +6,8 @@ off the page's way. Marking
 the current states is cheap and done on every redraw: the state's node gets the class
 `current` (the page's style outlines it). The SVG is parsed and only Graphviz's
 drawing elements are kept, so nothing in a machine's text can become markup or script.
+Each arrow's whole transitions (Graphviz's tooltip attribute) become a `<title>`, which
+every browser shows on hover.
 """
 
 from __future__ import annotations
@@ -36,12 +38,27 @@ _LINKS = frozenset({"href", f"{{{XLINK_NS}}}href"})
 _KEPT = 64
 
 
+_ENDS = frozenset({"success", "failure"})
+
+
 @dataclass(frozen=True)
 class Picture:
     """The SVG of a job's machine, or why there is none."""
 
     svg: bytes | None
     reason: str = ""
+    ends: frozenset[str] = frozenset()
+    """Node titles of the machines' end states (`job/s/Succeeded`, `replica/s/Failed`)."""
+
+
+def drawn_picture(svg: bytes) -> Picture:
+    """A picture of `svg`, with its end states read from the nodes' classes."""
+    ends = set()
+    for group in ET.fromstring(svg).iter(f"{{{SVG_NS}}}g"):
+        classes = set((group.get("class") or "").split())
+        if "node" in classes and classes & _ENDS:
+            ends.add(group.findtext(f"{{{SVG_NS}}}title") or "")
+    return Picture(svg, ends=frozenset(ends))
 
 
 def current_states(job: Job) -> dict[str, str]:
@@ -59,6 +76,7 @@ def marked_svg(svg: bytes, current: Mapping[str, str]) -> str:
     with the class `current` and who is there in `data-current`."""
     root = ET.fromstring(svg)
     _keep_drawing(root)
+    _titled_links(root)
     for group in root.iter(f"{{{SVG_NS}}}g"):
         classes = (group.get("class") or "").split()
         if "node" not in classes:
@@ -68,6 +86,17 @@ def marked_svg(svg: bytes, current: Mapping[str, str]) -> str:
             group.set("class", " ".join([*classes, "current"]))
             group.set("data-current", current[title])
     return ET.tostring(root, encoding="unicode")
+
+
+def _titled_links(root: ET.Element) -> None:
+    """Give each link Graphviz drew for a tooltip a `<title>` child with that text (the
+    innermost title is the one a browser shows, not the edge's `a->b`)."""
+    for link in root.iter(f"{{{SVG_NS}}}a"):
+        text = link.get(f"{{{XLINK_NS}}}title")
+        if text:
+            title = ET.Element(f"{{{SVG_NS}}}title")
+            title.text = text
+            link.insert(0, title)
 
 
 def _keep_drawing(element: ET.Element) -> None:
@@ -150,7 +179,8 @@ class Pictures:
         if not job.revision:
             return Picture(None, "the engine has not started this job yet: no machine to draw")
         try:
-            return Picture(job_picture(self._client, job.namespace, job.name,
-                                       system_namespace=self._system_namespace, fmt="svg"))
+            return drawn_picture(job_picture(self._client, job.namespace, job.name,
+                                             system_namespace=self._system_namespace,
+                                             fmt="svg"))
         except (JobNotFoundError, RenderError, ApiError) as exc:
             return Picture(None, str(exc))

@@ -21,11 +21,12 @@ from urllib.parse import quote
 from aiohttp import web
 from loguru import logger
 
-from engine.app.web import assets, pages
+from engine.app.web import assets, job_page, list_page, markup, pages, script
 from engine.app.web.auth import ApiReviews, Gate, Sessions, bearer_token, safe_next
 from engine.app.web.follow import Follower
-from engine.app.web.logs import LogTails
-from engine.app.web.pages import JobDetail
+from engine.app.web.job_page import JobDetail
+from engine.app.web.list_page import ListView
+from engine.app.web.logs import LogTails, whole_log
 from engine.app.web.picture import Pictures
 from engine.app.web.state import Change, Job, JobKey, LiveJobs
 from engine.app.web.stream import Denied, Gone, Streams, Update
@@ -130,11 +131,14 @@ class WebView:
         app.router.add_get("/stream", self._jobs_stream)
         app.router.add_get("/jobs/{namespace}/{resource}/{name}", self._job_page)
         app.router.add_get("/jobs/{namespace}/{resource}/{name}/stream", self._job_stream)
+        app.router.add_get("/jobs/{namespace}/{resource}/{name}/logs/{pod}", self._pod_log)
         app.router.add_get("/login", self._login_form)
         app.router.add_post("/login", self._login)
         app.router.add_post("/logout", self._logout)
-        app.router.add_get(pages.SCRIPT_URL, self._asset(assets.SCRIPT, "text/javascript"))
-        app.router.add_get(pages.STYLE_URL, self._asset(assets.STYLE, "text/css"))
+        app.router.add_get(markup.SCRIPT_URL, self._asset(script.SCRIPT, "text/javascript"))
+        app.router.add_get(markup.STYLE_URL, self._asset(assets.STYLE, "text/css"))
+        for icon in (markup.ICON_URL, "/favicon.ico"):  # browsers ask for the .ico anyway
+            app.router.add_get(icon, self._asset(assets.ICON, "image/svg+xml"))
         return app
 
     # --- who is asking -------------------------------------------------------------------
@@ -245,18 +249,21 @@ class WebView:
         jobs = await _blocking(lambda: self._visible_jobs(viewer))
         if jobs is None:
             return self._no_jobs_allowed(viewer)
-        return _html(pages.jobs_page(jobs, user=viewer.user, now=datetime.now(UTC),
-                                     stream="/stream"))
+        view = ListView.from_query(request.query)
+        return _html(list_page.jobs_page(jobs, user=viewer.user, now=datetime.now(UTC),
+                                         stream="/stream" + view.query().rstrip("?"),
+                                         view=view))
 
     async def _jobs_stream(self, request: web.Request) -> web.StreamResponse:
         viewer = await self._viewer(request)
+        view = ListView.from_query(request.query)
 
         def parts() -> Update:
             if self._gate.who(viewer.token) is None:
                 return Denied()
             jobs = self._visible_jobs(viewer)
-            return Denied() if jobs is None else pages.render_jobs_parts(
-                jobs, datetime.now(UTC))
+            return Denied() if jobs is None else list_page.render_jobs_parts(
+                jobs, datetime.now(UTC), view)
 
         async def render() -> Update:
             return await _blocking(lambda: _unless_failing(parts))
@@ -316,8 +323,8 @@ class WebView:
             return self._job_forbidden(viewer, kind, key[0])
         if detail is None:
             return self._job_missing(viewer, request)
-        return _html(pages.job_page(detail, user=viewer.user, now=datetime.now(UTC),
-                                    stream=request.path + "/stream"))
+        return _html(job_page.job_page(detail, user=viewer.user, now=datetime.now(UTC),
+                                       stream=request.path + "/stream"))
 
     async def _job_stream(self, request: web.Request) -> web.StreamResponse:
         viewer = await self._viewer(request)
@@ -335,7 +342,7 @@ class WebView:
                 return Gone(f"{key[0]}/{key[1]} was deleted")
             if isinstance(detail, Denied):
                 return detail
-            return pages.render_job_parts(detail, datetime.now(UTC))
+            return job_page.render_job_parts(detail, datetime.now(UTC))
 
         async def render() -> Update:
             return await _blocking(lambda: _unless_failing(parts))
@@ -350,6 +357,29 @@ class WebView:
             return self._job_missing(viewer, request)
         return await self._streams.serve(request, model=self._model, wanted=wanted,
                                          render=render, tick_s=JOB_TICK_S)
+
+    async def _pod_log(self, request: web.Request) -> web.Response:
+        """The whole log of one of a job's pods (`?previous=1`: the container's attempt
+        before its restart), read as the viewer: as text, or as a file (`?download=1`)."""
+        viewer = await self._viewer(request)
+        kind, key = self._job_target(request)
+        if kind is None:
+            return self._job_missing(viewer, request)
+        if not await _blocking(lambda: self._gate.may_list(viewer.token, kind, key[0])):
+            return self._job_forbidden(viewer, kind, key[0])
+        job = self._model.job(kind, *key)
+        pod = self._model.pod_of(job, request.match_info["pod"]) if job is not None else None
+        if pod is None:
+            return self._job_missing(viewer, request)
+        previous = request.query.get("previous") == "1"
+        read = await _blocking(lambda: whole_log(
+            self._reviews.client_for(viewer.token), key[0], pod, previous=previous))
+        headers = {"Cache-Control": "no-store"}
+        if request.query.get("download") == "1":
+            name = f"{pod.name}{'.previous' if previous else ''}.log"
+            headers["Content-Disposition"] = f'attachment; filename="{name}"'
+        return web.Response(text=read.text, status=read.status, content_type="text/plain",
+                            charset="utf-8", headers=headers)
 
     # --- plumbing ------------------------------------------------------------------------
 

@@ -124,6 +124,11 @@ class Pod:
     container_state: str
     """`running`, `waiting (ContainerCreating)`, `terminated (exit code 137)`."""
     resource_version: str
+    uid: str = ""
+    """Another uid under the same name is another attempt (the pod was made again)."""
+    container_restarts: int = 0
+    """How often the kubelet restarted the container in place (`kubectl logs --previous`
+    shows the attempt before)."""
 
 
 @dataclass(frozen=True)
@@ -216,6 +221,8 @@ def pod_from(obj: Obj) -> Pod:
         container=first,
         container_state=_container_state(main.get("state") or {}),
         resource_version=str(metadata.get("resourceVersion") or ""),
+        uid=str(metadata.get("uid") or ""),
+        container_restarts=int(main.get("restartCount") or 0),
     )
 
 
@@ -351,6 +358,10 @@ class LiveJobs:
             cache = self._kinds.get(resource)
         obj = cache.get(namespace, name) if cache is not None else None
         return job_from(obj, resource) if obj is not None else None
+
+    def pod_of(self, job: Job, name: str) -> Pod | None:
+        """The job's pod of that name, or None (not the job's, or gone)."""
+        return next((pod for pod in self.pods_of(job) if pod.name == name), None)
 
     def pods_of(self, job: Job) -> list[Pod]:
         """The job's pods (by its name label and, where they have one, their owner's uid)."""

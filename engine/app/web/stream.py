@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import orjson
 from aiohttp import web
 
-from engine.app.web.pages import Parts
+from engine.app.web.job_page import Parts
 from engine.app.web.state import Change, JobKey, LiveJobs
 
 KEEPALIVE_S = 15.0

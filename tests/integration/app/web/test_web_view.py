@@ -90,7 +90,10 @@ def _page(viewed: Viewed, path: str, *, token: str | None) -> str:
     return answer.body
 
 
-@pytest.mark.parametrize("path", ["/", "/stream", JOB_PATH, JOB_PATH + "/stream"])
+LOG_PATH = f"{JOB_PATH}/logs/{RESTARTED}-worker-0"
+
+
+@pytest.mark.parametrize("path", ["/", "/stream", JOB_PATH, JOB_PATH + "/stream", LOG_PATH])
 @pytest.mark.parametrize("token", [None, "wrong-token"])
 def test_without_a_token_the_api_server_accepts_there_is_the_login_form_not_data(
     viewed: Viewed, path: str, token: str | None
@@ -107,12 +110,17 @@ def test_without_a_token_the_api_server_accepts_there_is_the_login_form_not_data
 def test_the_list_shows_each_job_with_kind_state_restarts_and_age(viewed: Viewed) -> None:
     body = _page(viewed, "/", token=viewed.admin)
 
-    row = re.search(rf'<tr><td><a href="{JOB_PATH}">{RESTARTED}</a></td>(.*?)</tr>', body)
+    row = re.search(rf'<tr data-tone="succeeded"><td><a href="{JOB_PATH}">{RESTARTED}</a>'
+                    r"</td>(.*?)</tr>", body)
     assert row is not None, body
     assert re.fullmatch(
-        r'<td>PyTorchJob</td><td><span class="state" data-state="Succeeded">Succeeded</span>'
-        r'</td><td class="number">1</td><td>\d+s</td>', row.group(1))
-    assert "namespace team" in body
+        r'<td>default</td><td>PyTorchJob</td><td><span class="state" data-state="Succeeded" '
+        r'data-tone="succeeded">Succeeded</span></td><td class="number">1</td><td><time '
+        r'class="age" datetime="[^"]+">\d+s</time></td>', row.group(1))
+    assert "<td>team</td>" in body
+    assert "Succeeded <b>2</b>" in body  # the counts by state
+    filtered = _page(viewed, "/?namespace=team", token=viewed.admin)
+    assert TEAM_JOB in filtered and f">{RESTARTED}</a>" not in filtered
     assert "signed in as <b>kubernetes-admin</b>" in body
 
 
@@ -120,15 +128,36 @@ def test_the_job_page_shows_state_restarts_machine_events_and_logs(viewed: Viewe
     body = _page(viewed, JOB_PATH, token=viewed.admin)
 
     assert '<span id="restarts">1</span>' in body
-    assert '<g id="node' in body and 'class="node current" data-current="job"' in body
-    current = re.findall(r'class="node current" data-current="([^"]*)">\s*<title>([^<]*)<', body)
+    assert '<g id="node' in body and 'current" data-current="job"' in body
+    current = re.findall(r'class="node \w+ current" data-current="([^"]*)">\s*<title>([^<]*)<',
+                         body)
     assert sorted(current) == [("Worker-0", "replica/s/Succeeded"), ("job", "job/s/Succeeded")]
     assert "exited with code 137" in body  # the ExitedWithCode event
     assert "is restarting because Worker replica(s) failed." in body
     assert "<td>Succeeded</td><td>True</td><td>PyTorchJobSucceeded</td>" in body
     assert "<td>SuccessCriteriaMet</td>" not in body  # Succeeded took it over at the end
     assert "simulated attempt 2: exit code 0" in body  # the log tail, read through pods/log
+    assert f'href="{LOG_PATH}?download=1"' in body
     assert _strict_headers(viewed, JOB_PATH)
+
+
+def test_a_replicas_whole_log_downloads_as_the_viewer_may_read_it(viewed: Viewed) -> None:
+    answer = request(viewed.view.url + LOG_PATH + "?download=1", token=viewed.admin)
+    assert answer.status == 200
+    assert answer.headers["Content-Type"].startswith("text/plain")
+    assert answer.headers["Content-Disposition"] == (
+        f'attachment; filename="{RESTARTED}-worker-0.log"')
+    assert "simulated attempt 2: exit code 0" in answer.body
+    # a pod that is not the job's is not found; a user who may not list the job is refused
+    assert request(viewed.view.url + f"{JOB_PATH}/logs/{TEAM_JOB}-worker-0",
+                   token=viewed.admin).status == 404
+    assert request(viewed.view.url + LOG_PATH, token="teamer-secret").status == 403
+
+
+def test_the_icon_is_served(viewed: Viewed) -> None:
+    for path in ("/favicon.svg", "/favicon.ico"):
+        answer = request(viewed.view.url + path)
+        assert answer.status == 200 and answer.body.startswith("<svg")
 
 
 def _strict_headers(viewed: Viewed, path: str) -> bool:
@@ -189,7 +218,7 @@ def test_a_user_sees_only_the_namespaces_where_rbac_lets_them_list(viewed: Viewe
 
     assert TEAM_JOB in body
     assert RESTARTED not in body
-    assert "namespace default" not in body
+    assert "<td>default</td>" not in body
     assert request(viewed.view.url + JOB_PATH, token="teamer-secret").status == 403
     team_page = _page(viewed, team_path, token="teamer-secret")
     assert "simulated attempt 1: exit code 0" in team_page  # teamer may read logs there

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, cast
 
-from engine.app.web.logs import SHOWN, TAIL_LINES, LogTails
+from engine.app.web.logs import SHOWN, TAIL_LINES, WHOLE_BYTES, LogTails, whole_log
 from engine.app.web.state import Pod
 from engine.kube.client import KubeClient
 from engine.kube.errors import ApiError, Forbidden
@@ -79,3 +79,20 @@ def test_only_the_first_pods_logs_are_read() -> None:
 
     assert len(client.asked) == SHOWN
     assert tails[f"p{SHOWN}"].note.startswith(f"not shown: only the first {SHOWN}")
+
+
+def test_a_whole_log_is_read_as_the_viewer_previous_on_request_and_refusals_say_why() -> None:
+    client = FakeClient({"done": "all of it\n", "secret": Forbidden(403, "Forbidden", "no", {}),
+                         "gone": ApiError(400, "BadRequest", "previous terminated container "
+                                          "not found", {})})
+    viewer = cast(KubeClient, client)
+
+    assert whole_log(viewer, "team", _pod("done"), previous=False).text == "all of it\n"
+    whole_log(viewer, "team", _pod("done"), previous=True)
+    assert [query for _, _, query in client.asked] == [
+        {"limitBytes": WHOLE_BYTES, "container": "pytorch"},
+        {"limitBytes": WHOLE_BYTES, "container": "pytorch", "previous": "true"}]
+    refused = whole_log(viewer, "team", _pod("secret"), previous=False)
+    assert (refused.status, refused.text) == (
+        403, "you may not read this pod's log (get pods/log)\n")
+    assert whole_log(viewer, "team", _pod("gone"), previous=True).status == 400

@@ -7,11 +7,12 @@ from html.parser import HTMLParser
 
 import pytest
 
-from engine.app.web import pages
-from engine.app.web.pages import JobDetail, LogTail
+from engine.app.web import job_page, list_page, markup, pages
+from engine.app.web.job_page import JobDetail, LogTail, replica_status
+from engine.app.web.list_page import ListView
 from engine.app.web.picture import Picture
-from engine.app.web.state import LiveJobs
-from tests.unit.app.web.support import PYTORCHJOBS, deliver, event, job, pod
+from engine.app.web.state import LiveJobs, pod_from
+from tests.unit.app.web.support import PYTORCHJOBS, TFJOBS, deliver, event, job, pod
 
 NOW = datetime(2027, 1, 15, 8, 5, tzinfo=UTC)
 EVIL = '<script>alert("x")</script><img src=x onerror=alert(1)>'
@@ -29,11 +30,11 @@ class Tags(HTMLParser):
         self.tags.append((tag, dict(attrs)))
 
 
-def _assert_inert(markup: str) -> None:
+def _assert_inert(text: str) -> None:
     """Only our own script tag, no event handler attribute, no image."""
-    tags = Tags(markup).tags
+    tags = Tags(text).tags
     assert [attrs.get("src") for tag, attrs in tags if tag == "script"] in (
-        [pages.SCRIPT_URL], [])
+        [markup.SCRIPT_URL], [])
     assert not [tag for tag, _ in tags if tag == "img"]
     assert not [name for _, attrs in tags for name in attrs if name.startswith("on")]
 
@@ -67,57 +68,141 @@ def _detail(**changes: object) -> JobDetail:
     (timedelta(days=400), "400d"), (timedelta(seconds=-5), "0s"),
 ])
 def test_ages_read_as_kubectl_writes_them(ago: timedelta, shown: str) -> None:
-    assert pages.age(NOW - ago, NOW) == shown
+    assert markup.age(NOW - ago, NOW) == shown
 
 
-def test_the_list_groups_jobs_by_namespace_with_kind_state_restarts_and_age() -> None:
+def _listed() -> LiveJobs:
     model = LiveJobs()
     feed = model.job_feed(PYTORCHJOBS)
     deliver(feed, "ADDED", job("b", namespace="team-b", state="Succeeded", restarts=2))
-    deliver(feed, "ADDED", job("a", namespace="team-a", uid="u2"))
+    deliver(feed, "ADDED", job("a", namespace="team-a", uid="u2", state="Failed"))
+    deliver(model.job_feed(TFJOBS), "ADDED", job("c", namespace="team-a", uid="u3"))
+    return model
 
-    markup = pages.jobs_page(model.jobs(), user="alice", now=NOW, stream="/stream")
 
-    assert markup.index("namespace team-a") < markup.index("namespace team-b")
-    assert ('<a href="/jobs/team-b/pytorchjobs.kubeflow.org/b">b</a></td><td>PyTorchJob</td>'
-            '<td><span class="state" data-state="Succeeded">Succeeded</span></td>'
-            '<td class="number">2</td><td>5m</td>') in markup
-    assert 'data-stream="/stream"' in markup
-    assert "signed in as <b>alice</b>" in markup
+def test_the_list_shows_kind_state_restarts_and_a_live_age_with_counts_on_top() -> None:
+    markup_ = list_page.jobs_page(_listed().jobs(), user="alice", now=NOW, stream="/stream")
+
+    assert ('<a href="/jobs/team-b/pytorchjobs.kubeflow.org/b">b</a></td><td>team-b</td>'
+            '<td>PyTorchJob</td><td><span class="state" data-state="Succeeded" '
+            'data-tone="succeeded">Succeeded</span></td><td class="number">2</td><td><time '
+            'class="age" datetime="2027-01-15T08:00:00+00:00">5m</time></td>') in markup_
+    counts = markup_[markup_.index('id="counts"'):markup_.index('class="filters"')]
+    # failed first, then running, then the rest; each a link that filters by its state
+    assert counts.index("All <b>3</b>") < counts.index("Failed <b>1</b>") < counts.index(
+        "Running <b>1</b>") < counts.index("Succeeded <b>1</b>")
+    assert 'href="?state=Failed"' in counts
+    assert 'data-stream="/stream"' in markup_
+    assert "signed in as <b>alice</b>" in markup_
+    assert '<link rel="icon" href="/favicon.svg"' in markup_
+
+
+def test_the_list_filters_by_state_kind_and_namespace_and_sorts() -> None:
+    jobs = _listed().jobs()
+
+    def names(**query: str) -> list[str]:
+        view = ListView.from_query(query)
+        return [job.name for job in view.shown(jobs)]
+
+    assert names(state="Failed") == ["a"]
+    assert names(kind="TFJob") == ["c"]
+    assert names(namespace="team-a", sort="name") == ["a", "c"]
+    assert names(sort="state") == ["a", "c", "b"]  # failed, running, succeeded
+    assert names(sort="nonsense") == names()  # newest first (all made at once: by name)
+    view = ListView.from_query({"state": "Failed", "sort": "state"})
+    assert view.query(state="") == "?sort=state"
+    parts = list_page.render_jobs_parts(jobs, NOW, ListView(state="Nope"))
+    assert parts["jobs"] == '<p class="empty">No job matches these filters.</p>'
+    assert "All <b>3</b>" in parts["counts"]  # counts are of every job, not the shown ones
+
+
+def test_failed_and_running_badges_have_strong_tones_whatever_a_kind_calls_them() -> None:
+    tones = {state: markup.tone(state) for state in (
+        "Failed", "FailedByRule", "PendingTimedOut", "Running", "Active", "SucceededAsChief",
+        "Complete", "Restarting", "Failing", "Pending", "")}
+    assert tones == {
+        "Failed": "failed", "FailedByRule": "failed", "PendingTimedOut": "failed",
+        "Running": "running", "Active": "running", "SucceededAsChief": "succeeded",
+        "Complete": "succeeded", "Restarting": "waiting", "Failing": "waiting",
+        "Pending": "waiting", "": "none"}
 
 
 def test_a_name_from_the_cluster_cannot_break_out_of_its_link() -> None:
     model = LiveJobs()
     deliver(model.job_feed(PYTORCHJOBS), "ADDED", job('x"><b>', namespace="n/../s"))
 
-    markup = pages.render_jobs_parts(model.jobs(), NOW)["jobs"]
+    markup_ = list_page.render_jobs_parts(model.jobs(), NOW)["jobs"]
 
-    assert 'href="/jobs/n%2F..%2Fs/pytorchjobs.kubeflow.org/x%22%3E%3Cb%3E"' in markup
-    assert "x&quot;&gt;&lt;b&gt;</a>" in markup
+    assert 'href="/jobs/n%2F..%2Fs/pytorchjobs.kubeflow.org/x%22%3E%3Cb%3E"' in markup_
+    assert "x&quot;&gt;&lt;b&gt;</a>" in markup_
+
+
+def _shown(markup_: str) -> str:
+    return markup_.rpartition('">')[2].removesuffix("</span>")
+
+
+@pytest.mark.parametrize(("case", "shown", "tone"), [(case[:4], case[4], case[5]) for case in [
+    ("Running", "Running", False, False, "Running", "running"),
+    ("Running", None, False, False, "Running (pod deleted)", "waiting"),
+    ("Running", "Succeeded", False, False, "Running (pod Succeeded)", "waiting"),
+    ("Pending", "Running", False, False, "Pending (pod Running)", "waiting"),
+    ("Restarting", None, False, False, "Restarting", "waiting"),
+    ("Running", None, True, False, "Running, stopped at job end (pod deleted)", "waiting"),
+    ("Running", "Succeeded", True, False, "Running, stopped at job end (pod Succeeded)",
+     "waiting"),
+    ("Succeeded", None, True, True, "Succeeded", "succeeded"),
+    ("Failed", None, True, True, "Failed", "failed"),
+]])
+def test_a_replica_row_says_what_is_true_now(case: tuple[str, str | None, bool, bool],
+                                             shown: str, tone: str) -> None:
+    state, phase, job_ended, ended = case
+    replica_pod = None if phase is None else pod_from(pod("p", "one", phase=phase))
+    badge = replica_status(state, replica_pod, job_ended=job_ended, ended=ended)
+    assert _shown(badge) == shown
+    assert f'data-tone="{tone}"' in badge
+
+
+def test_a_finished_jobs_page_shows_no_replica_running_without_its_pod() -> None:
+    finished = _detail()
+    model = LiveJobs()
+    deliver(model.job_feed(PYTORCHJOBS), "ADDED", job(
+        "one", state="Succeeded", replicas={"Worker": {"Running": "0", "Succeeded": "1"}}))
+    (one,) = model.jobs()
+    picture = Picture(None, "no picture", ends=frozenset({"job/s/Succeeded",
+                                                          "replica/s/Succeeded"}))
+    parts = job_page.render_job_parts(
+        JobDetail(job=one, picture=picture, pods=finished.pods[:0]), NOW)
+    assert ">Running, stopped at job end (pod deleted)</span>" in parts["replicas"]
+    assert 'data-state="Succeeded" data-tone="succeeded">Succeeded</span>' in parts["replicas"]
+    assert ">Running</span>" not in parts["replicas"]
 
 
 def test_a_job_page_shows_summary_replicas_conditions_events_and_logs_escaped() -> None:
-    markup = pages.job_page(_detail(), user=EVIL, now=NOW, stream="/jobs/s/stream")
+    markup_ = job_page.job_page(_detail(), user=EVIL, now=NOW, stream="/jobs/s/stream")
 
-    _assert_inert(markup)
-    parts = pages.render_job_parts(_detail(), NOW)
+    _assert_inert(markup_)
+    parts = job_page.render_job_parts(_detail(), NOW)
     assert list(parts) == ["summary", "machine", "replicas", "conditions", "events", "logs"]
     assert '<span id="restarts">1</span>' in parts["summary"]
     assert ('<tr data-replica="Worker-0"><td>Worker-0</td><td><span class="state" '
-            'data-state="Running">Running</span></td><td class="number">0</td>'
-            "<td>one-worker-0</td><td>Running</td><td>running</td></tr>") in parts["replicas"]
+            'data-state="Running" data-tone="running">Running</span></td><td class="number">0'
+            "</td><td>one-worker-0</td><td>Running</td><td>running</td></tr>"
+            ) in parts["replicas"]
     assert '<tr data-replica="Worker-1">' in parts["replicas"]  # no pod yet: still a row
+    assert "Running (pod deleted)" in parts["replicas"]
     assert "PyTorchJobRunning" in parts["conditions"]
     assert "&lt;script&gt;alert(&quot;x&quot;)" in parts["events"]
     assert "60s ago" in parts["events"]
-    assert "<pre>&lt;script&gt;" in parts["logs"]
+    assert '<pre class="lines" tabindex="0">&lt;script&gt;' in parts["logs"]
+    assert ('<a class="download" href="/jobs/team/pytorchjobs.kubeflow.org/one/logs/'
+            'one-worker-0?download=1">download</a>') in parts["logs"]
     assert "no machine yet" in parts["machine"]
     for part in parts.values():
         _assert_inert(part)
 
 
 def test_what_the_user_may_not_list_is_said_not_shown() -> None:
-    parts = pages.render_job_parts(_detail(events=[], pods=[], logs={},
+    parts = job_page.render_job_parts(_detail(events=[], pods=[], logs={},
                                            hidden=("events", "pods")), NOW)
 
     assert "You may not list events in this namespace." in parts["events"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
-from engine.app.web.picture import SVG_NS, current_states, marked_svg
+from engine.app.web.picture import SVG_NS, current_states, drawn_picture, marked_svg
 from engine.app.web.state import LiveJobs
 from tests.unit.app.web.support import PYTORCHJOBS, deliver, job
 
@@ -16,7 +16,7 @@ SVG = f"""<?xml version="1.0" encoding="UTF-8" standalone="no"?>
 <script>alert(2)</script>
 <g id="graph0" class="graph">
 <g id="node1" class="node"><title>job/s/Running</title><path d="M0,0"/></g>
-<g id="node2" class="node"><title>job/s/Succeeded</title><path d="M0,0"/></g>
+<g id="node2" class="node success"><title>job/s/Succeeded</title><path d="M0,0"/></g>
 <g id="node3" class="node"><title>replica/s/Running</title><path d="M0,0"/></g>
 <g id="edge1" class="edge"><title>job/s/Running&#45;&gt;job/s/Succeeded</title>
 <a xlink:href="https://evil.example/" xlink:title="&lt;done&gt;"><path d="M0,0"/></a></g>
@@ -29,7 +29,8 @@ def _current(markup: str) -> dict[str, str]:
     root = ET.fromstring(markup)
     return {
         group.findtext(f"{{{SVG_NS}}}title") or "": group.get("data-current") or ""
-        for group in root.iter(f"{{{SVG_NS}}}g") if group.get("class") == "node current"
+        for group in root.iter(f"{{{SVG_NS}}}g")
+        if "current" in (group.get("class") or "").split()
     }
 
 
@@ -57,3 +58,13 @@ def test_only_drawing_is_kept_no_script_handlers_or_outside_links() -> None:
     assert "&lt;done&gt;" in markup  # a tooltip stays, escaped
     assert markup.startswith(f'<svg xmlns="{SVG_NS}"')
     assert "class=\"node current\"" not in markup
+
+
+def test_an_arrows_whole_transitions_are_the_title_a_browser_shows_on_hover() -> None:
+    root = ET.fromstring(marked_svg(SVG, {}))
+    (link,) = root.iter(f"{{{SVG_NS}}}a")
+    assert link[0].tag == f"{{{SVG_NS}}}title" and link[0].text == "<done>"
+
+
+def test_the_end_states_are_read_from_the_nodes_classes() -> None:
+    assert drawn_picture(SVG).ends == frozenset({"job/s/Succeeded"})
