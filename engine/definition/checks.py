@@ -36,6 +36,7 @@ def check_names(loaded: LoadedDefinition) -> list[Diagnostic]:
         found += _checks(loaded, level).names()
     found += _service_checks(loaded)
     found += _object_checks(loaded)
+    found += _child_field_checks(loaded)
     return found
 
 
@@ -376,6 +377,22 @@ def _object_checks(loaded: LoadedDefinition) -> Iterator[Diagnostic]:
                 yield error(loaded.positions.key((*path, "fields", field)),
                             f"'{field}' is set by the engine (from apiVersion, kind and name, "
                             "labels and annotations), not by 'fields'")
+
+
+_FIELD_PATH = re.compile(r"^[A-Za-z][A-Za-z0-9]*(\.[A-Za-z][A-Za-z0-9]*)*$")
+
+
+def _child_field_checks(loaded: LoadedDefinition) -> Iterator[Diagnostic]:
+    """spec.child's fields: dotted paths of plain names that leave type and metadata to
+    the engine (labels and annotations have their own sections)."""
+    child = loaded.definition.spec.child
+    for path in child.fields if child is not None else ():
+        where = loaded.positions.key(("spec", "child", "fields", path))
+        if not _FIELD_PATH.match(path):
+            yield error(where, f"'{path}' is not a dotted path of field names (spec.suspend)")
+        elif path.split(".")[0] in _OBJECT_ROOT_FIELDS:
+            yield error(where, f"'{path}' is set by the engine (from apiVersion, kind, name, "
+                        "labels and annotations), not by 'fields'")
 
 
 def _text(value: object) -> str:

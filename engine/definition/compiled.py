@@ -215,6 +215,8 @@ class CompiledChild:
     """None: `<job>-<type in lower case>-<index>`."""
     labels: Mapping[str, CompiledExpression]
     annotations: Mapping[str, CompiledExpression]
+    fields: Mapping[str, CompiledExpression]
+    """Dotted path in the child -> the value the engine forces there."""
     status: Mapping[str, CompiledExpression]
     """ready, succeeded, failed, failureReason, failureMessage."""
 
@@ -342,6 +344,7 @@ def _child(expressions: Mapping[Path, CompiledExpression], child: ChildSpec | No
         name=expressions.get((*path, "name")),
         labels={k: expressions[(*path, "labels", k)] for k in child.labels},
         annotations={k: expressions[(*path, "annotations", k)] for k in child.annotations},
+        fields={k: expressions[(*path, "fields", k)] for k in child.fields},
         status={str(p[-1]): compiled for p, compiled in expressions.items()
                 if p[:3] == (*path, "status")},
     )

@@ -242,7 +242,8 @@ def child_value_paths(
     base: Path = ("spec", "child")
     if child.name is not None:
         yield (*base, "name"), child.name, _STRING_TYPES, False
-    for section, values in (("labels", child.labels), ("annotations", child.annotations)):
+    for section, values in (("labels", child.labels), ("annotations", child.annotations),
+                            ("fields", child.fields)):
         for key, source in values.items():
             yield (*base, section, key), source, (), False
     status = child.status.model_dump(by_alias=True)

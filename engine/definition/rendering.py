@@ -120,12 +120,15 @@ class ChildDecorations:
     """None: the engine's default name."""
     labels: Mapping[str, str]
     annotations: Mapping[str, str]
+    fields: Mapping[str, Any] = field(default_factory=dict)
+    """Dotted path in the child -> the value forced there (a null leaves the path alone)."""
 
 
 def render_child_decorations(
     compiled: CompiledDefinition, variables: Mapping[str, Any]
 ) -> ChildDecorations:
-    """The name, labels and annotations spec.child gives one replica's child."""
+    """The name, labels, annotations and forced fields spec.child gives one replica's
+    child."""
     child = compiled.child
     if child is None:
         raise ValueError(f"machine {compiled.name} has no spec.child")
@@ -137,7 +140,8 @@ def render_child_decorations(
             raise CelEvaluationError(f"child.name gave {value!r}, not a non-empty string")
         name = value
     return ChildDecorations(name, _texts(child.labels, activation),
-                            _texts(child.annotations, activation))
+                            _texts(child.annotations, activation),
+                            _values(child.fields, activation))
 
 
 @dataclass(frozen=True)

@@ -276,7 +276,7 @@ class ChildSpec(_Strict):
     The object is the replica spec's template (`{metadata, spec}` at `template`), named
     `<job>-<type in lower case>-<index>` unless `name` says otherwise, with the engine's
     replica labels, owned by the job; the replica machine reads it through `status`.
-    Labels, annotations and the name are CEL over the replica's variables.
+    Labels, annotations, `fields` and the name are CEL over the replica's variables.
     """
 
     api_version: str = Field(alias="apiVersion")
@@ -285,6 +285,9 @@ class ChildSpec(_Strict):
     template: Annotated[str, Field(min_length=1)] = "template"  # the replica spec's field
     labels: dict[str, str] = Field(default_factory=dict)
     annotations: dict[str, str] = Field(default_factory=dict)
+    # Dotted path in the child (spec.suspend) -> CEL value the engine forces, at creation
+    # and whenever it changes (JobSet suspends and resumes its Jobs so).
+    fields: dict[str, str] = Field(default_factory=dict)
     status: ChildStatus
 
 

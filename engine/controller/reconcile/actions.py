@@ -27,10 +27,13 @@ from engine.controller.reconcile.cleanup import cleanup_policy, pods_to_clean
 from engine.controller.reconcile.decide import Decision, Planned
 from engine.controller.reconcile.jobspec import JobSpecView, ReplicaTypeSpec
 from engine.controller.reconcile.manifests import (
+    FIELDS_HASH_ANNOTATION,
     build_child,
     build_pod,
     build_service,
     cluster_spec,
+    fields_hash,
+    fields_patch,
     hosts,
     service_spec_for,
 )
@@ -139,6 +142,7 @@ def execute(run: ActionRun) -> None:
     any more."""
     for planned in run.decision.actions:
         _execute_one(run, planned)
+    _keep_child_fields(run)
     for replica in sorted(run.old_attempt):
         _delete(run, replica, run.replica_objects.by_replica.get(replica), own=True)
     if not run.decision.holds_replicas:
@@ -253,6 +257,42 @@ def _create_child(run: ActionRun, replica: ReplicaId) -> None:
         raise
     else:
         _log(run, replica).info(f"created {resource.kind} {child['metadata']['name']}")
+
+
+def _keep_child_fields(run: ActionRun) -> None:
+    """Patch the machine's forced fields (spec.child.fields) into each child of this attempt
+    that has not ended when what they render to changed (JobSet suspends and resumes its
+    Jobs so); a change the child's API server refuses is said in a Warning event."""
+    child = run.definition.child
+    if child is None or not child.fields:
+        return
+    resource = run.replica_objects.resource
+    for replica, obj in sorted(run.replica_objects.by_replica.items()):
+        facts = run.facts.get(replica)
+        if facts is None or facts.terminal or facts.going or replica in run.old_attempt:
+            continue
+        replica_type = run.spec.replica_type(replica.type)
+        decorations = None if replica_type is None else _decorations(
+            run, replica, replica_type, render_child_decorations)
+        if decorations is None:
+            continue
+        metadata = obj["metadata"]
+        if (metadata.get("annotations") or {}).get(FIELDS_HASH_ANNOTATION) == fields_hash(
+                decorations.fields):
+            continue
+        patch = fields_patch(decorations.fields)
+        patch["metadata"]["uid"] = metadata["uid"]
+        try:
+            run.client.patch(resource, metadata["name"], patch, namespace=metadata["namespace"])
+        except NotFound:
+            continue
+        except Invalid as exc:
+            run.recorder.record(run.job, type="Warning", reason="ChildUpdateRefused",
+                                message=f"{replica}: {resource.kind} {metadata['name']}: "
+                                        f"{exc.message}", replica=str(replica))
+            continue
+        _log(run, replica).info(f"updated {resource.kind} {metadata['name']}: "
+                                f"{', '.join(sorted(decorations.fields))}")
 
 
 def _decorations(

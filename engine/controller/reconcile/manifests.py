@@ -7,6 +7,7 @@ crash and `AlreadyExists` means "the one we wanted is there".
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -94,6 +95,29 @@ def build_pod(
     }
 
 
+FIELDS_HASH_ANNOTATION = "jobmachine.dev/fields-hash"
+"""On a spec.child object: a hash of the fields the machine forces, as last written, so a
+change is seen without reading the object's spec."""
+
+
+def fields_hash(fields: Mapping[str, Any]) -> str:
+    """A short hash of a child's forced fields (the same values give the same hash)."""
+    return hashlib.sha256(orjson.dumps(fields, option=orjson.OPT_SORT_KEYS)).hexdigest()[:16]
+
+
+def fields_patch(fields: Mapping[str, Any]) -> dict[str, Any]:
+    """The forced fields as a merge patch (dotted paths made nested), with their hash."""
+    patch: dict[str, Any] = {"metadata": {"annotations": {
+        FIELDS_HASH_ANNOTATION: fields_hash(fields)}}}
+    for path, value in fields.items():
+        *parents, last = path.split(".")
+        node = patch
+        for name in parents:
+            node = node.setdefault(name, {})
+        node[last] = value
+    return patch
+
+
 def build_child(
     job: Mapping[str, Any],
     definition: CompiledDefinition,
@@ -105,14 +129,16 @@ def build_child(
 ) -> dict[str, Any]:
     """The replica's child object (spec.child): the replica spec's template (`{metadata,
     spec}`) as spec.child's kind, with the machine's name, labels and annotations, our
-    replica labels and the restart attempt, owned by the job. No tracking finalizer: the
-    parent reads the child's outcome from its status, which stays while the child does."""
+    replica labels and the restart attempt, owned by the job, with the machine's forced
+    fields set (and their hash kept). No tracking finalizer: the parent reads the child's
+    outcome from its status, which stays while the child does."""
     child = definition.child
     if child is None:
         raise ValueError(f"machine {definition.name} has no spec.child")
     template: dict[str, Any] = orjson.loads(orjson.dumps(replica_type.template))
     metadata = template.get("metadata") or {}
-    return {
+    forced = fields_patch(decorations.fields) if child.fields else {"metadata": {}}
+    made: dict[str, Any] = {
         "apiVersion": child.api_version,
         "kind": child.kind,
         "metadata": {
@@ -124,11 +150,23 @@ def build_child(
                 **child_labels(job, replica),
                 RESTART_ATTEMPT_LABEL: str(attempt),
             },
-            "annotations": {**(metadata.get("annotations") or {}), **decorations.annotations},
+            "annotations": {**(metadata.get("annotations") or {}), **decorations.annotations,
+                            **(forced["metadata"].get("annotations") or {})},
             "ownerReferences": [owner_reference(job)],
         },
         "spec": template.get("spec") or {},
     }
+    _merge(made, {k: v for k, v in forced.items() if k != "metadata"})
+    return made
+
+
+def _merge(into: dict[str, Any], patch: Mapping[str, Any]) -> None:
+    """`patch`'s nested values set into `into`, maps merged key by key."""
+    for key, value in patch.items():
+        if isinstance(value, Mapping) and isinstance(into.get(key), dict):
+            _merge(into[key], value)
+        else:
+            into[key] = value
 
 
 def _with_env(env: list[dict[str, Any]], added: Mapping[str, EnvValue]) -> list[dict[str, Any]]:

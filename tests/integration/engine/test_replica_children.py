@@ -7,6 +7,7 @@ status expressions (the way JobSet reads its Jobs).
 from __future__ import annotations
 
 import threading
+import time
 import uuid
 from collections.abc import Iterator
 
@@ -16,6 +17,7 @@ from engine.api.kind_description import JobKind
 from engine.controller.machines.served import BUILT_IN_JOB_KINDS
 from engine.kube.client import KubeClient
 from engine.kube.errors import NotFound
+from engine.kube.resources import PODS
 from tests.integration.engine.custom_kinds import Lab, LabKind, get_machine, machine_condition
 from tests.integration.engine.helpers import (
     EXIT_CODES,
@@ -97,7 +99,7 @@ with maxRestarts 1): `restartJob` has the engine delete every Job of the old att
 `settled` waits until they are gone. It fails at the second failed Job."""
 
 
-def jobs_machine(kind: LabKind, job: Obj | None = None) -> Obj:
+def jobs_machine(kind: LabKind, job: Obj | None = None, child: Obj | None = None) -> Obj:
     """A machine whose Worker replicas are Jobs: the job succeeds once every Job completed
     and fails at the first Job that failed, saying why (or, with `job`, as that says)."""
     return {
@@ -106,7 +108,7 @@ def jobs_machine(kind: LabKind, job: Obj | None = None) -> Obj:
         "spec": {
             "governs": {"apiVersion": kind.resource.api_version, "kind": kind.kind,
                         "replicaSpecs": "spec.workers", "replicaTypes": ["Worker"]},
-            "child": CHILD,
+            "child": child or CHILD,
             "job": job or {
                 "initial": "Running",
                 "states": {
@@ -161,10 +163,11 @@ def job_of(kind: LabKind, name: str, ns: str, *, replicas: int, codes: str = "0"
             "spec": {"workers": {"Worker": {"replicas": replicas, "template": template}}}}
 
 
-def governed(client: KubeClient, lab: Lab, job: Obj | None = None) -> LabKind:
+def governed(client: KubeClient, lab: Lab, job: Obj | None = None,
+             child: Obj | None = None) -> LabKind:
     kind = jobs_kind()
     lab.install(kind)
-    lab.apply(jobs_machine(kind, job))
+    lab.apply(jobs_machine(kind, job, child))
     wait_until(lambda: machine_condition(get_machine(client, kind.kind.lower()), "Governing")
                .get("status") == "True", what="the machine to govern the kind")
     return kind
@@ -264,6 +267,28 @@ def test_a_restart_deletes_every_job_and_makes_the_next_attempts_once_they_are_g
     first_new = min(i for i, (event, _, attempt) in enumerate(seen)
                     if event == "ADDED" and attempt == "1")
     assert last_gone < first_new, seen
+
+
+def test_the_jobs_are_suspended_and_resumed_with_their_parent(
+    client: KubeClient, lab: Lab, ns: str
+) -> None:
+    kind = governed(client, lab, child={**CHILD, "fields": {"spec.suspend": "runPolicy.suspend"}})
+    suspended = job_of(kind, "paused", ns, replicas=2)
+    suspended["spec"]["runPolicy"] = {"suspend": True}
+    client.create(kind.resource, suspended, ns)
+
+    def both(value: bool) -> bool:
+        found, _ = client.list(JOBS, ns)
+        return len(found) == 2 and all(j["spec"].get("suspend") is value for j in found)
+
+    wait_until(lambda: both(True), what="two suspended Jobs")
+    time.sleep(1.0)
+    assert client.list(PODS, ns)[0] == []  # a suspended Job makes no pod
+    client.patch(kind.resource, "paused", {"spec": {"runPolicy": {"suspend": False}}},
+                 namespace=ns)
+
+    wait_until(lambda: both(False), what="two resumed Jobs")
+    wait_for_phase(client, ns, "paused", "Succeeded", kind=kind.resource)
 
 
 def job_history(client: KubeClient, ns: str, stop: threading.Event,

@@ -6,6 +6,7 @@ observation, and the object made for a replica is the replica spec's template as
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +14,11 @@ import pytest
 
 from engine.controller.reconcile.children import ReplicaId, controller_uid
 from engine.controller.reconcile.jobspec import read_job_spec
-from engine.controller.reconcile.manifests import build_child
+from engine.controller.reconcile.manifests import (
+    FIELDS_HASH_ANNOTATION,
+    build_child,
+    fields_hash,
+)
 from engine.controller.reconcile.observe import observe_child
 from engine.definition import ChildDecorations, CompiledDefinition, compile_definition, load_file
 from engine.definition.validate import validate_text
@@ -174,3 +179,34 @@ def test_check_refuses_a_machine_of_children_saying_so() -> None:
     assert problem.endswith("children/jobs.yaml:12:3: error: check does not explore machine "
                             "jobsofjobs yet: its replicas are Job objects (spec.child), and "
                             "check moves pods only; `validate` checks it"), problem
+
+
+def test_forced_fields_are_set_at_their_paths_with_their_hash(
+    definition: CompiledDefinition,
+) -> None:
+    made = job()
+    (worker,) = read_job_spec(made, definition).replica_types
+    forced = {"spec.suspend": True, "spec.template.spec.subdomain": "trio"}
+    with_fields = replace(definition, child=replace(
+        definition.child, fields={path: definition.child.status["ready"] for path in forced}))
+    child = build_child(made, with_fields, worker, ReplicaId("Worker", 0),
+                        ChildDecorations(None, {}, {}, forced))
+    assert child["spec"]["suspend"] is True
+    assert child["spec"]["template"]["spec"]["subdomain"] == "trio"
+    assert child["spec"]["template"]["spec"]["restartPolicy"] == "Never"  # the rest is kept
+    assert child["spec"]["backoffLimit"] == 0
+    assert child["metadata"]["annotations"][FIELDS_HASH_ANNOTATION] == fields_hash(forced)
+    assert fields_hash(forced) != fields_hash({**forced, "spec.suspend": False})
+
+
+@pytest.mark.parametrize(("path", "message"), [
+    ("spec..suspend", "'spec..suspend' is not a dotted path of field names"),
+    ("metadata.labels", "'metadata.labels' is set by the engine"),
+])
+def test_a_forced_field_must_be_a_path_the_engine_leaves_to_the_machine(
+    path: str, message: str
+) -> None:
+    text = TEXT.replace("    status:\n      ready:", f"    fields:\n      {path}: 'true'\n"
+                        "    status:\n      ready:", 1)
+    found = problems(text)
+    assert len(found) == 1 and message in found[0], found
