@@ -117,6 +117,14 @@ def list_problems(found: Any, layout: JobLayout) -> list[str]:
     return problems
 
 
+def write_path(obj: dict[str, Any], dotted: str, value: Any) -> None:
+    """Set `value` at a dotted path such as `spec.runPolicy`, making the maps on the way."""
+    *parents, last = dotted.split(".")
+    for part in parents:
+        obj = obj.setdefault(part, {})
+    obj[last] = value
+
+
 def read_path(obj: Mapping[str, Any], dotted: str) -> Any:
     """The value at a dotted path such as `spec.runPolicy`, or None if any step is missing."""
     value: Any = obj

@@ -13,7 +13,7 @@ every engine start for sets most jobs never meet.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -342,9 +342,9 @@ def _child(expressions: Mapping[Path, CompiledExpression], child: ChildSpec | No
         kind=child.kind,
         template=child.template,
         name=expressions.get((*path, "name")),
-        labels={k: expressions[(*path, "labels", k)] for k in child.labels},
-        annotations={k: expressions[(*path, "annotations", k)] for k in child.annotations},
-        fields={k: expressions[(*path, "fields", k)] for k in child.fields},
+        labels=_section(expressions, path, "labels", child.labels),
+        annotations=_section(expressions, path, "annotations", child.annotations),
+        fields=_section(expressions, path, "fields", child.fields),
         status={str(p[-1]): compiled for p, compiled in expressions.items()
                 if p[:3] == (*path, "status")},
     )
@@ -361,10 +361,16 @@ def _object(
         naming=child.naming,
         suffix=child.suffix or child.name,
         when=expressions.get((*path, "when")),
-        labels={k: expressions[(*path, "labels", k)] for k in child.labels},
-        annotations={k: expressions[(*path, "annotations", k)] for k in child.annotations},
-        fields={k: expressions[(*path, "fields", k)] for k in child.fields},
+        labels=_section(expressions, path, "labels", child.labels),
+        annotations=_section(expressions, path, "annotations", child.annotations),
+        fields=_section(expressions, path, "fields", child.fields),
     )
+
+
+def _section(expressions: Mapping[Path, CompiledExpression], path: Path, section: str,
+             keys: Iterable[str]) -> dict[str, CompiledExpression]:
+    """Each key's compiled value of a section of values (labels, annotations, fields)."""
+    return {key: expressions[(*path, section, key)] for key in keys}
 
 
 class _Builder:

@@ -16,7 +16,7 @@ from typing import Any, Self
 
 from pydantic import ValidationError
 
-from engine.api.replicated import as_list
+from engine.api.replicated import as_list, write_path
 from engine.api.runpolicy import RunPolicy
 from engine.controller.reconcile.jobspec import validation_error
 from engine.definition import CompiledDefinition
@@ -114,12 +114,12 @@ class JobBuilder:
         job: dict[str, Any] = {"apiVersion": governs.api_version, "kind": self.kind,
                                "metadata": metadata}
         specs = {k: dict(v) for k, v in self.replica_specs.items()}
-        _set_path(job, governs.replica_specs,
+        write_path(job, governs.replica_specs,
                   as_list(specs) if governs.replica_list else specs)
         if self.run_policy_fields:
-            _set_path(job, governs.run_policy, self._run_policy_document(self.run_policy_fields))
+            write_path(job, governs.run_policy, self._run_policy_document(self.run_policy_fields))
         for path, value in self.field_values.items():
-            _set_path(job, path, value)
+            write_path(job, path, value)
         problem = validation_error(job, self.machine)
         if problem:
             raise InvalidJobError(f"{self.kind} {self.name}: {problem}")
@@ -136,10 +136,3 @@ class JobBuilder:
                 for error in exc.errors())) from exc
         return checked.model_dump(mode="json", exclude_unset=True)
 
-
-def _set_path(obj: dict[str, Any], dotted: str, value: Any) -> None:
-    """Set `value` at a dotted path such as `spec.runPolicy`, making the maps on the way."""
-    *parents, last = dotted.split(".")
-    for part in parents:
-        obj = obj.setdefault(part, {})
-    obj[last] = value

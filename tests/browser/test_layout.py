@@ -22,12 +22,12 @@ from typing import Any
 
 import pytest
 import yaml
-from playwright.sync_api import Page, sync_playwright
+from playwright.sync_api import Page
 
 from engine.app.up import UpOptions, running_local_cluster
 from engine.app.web import RunningWebView, WebOptions, serving_web_view
 from engine.settings import EngineSettings
-from tests.browser.test_web_view import CHROMIUM, CHROMIUM_ARGS, WAIT_MS
+from tests.browser.chromium import NEEDS_CHROMIUM, WAIT_MS, chromium_page
 from tests.integration.app.support import job_status, wait_until, workers_job
 from tests.kinds import PYTORCHJOBS
 
@@ -39,12 +39,7 @@ SUCCEEDS = "pytorch-succeeds"
 FAILS = "pytorch-fails"
 MIN_TEXT_PX = 11
 
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.exclusive,
-    pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium (apt-get install "
-                                                 "chromium); .ci/run installs it as root"),
-]
+pytestmark = NEEDS_CHROMIUM
 
 # The smallest text of the machine's picture as drawn: font size in the SVG's units times
 # the drawn size of one unit.
@@ -95,19 +90,11 @@ def screen(request: pytest.FixtureRequest) -> str:
 
 @pytest.fixture
 def page(tmp_path: Path, screen: str, viewed: tuple[RunningWebView, str]) -> Iterator[Page]:
-    assert CHROMIUM is not None
     view, token = viewed
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch_persistent_context(
-            str(tmp_path / "profile"), executable_path=CHROMIUM, headless=True,
-            args=CHROMIUM_ARGS, viewport=SCREENS[screen],
-            is_mobile=screen == "phone", has_touch=screen == "phone")
-        try:
-            page = browser.new_page()
-            page.goto(view.login_link(token))
-            yield page
-        finally:
-            browser.close()
+    with chromium_page(tmp_path / "profile", viewport=SCREENS[screen],
+                       is_mobile=screen == "phone", has_touch=screen == "phone") as page:
+        page.goto(view.login_link(token))
+        yield page
 
 
 def _job_page(page: Page, view: RunningWebView, name: str) -> None:

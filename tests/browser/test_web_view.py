@@ -14,37 +14,25 @@ too (docs/images/web-view.png is made so).
 from __future__ import annotations
 
 import os
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from playwright.sync_api import Page, sync_playwright
+from playwright.sync_api import Page
 
 from engine.app.up import UpOptions, running_local_cluster
 from engine.app.web import RunningWebView, WebOptions, serving_web_view
 from engine.kube.client import KubeClient
 from engine.settings import EngineSettings
+from tests.browser.chromium import NEEDS_CHROMIUM, WAIT_MS, chromium_page
 from tests.integration.app.support import ON_PATH_COLOUR, workers_job
 from tests.kinds import PYTORCHJOBS
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 SCREENSHOT_ENV = "JOBMACHINE_WEB_VIEW_SCREENSHOT"
-# As root on a closed network: no sandbox, and nothing that phones home (without the
-# background-networking flags, connections are refused).
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-                 "--no-first-run", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync"]
 JOB = "browsed"
-WAIT_MS = 60_000
 
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.exclusive,
-    pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium (apt-get install "
-                                                 "chromium); .ci/run installs it as root"),
-]
+pytestmark = NEEDS_CHROMIUM
 
 # Records, on every change of the page, the job's state, Worker-0's state and restarts,
 # which machine state is drawn as current and how many events are listed: what a user
@@ -95,15 +83,8 @@ def viewed(tmp_path: Path) -> Iterator[tuple[KubeClient, RunningWebView, str]]:
 
 @pytest.fixture
 def page(tmp_path: Path) -> Iterator[Page]:
-    assert CHROMIUM is not None
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch_persistent_context(
-            str(tmp_path / "profile"), executable_path=CHROMIUM, headless=True,
-            args=CHROMIUM_ARGS, viewport={"width": 1400, "height": 1000})
-        try:
-            yield browser.new_page()
-        finally:
-            browser.close()
+    with chromium_page(tmp_path / "profile", viewport={"width": 1400, "height": 1000}) as made:
+        yield made
 
 
 def _in_order(seen: list[str | None], expected: list[str]) -> bool:

@@ -32,11 +32,11 @@ from engine.controller.reconcile.manifests import (
     build_pod,
     build_service,
     cluster_spec,
-    fields_hash,
-    fields_patch,
     hosts,
     service_spec_for,
+    with_fields,
 )
+from engine.controller.reconcile.objects import content_hash
 from engine.controller.reconcile.observe import MISSING, PodFacts
 from engine.controller.reconcile.variables import replica_variables
 from engine.controller.reporting.events import EventRecorder
@@ -214,22 +214,10 @@ def _create_pod(run: ActionRun, replica: ReplicaId, *, event_reason: Any = None)
                     attempt=run.decision.record.restart_attempt)
     _warn_restart_policy(run, replica, replica_type.template_restart_policy,
                          pod["spec"]["restartPolicy"])
-    key = run.expectation(replica.type)
-    run.expectations.expect_creations(key, 1)
-    try:
-        run.client.create(PODS, pod, run.key.namespace)
-    except AlreadyExists:
-        run.expectations.creation_observed(key)
-        _explain_existing(run, PODS, pod["metadata"]["name"], replica)
-    except Exception:
-        run.expectations.creation_observed(key)
-        raise
-    else:
-        _log(run, replica).info(f"created pod {pod['metadata']['name']}")
-        if event_reason:
-            run.recorder.record(run.job, type="Normal", reason=str(event_reason),
-                                message=f"Created pod: {pod['metadata']['name']}",
-                                replica=str(replica))
+    if _create_expected(run, replica, PODS, pod) and event_reason:
+        run.recorder.record(run.job, type="Normal", reason=str(event_reason),
+                            message=f"Created pod: {pod['metadata']['name']}",
+                            replica=str(replica))
 
 
 def _create_child(run: ActionRun, replica: ReplicaId) -> None:
@@ -244,19 +232,28 @@ def _create_child(run: ActionRun, replica: ReplicaId) -> None:
         return
     child = build_child(run.job, run.definition, replica_type, replica, decorations,
                         attempt=run.decision.record.restart_attempt)
-    resource = run.replica_objects.resource
+    _create_expected(run, replica, run.replica_objects.resource, child)
+
+
+def _create_expected(
+    run: ActionRun, replica: ReplicaId, resource: Resource, body: dict[str, Any]
+) -> bool:
+    """Create a replica's own object under its type's expectations (lowered again at once
+    when the create fails); whether this call created it. AlreadyExists is explained: ours
+    or an orphan is claimed next pass, another owner's is reported."""
     key = run.expectation(replica.type)
     run.expectations.expect_creations(key, 1)
     try:
-        run.client.create(resource, child, run.key.namespace)
+        run.client.create(resource, body, run.key.namespace)
     except AlreadyExists:
         run.expectations.creation_observed(key)
-        _explain_existing(run, resource, child["metadata"]["name"], replica)
+        _explain_existing(run, resource, body["metadata"]["name"], replica)
+        return False
     except Exception:
         run.expectations.creation_observed(key)
         raise
-    else:
-        _log(run, replica).info(f"created {resource.kind} {child['metadata']['name']}")
+    _log(run, replica).info(f"created {resource.kind.lower()} {body['metadata']['name']}")
+    return True
 
 
 def _keep_child_fields(run: ActionRun) -> None:
@@ -277,11 +274,10 @@ def _keep_child_fields(run: ActionRun) -> None:
         if decorations is None:
             continue
         metadata = obj["metadata"]
-        if (metadata.get("annotations") or {}).get(FIELDS_HASH_ANNOTATION) == fields_hash(
+        if (metadata.get("annotations") or {}).get(FIELDS_HASH_ANNOTATION) == content_hash(
                 decorations.fields):
             continue
-        patch = fields_patch(decorations.fields)
-        patch["metadata"]["uid"] = metadata["uid"]
+        patch = with_fields({"metadata": {"uid": metadata["uid"]}}, decorations.fields)
         try:
             run.client.patch(resource, metadata["name"], patch, namespace=metadata["namespace"])
         except NotFound:

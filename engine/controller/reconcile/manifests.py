@@ -7,12 +7,12 @@ crash and `AlreadyExists` means "the one we wanted is there".
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import orjson
 
+from engine.api.replicated import write_path
 from engine.controller.reconcile.children import (
     RESTART_ATTEMPT_LABEL,
     TRACKING_FINALIZER,
@@ -23,6 +23,7 @@ from engine.controller.reconcile.children import (
     replica_selector,
 )
 from engine.controller.reconcile.jobspec import ReplicaTypeSpec
+from engine.controller.reconcile.objects import content_hash
 from engine.definition import ChildDecorations, CompiledDefinition, PodDecorations
 from engine.definition.rendering import EnvValue
 from engine.definition.schema import ServiceSpec
@@ -100,22 +101,14 @@ FIELDS_HASH_ANNOTATION = "jobmachine.dev/fields-hash"
 change is seen without reading the object's spec."""
 
 
-def fields_hash(fields: Mapping[str, Any]) -> str:
-    """A short hash of a child's forced fields (the same values give the same hash)."""
-    return hashlib.sha256(orjson.dumps(fields, option=orjson.OPT_SORT_KEYS)).hexdigest()[:16]
-
-
-def fields_patch(fields: Mapping[str, Any]) -> dict[str, Any]:
-    """The forced fields as a merge patch (dotted paths made nested), with their hash."""
-    patch: dict[str, Any] = {"metadata": {"annotations": {
-        FIELDS_HASH_ANNOTATION: fields_hash(fields)}}}
+def with_fields(body: dict[str, Any], fields: Mapping[str, Any]) -> dict[str, Any]:
+    """`body` with a child's forced fields set at their dotted paths and their hash in its
+    annotations: the child as made, or (from `{}`) the merge patch that brings it in step."""
     for path, value in fields.items():
-        *parents, last = path.split(".")
-        node = patch
-        for name in parents:
-            node = node.setdefault(name, {})
-        node[last] = value
-    return patch
+        write_path(body, path, value)
+    annotations = body.setdefault("metadata", {}).setdefault("annotations", {})
+    annotations[FIELDS_HASH_ANNOTATION] = content_hash(fields)
+    return body
 
 
 def build_child(
@@ -137,7 +130,6 @@ def build_child(
         raise ValueError(f"machine {definition.name} has no spec.child")
     template: dict[str, Any] = orjson.loads(orjson.dumps(replica_type.template))
     metadata = template.get("metadata") or {}
-    forced = fields_patch(decorations.fields) if child.fields else {"metadata": {}}
     made: dict[str, Any] = {
         "apiVersion": child.api_version,
         "kind": child.kind,
@@ -150,23 +142,12 @@ def build_child(
                 **child_labels(job, replica),
                 RESTART_ATTEMPT_LABEL: str(attempt),
             },
-            "annotations": {**(metadata.get("annotations") or {}), **decorations.annotations,
-                            **(forced["metadata"].get("annotations") or {})},
+            "annotations": {**(metadata.get("annotations") or {}), **decorations.annotations},
             "ownerReferences": [owner_reference(job)],
         },
         "spec": template.get("spec") or {},
     }
-    _merge(made, {k: v for k, v in forced.items() if k != "metadata"})
-    return made
-
-
-def _merge(into: dict[str, Any], patch: Mapping[str, Any]) -> None:
-    """`patch`'s nested values set into `into`, maps merged key by key."""
-    for key, value in patch.items():
-        if isinstance(value, Mapping) and isinstance(into.get(key), dict):
-            _merge(into[key], value)
-        else:
-            into[key] = value
+    return with_fields(made, decorations.fields) if child.fields else made
 
 
 def _with_env(env: list[dict[str, Any]], added: Mapping[str, EnvValue]) -> list[dict[str, Any]]:

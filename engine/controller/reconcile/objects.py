@@ -113,9 +113,15 @@ def build_object(job: Obj, rendered: RenderedObject) -> dict[str, Any]:
         },
         **rendered.fields,
     }
-    digest = hashlib.sha256(orjson.dumps(body, option=orjson.OPT_SORT_KEYS)).hexdigest()[:16]
-    body["metadata"]["annotations"][HASH_ANNOTATION] = digest
+    body["metadata"]["annotations"][HASH_ANNOTATION] = content_hash(body)
     return body
+
+
+def content_hash(value: Any) -> str:
+    """A short hash of a JSON value (the same content gives the same hash, key order aside):
+    what a child was last written from, kept in its annotations so that a change is seen
+    without comparing what the API server defaulted."""
+    return hashlib.sha256(orjson.dumps(value, option=orjson.OPT_SORT_KEYS)).hexdigest()[:16]
 
 
 def _ensure(run: ObjectRun, rendered: RenderedObject) -> float:

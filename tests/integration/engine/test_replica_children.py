@@ -8,17 +8,15 @@ from __future__ import annotations
 
 import threading
 import time
-import uuid
 from collections.abc import Iterator
 
 import pytest
 
-from engine.api.kind_description import JobKind
 from engine.controller.machines.served import BUILT_IN_JOB_KINDS
 from engine.kube.client import KubeClient
 from engine.kube.errors import NotFound
 from engine.kube.resources import PODS
-from tests.integration.engine.custom_kinds import Lab, LabKind, get_machine, machine_condition
+from tests.integration.engine.custom_kinds import Lab, LabKind, new_kind, wait_for_verdict
 from tests.integration.engine.helpers import (
     EXIT_CODES,
     JOB_NAME,
@@ -60,16 +58,6 @@ CHILD = {
 def lab(client: KubeClient) -> Iterator[Lab]:
     with Lab(client) as made:
         yield made
-
-
-def jobs_kind() -> LabKind:
-    name = f"Lab{uuid.uuid4().hex[:8]}Job"
-    return LabKind(JobKind.model_validate({
-        "apiVersion": "jobmachine.dev/v1alpha1", "kind": "JobKind",
-        "metadata": {"name": name.lower()},
-        "spec": {"group": "lab.jobmachine.dev", "version": "v1", "names": {"kind": name},
-                 "replicaSpecs": {"field": "workers", "types": ["Worker"]}},
-    }))
 
 
 RESTARTING_JOB = {
@@ -165,11 +153,10 @@ def job_of(kind: LabKind, name: str, ns: str, *, replicas: int, codes: str = "0"
 
 def governed(client: KubeClient, lab: Lab, job: Obj | None = None,
              child: Obj | None = None) -> LabKind:
-    kind = jobs_kind()
+    kind = new_kind()
     lab.install(kind)
     lab.apply(jobs_machine(kind, job, child))
-    wait_until(lambda: machine_condition(get_machine(client, kind.kind.lower()), "Governing")
-               .get("status") == "True", what="the machine to govern the kind")
+    wait_for_verdict(client, kind.kind.lower(), accepted="Valid", governing="Governing")
     return kind
 
 

@@ -17,14 +17,13 @@ from engine.api.kind_description import JobKind
 from engine.kube.client import KubeClient
 from engine.kube.errors import Invalid
 from engine.kube.resources import PODS
-from tests.integration.engine.custom_kinds import Lab, LabKind, get_machine, machine_condition
+from tests.integration.engine.custom_kinds import Lab, LabKind, wait_for_verdict
 from tests.integration.engine.helpers import (
     Replica,
     get_job,
     replica_spec,
     status,
     wait_for_phase,
-    wait_until,
 )
 
 Obj = dict[str, Any]
@@ -73,11 +72,6 @@ def task(name: str, replica: Replica) -> Obj:
     return {"name": name, **replica_spec(replica, "main")}
 
 
-def governing(client: KubeClient, kind: LabKind) -> bool:
-    found = machine_condition(get_machine(client, kind.kind.lower()), "Governing")
-    return found.get("status") == "True"
-
-
 def pod_history(client: KubeClient, ns: str, stop: threading.Event, seen: list[str]) -> None:
     """Append `<pod> <phase>` for every pod event in `ns`, in the server's order."""
     _, version = client.list(PODS, ns)
@@ -95,7 +89,7 @@ def test_listed_types_are_named_by_the_list_and_start_in_its_order(
     kind = listed_kind()
     lab.install(kind)
     lab.apply(listed_machine(kind))
-    wait_until(lambda: governing(client, kind), what="the machine to govern the kind")
+    wait_for_verdict(client, kind.kind.lower(), accepted="Valid", governing="Governing")
     seen: list[str] = []
     stop = threading.Event()
     watcher = threading.Thread(target=pod_history, args=(client, ns, stop, seen), daemon=True)

@@ -14,11 +14,8 @@ import pytest
 
 from engine.controller.reconcile.children import ReplicaId, controller_uid
 from engine.controller.reconcile.jobspec import read_job_spec
-from engine.controller.reconcile.manifests import (
-    FIELDS_HASH_ANNOTATION,
-    build_child,
-    fields_hash,
-)
+from engine.controller.reconcile.manifests import FIELDS_HASH_ANNOTATION, build_child
+from engine.controller.reconcile.objects import content_hash
 from engine.controller.reconcile.observe import observe_child
 from engine.definition import ChildDecorations, CompiledDefinition, compile_definition, load_file
 from engine.definition.validate import validate_text
@@ -195,8 +192,8 @@ def test_forced_fields_are_set_at_their_paths_with_their_hash(
     assert child["spec"]["template"]["spec"]["subdomain"] == "trio"
     assert child["spec"]["template"]["spec"]["restartPolicy"] == "Never"  # the rest is kept
     assert child["spec"]["backoffLimit"] == 0
-    assert child["metadata"]["annotations"][FIELDS_HASH_ANNOTATION] == fields_hash(forced)
-    assert fields_hash(forced) != fields_hash({**forced, "spec.suspend": False})
+    assert child["metadata"]["annotations"][FIELDS_HASH_ANNOTATION] == content_hash(forced)
+    assert content_hash(forced) != content_hash({**forced, "spec.suspend": False})
 
 
 @pytest.mark.parametrize(("path", "message"), [
