@@ -111,7 +111,7 @@ def test_discovery_and_openapi_serve_the_apps_group(server: RunningApiServer) ->
     assert group["versions"] == [{"groupVersion": "apps/v1", "version": "v1"}]
     assert raw(server, "GET", "/apis/apps").json()["kind"] == "APIGroup"
     resources = raw(server, "GET", "/apis/apps/v1").json()
-    assert [r["name"] for r in resources["resources"]] == ["controllerrevisions"]
+    assert "controllerrevisions" in [r["name"] for r in resources["resources"]]
     index = raw(server, "GET", "/openapi/v3").json()["paths"]
     assert "apis/apps/v1" in index
     document = raw(server, "GET", index["apis/apps/v1"]["serverRelativeURL"]).json()

@@ -51,6 +51,12 @@ CRD_SPEC: dict[str, Any] = {
         "openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}}],
 }
 
+WORKLOAD_SPEC: dict[str, Any] = {
+    "selector": {"matchLabels": {"app": "w"}},
+    "template": {"metadata": {"labels": {"app": "w"}},
+                 "spec": {"containers": [{"name": "c", "image": "busybox"}]}},
+}
+
 KINDS = [
     Kind(kinds.NAMESPACES, {"metadata": _meta("gen")}, None, "absent"),
     Kind(kinds.PODS, {"metadata": _meta("p"), "spec": POD_SPEC},
@@ -91,6 +97,14 @@ KINDS = [
          {"subjects": OTHER_SUBJECTS}, "absent"),
     Kind(kinds.CRDS, {"metadata": _meta("gadgets.example.com"), "spec": CRD_SPEC},
          {"spec": {"names": {"shortNames": ["gd"]}}}, "spec"),
+    Kind(kinds.DEPLOYMENTS, {"metadata": _meta("d"), "spec": WORKLOAD_SPEC},
+         {"spec": {"replicas": 3}}, "spec"),
+    Kind(kinds.REPLICA_SETS, {"metadata": _meta("rs"), "spec": WORKLOAD_SPEC},
+         {"spec": {"replicas": 3}}, "spec"),
+    Kind(kinds.REPLICATION_CONTROLLERS, {"metadata": _meta("rc"), "spec": {
+        "template": {"metadata": {"labels": {"app": "w"}}, "spec": {
+            "containers": [{"name": "c", "image": "busybox"}]}}}},
+         {"spec": {"replicas": 3}}, "spec"),
 ]
 
 

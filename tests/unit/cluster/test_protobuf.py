@@ -466,12 +466,12 @@ def test_unknown_fields_of_every_wire_type_are_skipped_and_last_value_wins() -> 
 
 
 def test_unsupported_kind_names_the_kind_and_the_way_out() -> None:
-    body = envelope("apps/v1", "Deployment", ld(1, ld(1, "d")))
+    body = envelope("apps/v1", "StatefulSet", ld(1, ld(1, "d")))
     with pytest.raises(UnsupportedKindError) as caught:
         decode_request(body)
-    assert caught.value.kind == "Deployment"
+    assert caught.value.kind == "StatefulSet"
     assert caught.value.api_version == "apps/v1"
-    assert "kind Deployment (apps/v1)" in str(caught.value)
+    assert "kind StatefulSet (apps/v1)" in str(caught.value)
     assert "-f" in str(caught.value)
     assert "YAML or JSON" in str(caught.value)
 

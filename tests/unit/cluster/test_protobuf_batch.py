@@ -694,8 +694,8 @@ def test_the_kinds_decoded_and_still_refused() -> None:
     }
     with pytest.raises(UnsupportedKindError, match="kind Job \\(batch/v1beta1\\)"):
         decode_request(envelope("batch/v1beta1", "Job", b""))
-    with pytest.raises(UnsupportedKindError, match="kind Deployment"):
-        decode_request(envelope("apps/v1", "Deployment", b""))
+    with pytest.raises(UnsupportedKindError, match="kind StatefulSet"):
+        decode_request(envelope("apps/v1", "StatefulSet", b""))
 
 
 def test_the_generated_modules_say_where_they_come_from() -> None:

@@ -9,8 +9,9 @@ each API group) and registries set them.
 As there, an explicit zero value of a Go value field (`targetPort: 0`, `""`,
 null: what Go clients send) is unset and defaulted (`zero_values.py`); pod
 defaulting is in `pod_defaults.py`, Job and CronJob defaulting in
-`batch_defaults.py`. Validation runs on the result. A pod's priority is not a
-default: the Priority admission plugin sets it (`priority_admission.py`).
+`batch_defaults.py`, the replicated workloads' in `apps_defaults.py`.
+Validation runs on the result. A pod's priority is not a default: the Priority
+admission plugin sets it (`priority_admission.py`).
 Objects are copied where changed, never mutated in place.
 """
 
@@ -22,6 +23,11 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from engine.cluster.apiserver.admission.apps_defaults import (
+    deployment_defaults,
+    replica_set_defaults,
+    replication_controller_defaults,
+)
 from engine.cluster.apiserver.admission.batch_defaults import cronjob_defaults, job_defaults
 from engine.cluster.apiserver.admission.pod_defaults import pod_defaults, rounded
 from engine.cluster.apiserver.admission.zero_values import (
@@ -36,11 +42,14 @@ from engine.cluster.apiserver.registry.builtins import (
     CLUSTER_ROLE_BINDINGS,
     CRDS,
     CRONJOBS,
+    DEPLOYMENTS,
     JOBS,
     NAMESPACES,
     NODES,
     PODS,
     PRIORITY_CLASSES,
+    REPLICA_SETS,
+    REPLICATION_CONTROLLERS,
     ROLE_BINDINGS,
     SECRETS,
     SERVICES,
@@ -225,6 +234,9 @@ _DEFAULTERS: dict[TypeKey, Callable[[Obj], Obj]] = {
     CRDS.key: _crd,
     PRIORITY_CLASSES.key: priority_class_defaults,
     CRONJOBS.key: cronjob_defaults,
+    DEPLOYMENTS.key: deployment_defaults,
+    REPLICA_SETS.key: replica_set_defaults,
+    REPLICATION_CONTROLLERS.key: replication_controller_defaults,
     ROLE_BINDINGS.key: binding_defaults,
     CLUSTER_ROLE_BINDINGS.key: binding_defaults,
 }

@@ -12,8 +12,9 @@ valid enforce level (and its version, unless warn-version is set).
   level forbids is refused with 403 `pods "NAME" is forbidden: violates PodSecurity
   "baseline:latest": REASON (DETAIL), ...`. One that passes gets a `Warning`, `would violate
   PodSecurity "restricted:latest": ...`, when the warn level forbids it.
-- A Job or CronJob whose pod template the warn level forbids is stored with that warning
-  (never refused), as upstream treats pod controllers.
+- A Job, CronJob, Deployment, ReplicaSet or ReplicationController whose pod template the
+  warn level forbids is stored with that warning (never refused), as upstream treats pod
+  controllers.
 - A namespace whose labels are invalid is refused on create with 422, and on update when
   they changed; an update that tightens the enforce level answers with warnings naming the
   existing pods the new level forbids (`existing pods in namespace "x" violate the new
@@ -52,7 +53,13 @@ from engine.cluster.apiserver.admission.pod_security_checks import (
 )
 from engine.cluster.apiserver.encoding.go_text import go_quote
 from engine.cluster.apiserver.errors import Cause, forbidden_resource, internal, invalid
-from engine.cluster.apiserver.registry.builtins import CRONJOBS, JOBS, NAMESPACES, PODS
+from engine.cluster.apiserver.registry.builtins import (
+    CRONJOBS,
+    JOBS,
+    NAMESPACES,
+    PODS,
+    WORKLOAD_TYPES,
+)
 from engine.cluster.apiserver.storage.objects import Obj, ObjectTable, TypeKey
 from engine.cluster.apiserver.validation import field_errors
 
@@ -190,9 +197,14 @@ def admit_pod_security(key: TypeKey, obj: Obj, old: Obj | None, table: ObjectTab
         return _admit_pod(obj, old, table)
     if key == NAMESPACES.key:
         return _admit_namespace(obj, old, table)
-    if key in (JOBS.key, CRONJOBS.key):
+    if key in _POD_CONTROLLERS:
         return _admit_pod_controller(key, obj, table)
     return []
+
+
+# Kinds whose pod template the plugin warns about (pod controllers): Jobs, CronJobs and the
+# replicated workloads.
+_POD_CONTROLLERS = frozenset({JOBS.key, CRONJOBS.key, *(rt.key for rt in WORKLOAD_TYPES)})
 
 
 def _labels(obj: Obj | None) -> Mapping[str, Any]:
@@ -258,7 +270,8 @@ def significant_pod_update(pod: Obj, old: Obj) -> bool:
 
 
 def _admit_pod_controller(key: TypeKey, obj: Obj, table: ObjectTable) -> list[str]:
-    """A Job's or CronJob's pod template: warned about, never refused."""
+    """A pod controller's pod template (a Job's, a Deployment's...): warned about, never
+    refused."""
     namespace = str(_dict(obj.get("metadata")).get("namespace") or "")
     found = _namespace_policy(table, namespace)
     if found is None:

@@ -4,9 +4,10 @@ kubectl's typed `create` commands (namespace, configmap, secret, service ...) se
 `application/vnd.kubernetes.protobuf` and never retry as JSON, so the server
 decodes the `k8s\\0` + runtime.Unknown envelope and the object inside it by
 the field tables of `protobuf_tables` (hand-written), `protobuf_tables_auth` and
-the generated `protobuf_tables_core` (Pod, PodTemplate) and `protobuf_tables_batch`
-(Job, CronJob). `KINDS` below is the one list of kinds decoded; kinds without a
-table are refused with `UnsupportedKindError` (415), never guessed at.
+the generated `protobuf_tables_core` (Pod, PodTemplate, ReplicationController),
+`protobuf_tables_batch` (Job, CronJob) and `protobuf_tables_apps` (Deployment,
+ReplicaSet). `KINDS` below is the one list of kinds decoded; kinds without a table are
+refused with `UnsupportedKindError` (415), never guessed at.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from loguru import logger
 
 from engine.cluster.apiserver.encoding import (
     protobuf_tables,
+    protobuf_tables_apps,
     protobuf_tables_auth,
     protobuf_tables_batch,
     protobuf_tables_core,
@@ -32,6 +34,7 @@ KINDS = {
     **protobuf_tables_auth.KINDS,
     **protobuf_tables_core.KINDS,
     **protobuf_tables_batch.KINDS,
+    **protobuf_tables_apps.KINDS,
 }
 PROTOBUF_CONTENT_TYPE = "application/vnd.kubernetes.protobuf"
 MAGIC = b"k8s\x00"

@@ -100,6 +100,9 @@ _BUILTIN_ROOTS = {
     ("scheduling.k8s.io", "PriorityClass"): "scheduling.PriorityClass",
     ("batch", "Job"): "batch.Job",
     ("batch", "CronJob"): "batch.CronJob",
+    ("apps", "Deployment"): "apps.Deployment",
+    ("apps", "ReplicaSet"): "apps.ReplicaSet",
+    ("", "ReplicationController"): "ReplicationController",
 }
 
 

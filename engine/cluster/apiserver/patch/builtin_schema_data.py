@@ -348,6 +348,49 @@ BUILTIN_TYPES: dict[str, str] = {
         "gmsaCredentialSpec:s gmsaCredentialSpecName:s hostProcess:s runAsUserName:s"
     ),
     "apps.ControllerRevision": "apiVersion:s data:?a kind:s metadata:meta.ObjectMeta revision:s",
+    "ReplicationController": (
+        "apiVersion:s kind:s metadata:meta.ObjectMeta spec:ReplicationControllerSpec "
+        "status:ReplicationControllerStatus"
+    ),
+    "ReplicationControllerCondition": (
+        "lastTransitionTime:s message:s reason:s status:s type:s"
+    ),
+    "ReplicationControllerSpec": (
+        "minReadySeconds:s replicas:s selector:{a}s template:PodTemplateSpec"
+    ),
+    "ReplicationControllerStatus": (
+        "availableReplicas:s conditions:[m=type]ReplicationControllerCondition "
+        "fullyLabeledReplicas:s observedGeneration:s readyReplicas:s replicas:s"
+    ),
+    "apps.Deployment": (
+        "apiVersion:s kind:s metadata:meta.ObjectMeta spec:apps.DeploymentSpec "
+        "status:apps.DeploymentStatus"
+    ),
+    "apps.DeploymentCondition": (
+        "lastTransitionTime:s lastUpdateTime:s message:s reason:s status:s type:s"
+    ),
+    "apps.DeploymentSpec": (
+        "minReadySeconds:s paused:s progressDeadlineSeconds:s replicas:s revisionHistoryLimit:s "
+        "selector:meta.LabelSelector strategy:apps.DeploymentStrategy template:PodTemplateSpec"
+    ),
+    "apps.DeploymentStatus": (
+        "availableReplicas:s collisionCount:s conditions:[m=type]apps.DeploymentCondition "
+        "observedGeneration:s readyReplicas:s replicas:s unavailableReplicas:s updatedReplicas:s"
+    ),
+    "apps.DeploymentStrategy": "rollingUpdate:apps.RollingUpdateDeployment type:s",
+    "apps.ReplicaSet": (
+        "apiVersion:s kind:s metadata:meta.ObjectMeta spec:apps.ReplicaSetSpec "
+        "status:apps.ReplicaSetStatus"
+    ),
+    "apps.ReplicaSetCondition": "lastTransitionTime:s message:s reason:s status:s type:s",
+    "apps.ReplicaSetSpec": (
+        "minReadySeconds:s replicas:s selector:meta.LabelSelector template:PodTemplateSpec"
+    ),
+    "apps.ReplicaSetStatus": (
+        "availableReplicas:s conditions:[m=type]apps.ReplicaSetCondition fullyLabeledReplicas:s "
+        "observedGeneration:s readyReplicas:s replicas:s"
+    ),
+    "apps.RollingUpdateDeployment": "maxSurge:s maxUnavailable:s",
     "batch.CronJob": (
         "apiVersion:s kind:s metadata:meta.ObjectMeta spec:batch.CronJobSpec "
         "status:batch.CronJobStatus"

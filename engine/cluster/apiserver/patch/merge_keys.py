@@ -51,6 +51,9 @@ _BY_KIND: dict[str, dict[str, str]] = {
     "Service": {"spec.ports": "port", "status.conditions": "type"},
     "Job": {**_pod_spec("spec.template.spec"), "status.conditions": "type"},
     "CronJob": _pod_spec("spec.jobTemplate.spec.template.spec"),
+    "Deployment": {**_pod_spec("spec.template.spec"), "status.conditions": "type"},
+    "ReplicaSet": {**_pod_spec("spec.template.spec"), "status.conditions": "type"},
+    "ReplicationController": {**_pod_spec("spec.template.spec"), "status.conditions": "type"},
     "Namespace": {"status.conditions": "type"},
     "Node": {
         "spec.podCIDRs": PRIMITIVE_SET,

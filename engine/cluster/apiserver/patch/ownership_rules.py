@@ -25,6 +25,7 @@ from engine.cluster.apiserver.registry.builtins import (
     CONTROLLER_REVISIONS,
     CRDS,
     CRONJOBS,
+    DEPLOYMENTS,
     EVENTS,
     JOBS,
     LEASES,
@@ -32,6 +33,8 @@ from engine.cluster.apiserver.registry.builtins import (
     NODES,
     PODS,
     PRIORITY_CLASSES,
+    REPLICA_SETS,
+    REPLICATION_CONTROLLERS,
     SECRETS,
     SERVICES,
 )
@@ -105,6 +108,9 @@ _EMPTY: dict[TypeKey, dict[str, Any]] = {
         "status": {},
     },
     LEASES.key: {"spec": {}},
+    DEPLOYMENTS.key: {"spec": {"template": _EMPTY_TEMPLATE, "strategy": {}}, "status": {}},
+    REPLICA_SETS.key: {"spec": {"template": _EMPTY_TEMPLATE}, "status": {"replicas": 0}},
+    REPLICATION_CONTROLLERS.key: {"spec": {}, "status": {"replicas": 0}},
     PRIORITY_CLASSES.key: {"value": 0},
     CRDS.key: {
         "spec": {"group": "", "names": {"plural": "", "kind": ""}, "scope": "", "versions": None},

@@ -22,12 +22,13 @@ from engine.cluster.apiserver.printing.printing import (
     Printer,
     age,
     created,
+    format_label_selector,
     human_duration,
     meta,
     parse_time,
     section,
+    template_containers,
 )
-from engine.cluster.apiserver.registry.selectors import LabelSelector, SelectorError
 
 _WIDE = (
     Column("Containers", "string", "The names of the pod template's containers.", priority=1),
@@ -75,26 +76,6 @@ def _duration(status: dict[str, Any], now: datetime.datetime) -> str:
     return human_duration(end - start)
 
 
-def _containers(pod_template: dict[str, Any]) -> list[str]:
-    """layoutContainerCells: names and images of the template's containers, comma-joined."""
-    containers = [c for c in section(pod_template, "spec").get("containers") or []
-                  if isinstance(c, dict)]
-    return [",".join(str(c.get("name", "")) for c in containers),
-            ",".join(str(c.get("image", "")) for c in containers)]
-
-
-def _selector(selector: Any) -> str:
-    """metav1.FormatLabelSelector: `<none>` for no or an empty selector, `<error>` for one
-    that does not parse."""
-    if not isinstance(selector, dict):
-        return "<none>"
-    try:
-        text = str(LabelSelector.from_object(selector))
-    except SelectorError:
-        return "<error>"
-    return text or "<none>"
-
-
 def _job_cells(job: Object, now: datetime.datetime) -> list[Any]:
     spec, status = section(job, "spec"), section(job, "status")
     return [
@@ -103,8 +84,8 @@ def _job_cells(job: Object, now: datetime.datetime) -> list[Any]:
         _completions(spec, status),
         _duration(status, now),
         created(job, now),
-        *_containers(section(spec, "template")),
-        _selector(spec.get("selector")),
+        *template_containers(section(spec, "template")),
+        format_label_selector(spec.get("selector")),
     ]
 
 
@@ -127,8 +108,8 @@ def _cronjob_cells(cronjob: Object, now: datetime.datetime) -> list[Any]:
         len(status.get("active") or []),
         age(last, now) if last else "<none>",
         created(cronjob, now),
-        *_containers(section(job_spec, "template")),
-        _selector(job_spec.get("selector")),
+        *template_containers(section(job_spec, "template")),
+        format_label_selector(job_spec.get("selector")),
     ]
 
 

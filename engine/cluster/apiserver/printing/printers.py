@@ -2,7 +2,8 @@
 
 Services, events, nodes, namespaces, configmaps, secrets, controllerrevisions,
 leases and priorityclasses print the columns and cells a real server sends;
-pods and the batch kinds (jobs, cronjobs) have their own modules. Kinds without
+pods, the batch kinds (jobs, cronjobs) and the replicated workloads (deployments,
+replicasets, replicationcontrollers) have their own modules. Kinds without
 a printer here fall back to the server's NAME/CREATED AT table.
 """
 
@@ -11,6 +12,11 @@ from __future__ import annotations
 import datetime
 from typing import Any
 
+from engine.cluster.apiserver.printing.apps_printers import (
+    DEPLOYMENT_PRINTER,
+    REPLICA_SET_PRINTER,
+    REPLICATION_CONTROLLER_PRINTER,
+)
 from engine.cluster.apiserver.printing.batch_printers import CRONJOB_PRINTER, JOB_PRINTER
 from engine.cluster.apiserver.printing.pod_printer import POD_PRINTER
 from engine.cluster.apiserver.printing.printing import (
@@ -378,6 +384,9 @@ _BUILTIN: dict[tuple[str, str], Printer] = {
     ("scheduling.k8s.io", "priorityclasses"): _PRIORITY_CLASS,
     ("batch", "jobs"): JOB_PRINTER,
     ("batch", "cronjobs"): CRONJOB_PRINTER,
+    ("apps", "deployments"): DEPLOYMENT_PRINTER,
+    ("apps", "replicasets"): REPLICA_SET_PRINTER,
+    ("", "replicationcontrollers"): REPLICATION_CONTROLLER_PRINTER,
     ("", "serviceaccounts"): _SERVICE_ACCOUNT,
     ("rbac.authorization.k8s.io", "rolebindings"): _ROLE_BINDING,
     ("rbac.authorization.k8s.io", "clusterrolebindings"): _CLUSTER_ROLE_BINDING,

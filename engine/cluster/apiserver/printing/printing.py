@@ -12,6 +12,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from engine.cluster.apiserver.registry.selectors import LabelSelector, SelectorError
+
 NAME_DESCRIPTION = (
     "Name must be unique within a namespace. Is required when creating resources, although some "
     "resources may allow a client to request the generation of an appropriate name "
@@ -134,3 +136,24 @@ def format_labels(labels: dict[str, str] | None) -> str:
 
 NAME_COLUMN = Column("Name", "string", NAME_DESCRIPTION, format="name")
 AGE_COLUMN = Column("Age", "string", CREATION_TIMESTAMP_DESCRIPTION)
+
+
+def template_containers(pod_template: dict[str, Any]) -> list[str]:
+    """layoutContainerCells: names and images of a pod template's containers, comma-joined
+    (the CONTAINERS and IMAGES cells of `-o wide`)."""
+    containers = [c for c in section(pod_template, "spec").get("containers") or []
+                  if isinstance(c, dict)]
+    return [",".join(str(c.get("name", "")) for c in containers),
+            ",".join(str(c.get("image", "")) for c in containers)]
+
+
+def format_label_selector(selector: Any) -> str:
+    """metav1.FormatLabelSelector: `<none>` for no or an empty selector, `<error>` for one
+    that does not parse."""
+    if not isinstance(selector, dict):
+        return "<none>"
+    try:
+        text = str(LabelSelector.from_object(selector))
+    except SelectorError:
+        return "<error>"
+    return text or "<none>"

@@ -3,7 +3,8 @@
 These are the records discovery, routing, storage and printing read for the
 kinds a job engine needs (namespaces, pods, services, events, configmaps,
 secrets, nodes, controllerrevisions, leases, priorityclasses, batch/v1 jobs and
-cronjobs, CRDs), and the identity and access kinds (serviceaccounts, RBAC,
+cronjobs, the replicated workloads: apps/v1 deployments and replicasets and v1
+replicationcontrollers, CRDs), and the identity and access kinds (serviceaccounts, RBAC,
 access reviews). The strategy says what the real API server's registry does
 differently per kind (create on update, unconditional update, status on
 create, generation, the propagation a DELETE without one gets); custom
@@ -15,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
-from engine.cluster.apiserver.registry.resources import ResourceType
+from engine.cluster.apiserver.registry.resources import ResourceType, ScalePaths
 from engine.cluster.apiserver.storage.objects import TypeKey
 
 NAMESPACES = ResourceType(
@@ -133,6 +134,46 @@ CRONJOBS = ResourceType(
     categories=("all",),
     subresources=frozenset({"status"}),
 )
+# The replicated workloads: /scale reads spec.replicas and status.replicas, and shows the
+# spec's selector (a LabelSelector, or a ReplicationController's plain map) as text.
+_WORKLOAD_SCALE = ScalePaths(".spec.replicas", ".status.replicas", spec_selector=".spec.selector")
+DEPLOYMENTS = ResourceType(
+    group="apps",
+    version="v1",
+    kind="Deployment",
+    plural="deployments",
+    singular="deployment",
+    namespaced=True,
+    short_names=("deploy",),
+    categories=("all",),
+    subresources=frozenset({"status", "scale"}),
+    scale=_WORKLOAD_SCALE,
+)
+REPLICA_SETS = ResourceType(
+    group="apps",
+    version="v1",
+    kind="ReplicaSet",
+    plural="replicasets",
+    singular="replicaset",
+    namespaced=True,
+    short_names=("rs",),
+    categories=("all",),
+    subresources=frozenset({"status", "scale"}),
+    scale=_WORKLOAD_SCALE,
+)
+REPLICATION_CONTROLLERS = ResourceType(
+    group="",
+    version="v1",
+    kind="ReplicationController",
+    plural="replicationcontrollers",
+    singular="replicationcontroller",
+    namespaced=True,
+    short_names=("rc",),
+    categories=("all",),
+    subresources=frozenset({"status", "scale"}),
+    scale=_WORKLOAD_SCALE,
+)
+WORKLOAD_TYPES: tuple[ResourceType, ...] = (DEPLOYMENTS, REPLICA_SETS, REPLICATION_CONTROLLERS)
 SERVICE_ACCOUNTS = ResourceType(
     group="",
     version="v1",
@@ -228,6 +269,7 @@ BUILTIN_TYPES: tuple[ResourceType, ...] = (
     PRIORITY_CLASSES,
     JOBS,
     CRONJOBS,
+    *WORKLOAD_TYPES,
     SERVICE_ACCOUNTS,
     *RBAC_TYPES,
     *REVIEW_TYPES,
@@ -247,8 +289,11 @@ class Generation(Enum):
     NONE = "none"
     # 1 on create, never moved (PriorityClass).
     FIXED = "fixed"
-    # 1 on create, one more whenever `spec` changes (Jobs, CronJobs, CRDs).
+    # 1 on create, one more whenever `spec` changes (Jobs, CronJobs, ReplicaSets, CRDs).
     SPEC = "spec"
+    # As SPEC, and when the annotations change: a Deployment copies its annotations to its
+    # ReplicaSets, so its controller must see them move.
+    SPEC_OR_ANNOTATIONS = "spec-or-annotations"
     # 1 on create, one more whenever anything but metadata (and status, when /status is a
     # subresource) changes (custom resources).
     CONTENT = "content"
@@ -267,7 +312,8 @@ class Strategy:
     # Where metadata.generation comes from and when it moves.
     generation: Generation = Generation.NONE
     # A DELETE that names no propagation policy orphans the dependents (DefaultGarbageCollection-
-    # Policy: batch/v1 Jobs keep their pods, for backward compatibility); otherwise background.
+    # Policy: batch/v1 Jobs and v1 ReplicationControllers keep their pods, for backward
+    # compatibility); otherwise background.
     orphan_by_default: bool = False
 
 
@@ -285,6 +331,9 @@ _STRATEGIES: dict[TypeKey, Strategy] = {
     PRIORITY_CLASSES.key: Strategy(generation=Generation.FIXED),
     JOBS.key: Strategy(generation=Generation.SPEC, orphan_by_default=True),
     CRONJOBS.key: Strategy(generation=Generation.SPEC),
+    DEPLOYMENTS.key: Strategy(generation=Generation.SPEC_OR_ANNOTATIONS),
+    REPLICA_SETS.key: Strategy(generation=Generation.SPEC),
+    REPLICATION_CONTROLLERS.key: Strategy(generation=Generation.SPEC, orphan_by_default=True),
     CRDS.key: Strategy(unconditional_update=False, generation=Generation.SPEC),
 }
 _BUILTIN_KEYS = frozenset(rt.key for rt in BUILTIN_TYPES)

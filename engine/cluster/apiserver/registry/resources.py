@@ -25,12 +25,14 @@ ALL_VERBS: tuple[str, ...] = (
 
 @dataclass(frozen=True)
 class ScalePaths:
-    """Where a custom resource keeps what its `scale` subresource shows: the CRD version's
-    `subresources.scale` paths (dot notation, leading dot); no selector path is ""."""
+    """Where a resource keeps what its `scale` subresource shows: a CRD version's
+    `subresources.scale` paths (dot notation, leading dot; no selector path is ""), or for a
+    built-in workload the path of the selector object its registry formats as text."""
 
     spec_replicas: str
     status_replicas: str
-    label_selector: str = ""
+    label_selector: str = ""  # a string the resource keeps ready (custom resources)
+    spec_selector: str = ""  # a LabelSelector or a plain label map (built-in workloads)
 
 
 @dataclass(frozen=True)

@@ -1,11 +1,14 @@
-"""The `scale` subresource of custom resources: an autoscaling/v1 Scale made from the object.
+"""The `scale` subresource: an autoscaling/v1 Scale made from the object.
 
-No Scale is ever stored. A read builds one from the paths the CRD version declares (spec
-replicas, status replicas, selector); a write sets the spec replicas path of the custom
-resource and stores it through the resource's own update pipeline, so schema, CEL rules,
-generation and the watch event are those of any spec change. Also here: the checks every
-write of such a resource gets (the replicas paths hold non-negative int32s, the selector a
-string) and who owns the replicas field after a write through `/scale`.
+Custom resources that declare one and the built-in workloads (Deployments, ReplicaSets,
+ReplicationControllers) have it. No Scale is ever stored. A read builds one from the paths
+the CRD version declares (spec replicas, status replicas, selector), or for a workload from
+its replicas and its spec's selector as text, as each registry's ScaleREST does; a write
+sets the spec replicas path of the resource and stores it through its own update pipeline,
+so schema, CEL rules, generation and the watch event are those of any spec change. Also
+here: the checks every write of a custom resource with a scale gets (the replicas paths hold
+non-negative int32s, the selector a string) and who owns the replicas field after a write
+through `/scale`.
 """
 
 from __future__ import annotations
@@ -14,7 +17,14 @@ from dataclasses import dataclass
 from dataclasses import field as dataclass_field
 from typing import Any
 
-from engine.cluster.apiserver.errors import ApiError, Cause, bad_request, cannot_decode, conflict
+from engine.cluster.apiserver.errors import (
+    ApiError,
+    Cause,
+    bad_request,
+    cannot_decode,
+    conflict,
+)
+from engine.cluster.apiserver.errors import invalid as invalid_object
 from engine.cluster.apiserver.patch.field_paths import FieldSet, Path, field
 from engine.cluster.apiserver.patch.managed_fields import (
     APPLY,
@@ -27,6 +37,7 @@ from engine.cluster.apiserver.patch.managed_fields import (
     identifier,
 )
 from engine.cluster.apiserver.registry.resources import ResourceType, ScalePaths
+from engine.cluster.apiserver.registry.selectors import LabelSelector, SelectorError
 from engine.cluster.apiserver.registry.writes import LATEST_RV_MESSAGE, check_identity, check_uid
 from engine.cluster.apiserver.schema.schema_validation import OBJECT_META_FIELDS
 from engine.cluster.apiserver.storage.objects import Obj
@@ -121,10 +132,25 @@ def _count(obj: Obj, path: str) -> tuple[int, bool]:
 
 
 def _selector(obj: Obj, paths: ScalePaths) -> str:
+    if paths.spec_selector:
+        return _spec_selector(_lookup(obj, paths.spec_selector)[0])
     if not paths.label_selector:
         return ""
     value, found = _typed(obj, paths.label_selector, str, "string")
     return value if found else ""
+
+
+def _spec_selector(selector: Any) -> str:
+    """A workload's selector as its ScaleREST writes it: a LabelSelector through
+    LabelSelectorAsSelector, a ReplicationController's label map as `k=v` pairs; sorted."""
+    if not isinstance(selector, dict):
+        return ""
+    if set(selector) <= {"matchLabels", "matchExpressions"}:
+        try:
+            return str(LabelSelector.from_object(selector))
+        except SelectorError:
+            return ""
+    return ",".join(f"{key}={selector[key]}" for key in sorted(selector))
 
 
 def _scale(obj: Obj, spec_replicas: int, status_replicas: int, selector: str) -> Obj:
@@ -301,6 +327,10 @@ def updated(
     replicas = requested_replicas(rt, scale)
     warnings = _field_warnings(scale, field_validation)
     name = old["metadata"]["name"]
+    if replicas < 0 and _paths(rt).spec_selector:
+        # A workload's ScaleREST validates the Scale itself (ValidateScale) before the object.
+        cause = invalid("spec.replicas", replicas, "must be greater than or equal to 0")
+        raise invalid_object("autoscaling", KIND, name, [cause])
     check_identity(rt, scale, old["metadata"].get("namespace") or "", name)
     if uid_precondition:
         check_uid(rt, scale, old, name)

@@ -241,11 +241,13 @@ _EXTRA_FIELDS: dict[tuple[str, str], frozenset[str]] = {
     ("", "namespaces"): frozenset({"status.phase"}),
     ("", "secrets"): frozenset({"type"}),
     ("batch", "jobs"): frozenset({"status.successful"}),
+    ("apps", "replicasets"): frozenset({"status.replicas"}),
+    ("", "replicationcontrollers"): frozenset({"status.replicas"}),
 }
 # Selectable names that are not the JSON path of the value they select.
 _FIELD_PATHS = {"source": "source.component", "status.successful": "status.succeeded"}
 # Integers the real server renders with strconv.Itoa, so absent reads "0".
-_INTEGER_FIELDS = frozenset({"status.successful"})
+_INTEGER_FIELDS = frozenset({"status.successful", "status.replicas"})
 # Booleans the real server renders with strconv.FormatBool, so absent reads "false".
 _BOOLEAN_FIELDS = frozenset({"spec.hostNetwork", "spec.unschedulable"})
 

@@ -196,6 +196,10 @@ def generation_moves(rt: ResourceType, new: Obj, old: Obj, generation: Generatio
     status, when it is a subresource) for custom resources."""
     if generation is Generation.SPEC:
         return new.get("spec") != old.get("spec")
+    if generation is Generation.SPEC_OR_ANNOTATIONS:
+        return new.get("spec") != old.get("spec") or (
+            (new["metadata"].get("annotations") or {}) != (old["metadata"].get("annotations") or {})
+        )
     if generation is not Generation.CONTENT:
         return False
     ignored = {"metadata", "apiVersion", "kind", "status"} if rt.has_status else {

@@ -6,7 +6,8 @@ contents open (`x-kubernetes-preserve-unknown-fields`): the server, not
 kubectl, validates them (kubectl sends `fieldValidation=Strict`), and a schema
 that is loose but never wrong beats a hand-copied one that drifts. Jobs and
 CronJobs publish their specs and statuses field by field (`batch_schemas.py`),
-so `kubectl explain` can describe them, with the pod template left open.
+so `kubectl explain` can describe them, with the pod template left open; so do
+Deployments, ReplicaSets and ReplicationControllers (`apps_schemas.py`).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import copy
 from typing import Any
 
 from engine.cluster.apiserver.registry.resources import ResourceType
+from engine.cluster.apiserver.schema.apps_schemas import APPS_DESCRIPTIONS, APPS_FIELDS
 from engine.cluster.apiserver.schema.batch_schemas import BATCH_DESCRIPTIONS, BATCH_FIELDS
 
 Schema = dict[str, Any]
@@ -188,11 +190,12 @@ def kind_schema(rt: ResourceType, prefix: str) -> Schema:
         schema.setdefault("type", "object")
     else:
         fields = _BUILTIN_FIELDS.get((rt.group, rt.kind))
-        batch = BATCH_FIELDS.get((rt.group, rt.kind))
-        if batch is not None:
-            fields = batch(ref(OBJECT_META, prefix))
+        detailed = (BATCH_FIELDS | APPS_FIELDS).get((rt.group, rt.kind))
+        if detailed is not None:
+            fields = detailed(ref(OBJECT_META, prefix))
         schema = {"type": "object"}
-        description = (_BUILTIN_DESCRIPTIONS | BATCH_DESCRIPTIONS).get((rt.group, rt.kind))
+        description = (_BUILTIN_DESCRIPTIONS | BATCH_DESCRIPTIONS | APPS_DESCRIPTIONS).get(
+            (rt.group, rt.kind))
         if description:
             schema["description"] = description
         if fields is None:

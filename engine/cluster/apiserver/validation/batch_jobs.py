@@ -25,10 +25,8 @@ from engine.cluster.apiserver.admission.batch_defaults import (
     LEGACY_JOB_NAME_LABEL,
 )
 from engine.cluster.apiserver.errors import Cause
-from engine.cluster.apiserver.registry.selectors import LabelSelector, SelectorError
 from engine.cluster.apiserver.schema.schema_values import render
 from engine.cluster.apiserver.validation.field_errors import (
-    forbidden,
     invalid,
     invalid_shown,
     non_negative,
@@ -40,11 +38,14 @@ from engine.cluster.apiserver.validation.job_policies import (
     pod_failure_policy_causes,
     success_policy_causes,
 )
+from engine.cluster.apiserver.validation.label_selectors import (
+    label_selector_causes,
+    parsed_selector,
+    semantic,
+)
 from engine.cluster.apiserver.validation.names import (
     dns1123_label_errors,
     dns1123_subdomain_errors,
-    label_key_errors,
-    label_value_errors,
 )
 from engine.cluster.apiserver.validation.pod_specs import pod_template_causes
 
@@ -62,7 +63,6 @@ _HIGH_COMPLETIONS = (
 )
 # What a suspended Job that never started may change in its template (validatePodTemplateUpdate).
 _SCHEDULING_SPEC_FIELDS = ("nodeSelector", "tolerations", "schedulingGates")
-_SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
 Spec = Mapping[str, Any]
 
 
@@ -77,13 +77,13 @@ def validate_job(obj: Spec, old: Spec | None) -> list[Cause]:
     old_spec = old.get("spec") or {}
     causes += _spec_with_selector(spec, "spec")
     causes += _completions_update(spec, old_spec)
-    if _normalized(spec.get("selector")) != _normalized(old_spec.get("selector")):
+    if semantic(spec.get("selector")) != semantic(old_spec.get("selector")):
         causes.append(invalid_shown("spec.selector", _selector_shown(spec.get("selector")),
                                     _IMMUTABLE))
     causes += _template_update(spec, old, old_spec)
     for name in ("completionMode", "podFailurePolicy", "backoffLimitPerIndex", "managedBy",
                  "successPolicy"):
-        if _normalized(spec.get(name)) != _normalized(old_spec.get(name)):
+        if semantic(spec.get(name)) != semantic(old_spec.get(name)):
             causes.append(invalid(f"spec.{name}", spec.get(name), _IMMUTABLE))
     return causes
 
@@ -214,47 +214,13 @@ def _spec_with_selector(spec: Spec, path: str) -> list[Cause]:
     if selector is None:
         causes.append(required(f"{path}.selector"))
     else:
-        causes += _label_selector_causes(selector, f"{path}.selector")
+        causes += label_selector_causes(selector, f"{path}.selector")
     labels = ((spec.get("template") or {}).get("metadata") or {}).get("labels")
-    parsed = None if selector is None else _parsed(selector)
+    parsed = None if selector is None else parsed_selector(selector)
     if selector is None or (parsed is not None and not parsed.matches(labels or {})):
         causes.append(invalid_shown(f"{path}.template.metadata.labels", go_string_map(labels),
                                     "`selector` does not match template `labels`"))
     return causes
-
-
-def _label_selector_causes(selector: Spec, path: str) -> list[Cause]:
-    """ValidateLabelSelector: matchLabels as labels, then each expression."""
-    causes: list[Cause] = []
-    for key, value in (selector.get("matchLabels") or {}).items():
-        causes += [invalid(f"{path}.matchLabels", key, e) for e in label_key_errors(key)]
-        causes += [invalid(f"{path}.matchLabels", value, e) for e in label_value_errors(value)]
-    for index, expression in enumerate(selector.get("matchExpressions") or []):
-        where = f"{path}.matchExpressions[{index}]"
-        operator, values = expression.get("operator"), expression.get("values") or []
-        if operator in ("In", "NotIn") and not values:
-            causes.append(required(f"{where}.values",
-                                   "must be specified when `operator` is 'In' or 'NotIn'"))
-        elif operator in ("Exists", "DoesNotExist") and values:
-            causes.append(forbidden(f"{where}.values", "may not be specified when `operator` "
-                                                       "is 'Exists' or 'DoesNotExist'"))
-        elif operator not in _SELECTOR_OPERATORS:
-            causes.append(invalid(f"{where}.operator", operator, "not a valid selector operator"))
-        key = str(expression.get("key") or "")
-        causes += [invalid(f"{where}.key", key, e) for e in label_key_errors(key)]
-        for value_index, value in enumerate(values):
-            causes += [invalid(f"{where}.values[{value_index}]", value, e)
-                       for e in label_value_errors(value)]
-    return causes
-
-
-def _parsed(selector: Spec) -> LabelSelector | None:
-    """The selector as LabelSelectorAsSelector reads it; None when it does not parse (then
-    upstream skips the match)."""
-    try:
-        return LabelSelector.from_object(selector)
-    except SelectorError:
-        return None
 
 
 def _requires_prefixed_labels(old: Spec | None) -> bool:
@@ -287,7 +253,7 @@ def _generated_selector_causes(obj: Spec, *, require_prefixed: bool) -> list[Cau
             causes.append(required(where, f"must be '{value}'"))
         elif labels[key] != value:
             causes.append(invalid_shown(where, go_string_map(labels), f"must be '{value}'"))
-    parsed = _parsed(selector)
+    parsed = parsed_selector(selector)
     if parsed is not None and not parsed.matches(expected):
         causes.append(invalid_shown("spec.selector", label_selector_string(selector),
                                     "`selector` not auto-generated"))
@@ -330,7 +296,7 @@ def _template_update(spec: Spec, old: Spec, old_spec: Spec) -> list[Cause]:
     started = (old.get("status") or {}).get("startTime") is not None
     if old_spec.get("suspend") is True and not started:
         before = _with_scheduling_of(before, template)
-    if _normalized(template) != _normalized(before):
+    if semantic(template) != semantic(before):
         return [invalid_shown("spec.template", render(template), _IMMUTABLE)]
     return []
 
@@ -349,22 +315,11 @@ def _with_scheduling_of(before: dict[str, Any], template: Spec) -> dict[str, Any
     old_affinity, new_affinity = spec.get("affinity"), new_spec.get("affinity")
     if new_affinity is None and old_affinity is not None:
         kept = {k: v for k, v in old_affinity.items() if k != "nodeAffinity"}
-        spec["affinity"] = kept if _normalized(kept) else None
+        spec["affinity"] = kept if semantic(kept) else None
     elif new_affinity is not None:
         node_affinity = new_affinity.get("nodeAffinity")
         spec["affinity"] = {**(old_affinity or {}), "nodeAffinity": node_affinity}
     return {**before, "metadata": metadata, "spec": spec}
-
-
-def _normalized(value: Any) -> Any:
-    """A value as apimachinery's semantic equality compares it: unset, null and empty
-    collections alike."""
-    if isinstance(value, Mapping):
-        kept = {key: _normalized(item) for key, item in value.items()}
-        return {key: item for key, item in kept.items() if item not in (None, {}, [])}
-    if isinstance(value, list):
-        return [_normalized(item) for item in value]
-    return value
 
 
 def _selector_shown(selector: Spec | None) -> str:

@@ -4,9 +4,9 @@ The real server decodes built-in objects into typed structs, so a field it does
 not know is dropped, and reported under `fieldValidation=Warn|Strict`. These
 tables list the fields of the top level, ObjectMeta and the specs that people
 write by hand (pod, container, service, Job and CronJob with their pod
-templates and policies), so a typo there is caught exactly as a real cluster
-catches it; nested structures not listed here (probes, volumes, affinity, pod
-status...) are accepted as they come.
+templates and policies, Deployment, ReplicaSet and ReplicationController), so a
+typo there is caught exactly as a real cluster catches it; nested structures not
+listed here (probes, volumes, affinity, pod status...) are accepted as they come.
 """
 
 from __future__ import annotations
@@ -109,6 +109,34 @@ _CRONJOB_SPEC: Shape = {
 }
 _CRONJOB_STATUS: Shape = dict.fromkeys(("active", "lastScheduleTime", "lastSuccessfulTime"))
 
+_POD_TEMPLATE: Shape = {"metadata": OBJECT_META, "spec": POD_SPEC}
+_CONDITIONS: list[Shape] = [
+    dict.fromkeys(("type", "status", "lastUpdateTime", "lastTransitionTime", "reason", "message"))
+]
+_DEPLOYMENT_SPEC: Shape = {
+    **dict.fromkeys(
+        ("minReadySeconds", "paused", "progressDeadlineSeconds", "replicas",
+         "revisionHistoryLimit")
+    ),
+    "selector": _LABEL_SELECTOR,
+    "strategy": {"type": None, "rollingUpdate": dict.fromkeys(("maxSurge", "maxUnavailable"))},
+    "template": _POD_TEMPLATE,
+}
+_DEPLOYMENT_STATUS: Shape = {
+    **dict.fromkeys(
+        ("availableReplicas", "collisionCount", "observedGeneration", "readyReplicas",
+         "replicas", "unavailableReplicas", "updatedReplicas")
+    ),
+    "conditions": _CONDITIONS,
+}
+_REPLICA_SET_STATUS: Shape = {
+    **dict.fromkeys(
+        ("availableReplicas", "fullyLabeledReplicas", "observedGeneration", "readyReplicas",
+         "replicas")
+    ),
+    "conditions": _CONDITIONS,
+}
+
 SHAPES: dict[str, Shape] = {
     "Pod": {**_TYPED, "spec": POD_SPEC, "status": None},
     "Service": {**_TYPED, "spec": SERVICE_SPEC, "status": None},
@@ -125,6 +153,19 @@ SHAPES: dict[str, Shape] = {
     "CustomResourceDefinition": {**_TYPED, "spec": None, "status": None},
     "Job": {**_TYPED, "spec": JOB_SPEC, "status": _JOB_STATUS},
     "CronJob": {**_TYPED, "spec": _CRONJOB_SPEC, "status": _CRONJOB_STATUS},
+    "Deployment": {**_TYPED, "spec": _DEPLOYMENT_SPEC, "status": _DEPLOYMENT_STATUS},
+    "ReplicaSet": {
+        **_TYPED,
+        "spec": {**dict.fromkeys(("minReadySeconds", "replicas")), "selector": _LABEL_SELECTOR,
+                 "template": _POD_TEMPLATE},
+        "status": _REPLICA_SET_STATUS,
+    },
+    "ReplicationController": {
+        **_TYPED,
+        "spec": {**dict.fromkeys(("minReadySeconds", "replicas", "selector")),
+                 "template": _POD_TEMPLATE},
+        "status": _REPLICA_SET_STATUS,
+    },
     "Event": {
         **_TYPED,
         **dict.fromkeys(

@@ -3,9 +3,10 @@
 Covers what a client can get wrong and the real server rejects with a 422:
 object metadata, the Pod, Service, Namespace, ConfigMap, Secret, Event, Lease,
 PriorityClass, Node, ControllerRevision and CustomResourceDefinition fields
-that matter, and the fields an update may not change. Jobs and CronJobs have
-rules that read the stored object (`batch_jobs.py`, `batch_cronjobs.py`), and
-a Job's `/status` write is judged by its status rules alone (`job_status.py`).
+that matter, and the fields an update may not change. Jobs, CronJobs and the
+replicated workloads have rules that read the stored object (`batch_jobs.py`,
+`batch_cronjobs.py`, `apps_workloads.py`), and their `/status` writes are judged
+by their status rules alone (`job_status.py`, `apps_workloads.py`).
 Kinds not listed get the ObjectMeta checks only.
 """
 
@@ -19,6 +20,8 @@ import orjson
 from engine.cluster.apiserver.admission.pod_defaults import pod_spec_defaults
 from engine.cluster.apiserver.errors import Cause
 from engine.cluster.apiserver.registry.priority_classes import priority_class_immutable
+from engine.cluster.apiserver.validation.apps_workloads import STATUS_RULES as WORKLOAD_STATUS
+from engine.cluster.apiserver.validation.apps_workloads import WRITE_RULES as WORKLOAD_WRITES
 from engine.cluster.apiserver.validation.batch_cronjobs import validate_cronjob
 from engine.cluster.apiserver.validation.batch_jobs import validate_job
 from engine.cluster.apiserver.validation.builtin_kinds import KIND_VALIDATORS, NAME_RULES
@@ -195,8 +198,10 @@ _WRITE_RULES: dict[
 ] = {
     "Job": validate_job,
     "CronJob": validate_cronjob,
+    **WORKLOAD_WRITES,
 }
 _STATUS_RULES: dict[str, Callable[[Mapping[str, Any], Mapping[str, Any]], list[Cause]]] = {
     "Job": validate_job_status,
     "CronJob": lambda obj, old: [],  # its status strategy validates nothing
+    **WORKLOAD_STATUS,
 }
