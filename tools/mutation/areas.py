@@ -1,0 +1,109 @@
+"""The areas the mutation report scores, each with the code it mutates and the fast tests it runs.
+
+One table, so that adding a module to the report is one line here. Test selections are the
+fast tiers (unit and scenario tests); mutmut then runs, for each mutant, only the tests of
+the selection that executed the mutated function.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+Kind = Literal["python", "cel"]
+
+# The tests that load the shipped machines and drive them without a cluster: scenario tables,
+# the decision core's unit tests over every kind, and the simulation examples (batch/v1 too).
+MACHINE_TESTS: tuple[str, ...] = (
+    "tests/scenarios",
+    "tests/unit/controller/test_decide.py",
+    "tests/unit/controller/test_decide_policies.py",
+    "tests/unit/controller/test_decide_settled.py",
+    "tests/unit/controller/test_kubeflow_restarts.py",
+    "tests/unit/controller/test_native_status.py",
+    "tests/unit/controller/test_built_in_kinds.py",
+    "tests/unit/controller/test_failure_rules.py",
+    "tests/unit/simulation",
+)
+
+
+@dataclass(frozen=True)
+class Area:
+    """A part of the code with its own score: what is mutated and which tests may kill it."""
+
+    name: str
+    kind: Kind
+    sources: tuple[str, ...]  # files or globs, relative to the repository's root
+    tests: tuple[str, ...]  # pytest paths, relative to the repository's root
+    goal: float  # the share of non-equivalent mutants the issue asks to kill
+    summary: str
+
+
+AREAS: tuple[Area, ...] = (
+    Area(
+        name="definition",
+        kind="python",
+        sources=("engine/definition/*.py",),
+        tests=("tests/unit/definition", "tests/scenarios", "tests/unit/simulation"),
+        goal=0.95,
+        summary="the machine language: loading, checks, CEL, stepping",
+    ),
+    Area(
+        name="decision-core",
+        kind="python",
+        sources=(
+            "engine/controller/reconcile/decide.py",
+            "engine/controller/reconcile/record.py",
+            "engine/controller/reconcile/cleanup.py",
+            "engine/controller/reconcile/actions.py",
+            "engine/controller/reconcile/claims.py",
+            "engine/controller/runtime/expectations.py",
+        ),
+        tests=("tests/unit/controller", "tests/scenarios", "tests/unit/simulation"),
+        goal=0.95,
+        summary="decide, record, cleanup, actions, claims, expectations",
+    ),
+    Area(
+        name="machine-guards",
+        kind="cel",
+        sources=("machines/*.yaml",),
+        tests=MACHINE_TESTS,
+        goal=0.90,
+        summary="numbers and comparison operators in the shipped machines' `when:` guards",
+    ),
+    Area(
+        name="scheduling",
+        kind="python",
+        sources=("engine/cluster/node/scheduling/*.py",),
+        tests=("tests/unit/cluster/node/scheduling",),
+        goal=0.90,
+        summary="the local node's scheduler: requests, fit, capacity, gangs",
+    ),
+    Area(
+        name="apiserver",
+        kind="python",
+        sources=(
+            "engine/cluster/apiserver/registry/store.py",
+            "engine/cluster/apiserver/registry/selectors.py",
+            "engine/cluster/apiserver/patch/patch.py",
+            "engine/cluster/apiserver/patch/strategic_merge.py",
+            "engine/cluster/apiserver/patch/merge_keys.py",
+            "engine/cluster/apiserver/auth/rbac.py",
+            "engine/cluster/apiserver/auth/authorization.py",
+        ),
+        tests=("tests/unit/cluster",),
+        goal=0.90,
+        summary="the API server's store, selectors, patching and RBAC",
+    ),
+)
+
+# What runs when no area is named: the language, the decision core and the guards.
+DEFAULT_AREAS: tuple[str, ...] = ("definition", "decision-core", "machine-guards")
+
+
+def area_named(name: str) -> Area:
+    for area in AREAS:
+        if area.name == name:
+            return area
+    known = ", ".join(a.name for a in AREAS)
+    raise KeyError(f"no mutation area {name!r} (known: {known})")
