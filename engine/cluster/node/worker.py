@@ -1,7 +1,8 @@
 """One pod's life on the node, in its own thread: init containers in order, then the containers,
 restarts in place per restartPolicy with the kubelet's CrashLoopBackOff (backoff.py), each
 exit's termination message (termination.py), containers that cannot be created yet (a
-missing ConfigMap or Secret) kept waiting and tried again, the kubelet's container events,
+missing ConfigMap or Secret) kept waiting and tried again, readiness probes when due
+(probes/), the kubelet's container events,
 status after every change, and graceful deletion (SIGTERM, the grace period, SIGKILL, final
 status, then the zero-grace DELETE that tells the API server the pod is gone from the node).
 
@@ -20,6 +21,8 @@ from loguru import logger
 
 from engine.cluster.node.events import EventPoster, field_path
 from engine.cluster.node.layout import NodeFiles
+from engine.cluster.node.probes import readiness
+from engine.cluster.node.probes.checks import Target, prober_for
 from engine.cluster.node.runtime.interface import (
     START_ERROR_EXIT_CODE,
     Attempt,
@@ -97,6 +100,7 @@ class PodWorker:
         self._events = events
         self._files = files
         self._backoff = restart_backoff
+        self._prober = prober_for(runtime.mode)
         self._log = logger.bind(pod=f"{metadata['namespace']}/{metadata['name']}")
         self._wake = threading.Event()
         self._halted = threading.Event()
@@ -173,6 +177,7 @@ class PodWorker:
                              message="the local node restarted; the container's process was lost")
             else:
                 slot.attempt = attempt
+                self._begin_probing(slot, time.monotonic())
 
     def _lifecycle(self) -> None:
         while not self._halted.is_set():
@@ -186,6 +191,7 @@ class PodWorker:
                                "and its status left as it is")
                 return
             self._start_due()
+            self._probe_due()
             written = self._publish(terminal=False)
             if written and self._written and self._written["phase"] in phases.TERMINAL_PHASES:
                 return
@@ -195,6 +201,8 @@ class PodWorker:
     def _sleep_time(self) -> float | None:
         moments = [s.attempt.deadline() for s in self._slots if s.attempt is not None]
         moments += [s.due for s in self._startable()]
+        moments += [s.readiness.due for s in self._slots
+                    if s.attempt is not None and s.readiness is not None]
         moments.append(self._retry_at)
         known = [m for m in moments if m is not None]
         return max(0.0, min(known) - time.monotonic()) if known else None
@@ -222,7 +230,7 @@ class PodWorker:
         slot.state = phases.terminated(code, started_at=slot.started_at or None,
                                        finished_at=now(), reason=reason, message=message,
                                        container_id=slot.container_id or None)
-        slot.attempt, slot.finished_mono = None, finished
+        slot.attempt, slot.finished_mono, slot.readiness = None, finished, None
         policy = "OnFailure" if slot.init and self._policy == "Always" else self._policy
         if self._deleting or not phases.should_restart(policy, code):
             return
@@ -313,8 +321,29 @@ class PodWorker:
         slot.attempt = attempt
         slot.container_id = attempt.container_id
         slot.state = phases.running(slot.started_at)
+        self._begin_probing(slot, started_mono)
         self._container_event(slot, "Created", f"Created container {slot.name}")
         self._container_event(slot, "Started", f"Started container {slot.name}")
+
+    def _begin_probing(self, slot: Slot, started: float) -> None:
+        """A running attempt starts not ready when it has a readiness probe."""
+        slot.readiness = None if slot.probe is None else readiness.begin(slot.probe, started)
+
+    def _probe_due(self) -> None:
+        """Run the readiness probes that are due, as the kubelet's prober workers do; a failed
+        one posts the kubelet's Unhealthy event."""
+        for slot in self._slots:
+            state = slot.readiness
+            if slot.attempt is None or state is None or state.due > time.monotonic():
+                continue
+            target = Target(self._pod, slot.spec, slot.container_id, state.started,
+                            time.monotonic())
+            result = self._prober(state.spec, target)
+            slot.readiness = readiness.observed(state, result.ok, time.monotonic())
+            if not result.ok and not self._deleting:
+                self._container_event(slot, "Unhealthy",
+                                      f"Readiness probe failed: {result.output}".strip(),
+                                      kind="Warning")
 
     def _publish(self, *, terminal: bool) -> bool:
         """Write the status if it changed; False when the write failed (retried later)."""

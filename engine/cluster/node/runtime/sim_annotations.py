@@ -5,8 +5,10 @@ per attempt (the last one repeats), `sim.jobmachine.dev/exit-codes.NAME` the
 container NAME's (it wins over the first form), and
 `sim.jobmachine.dev/run-seconds` how long every attempt runs, and
 `sim.jobmachine.dev/termination-message` (`.NAME` for the container NAME) what
-every attempt writes at its terminationMessagePath. This makes tests and demos
-deterministic without running anything.
+every attempt writes at its terminationMessagePath, and
+`sim.jobmachine.dev/ready-seconds` (`.NAME`) how long after its start a container with
+a readiness probe passes it. This makes tests and demos deterministic without running
+anything.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ PREFIX = "sim.jobmachine.dev/"
 EXIT_CODES = PREFIX + "exit-codes"
 RUN_SECONDS = PREFIX + "run-seconds"
 TERMINATION_MESSAGE = PREFIX + "termination-message"
+READY_SECONDS = PREFIX + "ready-seconds"
 DEFAULT_RUN_SECONDS = 0.2
 
 
@@ -73,22 +76,30 @@ def exit_code(pod: Mapping[str, Any], container: str, attempt: int) -> int:
     return codes[min(max(attempt, 1), len(codes)) - 1]
 
 
+def _seconds(key: str, text: Any) -> float:
+    try:
+        seconds = float(str(text).strip())
+    except ValueError:
+        raise SimulationError(f'annotation {key}: "{text}" is not a number of seconds') from None
+    if not math.isfinite(seconds) or seconds < 0:
+        raise SimulationError(
+            f'annotation {key}: "{text}" is not a finite, non-negative number of seconds'
+        )
+    return seconds
+
+
 def run_seconds(pod: Mapping[str, Any]) -> float:
     """How long each simulated attempt runs, in seconds."""
     text = _annotations(pod).get(RUN_SECONDS)
     if text is None:
         return DEFAULT_RUN_SECONDS
-    try:
-        seconds = float(str(text).strip())
-    except ValueError:
-        raise SimulationError(
-            f'annotation {RUN_SECONDS}: "{text}" is not a number of seconds'
-        ) from None
-    if not math.isfinite(seconds) or seconds < 0:
-        raise SimulationError(
-            f'annotation {RUN_SECONDS}: "{text}" is not a finite, non-negative number of seconds'
-        )
-    return seconds
+    return _seconds(RUN_SECONDS, text)
+
+
+def ready_seconds(pod: Mapping[str, Any], container: str) -> float:
+    """How long after its start the container's readiness probe passes (0: at once)."""
+    found = _container_annotation(pod, READY_SECONDS, container)
+    return 0.0 if found is None else _seconds(*found)
 
 
 def termination_message(pod: Mapping[str, Any], container: str) -> str | None:

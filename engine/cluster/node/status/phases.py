@@ -204,7 +204,8 @@ def _containers_ready(spec: Status, statuses: Sequence[Status], phase: str, kind
 def pod_conditions(
     spec: Status, init_statuses: Sequence[Status], statuses: Sequence[Status], phase: str
 ) -> list[dict[str, Any]]:
-    """Initialized, ContainersReady and Ready (no readiness gates or probes: ready = running)."""
+    """Initialized, ContainersReady and Ready, from each container's `ready` (running, and
+    past its readiness probe when it has one; readiness gates are not read)."""
     return [
         _initialized(spec, init_statuses, statuses, phase),
         _containers_ready(spec, statuses, phase, "ContainersReady"),

@@ -1,5 +1,6 @@
 """The node's record of each container of a pod: its state as the API shows it, its attempts,
-and its restart back-off; rebuilt from the pod's status when a node takes a pod over.
+its restart back-off and its readiness; rebuilt from the pod's status when a node takes a pod
+over.
 """
 
 from __future__ import annotations
@@ -7,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from engine.cluster.node.probes.readiness import ProbeSpec, Readiness, probe_spec
 from engine.cluster.node.runtime.interface import Attempt
 from engine.cluster.node.status import phases
 from engine.cluster.node.status.backoff import Window
@@ -37,6 +39,13 @@ class Slot:
     # the level of the next retry delay, and the last Warning event posted about it.
     config_tries: int = 0
     config_event: tuple[str, str] | None = None
+    # Its readiness probe (app containers only), and the running attempt's probe results.
+    probe: ProbeSpec | None = None
+    readiness: Readiness | None = None
+
+    def __post_init__(self) -> None:
+        if not self.init:
+            self.probe = probe_spec(self.spec)
 
     @property
     def name(self) -> str:
@@ -55,6 +64,13 @@ class Slot:
     def succeeded(self) -> bool:
         return (self.state.get("terminated") or {}).get("exitCode") == 0
 
+    @property
+    def ready(self) -> bool:
+        """Running, and past its readiness probe when it has one."""
+        if "running" not in self.state:
+            return False
+        return self.probe is None or (self.readiness is not None and self.readiness.ready)
+
     def status(self) -> dict[str, Any]:
         """The containerStatuses entry."""
         is_running = "running" in self.state
@@ -62,7 +78,7 @@ class Slot:
             "name": self.name,
             "state": self.state,
             "lastState": self.last_state,
-            "ready": is_running,
+            "ready": self.ready,
             "started": is_running,
             "restartCount": max(0, self.attempts - 1),
             "image": str(self.spec.get("image") or ""),
