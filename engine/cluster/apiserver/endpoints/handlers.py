@@ -1,8 +1,8 @@
 """The resource endpoints: one aiohttp handler that dispatches method and path to a verb.
 
 get, list, watch, create, update, patch, delete and deletecollection on every
-served type, plus the status, finalize, binding, log and exec subresources (a custom
-resource's scale, a service account's token and the access reviews have their
+served type, plus the status, finalize, binding, log and exec subresources (scale,
+a service account's token and the access reviews have their
 own endpoints). Each write is acknowledged only once the
 journal has it on disk.
 """

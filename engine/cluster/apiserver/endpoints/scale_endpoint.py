@@ -1,9 +1,12 @@
-"""HTTP on `.../NAME/scale` of custom resources: GET, PUT and PATCH of an autoscaling/v1 Scale.
+"""HTTP on `.../NAME/scale`: GET, PUT and PATCH of an autoscaling/v1 Scale.
 
-As the apiextensions server serves it: reads answer the Scale (or a Table with DESIRED and
+For custom resources that declare it and the built-in workloads (Deployments, ReplicaSets,
+ReplicationControllers, whose strategic merge patches are accepted too), as the apiextensions
+server serves it: reads answer the Scale (or a Table with DESIRED and
 AVAILABLE), writes take a Scale (PUT), a JSON or merge patch of the current Scale, or a
 server-side apply of one (strategic merge is refused with 415, as for every custom
-resource path), and answer the new Scale; other methods are 405.
+resource path; the built-in workloads take it), and answer the new Scale; other methods are
+405.
 """
 
 from __future__ import annotations
