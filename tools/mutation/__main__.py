@@ -14,7 +14,7 @@ from datetime import date
 from pathlib import Path
 
 from tools.mutation import cel_guards, python_mutants, snapshot
-from tools.mutation.areas import AREAS, DEFAULT_AREAS, Area, area_named
+from tools.mutation.areas import AREAS, DEFAULT_AREAS, Area, area_named, narrowed
 from tools.mutation.report import (
     Mutant,
     Score,
@@ -55,6 +55,12 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
         help="rebuild the report from the last run's results in WORK "
         "(after editing the equivalents list)",
     )
+    p.add_argument(
+        "--files",
+        nargs="+",
+        metavar="PATH",
+        help="mutate only these files (paths or globs) of the chosen areas",
+    )
     p.add_argument("--list", action="store_true", help="list the areas and exit")
     return p.parse_args(argv)
 
@@ -87,6 +93,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{a.name:15} {a.kind:6} goal {a.goal:.0%}  {a.summary}")
         return 0
     areas = _chosen(args.areas)
+    if args.files:
+        areas = [a for a in (narrowed(a, args.files) for a in areas) if a is not None]
     work: Path = args.work.resolve()
     work.mkdir(parents=True, exist_ok=True)
     report = (args.report or work / "report.md").resolve()

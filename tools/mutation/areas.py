@@ -7,7 +7,9 @@ the selection that executed the mutated function.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from fnmatch import fnmatch
 from typing import Literal
 
 Kind = Literal["python", "cel"]
@@ -99,6 +101,15 @@ AREAS: tuple[Area, ...] = (
 
 # What runs when no area is named: the language, the decision core and the guards.
 DEFAULT_AREAS: tuple[str, ...] = ("definition", "decision-core", "machine-guards")
+
+
+def narrowed(area: Area, files: Sequence[str]) -> Area | None:
+    """`area` with only those of `files` (paths or globs) that lie in it; None if none do."""
+    inside = tuple(s for s in area.sources if any(fnmatch(s, f) for f in files))
+    inside += tuple(
+        f for f in files if any(fnmatch(f, s) for s in area.sources) and f not in inside
+    )
+    return replace(area, sources=inside) if inside else None
 
 
 def area_named(name: str) -> Area:

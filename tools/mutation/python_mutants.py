@@ -34,6 +34,10 @@ _STATUS: dict[str, Status] = {
 }
 
 
+# The cache-emptying plugin, copied to the top of each copy, where the tests can import it.
+_PLUGIN = Path("mutation_fresh_caches.py")
+
+
 def _setup_cfg(area: Area, copy: Path) -> str:
     own = {"engine", "tests", "pyproject.toml", "setup.cfg"}  # mutmut copies these itself
     also_copy = sorted(p.name for p in copy.iterdir() if p.name not in own)
@@ -43,6 +47,7 @@ def _setup_cfg(area: Area, copy: Path) -> str:
     lines += ["pytest_add_cli_args_test_selection="] + [f"    {t}" for t in area.tests]
     # Each mutant's tests stop at the first failure; no cache files in the copy.
     lines += ["pytest_add_cli_args=", "    -x", "    -p", "    no:cacheprovider"]
+    lines += ["    -p", f"    {_PLUGIN.stem}"]
     return "\n".join(lines) + "\n"
 
 
@@ -52,6 +57,7 @@ def run_area(area: Area, snapshot: Path, work: Path, *, jobs: int) -> tuple[list
     if copy.exists():
         shutil.rmtree(copy)
     shutil.copytree(snapshot, copy)
+    shutil.copy(Path(__file__).with_name("fresh_caches.py"), copy / _PLUGIN)
     (copy / "setup.cfg").write_text(_setup_cfg(area, copy))
     mutmut = Path(sys.executable).with_name("mutmut")
     log = copy / "mutmut.log"

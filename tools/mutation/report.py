@@ -164,6 +164,16 @@ def markdown(
         "counts as a survivor.",
         "",
     ]
+    lines += ["## Per file", "", "| file | mutants | caught | not caught | equivalent | score |"]
+    lines += ["| --- | ---: | ---: | ---: | ---: | ---: |"]
+    for file in sorted({m.file for m in mutants}):
+        s = score(file, [m for m in mutants if m.file == file], 0.0)
+        missed = s.relevant - s.caught
+        lines.append(
+            f"| {file} | {s.total} | {s.caught} | {missed} | {s.counts.get('equivalent', 0)} "
+            f"| {s.ratio:.1%} |"
+        )
+    lines.append("")
     survivors = [m for m in mutants if m.status in ("survived", "no tests")]
     lines += [f"## Surviving mutants ({len(survivors)})", ""]
     for area in dict.fromkeys(m.area for m in survivors):
