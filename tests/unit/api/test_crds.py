@@ -10,7 +10,7 @@ import pytest
 from tests.unit.api.conftest import schema_of
 
 JOB_KINDS = ["MachineJob", "PyTorchJob", "TFJob", "XGBoostJob", "PaddleJob", "JAXJob", "MPIJob"]
-KINDS = ["StateMachine", *JOB_KINDS]
+KINDS = ["StateMachine", *JOB_KINDS, "JobSet"]
 
 
 def nodes(schema: dict[str, Any], path: str = "") -> Iterator[tuple[str, dict[str, Any]]]:
@@ -43,7 +43,7 @@ def test_schema_is_structural(crds: dict[str, dict[str, Any]], kind: str) -> Non
             assert "type" not in node, path
 
 
-@pytest.mark.parametrize("kind", JOB_KINDS)
+@pytest.mark.parametrize("kind", [*JOB_KINDS, "JobSet"])
 def test_every_job_field_is_described(crds: dict[str, dict[str, Any]], kind: str) -> None:
     fields = [(p, n) for p, n in nodes(schema_of(crds[kind])) if p and not p.endswith(("[]", "*"))]
 
