@@ -1,0 +1,49 @@
+"""Templates at their edges: a CEL error inside a `${...}` part that spans lines is placed at
+its character in the whole template, and bytes render as UTF-8 text."""
+
+from __future__ import annotations
+
+import pytest
+
+from engine.definition.cel import CelCompileError, CelProblem, Scope
+from engine.definition.templates import compile_template, render_value
+
+SCOPE = Scope("replica")
+
+
+def _problem(source: str) -> tuple[int, int]:
+    with pytest.raises(CelCompileError) as caught:
+        compile_template(source, SCOPE)
+    (problem,) = caught.value.problems
+    assert "unknown variable 'nope'" in problem.message
+    return problem.line, problem.column
+
+
+@pytest.mark.parametrize(
+    ("source", "position"),
+    [
+        ("ab ${nope}", (1, 6)),
+        ("line one\nthen ${exitCode +\n  nope} end", (3, 3)),
+        ("a\nb ${exitCode\n  + nope}", (3, 5)),
+        ("x\n${\n\n exitCode + nope}", (4, 13)),
+        ("first ${exitCode} then\nsecond ${\n    nope}", (3, 5)),
+    ],
+)
+def test_an_error_in_a_part_is_placed_at_its_character_in_the_template(
+    source: str, position: tuple[int, int]
+) -> None:
+    assert _problem(source) == position
+    line, column = position
+    assert source.split("\n")[line - 1][column - 1 :].startswith("nope")
+
+
+def test_an_error_keeps_its_message() -> None:
+    with pytest.raises(CelCompileError) as caught:
+        compile_template("x ${exitCode >}", SCOPE)
+    assert all(isinstance(p, CelProblem) and p.message for p in caught.value.problems)
+    assert caught.value.problems[0].line == 1
+
+
+def test_bytes_render_as_utf8_and_bad_bytes_as_the_replacement_character() -> None:
+    assert render_value("café".encode()) == "café"
+    assert render_value(b"ok \xff") == "ok \ufffd"
