@@ -88,13 +88,28 @@ def test_a_delay_of_a_duration_or_a_number_is_seconds() -> None:
     assert state_timeout(machine, "Running", VARIABLES) == 3.0  # type: ignore[arg-type]
 
 
+def test_a_timeout_under_a_second_is_kept() -> None:
+    machine = _with_delays("duration('500ms')", "duration('500ms')")
+    assert state_timeout(machine, "Running", VARIABLES) == 0.5  # type: ignore[arg-type]
+
+
+def test_a_machine_without_a_creation_event_creates_silently() -> None:
+    quiet = compiled(job=JOB.replace("  job:\n", "  job:\n    creationEvent: false\n")).job
+    (created,) = step(quiet, None, facts()).fired[:1]
+    assert (created.source, created.target, created.silent) == (None, "Running", True)
+    (created,) = step(compiled().job, None, facts()).fired[:1]
+    assert created.silent is False
+
+
 @pytest.mark.parametrize(("expression", "shown"), [("dyn(true)", "True"), ("dyn('10')", "'10'")])
 def test_a_delay_that_is_not_a_number_or_a_duration_is_an_evaluation_error(
     expression: str, shown: str
 ) -> None:
     machine = _with_delays(expression, expression)
     message = f"of 'Running' gave {shown}, not a number of seconds or a duration"
-    with pytest.raises(CelEvaluationError, match=f"requeueAfter {message}"):
+    with pytest.raises(CelEvaluationError) as caught:
         requeue_after(machine, "Running", VARIABLES)  # type: ignore[arg-type]
-    with pytest.raises(CelEvaluationError, match=f"timeout {message}"):
+    assert str(caught.value) == f"requeueAfter {message}"
+    with pytest.raises(CelEvaluationError) as caught:
         state_timeout(machine, "Running", VARIABLES)  # type: ignore[arg-type]
+    assert str(caught.value) == f"timeout {message}"

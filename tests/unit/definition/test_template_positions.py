@@ -1,7 +1,10 @@
 """Templates at their edges: a CEL error inside a `${...}` part that spans lines is placed at
-its character in the whole template, and bytes render as UTF-8 text."""
+its character in the whole template; text with no parts; values CEL gives as bytes, times
+and durations, alone or inside a map."""
 
 from __future__ import annotations
+
+import datetime
 
 import pytest
 
@@ -47,3 +50,18 @@ def test_an_error_keeps_its_message() -> None:
 def test_bytes_render_as_utf8_and_bad_bytes_as_the_replacement_character() -> None:
     assert render_value("café".encode()) == "café"
     assert render_value(b"ok \xff") == "ok \ufffd"
+
+
+def test_a_template_without_parts_renders_as_written() -> None:
+    assert compile_template("plain text, $${not a part}", SCOPE).render({}) == (
+        "plain text, ${not a part}",
+        [],
+    )
+
+
+def test_times_render_in_utc_with_a_z_and_durations_in_seconds_inside_maps_too() -> None:
+    at = datetime.datetime(2026, 1, 2, 3, 4, 5, tzinfo=datetime.UTC)
+    assert render_value(at) == "2026-01-02T03:04:05Z"
+    assert render_value({"at": at, "after": datetime.timedelta(minutes=2)}) == (
+        '{"after":"120s","at":"2026-01-02T03:04:05Z"}'
+    )
