@@ -22,6 +22,8 @@ from engine.controller.reporting.events import RecordedEvent
 
 _WHO_WIDTH = 10
 _REASON_WIDTH = 24
+_JOBS_REMEMBERED = 10_000
+"""Jobs whose last line is remembered, oldest forgotten first."""
 
 
 
@@ -73,10 +75,26 @@ class LiveReport:
         self._clock = clock
         self._lines: queue.SimpleQueue[str | None] = queue.SimpleQueue()
         self._thread = threading.Thread(target=self._write, name="live-report", daemon=True)
+        self._last_said: dict[tuple[str, str, str], tuple[str, str]] = {}
+        """What each job's last line said; reconciles of several workers tell at once."""
+        self._said_lock = threading.Lock()
 
     def __call__(self, event: RecordedEvent) -> None:
-        if wanted(event):
-            self._lines.put(live_line(event, self._clock(), colour=self._colour))
+        if not wanted(event):
+            return
+        if event.replica is None and not self._new_for_its_job(event):
+            return  # an ending's second phase (its clean-up done) repeats its first
+        self._lines.put(live_line(event, self._clock(), colour=self._colour))
+
+    def _new_for_its_job(self, event: RecordedEvent) -> bool:
+        job, said = (event.namespace, event.name, event.kind), (event.reason, event.message)
+        with self._said_lock:
+            if self._last_said.get(job) == said:
+                return False
+            self._last_said[job] = said
+            if len(self._last_said) > _JOBS_REMEMBERED:
+                del self._last_said[next(iter(self._last_said))]
+        return True
 
     def start(self) -> None:
         self._thread.start()

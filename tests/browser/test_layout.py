@@ -78,7 +78,7 @@ def viewed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[RunningWe
         for job in (_example(FAILS), _example(SUCCEEDS), _chatty()):
             cluster.client.create(PYTORCHJOBS, job, "default")
         for name, state in ((FAILS, "Failed"), (SUCCEEDS, "Succeeded")):
-            wait_until(lambda name=name: job_status(cluster.client, name).get("state"),
+            wait_until(lambda name=name: job_status(cluster.client, name).get("phase"),
                        lambda seen, state=state: seen == state, what=f"{name} {state}")
         yield view, cluster.server.token
 

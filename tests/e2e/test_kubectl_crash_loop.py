@@ -175,15 +175,16 @@ spec:
     described = kubectl("describe", "pytorchjob", "one").stdout
     lines = described.splitlines()
     status = described.split("\nStatus:\n", 1)[1].split("\nEvents:", 1)[0].splitlines()
-    # 64 lines: 11 of metadata (an ended job has no finalizer), 14 of the spec as written, 8
-    # of events and 31 of status (its heading and 30 lines), 18 of which are the three
+    # 60 lines: 11 of metadata (an ended job has no finalizer), 14 of the spec as written, 6
+    # of events and 29 of status (its heading and 28 lines), 18 of which are the three
     # conditions (Created, Running False and Succeeded: Succeeded took SuccessCriteriaMet
-    # over). Five status lines are the engine's own: phase, state, restarts, machine (one
-    # line, its revision's name) and record; lastTransitions is off by default and
-    # observedGeneration is not written. Before: 79 lines with SuccessCriteriaMet, three
-    # last transitions, the finalizer and the machine as {name, revision}.
-    assert len(status) <= 30, described
-    assert len(lines) <= 64, described
+    # over). Three status lines are the engine's own: phase, machine (one line, its
+    # revision's name) and record; `state` is left out where it is the phase's word and
+    # `restarts` at 0; lastTransitions is off by default and observedGeneration is not
+    # written. As Kubeflow, the job's creation and start post no Event (its conditions say
+    # them). Before: 90, then 79, then 64 lines.
+    assert len(status) <= 28, described
+    assert len(lines) <= 60, described
     assert "Observed Generation:" not in described
     assert "Finalizers:" not in described
     assert max(len(line) for line in status) <= 400, "the record is one short line"
@@ -191,7 +192,8 @@ spec:
     assert "SuccessCriteriaMet" not in described
     assert re.search(r"\n  Machine: +pytorchjob-[0-9a-f]+\n", described), described
     events = described.split("Events:", 1)[1]
-    assert [reason for reason in ("PyTorchJobCreated", "PyTorchJobRunning",
-                                  "PyTorchJobSucceeded") if reason in events] == [
-        "PyTorchJobCreated", "PyTorchJobRunning", "PyTorchJobSucceeded"]
+    assert [reason for reason in ("PyTorchJobCreated", "PyTorchJobRunning", "Started",
+                                  "ExitedWithCode", "PyTorchJobSucceeded")
+            if reason in events] == ["Started", "ExitedWithCode", "PyTorchJobSucceeded"]
+    assert "\n  State:" not in described and "\n  Restarts:" not in described
     assert events.count("PyTorchJobSucceeded") == 1  # an ending is said once

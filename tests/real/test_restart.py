@@ -97,7 +97,7 @@ def test_worker_killed_mid_training_restarts_and_the_job_converges(
                         what=f"{JOB} to end", timeout_s=90)
     master, worker = _log(cluster, MASTER), _log(cluster, WORKER)
     assert status["phase"] == "Succeeded", f"{status}\n{master}\n{worker}"
-    assert status["restarts"] == 1
+    assert status.get("restarts", 0) == 1
     assert "result:" not in before
     assert "rank 1 dropped out at step" in master and master.count("rank 1 joined") == 2, master
     cluster.engine.recorder.flush(5.0)

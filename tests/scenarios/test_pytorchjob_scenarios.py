@@ -34,10 +34,10 @@ ALL = ("Master-0", "Worker-0", "Worker-1")
 ALL_RUN = {MASTER: running(), worker(0): running(), worker(1): running()}
 STARTED = [
     Step("the job is submitted", phase="Created", created=ALL,
-         conditions={"Created": "True"}, events=["PyTorchJobCreated"]),
+         conditions={"Created": "True"}, events=[]),
     Step("every pod runs", ALL_RUN, phase="Running",
          conditions={"Created": "True", "Running": "True"},
-         events=["Started", "Started", "Started", "PyTorchJobRunning"]),
+         events=["Started", "Started", "Started"]),
 ]
 
 
@@ -454,7 +454,7 @@ def test_an_invalid_job_fails_at_once_and_creates_nothing(
     results = play(World(job), [
         Step("submitted", phase="Failed", job_actions=["cleanupPods"],
              conditions={"FailureTarget": None, "Failed": "True"},
-             events=["PyTorchJobCreated", "FailedValidation"]),
+             events=["FailedValidation"]),
         Step("looked at again", phase="Failed", events=[]),
     ])
     failed = results[0].condition("Failed")

@@ -471,7 +471,7 @@ def _actual(step: Step, result: Reconciled) -> dict[str, Any]:
         "states": {r: result.replica_states.get(r) for r in step.states},
     }
     if step.restarts is not None:
-        found["restarts"] = result.status["restarts"]
+        found["restarts"] = result.status.get("restarts", 0)
     if step.events is not None:
         found["events"] = result.events
     return found

@@ -21,7 +21,7 @@ from engine.controller.reconcile.children import (
     REPLICA_TYPE_LABEL,
 )
 from engine.controller.reconcile.native_status import engine_view
-from engine.controller.reconcile.record import RecordError, read_record
+from engine.controller.reconcile.record import RecordError, read_record, state_of
 from engine.controller.runtime.projections import project_pod
 from engine.kube.cache import Cache
 from engine.kube.resources import Resource
@@ -192,7 +192,7 @@ def job_from(obj: Obj, resource: Resource) -> Job:
         name=str(metadata.get("name") or ""),
         uid=str(metadata.get("uid") or ""),
         created=_time(metadata.get("creationTimestamp")),
-        state=str(status.get("state") or ""),
+        state=state_of(status) or "",
         restarts=restarts,
         replicas=replicas,
         conditions=tuple(_condition(c) for c in status.get("conditions") or ()

@@ -16,6 +16,7 @@ from typing import Any
 
 import orjson
 
+from engine.controller.reconcile.record import state_of
 from engine.definition import CompiledDefinition, render_status_fields
 from engine.kube.client import KubeClient
 from engine.kube.resources import Resource
@@ -70,7 +71,9 @@ def native_status(
     ]
     if conditions:
         native["conditions"] = conditions
-    native.update(render_status_fields(definition, {**variables, "status": dict(status)}))
+    # `state` is written only where it is not the phase's word; the fields read it whole.
+    engine_status = {**status, "state": state_of(status)}
+    native.update(render_status_fields(definition, {**variables, "status": engine_status}))
     return native
 
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from engine.controller.reconcile.children import ReplicaId
-from engine.controller.reconcile.decide import Fired
+from engine.controller.reconcile.decide import Decision, Fired
 from engine.controller.reconcile.observe import MISSING, PodFacts
 
 EventType = Literal["Normal", "Warning"]
@@ -50,6 +50,24 @@ def notices_for(fired: tuple[Fired, ...], facts: Mapping[ReplicaId, PodFacts]) -
             replica = str(entry.replica)
         found.append(Notice(kind, transition.reason, message, replica))
     return found
+
+
+def quiet_changes(decision: Decision, posted: Sequence[Notice]) -> list[Notice]:
+    """The job's own state changes that post no Event (a creation or start the kind's
+    controller does not announce), for listeners only: `up` prints every state change of a
+    job, while the job's Events follow what its kind's own controller posts. A change that
+    an Event of the same pass says already (a replica's restart, posted by its `event`
+    action under the same reason) is left out."""
+    said = {notice.reason for notice in posted} | {
+        str(planned.action.args.get("reason")) for planned in decision.actions
+        if planned.action.name == "event"
+    }
+    return [
+        Notice("Normal", entry.transition.reason, entry.transition.message)
+        for entry in decision.fired
+        if entry.replica is None and entry.transition.silent
+        and not entry.transition.self_loop and entry.transition.reason not in said
+    ]
 
 
 def _replica_message(replica: ReplicaId, message: str, facts: PodFacts) -> str:

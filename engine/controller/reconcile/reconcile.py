@@ -46,7 +46,12 @@ from engine.controller.reconcile.native_status import (
     native_status,
     write_native,
 )
-from engine.controller.reconcile.notices import Notice, UnconfirmedNotices, notices_for
+from engine.controller.reconcile.notices import (
+    Notice,
+    UnconfirmedNotices,
+    notices_for,
+    quiet_changes,
+)
 from engine.controller.reconcile.objects import ObjectRun, object_name, ours, sync_objects
 from engine.controller.reconcile.observe import (
     CHILD_MISSING,
@@ -324,6 +329,9 @@ class Reconciler:
         self._count_changes(job, definition, decision, now)
         # Recorded state changes get their Events whatever acting on them meets.
         self._post(job, notices)
+        for quiet in quiet_changes(decision, notices):
+            self._recorder.tell(job, type=quiet.type, reason=quiet.reason,
+                                message=quiet.message)
         run = self._act(key, job, definition, observed=observed, decision=decision, now=now)
         self._report_template_errors(key, run, native=is_native(definition))
         return self._next_look(key, job, definition, spec=observed.spec, decision=decision,

@@ -171,11 +171,18 @@ def read_record(status: Mapping[str, Any]) -> MachineRecord:
                           "the engine only") from exc
 
 
+def state_of(status: Mapping[str, Any]) -> str | None:
+    """The job machine's state as written: `state`, or `phase` where the state is the phase's
+    own word (build_status leaves `state` out then, as a shipped machine's states are)."""
+    state = status.get("state") or status.get("phase")
+    return None if state is None else str(state)
+
+
 def _from_stored(status: Mapping[str, Any], stored: Mapping[str, Any]) -> MachineRecord:
     if stored.get("v") != _FORMAT:
         raise ValueError(f"unknown format {stored.get('v')!r}")
     return MachineRecord(
-        state=status.get("state"),
+        state=state_of(status),
         state_since=stored.get("since"),
         replica_states=_states_from(stored.get("replicas")),
         restarts=int(status.get("restarts") or 0),
@@ -204,7 +211,7 @@ def _read_legacy(status: Mapping[str, Any]) -> MachineRecord:
         for c in status.get("transitionCounts") or ()
     }
     return MachineRecord(
-        state=status.get("state"),
+        state=state_of(status),
         state_since=status.get("stateSince"),
         replica_states=_states_from(status.get("replicaStates")),
         restarts=int(status.get("restarts") or 0),
@@ -338,7 +345,7 @@ def record_fields(record: MachineRecord) -> dict[str, Any]:
     LEGACY_FIELDS). A field with nothing to say is None, so it is left out."""
     return {
         "state": record.state,
-        "restarts": record.restarts,
+        "restarts": record.restarts or None,
         "restartAttempt": record.restart_attempt or None,
         LAST_TRANSITIONS_FIELD: [transition_text(e) for e in record.history] or None,
         LAST_FAILURE_FIELD: record.last_failure or None,

@@ -45,6 +45,8 @@ def build_status(
     state = decision.record.state
     compiled = definition.job.states[state] if state else None
     status["phase"] = compiled.phase if compiled else None
+    if status.get("state") == status["phase"]:
+        del status["state"]  # said once: the shipped machines' states are their phases' words
     conditions = list(status.get("conditions") or [])
     if get_condition(conditions, GOVERNED) is not None:
         conditions = set_condition(

@@ -263,6 +263,15 @@ class EventRecorder:
             self._queues[hash(pending.involved.uid) % len(self._queues)].put_nowait(pending)
             self._enqueued += 1
 
+    def tell(
+        self, involved: Mapping[str, Any], *, type: EventType, reason: str, message: str
+    ) -> None:
+        """Tell the listeners of what happened to `involved` without posting an Event (a
+        state change its kind's controller would not announce)."""
+        if reason and type in ("Normal", "Warning"):
+            self._tell_listeners(
+                _Pending(_involved(involved), type, reason, message, self._clock()), None)
+
     def _tell_listeners(self, pending: _Pending, replica: str | None) -> None:
         if not self._listeners:
             return

@@ -259,8 +259,8 @@ class ChaosObserver:
             self.jobs[uid] = life
         life.last = obj
         status = obj.get("status") or {}
-        if "restarts" in status:
-            life.restarts_seen.append(int(status["restarts"]))
+        if "phase" in status:  # a count of 0 is left out of the status
+            life.restarts_seen.append(int(status.get("restarts") or 0))
         phase = status.get("phase")
         if phase and (not life.phases_seen or life.phases_seen[-1] != phase):
             life.phases_seen.append(str(phase))

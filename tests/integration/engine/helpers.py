@@ -29,7 +29,7 @@ from engine.cluster.node import RestartBackoff, running_node
 from engine.controller.coordination.leader import LeaderElector
 from engine.controller.machines.install import prepare_cluster
 from engine.controller.reconcile.reconcile import RecordedTransition
-from engine.controller.reconcile.record import MachineRecord, read_record
+from engine.controller.reconcile.record import MachineRecord, read_record, state_of
 from engine.controller.runtime.manager import Engine
 from engine.kube.client import KubeClient
 from engine.kube.errors import ApiError, NotFound, Unavailable
@@ -261,7 +261,7 @@ def job_path(job: Obj) -> list[str]:
     def told() -> list[str]:
         return [h["to"] for h in history(job) if h["level"] == "job"]
 
-    state = status(job).get("state")
+    state = state_of(status(job))
     if state:
         wait_until(lambda: state in told(), what=f"the state {state} told to the listeners")
     return told()

@@ -17,6 +17,7 @@ from kubernetes import client as k8s
 
 from engine.controller.machines.revisions import machine_in_name
 from engine.controller.reconcile.native_status import ENGINE_STATUS_ANNOTATION
+from engine.controller.reconcile.record import state_of
 from engine.kube.client import KubeClient
 from engine.kube.resources import PODS, Resource
 from engine.settings import EngineSettings
@@ -85,7 +86,7 @@ def test_a_job_of_completions_runs_parallelism_at_a_time_and_completes(
     assert "active" not in status and "failed" not in status
     assert status["completionTime"] >= status["startTime"]
     record = json.loads(done["metadata"]["annotations"][ENGINE_STATUS_ANNOTATION])
-    assert (record["state"], machine_in_name(record["machine"])) == ("Complete", "batch-job")
+    assert (state_of(record), machine_in_name(record["machine"])) == ("Complete", "batch-job")
 
 
 def test_an_indexed_job_lists_its_completed_indexes(

@@ -34,12 +34,14 @@ from tests.integration.engine.helpers import (
     wait_for,
     wait_until,
 )
+from tests.integration.engine.machinejobs import machinejob
 from tests.integration.refusing import (
     Refusals,
     namespace_terminating,
     pod_security,
     quota_exceeded,
 )
+from tests.kinds import MACHINEJOBS
 
 RBAC_ADVICE = "grant the engine's service account"
 
@@ -151,7 +153,8 @@ def test_a_namespace_being_deleted_is_neither_reported_nor_retried(
     ns = new_namespace(admin)
     refusals.refuse("create", "pods", ns, namespace_terminating)
     refusals.refuse("create", "events", ns, namespace_terminating)
-    _refused_job(admin, ns, "leaving")
+    # A MachineJob: its creation posts an Event (a Kubeflow job's, as Kubeflow's, posts none).
+    admin.create(MACHINEJOBS, machinejob("leaving", ns, {"Worker": Replica()}), ns)
 
     wait_until(lambda: refusals.count("create", "pods", ns) > 0, what="a refused pod create")
     time.sleep(0.5)  # the passes the engine's own writes set off
@@ -159,7 +162,7 @@ def test_a_namespace_being_deleted_is_neither_reported_nor_retried(
     time.sleep(3.0)
     # A retry with back-off (5 ms doubling) would have tried at ~0.6 s, 1.3 s and 2.6 s.
     assert refusals.count("create", "pods", ns) - before <= 1
-    stored = get_job(admin, ns, "leaving")
+    stored = get_job(admin, ns, "leaving", kind=MACHINEJOBS)
     assert stored is not None and condition(stored, "ReplicaFailure") is None
     assert refusals.count("create", "events", ns) > 0, "the engine did try to post events"
     assert not [line for line in warnings if ns in line]

@@ -100,7 +100,7 @@ def test_a_pod_of_another_attempt_is_deleted_not_observed(client: KubeClient, ns
         assert pods.creations() == {"Worker-0": 2}  # the orphan, then the job's own
         assert max(pods.most_at_once.values()) == 1
 
-    assert (status(done)["restarts"], status(done).get("restartAttempt", 0)) == (0, 0)
+    assert (status(done).get("restarts", 0), status(done).get("restartAttempt", 0)) == (0, 0)
     [pod] = pods_of(client, ns, "train")
     assert pod["metadata"]["uid"] != orphan["metadata"]["uid"]
     assert pod["metadata"]["labels"][ATTEMPT] == "0"

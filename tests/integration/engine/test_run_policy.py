@@ -72,7 +72,7 @@ def test_resuming_restarts_the_deadline_clock_and_consumes_no_retries(
     finished = wait_for_phase(client, ns, "paused", "Succeeded")
 
     assert status(finished)["startTime"] >= resumed_at
-    assert status(finished)["restarts"] == 0
+    assert status(finished).get("restarts", 0) == 0
     suspended_condition = condition(finished, "Suspended")
     assert suspended_condition is not None and suspended_condition["status"] == "False"
 

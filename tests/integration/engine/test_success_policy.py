@@ -102,7 +102,7 @@ def test_without_success_policy_every_replica_must_succeed(client: KubeClient, n
                                        "Worker": {"Succeeded": "0-1"}}
     assert {t: s.get("succeeded", 0) for t, s in record["replicaStatuses"].items()} == {
         "Launcher": 1, "Worker": 2}
-    assert record["restarts"] == 0
+    assert record.get("restarts", 0) == 0
     succeeded = condition(done, "Succeeded")
     assert succeeded is not None
     assert (succeeded["status"], succeeded["reason"]) == ("True", "AllReplicasSucceeded")
@@ -159,7 +159,7 @@ def test_any_count_does_not_wait_for_the_last_worker(client: KubeClient, ns: str
     record = status(done)
     assert stored(done)["replicas"] == {"Worker": {"Succeeded": "0-1", "Running": "2"}}
     assert record["replicaStatuses"]["Worker"].get("succeeded") == 2
-    assert record["restarts"] == 0
+    assert record.get("restarts", 0) == 0
 
     # The straggler never finished: the job did not wait for it, the clean-up stopped it.
     assert _never_succeeded(pod_events, straggler_uid)

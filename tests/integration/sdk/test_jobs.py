@@ -122,7 +122,7 @@ def test_waiting_for_success_returns_the_job_and_shows_progress_when_asked(
 
     done = jobs.wait_for_job_conditions("fine", timeout=60, progress=True)
 
-    assert done["status"]["state"] == "Succeeded"
+    assert done["status"]["phase"] == "Succeeded"
     shown = capsys.readouterr().out.splitlines()
     assert shown[-1] == progress_line(done)
     assert shown[-1].startswith(f"PyTorchJob {ns}/fine  Succeeded  restarts 0  Master 0 Succeeded")

@@ -94,3 +94,24 @@ def test_the_report_prints_what_the_recorder_records_in_order() -> None:
         "08:02:03  team/train  job         PyTorchJobRunning         running",
         "08:02:03  team/train  Worker-0    PodRestarted              ended",
     ]
+
+
+def test_a_state_change_that_posts_no_event_is_shown_and_an_ending_said_once() -> None:
+    out = io.StringIO()
+    report = LiveReport(out, colour=False, clock=lambda: AT)
+    recorder = EventRecorder(_Silent())
+    recorder.add_listener(report)
+    report.start()
+    job = {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob",
+           "metadata": {"name": "train", "namespace": "team", "uid": "u"}}
+    # Kubeflow posts no Event when a job is created or runs: `up` is told all the same.
+    recorder.tell(job, type="Normal", reason="PyTorchJobCreated", message="created")
+    recorder.tell(job, type="Normal", reason="PyTorchJobRunning", message="running")
+    recorder.record(job, type="Normal", reason="PyTorchJobSucceeded", message="done")
+    recorder.tell(job, type="Normal", reason="PyTorchJobSucceeded", message="done")  # cleaned up
+    report.stop()
+    assert [line.split()[3:] for line in out.getvalue().splitlines()] == [
+        ["PyTorchJobCreated", "created"],
+        ["PyTorchJobRunning", "running"],
+        ["PyTorchJobSucceeded", "done"],
+    ]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import json
+from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
@@ -402,7 +403,9 @@ def test_build_status_sets_phase_times_and_replica_statuses() -> None:
     world.job["status"] = {"observedGeneration": 3}  # as an older engine wrote it
     status = world.reconcile().status
     assert status["phase"] == "Created"
-    assert status["state"] == "Created"
+    assert "state" not in status  # the state is the phase's word: said once
+    assert "restarts" not in status  # a count of 0 is left out
+    assert read_record(status).state == "Created"
     assert status["startTime"] == NOW
     assert "completionTime" not in status
     assert "observedGeneration" not in status  # no peer's job status has it; dropped
@@ -455,3 +458,18 @@ def test_build_status_does_not_change_the_job() -> None:
     status = build_status(world.job, assignment(world.definition), spec, decision, now=NOW)
     assert status["phase"] == "Succeeded"
     assert world.job == before
+
+
+def test_build_status_writes_the_state_where_it_is_not_the_phases_word() -> None:
+    world = World(pytorch_job())
+    shipped = world.definition
+    created = replace(shipped.job.states["Created"], phase="Pending")
+    definition = replace(shipped, job=replace(
+        shipped.job, states={**shipped.job.states, "Created": created}))
+    spec = read_job_spec(world.job, definition)
+    facts, _ = observe({}, spec, world.restart_attempt)
+    decision = decide(definition, world.job, spec, read_record({}), facts,
+                      job_observations=frozenset(), now=NOW)
+    status = build_status(world.job, assignment(definition), spec, decision, now=NOW)
+    assert (status["phase"], status["state"]) == ("Pending", "Created")
+    assert read_record(status).state == "Created"

@@ -4,7 +4,12 @@ from __future__ import annotations
 
 from engine.controller.reconcile.children import ReplicaId
 from engine.controller.reconcile.decide import Fired
-from engine.controller.reconcile.notices import Notice, UnconfirmedNotices, notices_for
+from engine.controller.reconcile.notices import (
+    Notice,
+    UnconfirmedNotices,
+    notices_for,
+    quiet_changes,
+)
 from engine.controller.reconcile.observe import PodFacts
 from engine.definition import FiredTransition
 from tests.scenarios.world import MASTER, World, exited, pytorch_job, running, worker
@@ -123,8 +128,9 @@ def test_a_lifecycle_posts_one_notice_per_state_change() -> None:
         assert len(result.notices) == len(changes)
         posted.append([n.reason for n in result.notices])
     assert posted == [
-        ["PyTorchJobCreated"],
-        ["Started", "Started", "Started", "PyTorchJobRunning"],
+        # As Kubeflow: the job's creation and its start are said by its conditions only.
+        [],
+        ["Started", "Started", "Started"],
         # A restart is said by the replica's `event` actions (ExitedWithCode, then
         # PyTorchJobRestarting), not by its silent transitions; nor is the engine's own
         # deletion of the pod.
@@ -157,3 +163,31 @@ def test_a_later_successful_write_refutes_an_unconfirmed_one() -> None:
     assert unconfirmed.landed("team/mnist", {"record": '{"state":"Running"}'}) == ()
     unconfirmed.remember("team/mnist", '{"state":"Running"}', [])
     assert unconfirmed.landed("team/mnist", {"record": '{"state":"Running"}'}) == ()
+
+
+def test_listeners_hear_of_the_job_changes_kubeflow_posts_no_event_for() -> None:
+    world = World(pytorch_job(policy="ExitCode"))
+    steps: list[dict[ReplicaId, PodFacts | None]] = [
+        {},
+        {MASTER: running(), worker(0): running(), worker(1): running()},
+        {worker(1): exited(137, "OOMKilled")},
+        {worker(1): None},
+        {worker(1): running()},
+    ]
+    told: list[list[tuple[str, str]]] = []
+    for change in steps:
+        for replica, facts in change.items():
+            if facts is None:
+                del world.pods[replica]
+            else:
+                world.pods[replica] = facts
+        result = world.reconcile()
+        told.append([(n.reason, n.message)
+                     for n in quiet_changes(result.decision, result.notices)])
+    assert told == [
+        [("PyTorchJobCreated", "PyTorchJob mnist is created.")],
+        [("PyTorchJobRunning", "PyTorchJob team/mnist is running.")],
+        [],  # the restart: the Worker's own PyTorchJobRestarting Event says it
+        [],
+        [("PyTorchJobRunning", "PyTorchJob team/mnist is running.")],
+    ]

@@ -19,6 +19,7 @@ from engine.controller.reconcile.record import (
     parse_ranges,
     read_record,
     record_fields,
+    state_of,
 )
 
 CANONICAL_PART = re.compile(r"[0-9]+(-[0-9]+)?")
@@ -199,7 +200,7 @@ def test_an_empty_status_is_an_empty_record() -> None:
 def test_an_empty_record_says_nothing_it_need_not() -> None:
     fields = record_fields(MachineRecord())
     assert {k: v for k, v in fields.items() if v is not None} == {
-        "restarts": 0, "record": '{"v":1}',
+        "record": '{"v":1}',
     }
 
 
@@ -250,3 +251,11 @@ REPLICA_STATES = st.dictionaries(
 def test_any_replica_states_survive_the_round_trip(states: dict[ReplicaId, str]) -> None:
     record = MachineRecord(state="Running", replica_states=states)
     assert read_record(json.loads(json.dumps(record_fields(record)))) == record
+
+
+def test_the_state_is_read_from_the_phase_where_it_is_the_phases_word() -> None:
+    # build_status leaves `state` out where it equals `phase` (every shipped machine's state).
+    assert state_of({"phase": "Running"}) == "Running"
+    assert state_of({"state": "Warming", "phase": "Running"}) == "Warming"
+    assert state_of({}) is None
+    assert read_record({"phase": "Succeeded", "record": '{"v":1}'}).state == "Succeeded"

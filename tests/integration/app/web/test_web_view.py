@@ -78,7 +78,7 @@ def viewed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Viewed]:
         team_job["metadata"]["namespace"] = "team"
         cluster.client.create(PYTORCHJOBS, team_job, "team")
         wait_until(lambda: job_status(cluster.client, RESTARTED),
-                   lambda s: s.get("state") == "Succeeded", what="the job to succeed")
+                   lambda s: s.get("phase") == "Succeeded", what="the job to succeed")
         yield Viewed(cluster, view)
 
 
