@@ -4,10 +4,10 @@ with nothing written; otherwise it writes the CRDs, the engine and the shipped m
 a second run replaces them.
 
 The too-old server is a stub that answers /version and records every other request. The
-embedded API server serves neither Deployments nor PodDisruptionBudgets (it is no place for
-the engine's pods, and a CRD cannot stand in for a built-in group), so the command is refused
-there, and the install that succeeds is everything else the command would write, applied by
-the function the command calls.
+cluster without Deployments is the embedded API server behind a stub that hides apps/v1
+Deployment from discovery. The embedded server serves no PodDisruptionBudgets and is no place
+for the engine's pods, so the install that succeeds is everything else the command would
+write, applied by the function the command calls.
 """
 
 from __future__ import annotations
@@ -17,9 +17,11 @@ import subprocess
 import sys
 import threading
 from collections.abc import Iterator
+from http.client import HTTPConnection
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 import yaml
@@ -27,6 +29,7 @@ import yaml
 from engine.app.cluster_install import install_into_cluster
 from engine.app.install_manifests import install_objects
 from engine.cluster import running_apiserver
+from engine.cluster.apiserver.endpoints.kubeconfig import write_kubeconfig
 from engine.cluster.apiserver.endpoints.serve import RunningApiServer
 from engine.kube.client import KubeClient
 from engine.kube.resources import NAMESPACES, STATE_MACHINES, Resource
@@ -122,6 +125,73 @@ def old_server(tmp_path: Path) -> Iterator[tuple[Path, list[tuple[str, str]]]]:
         thread.join(timeout=10)
 
 
+class _NoDeployments(BaseHTTPRequestHandler):
+    """Forwards every request to the embedded server at `upstream`, but leaves Deployment
+    (and its subresources) out of the APIResourceList of /apis/apps/v1, the discovery the
+    install reads to find the resource of each kind."""
+
+    upstream: tuple[str, int]
+
+    def do_GET(self) -> None:
+        self._forward()
+
+    def do_POST(self) -> None:
+        self._forward()
+
+    def do_PUT(self) -> None:
+        self._forward()
+
+    def do_PATCH(self) -> None:
+        self._forward()
+
+    def do_DELETE(self) -> None:
+        self._forward()
+
+    def _forward(self) -> None:
+        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        headers = {name: value for name, value in self.headers.items()
+                   if name.lower() not in {"host", "connection", "accept-encoding"}}
+        connection = HTTPConnection(*self.upstream, timeout=60)
+        try:
+            connection.request(self.command, self.path, body=body or None, headers=headers)
+            response = connection.getresponse()
+            status, content_type, data = (
+                response.status, response.getheader("Content-Type", ""), response.read())
+        finally:
+            connection.close()
+        if self.command == "GET" and self.path.split("?")[0] == "/apis/apps/v1" and status == 200:
+            listing = json.loads(data)
+            listing["resources"] = [r for r in listing["resources"]
+                                    if r["name"].split("/")[0] != "deployments"]
+            data = json.dumps(listing).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Quiet."""
+
+
+@pytest.fixture
+def no_deployments(server: RunningApiServer, tmp_path: Path) -> Iterator[tuple[Path, str]]:
+    """A kubeconfig for the embedded server as seen through `_NoDeployments`, and its URL."""
+    upstream = urlsplit(server.url)
+    handler = type("Handler", (_NoDeployments,), {
+        "upstream": (upstream.hostname, upstream.port)})
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    url = f"http://127.0.0.1:{httpd.server_port}"
+    try:
+        yield write_kubeconfig(tmp_path / "kubeconfig", server=url, token=server.token), url
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+        thread.join(timeout=10)
+
+
 def test_kubernetes_1_27_is_refused_in_one_line_before_anything_is_written(
     old_server: tuple[Path, list[tuple[str, str]]],
 ) -> None:
@@ -137,12 +207,14 @@ def test_kubernetes_1_27_is_refused_in_one_line_before_anything_is_written(
 
 
 def test_a_cluster_that_serves_no_deployments_is_refused_with_nothing_written(
-    server: RunningApiServer, client: KubeClient,
+    no_deployments: tuple[Path, str], client: KubeClient,
 ) -> None:
-    result = install(server.kubeconfig, "--overlay", "single")
+    kubeconfig, url = no_deployments
+
+    result = install(kubeconfig, "--overlay", "single")
 
     assert result.returncode == 1
-    assert result.stderr == (f"error: the API server at {client.settings.server} does not "
+    assert result.stderr == (f"error: the API server at {url} does not "
                              "serve apps/v1 Deployment: nothing was installed\n")
     assert client.list(CRDS)[0] == []
     assert "jobmachine-system" not in {ns["metadata"]["name"] for ns in client.list(NAMESPACES)[0]}
