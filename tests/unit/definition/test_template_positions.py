@@ -65,3 +65,38 @@ def test_times_render_in_utc_with_a_z_and_durations_in_seconds_inside_maps_too()
     assert render_value({"at": at, "after": datetime.timedelta(minutes=2)}) == (
         '{"after":"120s","at":"2026-01-02T03:04:05Z"}'
     )
+
+
+def test_a_part_that_fails_is_left_as_written_up_to_its_brace() -> None:
+    template = compile_template("name ${pod.name}! then ${exitCode}.", SCOPE)
+    text, errors = template.render({"pod": {}, "exitCode": 3})
+    assert text == "name ${pod.name}! then 3."
+    assert len(errors) == 1
+
+
+@pytest.mark.parametrize(
+    ("source", "text"),
+    [
+        ("${'it\\'s }'} ok", "it's } ok"),
+        ('${"say \\"}\\""}!', 'say "}"!'),
+        ("${ {'X': '}'}.X }!", "}!"),
+        ("${ {'a': {'b': 1}}.a.b }|", "1|"),
+        ("${ [{'a': 1}, {'a': 2}].map(m, m.a) }", "[1,2]"),
+    ],
+)
+def test_a_part_ends_at_its_own_brace_not_at_one_inside_a_string_or_a_map(
+    source: str, text: str
+) -> None:
+    assert compile_template(source, SCOPE).render({}) == (text, [])
+
+
+@pytest.mark.parametrize(
+    ("source", "position"),
+    [("ab ${exitCode", (1, 4)), ("line\nab ${exitCode", (2, 4)), ("x\ny\n  ${", (3, 3))],
+)
+def test_a_part_never_closed_is_an_error_at_its_dollar(
+    source: str, position: tuple[int, int]
+) -> None:
+    with pytest.raises(CelCompileError) as caught:
+        compile_template(source, SCOPE)
+    assert caught.value.problems == [CelProblem(*position, "'${' is never closed by '}'")]
