@@ -179,10 +179,13 @@ _RUN_POLICY_FIELDS = frozenset(
 
 def _run_policy(job: Mapping[str, Any], layout: JobLayout) -> Mapping[str, Any]:
     """The run policy to check. A kind with one replica spec may keep its run-policy fields
-    in that spec among others (batch/v1 Job's backoffLimit beside its template): only the
-    run policy's own fields are checked there."""
+    in that spec among others (batch/v1 Job's backoffLimit beside its template), and so may
+    a kind whose replica specs sit inside the run policy's object (JobSet's suspend and
+    ttlSecondsAfterFinished beside spec.replicatedJobs): only the run policy's own fields
+    are checked there."""
     found = read_path(job, layout.run_policy) or {}
-    if layout.single_type is None or not isinstance(found, Mapping):
+    shared = layout.replica_specs.startswith(f"{layout.run_policy}.")
+    if (layout.single_type is None and not shared) or not isinstance(found, Mapping):
         return found
     return {key: value for key, value in found.items() if key in _RUN_POLICY_FIELDS}
 

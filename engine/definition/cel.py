@@ -9,6 +9,7 @@ at run time.
 
 from __future__ import annotations
 
+import hashlib
 import pickle
 import re
 from collections.abc import Callable, Hashable, Iterator, Mapping
@@ -96,9 +97,24 @@ def _first_index(values: list[Any]) -> int:
     return -1
 
 
+def _merge(first: Any, second: Any) -> dict[Any, Any]:
+    """`merge(map, map)`: the first map's entries, then the second's over them."""
+    if not isinstance(first, Mapping) or not isinstance(second, Mapping):
+        raise TypeError(f"merge takes two maps, not {first!r} and {second!r}")
+    return {**first, **second}
+
+
+def _sha1(text: Any) -> str:
+    """`sha1(string)`: the hex SHA-1 of the string's UTF-8 bytes."""
+    if not isinstance(text, str):
+        raise TypeError(f"sha1 takes a string, not {text!r}")
+    return hashlib.sha1(text.encode(), usedforsecurity=False).hexdigest()
+
+
 # The evaluator's implementation of each function vocabulary.FUNCTIONS declares.
 _IMPLEMENTATIONS: dict[str, Callable[..., Any]] = {
-    "sum": _sum, "indexes": _indexes, "firstIndex": _first_index}
+    "sum": _sum, "indexes": _indexes, "firstIndex": _first_index, "merge": _merge,
+    "sha1": _sha1}
 
 
 @dataclass(frozen=True)

@@ -257,7 +257,10 @@ class _MachineChecks:
                     what = "a CEL expression" if arg.kind == "cel" else "a template"
                     self._error((*args_path, name), f"argument '{name}' of '{action.name}' must "
                                 f"be a string ({what})")
-                elif name == "reason" and isinstance(value, str):
+                elif name == "reason" and isinstance(value, str) and not (
+                        arg.kind == "template" and "${" in value):
+                    # A literal reason is a CamelCase word; a templated one (setCondition,
+                    # event) is judged when rendered.
                     self._reason((*args_path, name), value)
             for arg in spec.args:
                 if arg.required and arg.name not in action.args:

@@ -183,6 +183,7 @@ class CompiledValidation:
     rule: CompiledExpression
     message: str
     field_path: str | None = None
+    message_expression: CompiledExpression | None = None
 
 
 @dataclass(frozen=True)
@@ -318,7 +319,8 @@ def compile_definition(loaded: LoadedDefinition) -> CompiledDefinition:
         pod_replacement_policy_expression=expressions.get((*pod_path, "replacementPolicy")),
         validations=tuple(
             CompiledValidation(expressions[("spec", "validations", i, "rule")], rule.message,
-                               rule.field_path)
+                               rule.field_path,
+                               expressions.get(("spec", "validations", i, "messageExpression")))
             for i, rule in enumerate(spec.validations)
         ),
         status_fields={k: expressions[("spec", "status", k)] for k in spec.status},

@@ -6,7 +6,8 @@ both means the checks report exactly what the compiled machine will run.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import re
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
 from engine.definition.cel import CelCompileError, CompiledExpression, Scope, compile_expression
@@ -46,11 +47,39 @@ def action_path(positions: PositionIndex, base: Path, index: int, action: Action
     return written if positions.has(written) else (*base, index, "args")
 
 
+_FRAGMENT_CALL = re.compile(r"(?<![\w.])([a-z][A-Za-z0-9]*)\(\s*\)")
+"""A call of a named expression: a name not after a dot (not a method), with no arguments."""
+
+
+def expand_fragments(source: str, fragments: Mapping[str, str]) -> str:
+    """`source` with every `name()` of `fragments` replaced by `(its expression)`, the
+    fragments' own calls too; raises ValueError when they call each other in a loop."""
+    if not fragments:
+        return source
+    for _ in range(len(fragments) + 1):
+        expanded = _FRAGMENT_CALL.sub(
+            lambda m: f"({fragments[m[1]]})" if m[1] in fragments else m[0], source)
+        if expanded == source:
+            return expanded
+        source = expanded
+    raise ValueError(f"the named expressions call each other in a loop: "
+                     f"{', '.join(sorted(n for n in fragments if f'{n}()' in source))}")
+
+
 class _Compiler:
     def __init__(self, loaded: LoadedDefinition, types: TypeContext) -> None:
         self.positions = loaded.positions
         self.table = ExpressionTable()
         self.types = types
+        self.fragments = dict(loaded.definition.spec.expressions)
+
+    def _expanded(self, path: Path, source: str) -> str | None:
+        """The source with the named expressions put in; None (reported) on a loop."""
+        try:
+            return expand_fragments(source, self.fragments)
+        except ValueError as exc:
+            self.table.diagnostics.append(error(self.positions.value(path), str(exc)))
+            return None
 
     def scope(self, level: Level, *, template: bool = False, validation: bool = False,
               status: bool = False, child: bool = False) -> Scope:
@@ -60,10 +89,13 @@ class _Compiler:
     def expression(
         self, path: Path, source: str, scope: Scope, types: tuple[str, ...] = ()
     ) -> None:
+        expanded = self._expanded(path, source)
+        if expanded is None:
+            return
         try:
-            compiled = compile_expression(source, scope)
+            compiled = compile_expression(expanded, scope)
         except CelCompileError as exc:
-            self._report(path, exc)
+            self._report(path, exc, expanded=expanded != source)
             return
         if types and compiled.result_type.split("<")[0] not in types:
             wanted = " or ".join(t for t in types if t != "dyn")
@@ -75,16 +107,24 @@ class _Compiler:
         self.table.expressions[path] = compiled
 
     def template(self, path: Path, source: str, scope: Scope) -> None:
+        expanded = self._expanded(path, source)
+        if expanded is None:
+            return
         try:
-            self.table.templates[path] = compile_template(source, scope)
+            self.table.templates[path] = compile_template(expanded, scope)
         except CelCompileError as exc:
-            self._report(path, exc)
+            self._report(path, exc, expanded=expanded != source)
 
-    def _report(self, path: Path, exc: CelCompileError) -> None:
+    def _report(self, path: Path, exc: CelCompileError, *, expanded: bool = False) -> None:
         for problem in exc.problems:
-            position = self.positions.expression(path, problem.line, problem.column)
+            # With named expressions put in, a line and column are the expansion's.
+            position = None if expanded else self.positions.expression(
+                path, problem.line, problem.column)
             message = problem.message
-            if position is None:
+            if expanded:
+                position = self.positions.value(path)
+                message += " (in the expression with its named expressions put in)"
+            elif position is None:
                 position = self.positions.value(path)
                 message += f" (line {problem.line}, column {problem.column} of the expression)"
             self.table.diagnostics.append(error(position, message))
@@ -182,6 +222,10 @@ def compile_expressions(loaded: LoadedDefinition, job_schema: JobSchema | None =
     for index, rule in enumerate(spec.validations):
         compiler.expression(("spec", "validations", index, "rule"), rule.rule,
                             compiler.scope("job", validation=True), _GUARD_TYPES)
+        if rule.message_expression is not None:
+            compiler.expression(("spec", "validations", index, "messageExpression"),
+                                rule.message_expression, compiler.scope("job", validation=True),
+                                _STRING_TYPES)
     object_scope = compiler.scope("job", template=True)
     for index, child in enumerate(spec.objects):
         if child.when is not None:

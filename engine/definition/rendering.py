@@ -271,6 +271,15 @@ def _wanted(child: CompiledObject, activation: Activation) -> bool:
     return value
 
 
+def _said(expression: CompiledExpression, activation: Activation) -> str | None:
+    """A validation's messageExpression for this job, or None when it cannot say one."""
+    try:
+        said = expression.evaluate(activation)
+    except CelEvaluationError:
+        return None
+    return said if isinstance(said, str) and said else None
+
+
 def broken_rules(compiled: CompiledDefinition, job: Mapping[str, Any]) -> Sequence[str]:
     """What the job breaks of its kind's validation rules, each as `fieldPath: message`.
 
@@ -286,6 +295,8 @@ def broken_rules(compiled: CompiledDefinition, job: Mapping[str, Any]) -> Sequen
             message = validation.message
         except CelEvaluationError as exc:
             kept, message = False, f"{validation.message} (the rule cannot be evaluated: {exc})"
+        if not kept and validation.message_expression is not None:
+            message = _said(validation.message_expression, activation) or message
         if not kept:
             found.append(f"{validation.field_path}: {message}" if validation.field_path
                          else message)

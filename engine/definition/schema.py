@@ -227,6 +227,9 @@ class ValidationRule(_Strict):
     rule: str
     message: str
     field_path: str | None = Field(default=None, alias="fieldPath")
+    # CEL string over `job` saying what is wrong in the job's own words (the entry at
+    # fault), as a CRD rule's messageExpression; `message` when it cannot be computed.
+    message_expression: str | None = Field(default=None, alias="messageExpression")
 
 
 class ObjectSpec(_Strict):
@@ -406,6 +409,12 @@ class DefinitionSpec(_Strict):
     status: dict[str, str] = Field(default_factory=dict)
     # Children made on a cron schedule (a CronJob's Jobs): see ScheduleSpec.
     schedule: ScheduleSpec | None = None
+    # Named CEL fragments: `name()` in any expression or template of the machine stands for
+    # `(fragment)`, so a rule read in several places is written once (JobSet's first failed
+    # Job, its success targets).
+    expressions: dict[
+        Annotated[str, Field(pattern=r"^[a-z][A-Za-z0-9]{0,62}$")], str
+    ] = Field(default_factory=dict)
 
     @model_validator(mode="after")
     def _governs_unless_abstract(self) -> DefinitionSpec:

@@ -263,6 +263,10 @@ OBSERVATIONS: tuple[Observation, ...] = (
 )
 
 _POLICY_CHOICES = ("All", "Running", "None")
+_REASON_TEMPLATE = (
+    "CamelCase reason; or a template whose rendered text is a Kubernetes condition reason "
+    "(letters, digits, `_`, `,`, `:`), e.g. JobSet's `FailurePolicy_${rule}`."
+)
 
 ACTIONS: tuple[Action, ...] = (
     Action(
@@ -326,6 +330,15 @@ ACTIONS: tuple[Action, ...] = (
         "Start a new attempt of the whole job: the restart attempt goes up by one (pods of "
         "older attempts are deleted), one restart is counted (runPolicy.backoffLimit), and "
         "every replica starts again from the initial state.",
+        (
+            ActionArg(
+                "count",
+                "How many restarts the new attempt counts against runPolicy.backoffLimit, an "
+                "int (default 1); 0: the attempt is not counted (JobSet's "
+                "RestartJobSetAndIgnoreMaxRestarts).",
+                kind="cel",
+            ),
+        ),
         resets_world=True,
     ),
     Action(
@@ -339,7 +352,7 @@ ACTIONS: tuple[Action, ...] = (
                 "True, False or Unknown (default True).",
                 choices=("True", "False", "Unknown"),
             ),
-            ActionArg("reason", "CamelCase reason."),
+            ActionArg("reason", _REASON_TEMPLATE, kind="template"),
             ActionArg("message", "Message template.", kind="template"),
         ),
     ),
@@ -348,7 +361,7 @@ ACTIONS: tuple[Action, ...] = (
         ("job", "replica"),
         "Post an extra Event on the job.",
         (
-            ActionArg("reason", "CamelCase reason.", required=True),
+            ActionArg("reason", _REASON_TEMPLATE, required=True, kind="template"),
             ActionArg("type", "Normal or Warning (default Normal).", choices=("Normal", "Warning")),
             ActionArg("message", "Message template.", kind="template"),
         ),
@@ -412,6 +425,16 @@ COMMON_VARIABLES: tuple[Variable, ...] = (
         "Per child object the machine declares (spec.objects), by its name there: the object "
         "as last seen (metadata and status, e.g. a PodGroup's phase), or an empty map while "
         "it does not exist.",
+    ),
+    Variable(
+        "children",
+        "list(map(string, dyn))",
+        "With spec.child: every replica's child of the current attempt that exists, in type "
+        "order then by index, as {type, index, observation (childPending, childReady, "
+        "childSucceeded, childFailed, childGone), reason and message (its failureReason and "
+        "failureMessage when failed, else ''), object (as last seen: metadata and status)}; "
+        "[] for a machine of pods. JobSet finds its first failed Job and matches its failure "
+        "rules with it.",
     ),
 )
 
@@ -580,6 +603,20 @@ FUNCTIONS: tuple[CelFunction, ...] = (
         "list(int)",
         "The indexes an interval list names, ascending: '1,3-5' gives [1, 3, 4, 5] (the Job "
         "API's completedIndexes and successPolicy's succeededIndexes; '' gives []).",
+    ),
+    CelFunction(
+        "merge",
+        ("map(string, dyn)", "map(string, dyn)"),
+        "map(string, dyn)",
+        "The first map with the second's entries added, the second's value winning for a key "
+        "in both: a template's labels with the machine's (`merge(template.labels, {...})`).",
+    ),
+    CelFunction(
+        "sha1",
+        ("string",),
+        "string",
+        "The SHA-1 digest of a string's UTF-8 bytes, as 40 lower-case hex digits (JobSet's "
+        "job-key label).",
     ),
     CelFunction(
         "firstIndex",

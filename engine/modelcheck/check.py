@@ -26,7 +26,7 @@ from engine.api.kind_schemas import kind_schema_lookup
 from engine.definition import CompiledDefinition, Diagnostic, LoadedDefinition, Position
 from engine.definition.cel import remembering_values
 from engine.definition.cel_types import SchemaLookup
-from engine.definition.errors import error
+from engine.definition.errors import warning
 from engine.definition.expressions import compile_expressions
 from engine.definition.validate import load_with_positions
 from engine.modelcheck.codes import exit_code_classes
@@ -108,7 +108,9 @@ def check_paths(paths: Iterable[str | Path], bounds: Bounds, *, jobs: int = 1,
     loaded, diagnostics = load_with_positions(named, schemas)
     unexplored = [(source, d) for source, d in loaded if d.child is not None]
     loaded = [(source, d) for source, d in loaded if d.child is None]
-    diagnostics += [error(source.positions.key(("spec", "child")), (
+    # Not explored, said as a warning: a folder of machines (machines/, with JobSet's)
+    # still checks, and nothing is claimed of the machine check did not run.
+    diagnostics += [warning(source.positions.key(("spec", "child")), (
         f"check does not explore machine {d.name} yet: its replicas are {d.child.kind} "
         "objects (spec.child), and check moves pods only; `validate` checks it"))
         for source, d in unexplored if d.child is not None]

@@ -25,6 +25,7 @@ from engine.controller.reconcile.children import (
     owner_reference,
     replica_of,
 )
+from engine.controller.reconcile.objects import OBJECT_LABEL
 from engine.kube.cache import Cache
 from engine.kube.client import KubeClient
 from engine.kube.errors import Conflict, NotFound
@@ -95,6 +96,9 @@ def claim(
         owner = controller_uid(candidate)
         if owner is not None and owner != uid:
             continue
+        if OBJECT_LABEL in (candidate["metadata"].get("labels") or {}):
+            continue  # a declared object (spec.objects: JobSet's Service), not a replica's
+
         obj = candidate
         if owner is None and (not _matches(obj, job) or not guard.may_adopt()):
             continue

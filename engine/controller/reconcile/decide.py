@@ -8,6 +8,7 @@ first and act after (the write-ahead rule of the architecture page).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
@@ -28,6 +29,7 @@ from engine.controller.reconcile.record import (
 )
 from engine.controller.reconcile.variables import (
     Surroundings,
+    children_seen,
     common_variables,
     replica_summary,
     replica_variables,
@@ -58,6 +60,11 @@ class ConditionUpdate:
     reason: str
     message: str
     removed: bool = False
+
+
+CONDITION_REASON = re.compile(r"[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?")
+"""What the API server takes as a condition's reason (metav1.Condition's pattern): a
+templated setCondition reason must render to one."""
 
 
 @dataclass(frozen=True)
@@ -171,7 +178,11 @@ def decide(
     for _ in range(len(definition.job.states) + len(definition.replica.states) + 2):
         replicas_moved = False
         fired_before = len(progress.fired)
-        if state is None or not _holds(definition, state):
+        if progress.restarted_job:
+            # Every pod or child seen is of the old attempt now: the new attempt's replicas
+            # are stepped from the next pass, on what is observed of that attempt.
+            replicas_moved = False
+        elif state is None or not _holds(definition, state):
             replicas_moved = _step_replicas(definition, cel_job, spec, pods, progress,
                                             shared=shared, surroundings=surroundings)
         else:
@@ -377,7 +388,11 @@ def _variables_now(definition: CompiledDefinition, job: Mapping[str, Any], spec:
                    surroundings: Surroundings) -> dict[str, Any]:
     """The job-level CEL variables as the record stands now (replica counts included)."""
     summary = replica_summary(spec, progress.record, pods, definition.replica)
-    return common_variables(job, spec, progress.record, summary, surroundings)
+    # After restartJob every child seen is of the old attempt, which no guard should judge.
+    children = [] if definition.child is None or progress.restarted_job else children_seen(
+        spec, pods)
+    return common_variables(job, spec, progress.record, summary, surroundings,
+                            children=children)
 
 
 def _replay_held_deletions(
@@ -684,9 +699,13 @@ def _apply(action: PlannedAction, replica: ReplicaId | None, progress: _Progress
         )
     elif action.name == "restartJob":
         record = progress.record
+        count = action.args.get("count", 1)
+        if not isinstance(count, int) or isinstance(count, bool) or count < 0:
+            progress.errors.append(f"restartJob count gave {count!r}, not an int >= 0")
+            return
         progress.record = record.with_changes(
             restart_attempt=record.restart_attempt + 1,
-            restarts=record.restarts + 1,
+            restarts=record.restarts + count,
             replica_states={},
             replica_backoff={},
             replica_timers={},
@@ -694,10 +713,15 @@ def _apply(action: PlannedAction, replica: ReplicaId | None, progress: _Progress
         progress.restarted_job = True
     elif action.name == "setCondition":
         args = action.args
+        reason = str(args.get("reason") or args["type"])
+        if not CONDITION_REASON.fullmatch(reason):
+            progress.errors.append(f"setCondition {args['type']}: reason {reason!r} is not a "
+                                   "condition reason (a letter, then letters, digits, _ , :)")
+            return
         progress.conditions.append(ConditionUpdate(
             str(args["type"]),
             str(args.get("status", "True")),
-            str(args.get("reason") or args["type"]),
+            reason,
             str(args.get("message") or ""),
         ))
     else:

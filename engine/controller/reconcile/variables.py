@@ -99,15 +99,38 @@ def gang_scheduler_of(run_policy: Mapping[str, Any], *, scheduler_name: str,
     return scheduler_name if for_every_job or asked else ""
 
 
+def children_seen(spec: JobSpecView, facts: Mapping[ReplicaId, PodFacts]
+                  ) -> list[dict[str, Any]]:
+    """The `children` variable: each spec.child object of the current attempt that exists,
+    in the job's type order then by index, with what its status expressions say of it."""
+    seen: list[dict[str, Any]] = []
+    for replica_type in spec.replica_types:
+        for index in range(replica_type.replicas):
+            found = facts.get(ReplicaId(replica_type.name, index))
+            if found is None or not found.child:
+                continue
+            failed = found.observation == "childFailed"
+            seen.append({
+                "type": replica_type.name, "index": index, "observation": found.observation,
+                "reason": found.reason if failed else "",
+                "message": found.message if failed else "",
+                "object": found.child,
+            })
+    return seen
+
+
 def common_variables(
     job: Mapping[str, Any],
     spec: JobSpecView,
     record: MachineRecord,
     summary: Mapping[str, Any],
     surroundings: Surroundings | None = None,
+    *,
+    children: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """The variables every guard sees, at either level; `job` as `job_value` gives it (made
-    once per decision, so every step can share its converted value)."""
+    once per decision, so every step can share its converted value). `children`: as
+    `children_seen` gives them (none by default)."""
     around = surroundings or Surroundings()
     return {
         "job": job,
@@ -119,6 +142,7 @@ def common_variables(
         "lastFailureCause": record.last_failure_cause,
         "gangScheduler": around.gang_scheduler,
         "objects": around.objects,
+        "children": children or [],
     }
 
 

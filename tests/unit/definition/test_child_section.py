@@ -168,12 +168,14 @@ def test_simulate_refuses_a_machine_of_children_saying_so(tmp_path: Path) -> Non
         problem)
 
 
-def test_check_refuses_a_machine_of_children_saying_so() -> None:
+def test_check_leaves_a_machine_of_children_unexplored_saying_so() -> None:
+    """A warning, not an error: `check machines/` (JobSet's machine among them) passes on
+    what it explored, and says which machine it did not."""
     report = check_paths([MACHINE], Bounds())
-    assert not report.ok
+    assert report.ok
     assert report.machines == []
-    (problem,) = [str(d) for d in report.diagnostics if d.is_error]
-    assert problem.endswith("children/jobs.yaml:12:3: error: check does not explore machine "
+    (problem,) = [str(d) for d in report.diagnostics]
+    assert problem.endswith("children/jobs.yaml:12:3: warning: check does not explore machine "
                             "jobsofjobs yet: its replicas are Job objects (spec.child), and "
                             "check moves pods only; `validate` checks it"), problem
 

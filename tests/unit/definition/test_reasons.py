@@ -42,7 +42,14 @@ TEXT = document(job=JOB, replica=REPLICA_WITH_REASON)
 
 
 def reason_of(action: CompiledAction) -> str:
-    return action.literals["reason"]
+    """A literal reason, or (setCondition and event take templates) the template's text."""
+    if "reason" in action.literals:
+        return str(action.literals["reason"])
+    return action.templates["reason"].source
+
+
+def _has_reason(action: CompiledAction) -> bool:
+    return "reason" in action.literals or "reason" in action.templates
 
 
 def every_reason(compiled: CompiledDefinition) -> list[str]:
@@ -51,10 +58,10 @@ def every_reason(compiled: CompiledDefinition) -> list[str]:
         for state in machine.states.values():
             if state.condition is not None and state.condition.reason is not None:
                 found.append(state.condition.reason)
-            found += [reason_of(a) for a in state.on_enter if "reason" in a.literals]
+            found += [reason_of(a) for a in state.on_enter if _has_reason(a)]
         for transition in machine.transitions:
             found.append(transition.reason)
-            found += [reason_of(a) for a in transition.actions if "reason" in a.literals]
+            found += [reason_of(a) for a in transition.actions if _has_reason(a)]
     return found
 
 
@@ -103,10 +110,12 @@ def test_an_abstract_machine_keeps_its_placeholders() -> None:
 
 
 def test_any_other_placeholder_in_a_reason_is_an_error() -> None:
+    """A state's or transition's reason is a word; setCondition's and event's may be
+    templates (JobSet's `FailurePolicy_${rule}`), so `${job.name}` is left to them."""
     text = TEXT.replace('reason: "${job.kind}', 'reason: "${job.name}')
     found = [str(d) for d in validate_text(text, "demo.yaml")]
-    where = ["10:44", "12:51", "13:42", "18:17", "21:29", "22:65", "32:103"]
-    words = ["Running", "Started", "Began", "Finished", "Done", "Finished", "Ready"]
+    where = ["10:44", "18:17"]
+    words = ["Running", "Finished"]
     assert found == [
         f"demo.yaml:{at}: error: reason '${{job.name}}{word}' is a word, not a "
         "template: the only placeholder a reason may hold is ${job.kind} (the kind the "
