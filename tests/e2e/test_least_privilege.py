@@ -91,6 +91,12 @@ KEPT: dict[Triple, str] = {
     **{("scheduling.x-k8s.io", "podgroups", verb): "--gang-scheduler-name scheduler-plugins"
        for verb in ("get", "list", "watch", "create", "update", "patch", "delete")},
     ("", "events", "patch"): "a repeated event bumps the count of the one posted",
+    **{("jobset.x-k8s.io", plural, verb): "JobSets (machines/jobset.yaml), which these jobs "
+       "do not include" for plural, verbs in (
+           ("jobsets", ("get", "list", "watch", "patch", "delete")),
+           ("jobsets/status", ("update",)), ("jobsets/finalizers", ("update",)))
+       for verb in verbs},
+    ("batch", "jobs", "create"): "a JobSet's Jobs are its children (spec.child)",
     ("", "pods", "get"): "read when a create finds the name taken, to say whose it is",
     ("coordination.k8s.io", "leases", "list"): "--shards: the shard Leases are listed",
     ("coordination.k8s.io", "leases", "delete"): "--shards: a shard Lease is given back",
