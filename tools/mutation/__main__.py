@@ -73,17 +73,22 @@ def _chosen(names: list[str]) -> list[Area]:
     return [area_named(n) for n in names]
 
 
-def _run(area: Area, snap: Path, work: Path, jobs: int) -> tuple[list[Mutant], float]:
+def _run(area: Area, snap: Path, work: Path, jobs: int, commit: str) -> tuple[list[Mutant], float]:
     runner = python_mutants.run_area if area.kind == "python" else cel_guards.run_area
     mutants, seconds = runner(area, snap, work, jobs=jobs)
-    results = {"seconds": seconds, "mutants": [asdict(m) for m in mutants]}
+    results = {
+        "commit": commit,
+        "files": list(area.sources),
+        "seconds": seconds,
+        "mutants": [asdict(m) for m in mutants],
+    }
     (work / f"{area.name}.json").write_text(json.dumps(results, ensure_ascii=False))
     return mutants, seconds
 
 
-def _load(area: Area, work: Path) -> tuple[list[Mutant], float]:
+def _load(area: Area, work: Path) -> tuple[list[Mutant], float, str]:
     data = json.loads((work / f"{area.name}.json").read_text())
-    return [Mutant(**m) for m in data["mutants"]], float(data["seconds"])
+    return [Mutant(**m) for m in data["mutants"]], float(data["seconds"]), str(data["commit"])
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -100,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
     report = (args.report or work / "report.md").resolve()
     commit_file = work / "commit"
     if args.report_only:
-        commit = commit_file.read_text().strip()
+        commit = commit_file.read_text().strip()  # the last run's; each area has its own
     else:
         commit = snapshot.resolve(ROOT, args.ref)
         commit_file.write_text(commit + "\n")
@@ -112,14 +117,16 @@ def main(argv: list[str] | None = None) -> int:
     everything: list[Mutant] = []
     for area in areas:
         if args.report_only:
-            mutants, seconds = _load(area, work)
+            mutants, seconds, area_commit = _load(area, work)
         else:
             print(f"{area.name}: {area.summary} ...", flush=True)
             started = time.monotonic()
-            mutants, seconds = _run(area, snap, work, args.jobs)
+            mutants, seconds = _run(area, snap, work, args.jobs, commit)
             seconds = time.monotonic() - started
+            area_commit = commit
         mutants = mark_equivalents(mutants, equivalents)
         s = score(area.name, mutants, seconds)
+        s.commit = area_commit
         print(
             f"{area.name}: {s.caught}/{s.relevant} caught ({s.ratio:.1%}), "
             f"{s.counts.get('equivalent', 0)} equivalent, {seconds / 60:.1f} min",

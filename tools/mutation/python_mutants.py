@@ -48,6 +48,7 @@ def _setup_cfg(area: Area, copy: Path) -> str:
     # Each mutant's tests stop at the first failure; no cache files in the copy.
     lines += ["pytest_add_cli_args=", "    -x", "    -p", "    no:cacheprovider"]
     lines += ["    -p", f"    {_PLUGIN.stem}"]
+    lines += [x for test in area.deselect for x in ("    --deselect", f"    {test}")]
     return "\n".join(lines) + "\n"
 
 

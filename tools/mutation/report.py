@@ -104,6 +104,7 @@ class Score:
     area: str
     counts: dict[str, int] = field(default_factory=dict)
     seconds: float = 0.0
+    commit: str = ""
 
     @property
     def total(self) -> int:
@@ -143,16 +144,17 @@ def markdown(
     stale: Sequence[Equivalent] = (),
 ) -> str:
     lines = [
-        f"# Mutation report, {date}, commit {commit[:12]}",
+        f"# Mutation report, {date}, last run on commit {commit[:12]}",
         "",
-        "| area | mutants | killed | timeout | survived | no tests | equivalent | skipped "
-        "| score | goal | time |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "| area | commit | mutants | killed | timeout | survived | no tests | equivalent "
+        "| skipped | score | goal | time |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for s in scores:
         c = s.counts
         lines.append(
-            f"| {s.area} | {s.total} | {c.get('killed', 0)} | {c.get('timeout', 0)} "
+            f"| {s.area} | {s.commit[:8]} | {s.total} | {c.get('killed', 0)} "
+            f"| {c.get('timeout', 0)} "
             f"| {c.get('survived', 0)} | {c.get('no tests', 0)} | {c.get('equivalent', 0)} "
             f"| {c.get('skipped', 0)} "
             f"| {s.ratio:.1%} | {goals.get(s.area, 0):.0%} | {s.seconds / 60:.1f} min |"
@@ -200,7 +202,13 @@ def write_json(
     data = {
         "commit": commit,
         "scores": [
-            {"area": s.area, "counts": s.counts, "score": s.ratio, "seconds": round(s.seconds, 1)}
+            {
+                "area": s.area,
+                "commit": s.commit,
+                "counts": s.counts,
+                "score": s.ratio,
+                "seconds": round(s.seconds, 1),
+            }
             for s in scores
         ],
         "mutants": [asdict(m) for m in mutants],
