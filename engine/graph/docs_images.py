@@ -25,6 +25,7 @@ DOCS_IMAGES: dict[str, str] = {
     "docs/images/mpijob.svg": "machines/mpijob.yaml",
     "docs/images/batch-job.svg": "machines/batch-job.yaml",
     "docs/images/batch-cronjob.svg": "machines/batch-cronjob.yaml",
+    "docs/images/jobset.svg": "machines/jobset.yaml",
 }
 
 
