@@ -37,6 +37,7 @@ DECISION_TESTS: tuple[str, ...] = (
     *(
         f"tests/unit/controller/test_{name}.py"
         for name in (
+            "claims",
             "decide",
             "decide_policies",
             "decide_settled",
