@@ -43,6 +43,8 @@ DECISION_TESTS: tuple[str, ...] = (
             "decide_settled",
             "record",
             "expectations",
+            "expectations_edges",
+            "cleanup",
             "kubeflow_restarts",
             "failure_rules",
             "native_status",
