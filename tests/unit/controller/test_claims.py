@@ -19,7 +19,7 @@ from engine.controller.reconcile.claims import AdoptionGuard, Claimed, claim
 from engine.controller.reconcile.objects import OBJECT_LABEL
 from engine.kube.cache import Cache
 from engine.kube.errors import Conflict, NotFound
-from engine.kube.resources import PODS, Resource
+from engine.kube.resources import PODS, SERVICES, Resource
 from tests.kinds import KINDS
 
 JOB: dict[str, Any] = {
@@ -228,7 +228,7 @@ def test_a_child_that_vanishes_while_it_is_claimed_is_a_conflict() -> None:
     guard = AdoptionGuard(client, JOBS, JOB)  # type: ignore[arg-type]
     with pytest.raises(Conflict, match="pt-worker-1 vanished while claiming") as caught:
         claim(client, PODS, cache, JOB, replica_types=TYPES, guard=guard)  # type: ignore[arg-type]
-    assert (caught.value.status, caught.value.reason) == (409, "Conflict")
+    assert (caught.value.status, caught.value.reason, caught.value.body) == (409, "Conflict", {})
 
 
 def test_a_rejected_candidate_does_not_stop_the_others_being_claimed() -> None:
@@ -254,3 +254,72 @@ def test_a_replica_type_with_a_dash_is_read_from_the_name() -> None:
     claimed = claim(client, PODS, cache, JOB, replica_types=("Data-Loader",),  # type: ignore[arg-type]
                     guard=guard)
     assert names(claimed) == {"Data-Loader-2": "pt-data-loader-2"}
+
+
+def test_a_child_of_ours_that_lost_its_job_label_is_found_by_its_owner_and_relabelled() -> None:
+    lost = ours("pt-worker-1")
+    del lost["metadata"]["labels"][JOB_NAME_LABEL]
+    claimed, client = run([lost])
+    assert names(claimed) == {"Worker-1": "pt-worker-1"}
+    assert [c[0] for c in client.calls] == ["patch"]
+
+
+def _placed_after(first: dict[str, Any], then: dict[str, Any]) -> Claimed:
+    """`first` is found by its owner reference, `then` (an orphan) by its labels, after it."""
+    claimed, _ = run([first, then], fresh())
+    return claimed
+
+
+def test_an_orphan_passed_over_does_not_stop_the_next_being_adopted() -> None:
+    passed_over = pod("pt-worker-0", labels=child_labels(JOB, ReplicaId("Worker", 0)),
+                      references=[{**owner_reference(JOB), "controller": False}], deleting=True)
+    claimed = _placed_after(passed_over, orphan("pt-worker-1"))
+    assert names(claimed) == {"Worker-1": "pt-worker-1"}
+
+
+def test_an_unplaced_child_does_not_stop_the_next_being_placed() -> None:
+    claimed = _placed_after(ours("pt-chief-0", ReplicaId("Chief", 0)), orphan("pt-worker-1"))
+    assert names(claimed) == {"Worker-1": "pt-worker-1"}
+    assert [o["metadata"]["name"] for o in claimed.unplaced] == ["pt-chief-0"]
+
+
+def test_the_child_with_the_replica_s_name_wins_over_one_found_before_it() -> None:
+    claimed = _placed_after(ours("pt-worker-1-extra"), orphan("pt-worker-1"))
+    assert names(claimed) == {"Worker-1": "pt-worker-1"}
+    claimed = _placed_after(ours("pt-worker-1"), orphan("pt-worker-1-extra"))
+    assert names(claimed) == {"Worker-1": "pt-worker-1"}
+
+
+def test_claimed_children_say_what_resource_they_are() -> None:
+    cache = Cache(indexed_label=JOB_NAME_LABEL)
+    cache.replace([ours("pt-worker-1")])
+    client = FakeClient(fresh(), [])
+    guard = AdoptionGuard(client, JOBS, JOB)  # type: ignore[arg-type]
+    claimed = claim(client, SERVICES, cache, JOB, replica_types=TYPES, guard=guard)  # type: ignore[arg-type]
+    assert claimed.resource is SERVICES
+
+
+def test_what_claiming_does_is_logged_for_the_job(records: list[dict[str, Any]]) -> None:
+    drifted = ours("pt-worker-0", ReplicaId("Worker", 0))
+    drifted["metadata"]["labels"]["jobmachine.dev/job-uid"] = "stale"
+    run([drifted, orphan("pt-worker-1")], fresh())
+    logged = sorted((r["extra"].get("job"), r["message"]) for r in records)
+    assert logged == [
+        ("ns/pt", "adopted Pod pt-worker-1"),
+        ("ns/pt", "relabelled Pod pt-worker-0 (its labels had drifted)"),
+    ]
+
+
+@pytest.mark.parametrize("fresh_job", [fresh(deleting=True), fresh(uid="recreated-uid")])
+def test_only_a_job_being_deleted_is_logged_as_the_reason_not_to_adopt(
+    records: list[dict[str, Any]], fresh_job: dict[str, Any]
+) -> None:
+    cache = Cache(indexed_label=JOB_NAME_LABEL)
+    cache.replace([orphan("pt-worker-1")])
+    client = FakeClient(fresh_job, [])
+    claim(client, PODS, cache, JOB, replica_types=TYPES,  # type: ignore[arg-type]
+          guard=AdoptionGuard(client, JOBS, JOB))  # type: ignore[arg-type]
+    deleting = fresh_job["metadata"].get("deletionTimestamp") is not None
+    assert [(r["extra"].get("job"), r["message"]) for r in records] == (
+        [("ns/pt", "not adopting orphans: the job is being deleted")] if deleting else []
+    )
