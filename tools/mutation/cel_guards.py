@@ -177,6 +177,10 @@ def run_area(area: Area, snapshot: Path, work: Path, *, jobs: int) -> tuple[list
         mutated = apply(m, original).split("\n")[m.line - 1].strip()
         return Mutant(area.name, m.ident, m.file, m.line, m.guard, line, mutated, _status(code))
 
+    results = []
     with ThreadPoolExecutor(max_workers=jobs) as pool:
-        results = list(pool.map(run_one, planted))
+        for n, result in enumerate(pool.map(run_one, planted), 1):
+            results.append(result)
+            if n % 10 == 0 or n == len(planted):
+                print(f"  {area.name}: {n}/{len(planted)} mutants tested", flush=True)
     return results, time.monotonic() - started
