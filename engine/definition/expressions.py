@@ -39,6 +39,9 @@ class ExpressionTable:
     expressions: dict[Path, CompiledExpression] = field(default_factory=dict)
     templates: dict[Path, TextTemplate] = field(default_factory=dict)
     diagnostics: list[Diagnostic] = field(default_factory=list)
+    scopes: dict[Path, Scope] = field(default_factory=dict)
+    """The scope each expression and template was checked in (its variables' types), so a
+    second CEL implementation can check it in the same one."""
 
 
 def action_path(positions: PositionIndex, base: Path, index: int, action: ActionSpec) -> Path:
@@ -92,6 +95,7 @@ class _Compiler:
         expanded = self._expanded(path, source)
         if expanded is None:
             return
+        self.table.scopes[path] = scope
         try:
             compiled = compile_expression(expanded, scope)
         except CelCompileError as exc:
@@ -110,6 +114,7 @@ class _Compiler:
         expanded = self._expanded(path, source)
         if expanded is None:
             return
+        self.table.scopes[path] = scope
         try:
             self.table.templates[path] = compile_template(expanded, scope)
         except CelCompileError as exc:

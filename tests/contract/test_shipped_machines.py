@@ -16,8 +16,8 @@ from cel_expr_python.ext import ext_encoders, ext_math, ext_strings
 
 from engine.api.kind_schemas import kind_schema_lookup
 from engine.definition.cel import ENGINE_FUNCTIONS, Scope, cel_type
-from engine.definition.cel_types import TypeContext, cel_types
-from engine.definition.expressions import compile_expressions, type_context
+from engine.definition.cel_types import cel_types
+from engine.definition.expressions import compile_expressions
 from engine.definition.loader import load_file
 from engine.definition.validate import job_schema, validate_paths, validate_report
 
@@ -43,32 +43,19 @@ def _checker(scope: Scope) -> celcpp.Env:
                          extensions=extensions, functions=functions)
 
 
-def _scope(path: tuple[object, ...], types: TypeContext) -> Scope:
-    if path[:2] == ("spec", "pod"):
-        return Scope("replica", template=True, types=types)
-    if path[:2] == ("spec", "objects"):
-        return Scope("job", template=True, types=types)
-    if path[:2] == ("spec", "validations"):
-        return Scope("job", validation=True, types=types)
-    if path[:2] == ("spec", "status"):
-        return Scope("job", status=True, types=types)
-    return Scope("replica" if path[1] == "replica" else "job", types=types)
-
-
 @pytest.mark.parametrize("path", FILES, ids=[p.name for p in FILES])
 def test_every_expression_compiles_with_both_implementations(path: Path) -> None:
-    sources: list[tuple[tuple[object, ...], str, TypeContext]] = []
+    # Each in the scope the engine checked it in (the table keeps it).
+    sources: list[tuple[str, Scope]] = []
     for loaded in load_file(path):
-        schema = job_schema(loaded, SCHEMAS)
-        types = type_context(loaded, schema)
-        table = compile_expressions(loaded, schema)
+        table = compile_expressions(loaded, job_schema(loaded, SCHEMAS))
         assert table.diagnostics == []
-        sources += [(p, e.source, types) for p, e in table.expressions.items()]
-        sources += [(p, part.expression.source, types) for p, t in table.templates.items()
+        sources += [(e.source, table.scopes[p]) for p, e in table.expressions.items()]
+        sources += [(part.expression.source, table.scopes[p]) for p, t in table.templates.items()
                     for part in t.parts if part.expression is not None]
     assert sources, "a machine without any CEL is unlikely: is the walk broken?"
-    for where, source, types in sources:
-        _checker(_scope(where, types)).compile(source)
+    for source, scope in sources:
+        _checker(scope).compile(source)
         cel.compile(source)
 
 
