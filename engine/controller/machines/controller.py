@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from loguru import logger
@@ -75,7 +75,8 @@ class MachineController:
         system_namespace: str,
         revision_grace_s: float,
         watch_kinds: Callable[[Mapping[str, Resource]], None],
-        watch_objects: Callable[[Mapping[tuple[str, str], Resource]], None],
+        watch_objects: Callable[
+            [Mapping[tuple[str, str], Resource], frozenset[tuple[str, str]]], None],
         enqueue_kind: Callable[[str], None],
         jobs: Callable[[], Iterable[tuple[str, Obj]]],
         kind_synced: Callable[[str], bool],
@@ -176,7 +177,8 @@ class MachineController:
             compiled=_compiled(decided, judged),
         )
         self._watch_kinds(watched)
-        self._watch_objects(_object_kinds(judged, revisions, served))
+        documents = _documents(judged, revisions)
+        self._watch_objects(_object_kinds(documents, served), _child_kinds(documents))
         self._requeue_changed(governed, refused, revisions)
         self._collect(decided, revisions, governed, served)
         return RequeueAfter(_LOOK_AGAIN_S)
@@ -333,16 +335,19 @@ def _named(objects: Iterable[Obj]) -> dict[str, tuple[str, str]]:
     return found
 
 
+def _documents(
+    judged: Mapping[str, tuple[Judgement, tuple[str, ...]]], revisions: Mapping[str, Obj]
+) -> list[Obj]:
+    """The machine documents in force now, and those of revisions jobs may still run with."""
+    documents = [j.document for j, _ in judged.values() if j.document is not None]
+    return [*documents, *(r.get("data") or {} for r in revisions.values())]
+
+
 def _object_kinds(
-    judged: Mapping[str, tuple[Judgement, tuple[str, ...]]],
-    revisions: Mapping[str, Obj],
-    served: Mapping[tuple[str, str], Resource],
+    documents: Sequence[Obj], served: Mapping[tuple[str, str], Resource],
 ) -> dict[tuple[str, str], Resource]:
     """(apiVersion, kind) -> resource of every kind of child object a machine declares
-    (spec.objects, spec.child), now or in a revision a job may still run with (kinds not
-    served are left out)."""
-    documents = [j.document for j, _ in judged.values() if j.document is not None]
-    documents += [r.get("data") or {} for r in revisions.values()]
+    (spec.objects, spec.child; kinds not served are left out)."""
     wanted = set()
     for document in documents:
         spec = document.get("spec") or {}
@@ -351,6 +356,14 @@ def _object_kinds(
                    for o in declared if isinstance(o, Mapping)}
     known = {**{k: r for k, r in served.items() if r.namespaced}, **BUILTIN_CHILDREN}
     return {key: known[key] for key in wanted if key in known}
+
+
+def _child_kinds(documents: Sequence[Obj]) -> frozenset[tuple[str, str]]:
+    """(apiVersion, kind) of every spec.child: the kinds whose objects are replicas, so that
+    their appearance meets a creation the engine expects (a declared object's does not)."""
+    children = [(document.get("spec") or {}).get("child") for document in documents]
+    return frozenset((str(c.get("apiVersion")), str(c.get("kind")))
+                     for c in children if isinstance(c, Mapping))
 
 
 def _tombstones(

@@ -106,7 +106,8 @@ class Engine:
             nodes=Cache(project_node),
         )
         self._job_informers: dict[str, tuple[Resource, Informer]] = {}
-        self._object_informers: dict[tuple[str, str], Informer] = {}
+        self._object_informers: dict[tuple[str, str], tuple[bool, Informer]] = {}
+        """Per child kind: whether its objects are replicas (spec.child), and its watch."""
         self._kinds_lock = threading.Lock()
         self.written = WrittenVersions()
         self.machine_controller = MachineController(
@@ -178,24 +179,36 @@ class Engine:
                 informer.start()
                 logger.info(f"watching {kind} ({resource.plural}.{resource.group})")
 
-    def watch_objects(self, resources: Mapping[tuple[str, str], Resource]) -> None:
-        """Watch exactly these kinds of child objects (those of the engine's jobs only)."""
+    def watch_objects(
+        self, resources: Mapping[tuple[str, str], Resource],
+        replica_kinds: frozenset[tuple[str, str]] = frozenset(),
+    ) -> None:
+        """Watch exactly these kinds of child objects (those of the engine's jobs only).
+
+        Objects of `replica_kinds` (a machine's spec.child kind) are replicas: their coming
+        and going meet the engine's expectations. Any other kind (a declared Service,
+        ConfigMap...) only queues its job, though it may carry replica labels (the Service
+        createService makes for a pod does): it must not stand for an expected pod.
+        """
         with self._kinds_lock:
             for key in [k for k in self._object_informers if k not in resources]:
-                self._object_informers.pop(key).stop()
+                self._object_informers.pop(key)[1].stop()
                 self.caches.objects.pop(key, None)
             for key, resource in resources.items():
+                replicas = key in replica_kinds
                 current = self.caches.objects.get(key)
-                if current is not None and current[0] == resource:
+                if (current is not None and current[0] == resource
+                        and self._object_informers[key][0] == replicas):
                     continue
                 if key in self._object_informers:
-                    self._object_informers.pop(key).stop()
+                    self._object_informers.pop(key)[1].stop()
                 cache = Cache(project_child_object, indexed_label=JOB_NAME_LABEL)
+                handler = self._on_replica_object if replicas else self._on_declared_object
                 informer = Informer(self._client, resource, namespace=self._namespace,
-                                    cache=cache, handler=self._on_replica_object,
+                                    cache=cache, handler=handler,
                                     label_selector=JOB_NAME_LABEL)
                 self.caches.objects[key] = (resource, cache)
-                self._object_informers[key] = informer
+                self._object_informers[key] = (replicas, informer)
                 informer.start()
                 logger.info(f"watching {resource.kind} child objects of jobs")
 
@@ -250,6 +263,13 @@ class Engine:
                 elif event == "DELETED" or _started_deleting(old, new):
                     self.expectations.deletion_observed(expectation, name)
             self.queue.add(key, urgent=True)
+
+    def _on_declared_object(self, _event: str, old: Obj | None, new: Obj | None) -> None:
+        """A declared object (spec.objects), or a replica's Service: its job looks at once."""
+        obj = new or old
+        if obj is not None:
+            for key in self._owners(obj):
+                self.queue.add(key, urgent=True)
 
     def _on_child(self, _event: str, old: Obj | None, new: Obj | None) -> None:
         obj = new or old
@@ -408,7 +428,7 @@ class Engine:
         self.stop_working()
         with self._kinds_lock:
             job_informers = [informer for _, informer in self._job_informers.values()]
-            job_informers += self._object_informers.values()
+            job_informers += [informer for _, informer in self._object_informers.values()]
             self._job_informers.clear()
             self._object_informers.clear()
         for informer in [*self._informers, *job_informers]:
