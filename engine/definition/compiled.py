@@ -408,6 +408,8 @@ class _Builder:
         fixed = None if delay is None else parse_duration(delay)
         timeout = state.timeout
         fixed_timeout = None if timeout is None else parse_duration(timeout)
+        if fixed_timeout is not None and fixed_timeout <= 0:
+            fixed_timeout = None  # `timeout: 0` is no timeout, as an expression giving 0 is
         return CompiledState(
             name=name,
             phase=state.phase or name,

@@ -113,3 +113,12 @@ def test_a_delay_that_is_not_a_number_or_a_duration_is_an_evaluation_error(
     with pytest.raises(CelEvaluationError) as caught:
         state_timeout(machine, "Running", VARIABLES)  # type: ignore[arg-type]
     assert str(caught.value) == f"timeout {message}"
+
+
+@pytest.mark.parametrize("literal", ["0", "0s", "0ms"])
+def test_a_literal_timeout_of_zero_is_no_timeout_as_an_expression_giving_zero_is(
+    literal: str,
+) -> None:
+    machine = _with_delays("30s", literal)
+    assert state_timeout(machine, "Running", VARIABLES) is None  # type: ignore[arg-type]
+    assert not machine.states["Running"].has_timeout  # type: ignore[attr-defined]
