@@ -77,17 +77,25 @@ class _Silent:
         raise AssertionError("not posted in this test")
 
 
-def test_the_report_prints_what_the_recorder_records_in_order() -> None:
-    out = io.StringIO()
+JOB = {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob",
+       "metadata": {"name": "train", "namespace": "team", "uid": "u"}}
+
+
+def _listening(out: io.StringIO) -> tuple[LiveReport, EventRecorder]:
+    """A started report writing to `out`, listening to a recorder that posts nothing."""
     report = LiveReport(out, colour=False, clock=lambda: AT)
     recorder = EventRecorder(_Silent())
     recorder.add_listener(report)
     report.start()
-    job = {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob",
-           "metadata": {"name": "train", "namespace": "team", "uid": "u"}}
-    recorder.record(job, type="Normal", reason="PyTorchJobRunning", message="running")
-    recorder.record(job, type="Normal", reason="Running", message="w", replica="Worker-0")
-    recorder.record(job, type="Warning", reason="PodRestarted", message="ended",
+    return report, recorder
+
+
+def test_the_report_prints_what_the_recorder_records_in_order() -> None:
+    out = io.StringIO()
+    report, recorder = _listening(out)
+    recorder.record(JOB, type="Normal", reason="PyTorchJobRunning", message="running")
+    recorder.record(JOB, type="Normal", reason="Running", message="w", replica="Worker-0")
+    recorder.record(JOB, type="Warning", reason="PodRestarted", message="ended",
                     replica="Worker-0")
     report.stop()
     assert out.getvalue().splitlines() == [
@@ -98,17 +106,12 @@ def test_the_report_prints_what_the_recorder_records_in_order() -> None:
 
 def test_a_state_change_that_posts_no_event_is_shown_and_an_ending_said_once() -> None:
     out = io.StringIO()
-    report = LiveReport(out, colour=False, clock=lambda: AT)
-    recorder = EventRecorder(_Silent())
-    recorder.add_listener(report)
-    report.start()
-    job = {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob",
-           "metadata": {"name": "train", "namespace": "team", "uid": "u"}}
+    report, recorder = _listening(out)
     # Kubeflow posts no Event when a job is created or runs: `up` is told all the same.
-    recorder.tell(job, type="Normal", reason="PyTorchJobCreated", message="created")
-    recorder.tell(job, type="Normal", reason="PyTorchJobRunning", message="running")
-    recorder.record(job, type="Normal", reason="PyTorchJobSucceeded", message="done")
-    recorder.tell(job, type="Normal", reason="PyTorchJobSucceeded", message="done")  # cleaned up
+    recorder.tell(JOB, type="Normal", reason="PyTorchJobCreated", message="created")
+    recorder.tell(JOB, type="Normal", reason="PyTorchJobRunning", message="running")
+    recorder.record(JOB, type="Normal", reason="PyTorchJobSucceeded", message="done")
+    recorder.tell(JOB, type="Normal", reason="PyTorchJobSucceeded", message="done")  # cleaned up
     report.stop()
     assert [line.split()[3:] for line in out.getvalue().splitlines()] == [
         ["PyTorchJobCreated", "created"],

@@ -12,7 +12,16 @@ from engine.controller.reconcile.notices import (
 )
 from engine.controller.reconcile.observe import PodFacts
 from engine.definition import FiredTransition
-from tests.scenarios.world import MASTER, World, exited, pytorch_job, running, worker
+from tests.scenarios.world import (
+    MASTER,
+    Pod,
+    Reconciled,
+    World,
+    exited,
+    pytorch_job,
+    running,
+    worker,
+)
 
 WORKER_1 = ReplicaId("Worker", 1)
 
@@ -99,27 +108,34 @@ def test_notices_keep_the_order_the_transitions_fired_in() -> None:
     ]
 
 
+LIFECYCLE: list[dict[ReplicaId, Pod | None]] = [
+    {},
+    {MASTER: running(), worker(0): running(), worker(1): running()},
+    {worker(1): exited(137, "OOMKilled")},
+    {worker(1): None},
+    {worker(1): running()},
+    {},
+    {worker(0): exited(0), worker(1): exited(0)},
+    {MASTER: exited(0)},
+    {},
+]
+"""A PyTorchJob's life, one change of its pods per reconcile (None: the pod is gone)."""
+
+
+def _reconciled(world: World, change: dict[ReplicaId, Pod | None]) -> Reconciled:
+    for replica, facts in change.items():
+        if facts is None:
+            del world.pods[replica]
+        else:
+            world.pods[replica] = facts
+    return world.reconcile()
+
+
 def test_a_lifecycle_posts_one_notice_per_state_change() -> None:
     world = World(pytorch_job(policy="ExitCode"))
-    steps: list[dict[ReplicaId, PodFacts | None]] = [
-        {},
-        {MASTER: running(), worker(0): running(), worker(1): running()},
-        {worker(1): exited(137, "OOMKilled")},
-        {worker(1): None},
-        {worker(1): running()},
-        {},
-        {worker(0): exited(0), worker(1): exited(0)},
-        {MASTER: exited(0)},
-        {},
-    ]
     posted: list[list[str]] = []
-    for change in steps:
-        for replica, facts in change.items():
-            if facts is None:
-                del world.pods[replica]
-            else:
-                world.pods[replica] = facts
-        result = world.reconcile()
+    for change in LIFECYCLE:
+        result = _reconciled(world, change)
         changes = [
             f for f in result.decision.fired
             if not f.transition.self_loop and not f.transition.silent
@@ -167,21 +183,9 @@ def test_a_later_successful_write_refutes_an_unconfirmed_one() -> None:
 
 def test_listeners_hear_of_the_job_changes_kubeflow_posts_no_event_for() -> None:
     world = World(pytorch_job(policy="ExitCode"))
-    steps: list[dict[ReplicaId, PodFacts | None]] = [
-        {},
-        {MASTER: running(), worker(0): running(), worker(1): running()},
-        {worker(1): exited(137, "OOMKilled")},
-        {worker(1): None},
-        {worker(1): running()},
-    ]
     told: list[list[tuple[str, str]]] = []
-    for change in steps:
-        for replica, facts in change.items():
-            if facts is None:
-                del world.pods[replica]
-            else:
-                world.pods[replica] = facts
-        result = world.reconcile()
+    for change in LIFECYCLE[:5]:
+        result = _reconciled(world, change)
         told.append([(n.reason, n.message)
                      for n in quiet_changes(result.decision, result.notices)])
     assert told == [

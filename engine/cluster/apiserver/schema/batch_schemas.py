@@ -11,21 +11,12 @@ are this project's words.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
-Schema = dict[str, Any]
-_OPEN: Schema = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
-
-
-def _int(description: str, fmt: str = "int32") -> Schema:
-    return {"type": "integer", "format": fmt, "description": description}
-
-
-def _text(description: str, *enum: str) -> Schema:
-    schema: Schema = {"type": "string", "description": description}
-    if enum:
-        schema["enum"] = list(enum)
-    return schema
+from engine.cluster.apiserver.schema.schema_parts import OPEN as _OPEN
+from engine.cluster.apiserver.schema.schema_parts import Schema, pod_template
+from engine.cluster.apiserver.schema.schema_parts import integer as _int
+from engine.cluster.apiserver.schema.schema_parts import obj as _object
+from engine.cluster.apiserver.schema.schema_parts import text as _text
 
 
 def _flag(description: str) -> Schema:
@@ -41,19 +32,10 @@ def _atomic_list(items: Schema, description: str) -> Schema:
             "description": description}
 
 
-def _object(description: str, properties: dict[str, Schema], *required: str) -> Schema:
-    schema: Schema = {"type": "object", "description": description, "properties": properties}
-    if required:
-        schema["required"] = list(required)
-    return schema
 
 
 def _pod_template(meta: Schema) -> Schema:
-    return _object(
-        "The pods this Job makes: their metadata and their pod spec.",
-        {"metadata": {"allOf": [meta], "description": "Labels and annotations of the pods."},
-         "spec": {**_OPEN, "description": "The spec of every pod (a Pod's spec)."}},
-    )
+    return pod_template(meta, "The pods this Job makes: their metadata and their pod spec.")
 
 
 def _pod_failure_policy() -> Schema:
