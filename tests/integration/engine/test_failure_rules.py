@@ -43,7 +43,8 @@ def test_fail_job_on_an_exit_code_fails_at_once_without_restarting(
     assert reason is not None and reason["reason"] == "FailurePolicy"
     assert status(failed).get("restarts", 0) == 0
     assert replica_path(failed, "Worker-0")[-1] == "FailedByRule"
-    assert count_events(job_events(client, failed), "FailurePolicy") == 2  # replica and job
+    wait_until(lambda: count_events(job_events(client, failed), "FailurePolicy") == 2,
+               what="two FailurePolicy events (the replica's and the job's)")
 
 
 def test_an_ignored_failure_is_recreated_without_counting_but_with_back_off(
@@ -61,7 +62,8 @@ def test_an_ignored_failure_is_recreated_without_counting_but_with_back_off(
         wait_until(lambda: pods.creations() == {"Worker-0": 3}, what="three pods of Worker-0")
 
     assert status(done).get("restarts", 0) == 0
-    assert count_events(job_events(client, done), "PodFailureIgnored") == 2
+    wait_until(lambda: count_events(job_events(client, done), "PodFailureIgnored") == 2,
+               what="two PodFailureIgnored events")
     # Two failed attempts in a row were recorded for the back-off, then a success reset it.
     assert ReplicaId("Worker", 0) not in record(done).replica_backoff
 

@@ -33,6 +33,7 @@ from tests.integration.engine.helpers import (
     settle,
     status,
     wait_for,
+    wait_until,
 )
 from tests.integration.engine.machinejobs import get_obj, wait_for_phase_of
 
@@ -74,7 +75,8 @@ def test_deleted_machine_lets_running_jobs_finish_and_new_ones_wait(
     running = wait_for_phase_of(client, kind.resource, ns, "running", "Succeeded")
     assert runs_with(running) == revision
     settle(cluster, since)
-    assert count_events(job_events(client, waiting), "NoStateMachine") == 1
+    wait_until(lambda: count_events(job_events(client, waiting), "NoStateMachine") == 1,
+               what="one NoStateMachine event")
     assert pod_names(client, ns, "waiting") == []
     assert pod_names(client, ns, "running") == ["running-worker-0"]
     assert get_obj(client, kind.resource, ns, "waiting") is not None

@@ -30,6 +30,7 @@ from tests.integration.engine.helpers import (
     status,
     stored,
     wait_for,
+    wait_until,
     watching_pods,
 )
 from tests.integration.engine.machinejobs import (
@@ -215,7 +216,8 @@ def test_all_mode_over_workers_does_not_wait_for_the_launcher(
     assert parse_time(record["completionTime"]) >= parse_time(
         deleted["metadata"]["deletionTimestamp"])
     assert pod_names(client, ns, "pol") == ["pol-worker-0", "pol-worker-1"]
-    assert count_events(job_events(client, done), "SuccessPolicy") == 1
+    wait_until(lambda: count_events(job_events(client, done), "SuccessPolicy") == 1,
+               what="one SuccessPolicy event")
 
 
 @pytest.mark.parametrize(
