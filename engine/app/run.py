@@ -7,7 +7,6 @@ its supervisor restarts it as a fresh candidate).
 
 from __future__ import annotations
 
-import gc
 import os
 import signal
 import socket
@@ -23,6 +22,7 @@ from loguru import logger
 
 from engine.app.live import LiveReport, use_colour
 from engine.app.web import WebOptions, serving_web_view
+from engine.collector import tune_collector
 from engine.controller.coordination.leader import LeaderElector
 from engine.controller.coordination.shard_leases import LeaseTimings, ShardCoordinator
 from engine.controller.coordination.shards import ShardGate
@@ -64,18 +64,6 @@ class RunOptions:
     ui_address: str = "127.0.0.1"
     """The address the web view listens on (loopback unless told otherwise)."""
     settings: EngineSettings = field(default_factory=EngineSettings)
-
-
-GC_THRESHOLDS = (50_000, 20, 100)
-"""CPython's defaults (700, 10, 10) run a full collection every few thousand objects; an
-engine lists and caches tens of thousands of long-lived objects, none of them garbage, so
-the collector spent two thirds of a 10,000-job restart rescanning them (benchmarks/restart.py:
-3.4 s of CPU listing with the defaults, 1.4 s with these)."""
-
-
-def tune_collector() -> None:
-    """Collect less often: the engine's objects live as long as the process."""
-    gc.set_threshold(*GC_THRESHOLDS)
 
 
 def run_engine(options: RunOptions, *, stop: threading.Event | None = None) -> int:

@@ -22,7 +22,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from engine.app.run import tune_collector
 from engine.app.web import RunningWebView, WebOptions, serving_web_view
 from engine.cluster import running_apiserver
 from engine.cluster.apiserver.admission.pod_security import default_namespace_labels
@@ -30,12 +29,13 @@ from engine.cluster.apiserver.controllers.event_expiry import DEFAULT_EVENT_TTL
 from engine.cluster.apiserver.core import DEFAULT_COMPACTION_INTERVAL
 from engine.cluster.apiserver.endpoints.serve import RunningApiServer, ServerOptions
 from engine.cluster.node import Capacity, RestartBackoff, running_node
+from engine.collector import freeze_start_up, tune_collector
 from engine.controller.machines.install import prepare_cluster
 from engine.controller.runtime.manager import Engine
 from engine.kube.client import KubeClient
 from engine.kube.resources import NAMESPACES
 from engine.settings import ENV_PREFIX, EngineSettings
-from engine.shipped import shipped_dir
+from engine.shipped import shipped_dir, shipped_dir_if_present
 
 NodeMode = Literal["process", "simulate"]
 
@@ -103,7 +103,8 @@ class LocalCluster:
 def running_local_server(options: UpOptions) -> Iterator[tuple[RunningApiServer, KubeClient]]:
     """Start the server, install the CRDs (the job kinds', and the PodGroups' of the two gang
     schedulers the local node stands in for), apply the machines as StateMachine objects
-    and start the node (no engine); stop all on exit."""
+    and the shipped manifests (Kubeflow Trainer's default runtimes), and start the node (no
+    engine); stop all on exit."""
     crds = [shipped_dir("crds"), shipped_dir("crds") / "podgroups"]
     machines = options.machines or shipped_dir("machines")
     node_dir = options.data_dir / "node" if options.data_dir else None
@@ -121,7 +122,8 @@ def running_local_server(options: UpOptions) -> Iterator[tuple[RunningApiServer,
             # Before any pod can be created there: the labels of kube-apiserver's PodSecurity.
             client.patch(NAMESPACES, "default", {
                 "metadata": {"labels": default_namespace_labels(options.pod_security)}})
-            prepare_cluster(client, crds=crds, machines=machines)
+            prepare_cluster(client, crds=crds, machines=machines,
+                            manifests=shipped_dir_if_present("manifests"))
             with running_node(server, mode=options.node_mode, state_dir=node_dir,
                               restart_backoff=options.restart_backoff,
                               capacity=options.node_capacity):
@@ -171,6 +173,7 @@ def serve_until_interrupted(
                 print(f"web view: {view.login_link(server.token)}", flush=True)
             print("Ctrl-C stops everything; run `jobmachine up` again with the same --data-dir "
                   "to resume.", flush=True)
+            freeze_start_up()
             while not stop.wait(1.0):
                 if engine is not None and engine.poll() is not None:
                     print(f"the engine exited with code {engine.returncode}; stopping",

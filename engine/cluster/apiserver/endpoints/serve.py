@@ -32,6 +32,7 @@ from engine.cluster.apiserver.endpoints.tls import create_ca_and_server_cert, ss
 from engine.cluster.apiserver.endpoints.watch_stream import WatchSettings
 from engine.cluster.apiserver.registry.reactor import LoopReactor
 from engine.cluster.apiserver.storage.watch import DEFAULT_HISTORY, DEFAULT_HISTORY_AGE
+from engine.collector import freeze_start_up, tune_collector
 from engine.loop_thread import run_on, running_loop
 
 _STARTUP_TIMEOUT = 60.0
@@ -157,7 +158,9 @@ def serve_forever(
     tls: bool = False,
     options: ServerOptions | None = None,
 ) -> None:
-    """Serve until SIGINT or SIGTERM, printing the URL and the kubeconfig path."""
+    """Serve until SIGINT or SIGTERM, printing the URL and the kubeconfig path. The
+    process's garbage collector is tuned for a server's long-lived objects."""
+    tune_collector()
     asyncio.run(
         _serve_forever(host, port, data_dir, kubeconfig, tls, options=options or ServerOptions())
     )
@@ -175,6 +178,7 @@ async def _serve_forever(
     print(f"kubeconfig: {info.kubeconfig}", flush=True)
     if not info.persistent:
         print("objects are kept in memory only (no --data-dir)", flush=True)
+    freeze_start_up()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
