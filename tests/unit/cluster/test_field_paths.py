@@ -12,6 +12,9 @@ from hypothesis import strategies as st
 from engine.cluster.apiserver.patch.field_paths import (
     FieldSet,
     Path,
+    PathElement,
+    element_key,
+    element_order,
     field,
     fields_v1,
     from_fields_v1,
@@ -99,12 +102,33 @@ _elements = st.one_of(
     _names.map(lambda n: key_element({"name": n})),
 )
 _paths = st.lists(_elements, min_size=1, max_size=4).map(tuple)
+# One level of a set, with every kind of element and keys and values of every JSON type.
+_json_scalars = st.one_of(st.none(), st.booleans(), st.integers(-3, 3), st.floats(-2, 2),
+                          st.sampled_from(["", "a", "b"]))
+_any_elements = st.one_of(
+    _names.map(field),
+    st.integers(0, 5).map(lambda i: ("i", i)),
+    _json_scalars.map(value_element),
+    st.dictionaries(st.sampled_from(["name", "port", "protocol"]), _json_scalars,
+                    min_size=1, max_size=2).map(key_element),
+)
 _sets = st.lists(_paths, max_size=8).map(lambda ps: FieldSet.of(*ps))
 
 
 @given(_sets)
 def test_fields_v1_round_trips(fields: FieldSet) -> None:
     assert from_fields_v1(json.loads(json.dumps(fields_v1(fields)))) == fields
+
+
+@given(st.sets(_any_elements, max_size=8))
+def test_fields_v1_writes_each_level_in_upstreams_element_order(
+    elements: set[PathElement],
+) -> None:
+    """Fields by name, then list keys, set values and indexes, whatever their JSON types:
+    the order of the keys in the FieldsV1 document."""
+    level = FieldSet.of(*((pe,) for pe in elements))
+    wanted = [element_key(pe) for pe in sorted(elements, key=element_order)]
+    assert list(fields_v1(level)) == wanted
 
 
 @given(_sets, _sets)

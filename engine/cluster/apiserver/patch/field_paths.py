@@ -262,14 +262,16 @@ def _emit(fields: FieldSet, *, include_self: bool) -> dict[str, Any]:
 
 
 def _in_order(elements: set[PathElement]) -> list[PathElement]:
-    """Elements in upstream's order; fields alone (most levels) sort by their names."""
-    if all(kind == "f" for kind, _ in elements):
-        return sorted(elements, key=_payload)
+    """Elements in upstream's order. Most levels hold fields alone, which sort as plain
+    tuples (by name): "f" is the first kind in tuple order, so when the last element
+    sorted so is a field, every one is."""
+    try:
+        ordered = sorted(elements)
+    except TypeError:  # keys or values of different JSON types: only element_order compares
+        return sorted(elements, key=element_order)
+    if not ordered or ordered[-1][0] == "f":
+        return ordered
     return sorted(elements, key=element_order)
-
-
-def _payload(element: PathElement) -> Any:
-    return element[1]
 
 
 def parse_element(key: str) -> PathElement | None:

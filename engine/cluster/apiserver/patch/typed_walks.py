@@ -215,7 +215,10 @@ def _add_every(value: Any, node: TypeNode, parent: FieldSet, element: PathElemen
     if shape == "map":
         below = parent.below((element,))
         for key, child in value.items():
-            _add_every(child, node.field_type(key) or DEDUCED, below, ("f", key))
+            if isinstance(child, (dict, list)):
+                _add_every(child, node.field_type(key) or DEDUCED, below, ("f", key))
+            else:  # a scalar is a leaf whatever its type says: no walk below it
+                below.members.add(("f", key))
         return
     elements = _elements(value, node)
     if elements is None:
