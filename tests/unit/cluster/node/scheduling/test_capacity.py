@@ -7,6 +7,7 @@ import os
 import re
 import shutil
 from decimal import Decimal
+from pathlib import Path
 
 import pytest
 
@@ -95,3 +96,33 @@ def test_zero_is_a_capacity() -> None:
 
 def test_an_exa_quantity_is_accepted() -> None:
     assert Capacity.parse("ephemeral-storage=1E").amounts["ephemeral-storage"] == D(10**18)
+
+
+def test_memory_is_the_kernels_mem_total() -> None:
+    meminfo = Path("/proc/meminfo").read_text().splitlines()
+    [line] = [x for x in meminfo if x.startswith("MemTotal:")]
+    assert Capacity.of_this_machine().written["memory"] == f"{line.split()[1]}Ki"
+
+
+def test_without_proc_meminfo_memory_is_the_physical_pages_in_ki(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def unreadable(*_: object, **__: object) -> str:
+        raise OSError("no /proc here")
+
+    monkeypatch.setattr("pathlib.Path.read_text", unreadable)
+    pages = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    assert Capacity.of_this_machine().written["memory"] == f"{pages // 1024}Ki"
+
+
+def test_a_machine_whose_cpus_cannot_be_counted_offers_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(os, "cpu_count", lambda: None)
+    assert Capacity.of_this_machine().written["cpu"] == "1"
+
+
+def test_an_item_with_two_equals_signs_is_a_bad_quantity_not_a_bad_name() -> None:
+    with pytest.raises(ValueError, match=r"^node capacity 'cpu=1=2': ") as refused:
+        Capacity.parse("cpu=1=2")
+    assert "is not a resource name" not in str(refused.value)
