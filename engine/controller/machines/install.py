@@ -2,7 +2,8 @@
 
 The CRDs are the files of crds/ (generated from kinds/ and engine.api); an
 existing CRD is replaced, so an upgrade brings its schema along. Machine files
-become StateMachine objects, which the engine watches and judges.
+become StateMachine objects, which the engine watches and judges. The objects of
+manifests/ (Kubeflow Trainer's default runtimes) are applied as they are.
 """
 
 from __future__ import annotations
@@ -16,11 +17,18 @@ import yaml
 from loguru import logger
 
 from engine import yaml_documents
-from engine.controller.machines.served import CRDS, resource_of_crd
+from engine.controller.machines.served import CRDS, resource_of_crd, served_resources
 from engine.definition.validate import definition_files
 from engine.kube.client import KubeClient
 from engine.kube.errors import AlreadyExists, ApiError, Invalid
-from engine.kube.resources import STATE_MACHINES, Resource
+from engine.kube.resources import (
+    CONFIGMAPS,
+    NAMESPACES,
+    ROLE_BINDINGS,
+    ROLES,
+    STATE_MACHINES,
+    Resource,
+)
 
 
 def install_crds(client: KubeClient, directory: Path) -> list[str]:
@@ -84,6 +92,40 @@ def apply_machines(client: KubeClient, paths: Iterable[Path]) -> list[str]:
     return names
 
 
+_MANIFEST_KINDS: dict[tuple[str, str], Resource] = {
+    (r.api_version, r.kind): r for r in (NAMESPACES, CONFIGMAPS, ROLES, ROLE_BINDINGS)}
+"""The built-in kinds a shipped manifest may hold (beside the kinds the CRDs serve)."""
+
+
+def apply_manifests(client: KubeClient, directory: Path) -> list[str]:
+    """Create or replace every object of `directory`'s YAML files, in file and document
+    order (Kubeflow Trainer's default runtimes and the ConfigMap its SDK reads); a kind the
+    server does not serve, or an object it refuses, is logged and skipped. The objects
+    applied, as `kind/name`."""
+    served = {**_MANIFEST_KINDS, **served_resources(client.list(CRDS)[0])}
+    applied: list[str] = []
+    for path in sorted(directory.glob("*.yaml")):
+        for document in yaml_documents.load_all(path.read_text()):
+            if not isinstance(document, dict):
+                continue
+            kind = (str(document.get("apiVersion")), str(document.get("kind")))
+            name = f"{kind[1]}/{(document.get('metadata') or {}).get('name')}"
+            resource = served.get(kind)
+            if resource is None:
+                logger.error(f"{path}: {name} not applied: the server serves no {kind[1]} "
+                             f"in {kind[0]}")
+                continue
+            namespace = (document.get("metadata") or {}).get("namespace") or (
+                "default" if resource.namespaced else None)
+            try:
+                create_or_replace(client, resource, document, namespace)
+            except ApiError as exc:
+                logger.error(f"{path}: {name} not applied: {exc}")
+                continue
+            applied.append(name)
+    return applied
+
+
 def create_or_replace(client: KubeClient, resource: Resource, document: dict[str, Any],
                       namespace: str | None = None) -> bool:
     """Create `document`, or replace the object of its name with it (the current
@@ -105,11 +147,16 @@ def _create_or_update(client: KubeClient, document: dict[str, Any]) -> str:
     return str((document.get("metadata") or {}).get("name") or "")
 
 
-def prepare_cluster(client: KubeClient, *, crds: Iterable[Path], machines: Path) -> list[str]:
+def prepare_cluster(client: KubeClient, *, crds: Iterable[Path], machines: Path,
+                    manifests: Path | None = None) -> list[str]:
     """Install the CRDs in each folder of `crds`, wait until they are served, apply the
-    machines in `machines` as StateMachine objects; the machines applied."""
+    machines in `machines` as StateMachine objects and the objects of `manifests` (the
+    shipped runtimes); the machines applied."""
     folders = list(crds)
     for folder in folders:
         install_crds(client, folder)
     wait_until_served(client, [r for folder in folders for r in crd_resources(folder)])
-    return apply_machines(client, [machines])
+    applied = apply_machines(client, [machines])
+    if manifests is not None:
+        apply_manifests(client, manifests)
+    return applied
