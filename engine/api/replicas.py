@@ -87,6 +87,14 @@ class ReplicaStatus(StatusModel):
         default=None,
         description="The label selector of this type's pods, in string form (for /scale).",
     )
+    unfinished: dict[str, str] | None = Field(
+        default=None,
+        description=(
+            "Only on a job that ended: its replicas of this type whose machines had not "
+            "reached an end, by index ranges (`0-3,7`), in words such as `Running, stopped "
+            "at job end (pod deleted)`. Left out when every replica ended."
+        ),
+    )
 
 
 def container_problems(

@@ -28,6 +28,7 @@ from engine.sdk.kinds import Kinds
 from engine.sdk.logs import Line, Selection, follow_logs, read_logs
 from engine.sdk.machines import cluster_definition
 from engine.sdk.progress import progress_display
+from engine.sdk.replicas import replica_states
 from engine.sdk.waiting import wait_for_conditions
 from engine.settings import EngineSettings
 
@@ -122,6 +123,14 @@ class JobClient:
         finally:
             if display is not None:
                 display.close()
+
+    def get_replica_states(self, name: str, namespace: str | None = None,
+                           kind: str | None = None) -> dict[str, str]:
+        """What each replica is, by replica ("Worker-1"): its machine's state, or for a job
+        that ended before it did, what `kubectl describe` and the web view say of it
+        (`Running, stopped at job end (pod deleted)`)."""
+        job = self._find(name, namespace, kind)[0]
+        return {str(replica): words for replica, words in replica_states(job).items()}
 
     @overload
     def get_job_logs(

@@ -4,7 +4,8 @@ A person waiting in a terminal or a notebook wants to see that the job moves (it
 state, its restarts, what each replica is doing) without a scroll of lines, so on a
 terminal the line is rewritten in place; written elsewhere (a file, a CI log) a line
 is added only when what it says changes. The line is drawn from the job's status
-alone: state and restarts, and the replica states of the engine's record.
+alone: state and restarts, and the replica states of the engine's record (in the words
+the engine recorded for replicas that stopped short at the job's end).
 """
 
 from __future__ import annotations
@@ -14,8 +15,10 @@ from collections import defaultdict
 from collections.abc import Mapping
 from typing import Any, TextIO
 
-from engine.controller.reconcile.record import RecordError, format_ranges, read_record
+from engine.controller.reconcile.native_status import engine_view
+from engine.controller.reconcile.record import format_ranges
 from engine.sdk.errors import describe
+from engine.sdk.replicas import replica_states
 
 _CLEAR_TO_END = "\x1b[K"
 
@@ -25,15 +28,11 @@ def progress_line(job: Mapping[str, Any]) -> str:
 
     Indexes in one state are written as ranges, so a job of 1,000 workers stays one line.
     """
-    status = job.get("status") or {}
+    status = engine_view(job).get("status") or {}
     state = status.get("state") or status.get("phase") or "Pending"
     parts = [describe(job), str(state), f"restarts {int(status.get('restarts') or 0)}"]
-    try:
-        replica_states = read_record(status).replica_states
-    except RecordError:
-        replica_states = {}
     by_type: dict[str, dict[str, list[int]]] = defaultdict(lambda: defaultdict(list))
-    for replica, replica_state in sorted(replica_states.items()):
+    for replica, replica_state in replica_states(job).items():
         by_type[replica.type][replica_state].append(replica.index)
     for replica_type, states in by_type.items():
         shown = ", ".join(f"{format_ranges(indexes)} {name}" for name, indexes in states.items())

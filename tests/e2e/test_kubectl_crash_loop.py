@@ -197,3 +197,45 @@ spec:
             if reason in events] == ["Started", "ExitedWithCode", "PyTorchJobSucceeded"]
     assert "\n  State:" not in described and "\n  Restarts:" not in described
     assert events.count("PyTorchJobSucceeded") == 1  # an ending is said once
+
+
+def test_describe_names_a_replica_that_was_still_running_when_its_job_failed(
+    cluster_kubectl: Kubectl,
+) -> None:
+    """examples/pytorch-fails.yaml's shape: the worker exits 1 (ExitCode: permanent) while
+    the master runs; cleanPodPolicy Running deletes the master's pod. Its replica machine
+    stopped at Running, and describe says so in the words of the web view and the SDK."""
+    kubectl = cluster_kubectl
+    kubectl.apply("""
+apiVersion: kubeflow.org/v1
+kind: PyTorchJob
+metadata:
+  name: fails
+spec:
+  runPolicy: {cleanPodPolicy: Running}
+  pytorchReplicaSpecs:
+    Master:
+      replicas: 1
+      restartPolicy: OnFailure
+      template:
+        spec:
+          containers:
+            - name: pytorch
+              image: python
+              command: [python3, -c, "import time; time.sleep(60)"]
+    Worker:
+      replicas: 1
+      restartPolicy: ExitCode
+      template:
+        spec:
+          containers:
+            - name: pytorch
+              image: python
+              command: [python3, -c, "import time; time.sleep(1); raise SystemExit(1)"]
+""")
+    kubectl("wait", "--for=condition=Failed", "pytorchjob/fails", "--timeout=60s", timeout=90)
+    described = kubectl("describe", "pytorchjob", "fails").stdout
+    statuses = described.split("Replica Statuses:", 1)[1].split("\n  Start Time:", 1)[0]
+    said = r"        0: +Running, stopped at job end \(pod deleted\)\n"
+    assert re.search(r"\n    Master:\n(      .*\n)*      Unfinished:\n" + said, statuses), statuses
+    assert "Unfinished" not in statuses.split("\n    Worker:", 1)[1], statuses

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from urllib.parse import quote
 
+from engine.api.replica_words import replica_words
 from engine.app.web.markup import (
     age,
     escape,
@@ -28,9 +29,6 @@ from engine.app.web.state import Event, Job, Pod, Replica
 
 Parts = dict[str, str]
 """Element id -> its inner HTML."""
-
-_POD_PHASES = frozenset({"Pending", "Running", "Succeeded", "Failed"})
-_LIVE_PHASES = frozenset({"Pending", "Running"})
 
 
 @dataclass(frozen=True)
@@ -104,22 +102,14 @@ def job_page(detail: JobDetail, *, user: str, now: datetime, stream: str) -> str
 
 
 def replica_status(state: str, pod: Pod | None, *, job_ended: bool, ended: bool) -> str:
-    """A replica's state as it is true now: its last state, and where the pod says
-    otherwise, what the pod says.
-
-    The replica machines stop where they are when the job ends; a replica whose
-    machine did not reach an end says so: `Running, stopped at job end (pod deleted)`.
-    """
-    pod_says = "pod deleted" if pod is None else f"pod {pod.phase}"
-    if not state or ended:
+    """A replica's state badge, as it is true now (engine.api.replica_words says it, as the
+    job's status and the SDK do): `Running, stopped at job end (pod deleted)`."""
+    words = replica_words(state, None if pod is None else pod.phase, job_ended=job_ended,
+                          ended=ended)
+    if words.text == state:
         return state_badge(state)
-    if job_ended:
-        return state_badge("Stopped", shown=f"{state}, stopped at job end ({pod_says})")
-    if state in _POD_PHASES and (pod is None or pod.phase != state):
-        live = pod is not None and pod.phase in _LIVE_PHASES
-        return state_badge(state, shown=f"{state} ({pod_says})",
-                           tone_of=state if live else "Stopped")
-    return state_badge(state)
+    # A machine stopped at the job's end is badged Stopped; a pod's contradiction keeps the state.
+    return state_badge(words.tone if job_ended else state, shown=words.text, tone_of=words.tone)
 
 
 def _summary(job: Job, now: datetime) -> str:

@@ -103,6 +103,9 @@ class Decision:
     restarts: tuple[tuple[str, int], ...] = ()
     """Restarts counted in this decision, each with the reason of the transition that
     counted it (PodFailed, PodRestarted, RestartJob...): what the restart metric counts."""
+    pods: Mapping[ReplicaId, PodFacts] = field(default_factory=dict)
+    """The replicas' pods (or child objects) the decision was made on: status says from them
+    what the pod of a replica whose machine stopped at the job's end became."""
 
 
 @dataclass
@@ -222,6 +225,7 @@ def decide(
         holds,
         None if holds else progress.timer_due,
         tuple(progress.restarts),
+        pods,
     )
 
 

@@ -7,18 +7,26 @@ no event is posted until this write has succeeded (the write-ahead rule).
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Mapping
 from typing import Any
 
 from engine.api.conditions import get_condition, set_condition
+from engine.api.replica_words import replica_words
 from engine.controller.machines.registry import MACHINE_STATUS_FIELD, Assignment, Unassigned
 from engine.controller.reconcile.children import JOB_NAME_LABEL, REPLICA_TYPE_LABEL
 from engine.controller.reconcile.decide import Decision
 from engine.controller.reconcile.jobspec import JobSpecView
-from engine.controller.reconcile.record import LEGACY_FIELDS, record_fields
+from engine.controller.reconcile.observe import PodFacts
+from engine.controller.reconcile.record import LEGACY_FIELDS, format_ranges, record_fields
 from engine.definition import CompiledDefinition
 from engine.kube.client import KubeClient
 from engine.kube.resources import Resource
+
+UNFINISHED_FIELD = "unfinished"
+"""The field of a replica type's status naming its replicas that stopped short of an end."""
+_CHILD_WORDS = {"childPending": "Pending", "childReady": "Ready", "childSucceeded": "Succeeded",
+                "childFailed": "Failed", "childGone": "being deleted"}
 
 GOVERNED = "Governed"
 """The condition saying whether a machine revision runs the job (set only once one did not)."""
@@ -65,7 +73,9 @@ def build_status(
             message=update.message, now=now,
         )
     status["conditions"] = conditions
-    status["replicaStatuses"] = _replica_statuses(job, spec, decision)
+    ended = compiled is not None and compiled.terminal is not None
+    status["replicaStatuses"] = _replica_statuses(
+        job, spec, decision, unfinished_at_end(definition, decision) if ended else {})
     if compiled is None or not compiled.hold_replicas:
         status.setdefault("startTime", now)  # not while created suspended: it never started
     if _resumed(definition, decision):
@@ -106,9 +116,12 @@ def _resumed(definition: CompiledDefinition, decision: Decision) -> bool:
 
 
 def _replica_statuses(
-    job: Mapping[str, Any], spec: JobSpecView, decision: Decision
+    job: Mapping[str, Any], spec: JobSpecView, decision: Decision,
+    unfinished: Mapping[str, Mapping[str, str]],
 ) -> dict[str, dict[str, Any]]:
-    """Kubeflow's pod counts per type; a count of 0 is left out, as Kubeflow's omitempty does."""
+    """Kubeflow's pod counts per type; a count of 0 is left out, as Kubeflow's omitempty does.
+    A type with replicas whose machines stopped short at the job's end says so in
+    `unfinished` (left out otherwise, so a job that ended cleanly shows no more)."""
     summary = decision.variables.get("replicas") or {}
     name = job["metadata"]["name"]
     statuses: dict[str, dict[str, Any]] = {}
@@ -118,8 +131,41 @@ def _replica_statuses(
             key: counts[key] for key in ("active", "succeeded", "failed") if counts.get(key)
         }
         entry["selector"] = f"{JOB_NAME_LABEL}={name},{REPLICA_TYPE_LABEL}={replica_type.name}"
+        if replica_type.name in unfinished:
+            entry[UNFINISHED_FIELD] = dict(unfinished[replica_type.name])
         statuses[replica_type.name] = entry
     return statuses
+
+
+def unfinished_at_end(
+    definition: CompiledDefinition, decision: Decision
+) -> dict[str, dict[str, str]]:
+    """Per replica type, the indexes (as ranges, `0-3,7`) whose machines were not at an end
+    when the job's was, and what they are in words (engine.api.replica_words, as the web
+    view and the SDK say it): `{"Master": {"0": "Running, stopped at job end (pod
+    deleted)"}}`. The words follow the pods after the end: a kept pod that ends later
+    changes them at the next reconcile."""
+    noun = definition.child.kind if definition.child is not None else "pod"
+    grouped: dict[str, dict[str, list[int]]] = defaultdict(lambda: defaultdict(list))
+    for replica, state in sorted(decision.record.replica_states.items()):
+        if definition.replica.states[state].terminal is not None:
+            continue
+        facts = decision.pods.get(replica)
+        words = replica_words(state, _phase(facts), job_ended=True, ended=False, noun=noun)
+        grouped[replica.type][words.text].append(replica.index)
+    return {
+        replica_type: {format_ranges(indexes): text for text, indexes in by_words.items()}
+        for replica_type, by_words in grouped.items()
+    }
+
+
+def _phase(facts: PodFacts | None) -> str | None:
+    """The replica's pod phase (a child's observed condition), None when it has none."""
+    if facts is None or facts.observation in ("podMissing", "childMissing"):
+        return None
+    if facts.child:
+        return _CHILD_WORDS.get(facts.observation, facts.observation)
+    return str(facts.pod.get("phase") or "Pending")
 
 
 def write_status(

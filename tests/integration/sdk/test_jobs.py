@@ -151,6 +151,23 @@ def test_a_job_that_fails_raises_with_the_reason_of_its_failed_condition(
                                         timeout=60)["metadata"]["name"] == "broken"
 
 
+def test_a_replica_that_outlives_its_jobs_end_is_said_as_describe_says_it(
+        jobs: JobClient) -> None:
+    # The master fails while the worker runs; the clean-pod policy (None, Kubeflow's
+    # default) keeps the worker's pod, which ends by itself after the job did.
+    jobs.create_job(pytorchjob("outlived", master="import sys, time; time.sleep(1); "
+                                                  "sys.exit(3)",
+                               worker="import time; time.sleep(4)"))
+    jobs.wait_for_job_conditions("outlived", expected_conditions=frozenset({"Failed"}),
+                                 timeout=60)
+
+    ended = wait_for(lambda: jobs.get_replica_states("outlived"),
+                     lambda states: states.get("Worker-0", "").endswith("(pod Succeeded)"),
+                     what="the worker's words follow its pod")
+    assert ended == {"Master-0": "Failed",
+                     "Worker-0": "Running, stopped at job end (pod Succeeded)"}
+
+
 def test_a_job_that_does_not_finish_in_time_is_a_timeout(jobs: JobClient) -> None:
     jobs.create_job(machinejob("sleeper", "import time; time.sleep(300)"))
     jobs.wait_for_job_conditions("sleeper", expected_conditions=frozenset({"Running"}),

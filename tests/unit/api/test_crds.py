@@ -229,7 +229,11 @@ def test_status_has_kubeflows_fields_and_keeps_the_engines(
         "failed",
         "labelSelector",
         "selector",
+        "unfinished",  # the engine's: replicas that stopped short at the job's end
     }
+    unfinished = status["properties"]["replicaStatuses"]["additionalProperties"]["properties"][
+        "unfinished"]
+    assert unfinished["additionalProperties"] == {"type": "string"}  # else pruned by the server
 
 
 def test_pytorch_and_tf_specs_have_kubeflows_fields(crds: dict[str, dict[str, Any]]) -> None:

@@ -10,6 +10,7 @@ import pytest
 from engine.controller.reconcile.children import ReplicaId
 from engine.controller.reconcile.record import MachineRecord, record_fields
 from engine.sdk.progress import ProgressDisplay, progress_display, progress_line
+from engine.sdk.replicas import replica_states
 
 
 def job(state: str | None, restarts: int = 0, **replicas: str) -> dict[str, Any]:
@@ -84,3 +85,22 @@ def test_none_shows_progress_on_a_terminal_only_and_true_or_false_decide() -> No
 
     assert terminal.getvalue().startswith("\r")
     assert piped.getvalue() == "PyTorchJob team/mnist  Created  restarts 0\n"
+
+
+def test_replicas_that_stopped_short_at_the_jobs_end_say_so_as_describe_does() -> None:
+    ended = job("Failed", Master_0="Running", Worker_0="Failed", Worker_1="Running",
+                Worker_2="Running")
+    ended["status"]["replicaStatuses"] = {
+        "Master": {"unfinished": {"0": "Running, stopped at job end (pod deleted)"}},
+        "Worker": {"failed": 1, "unfinished": {"1-2": "Running, stopped at job end (pod "
+                                                      "deleted)"}}}
+
+    assert replica_states(ended) == {
+        ReplicaId("Master", 0): "Running, stopped at job end (pod deleted)",
+        ReplicaId("Worker", 0): "Failed",
+        ReplicaId("Worker", 1): "Running, stopped at job end (pod deleted)",
+        ReplicaId("Worker", 2): "Running, stopped at job end (pod deleted)"}
+    assert progress_line(ended) == (
+        "PyTorchJob team/mnist  Failed  restarts 0  "
+        "Master 0 Running, stopped at job end (pod deleted)  "
+        "Worker 0 Failed, 1-2 Running, stopped at job end (pod deleted)")
