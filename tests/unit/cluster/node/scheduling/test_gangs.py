@@ -302,3 +302,84 @@ def test_a_verdict_is_dropped_once_the_gang_is_placed() -> None:
     book.observe("ADDED", pod("a", node="n"))
     book.observe("ADDED", pod("b", node="n"))
     assert statuses(book)[ref]["conditions"][0]["type"] == "Scheduled"
+
+
+def test_a_deleted_member_leaves_its_gang() -> None:
+    held = pod("a", node="n", phase="Running")
+    book, ref = book_with(1, held)
+    book.observe("DELETED", held)
+    plan = book.plan(ref, [pod("b")], CAPACITY, {})
+    assert names(plan.chosen) == ["b"]  # the deleted pod no longer holds the place
+    book.observe("DELETED", pod("never-seen"))  # forgetting an unknown pod is harmless
+    status = statuses(book)[ref]
+    assert (status["running"], status["phase"]) == (0, "Pending")
+
+
+def test_pods_of_the_same_age_go_by_namespace_then_name() -> None:
+    pods = [pod("b"), {**pod("a"), "metadata": {**pod("a")["metadata"], "namespace": "z"}},
+            pod("a")]
+    assert [(p["metadata"]["namespace"], p["metadata"]["name"])
+            for p in sorted(pods, key=age_key)] == [(NS, "a"), (NS, "b"), ("z", "a")]
+    assert age_key({"metadata": {}}) == ("", "", "")
+
+
+def test_a_group_without_namespace_is_named_in_the_empty_namespace() -> None:
+    book = GangBook()
+    book.observe_group(VOLCANO, "ADDED", {"metadata": {"name": "g"}, "spec": {"minMember": 1}})
+    plan = book.plan(GangRef(VOLCANO, "", "g"), [pod("a")], CAPACITY, {})
+    assert names(plan.chosen) == ["a"]
+
+
+def test_every_dirty_group_gets_its_status_in_one_pass() -> None:
+    book = GangBook()
+    for name in ("g1", "g2", "g3"):
+        book.observe_group(VOLCANO, "ADDED", group(name, 1))
+    book.observe_group(VOLCANO, "DELETED", group("g2", 1))
+    assert sorted(ref.name for ref in statuses(book)) == ["g1", "g3"]
+
+
+def test_an_unschedulable_gang_says_so_as_a_true_condition_with_its_message() -> None:
+    book, ref = book_with(3)
+    plan = book.plan(ref, [pod("a")], CAPACITY, {})
+    [condition] = statuses(book)[ref]["conditions"]
+    assert condition == {"type": "Unschedulable", "status": "True", "reason": "NotEnoughTasks",
+                         "message": plan.message, "lastTransitionTime": AT}
+
+
+def test_a_short_gangs_message_is_its_conditions_message() -> None:
+    book, ref = book_with(2)
+    plan = book.plan(ref, [pod("a", cpu="3"), pod("b", cpu="3")], CAPACITY, {})
+    [condition] = statuses(book)[ref]["conditions"]
+    assert condition["message"] == plan.message and "Insufficient cpu" in plan.message
+
+
+def test_a_condition_without_a_recorded_time_takes_the_time_of_the_write() -> None:
+    book = GangBook()
+    old = {"phase": "Running", "running": 2, "succeeded": 0, "failed": 0,
+           "conditions": [{"type": "Scheduled", "status": "True",
+                           "reason": "tasks in gang are ready to be scheduled", "message": "",
+                           "transitionID": "abc"}]}
+    book.observe_group(VOLCANO, "ADDED", {**group(min_member=1), "status": old})
+    book.observe("ADDED", pod("a", node="n", phase="Running"))
+    [(_, status)] = book.statuses_to_write(LATER)  # running 2 -> 1: a new status
+    assert status["conditions"][0]["lastTransitionTime"] == LATER
+
+
+def test_a_status_that_differs_only_in_times_and_transition_ids_is_not_written() -> None:
+    book = GangBook()
+    old = {"phase": "Running", "running": 1, "succeeded": 0, "failed": 0,
+           "conditions": [{"type": "Scheduled", "status": "True",
+                           "reason": "tasks in gang are ready to be scheduled", "message": "",
+                           "lastTransitionTime": AT, "transitionID": "abc"}]}
+    book.observe_group(VOLCANO, "ADDED", {**group(min_member=1), "status": old})
+    book.observe("ADDED", pod("a", node="n", phase="Running"))
+    assert statuses(book, LATER) == {}
+
+
+def test_extra_pods_are_counted_against_what_the_chosen_ones_take() -> None:
+    """Each extra pod that joins takes its room: the third of 1 CPU fits, not a fourth."""
+    book, ref = book_with(1)
+    pending = [pod(f"p{i}", cpu="1", created=f"2026-11-30T10:0{i}:00Z") for i in range(6)]
+    plan = book.plan(ref, pending, CAPACITY, {"cpu": Decimal(1)})
+    assert names(plan.chosen) == ["p0", "p1", "p2"]
+    assert names(plan.alone) == ["p3", "p4", "p5"]
