@@ -15,6 +15,7 @@ from engine.definition.compiled import (
 )
 from engine.definition.errors import DefinitionError, Diagnostic, Position
 from engine.definition.loader import LoadedDefinition, load_file, load_text
+from engine.definition.references import ReferenceTarget, reference_targets
 from engine.definition.rendering import (
     ChildDecorations,
     ChildReading,
@@ -58,6 +59,7 @@ __all__ = [
     "PlannedAction",
     "PodDecorations",
     "Position",
+    "ReferenceTarget",
     "RenderedObject",
     "RenderedSchedule",
     "StepError",
@@ -68,6 +70,7 @@ __all__ = [
     "load_file",
     "load_text",
     "read_child",
+    "reference_targets",
     "render_child_decorations",
     "render_objects",
     "render_pod_decorations",

@@ -111,10 +111,41 @@ def _sha1(text: Any) -> str:
     return hashlib.sha1(text.encode(), usedforsecurity=False).hexdigest()
 
 
+def _patch(target: Any, patch: Any) -> Any:
+    """`patch(map, map)`: `target` with `patch` applied as a JSON merge patch (RFC 7386)."""
+    if not isinstance(patch, Mapping):
+        return patch
+    merged = dict(target) if isinstance(target, Mapping) else {}
+    for key, value in patch.items():
+        if value is None:
+            merged.pop(key, None)
+        else:
+            merged[key] = _patch(merged.get(key), value)
+    return merged
+
+
+def _upsert(entries: Any, added: Any, key: Any) -> list[Any]:
+    """`upsert(list, list, string)`: `entries` with each map of `added` in the place of the
+    one with the same value at `key`, else appended (Kubernetes' merge of env by name)."""
+    if not isinstance(entries, list) or not isinstance(added, list) or not isinstance(key, str):
+        raise TypeError(f"upsert takes two lists and a key, not {entries!r}, {added!r}, {key!r}")
+    result = list(entries)
+    for item in added:
+        if not isinstance(item, Mapping) or key not in item:
+            raise TypeError(f"upsert: {item!r} is not a map with {key!r}")
+        at = next((i for i, old in enumerate(result)
+                   if isinstance(old, Mapping) and old.get(key) == item[key]), None)
+        if at is None:
+            result.append(item)
+        else:
+            result[at] = item
+    return result
+
+
 # The evaluator's implementation of each function vocabulary.FUNCTIONS declares.
 _IMPLEMENTATIONS: dict[str, Callable[..., Any]] = {
     "sum": _sum, "indexes": _indexes, "firstIndex": _first_index, "merge": _merge,
-    "sha1": _sha1}
+    "sha1": _sha1, "patch": _patch, "upsert": _upsert}
 
 
 @dataclass(frozen=True)

@@ -79,7 +79,12 @@ class TypeContext:
 
     phase_words: tuple[str, ...] = ()
     job_schema: JobSchema | None = None
+    references: tuple[str, ...] = ()
+    """The names of the machine's governs.references: the fields of `references`."""
 
+
+REFERENCES_STRUCT = "References"
+"""The type of `references`: one `map(string, dyn)` field per reference the machine names."""
 
 UNTYPED_JOB = TypeContext()
 """No phase words and no schema: the job is an untyped map (tests, tools)."""
@@ -241,6 +246,10 @@ def cel_types(context: TypeContext) -> CelTypes:
     for struct in STRUCTS:
         extra = phase_counts if struct is SUMMARY_STRUCT else ()
         struct_types[struct.name] = builder.struct(struct, struct_types, extra)
+    struct_types[REFERENCES_STRUCT] = builder.struct(Struct(
+        REFERENCES_STRUCT, "references",
+        tuple(Variable(name, "map(string, dyn)", "") for name in context.references)),
+        struct_types)
     if context.job_schema is not None:
         struct_types["Job"] = builder.object(_job_properties(context.job_schema.schema),
                                              "Job", "job")

@@ -24,7 +24,12 @@ from engine.definition.checks import check_names
 from engine.definition.durations import parse_duration
 from engine.definition.edges import expand_sources, possible_observation_sets
 from engine.definition.errors import DefinitionError
-from engine.definition.expressions import ExpressionTable, action_path, compile_expressions
+from engine.definition.expressions import (
+    REFERENCE_FIELDS,
+    ExpressionTable,
+    action_path,
+    compile_expressions,
+)
 from engine.definition.loader import LoadedDefinition
 from engine.definition.positions import Path
 from engine.definition.schema import (
@@ -266,6 +271,8 @@ class CompiledDefinition:
     """Children made on a cron schedule (a CronJob's Jobs), if the machine has them."""
     child: CompiledChild | None = None
     """The replicas' child objects, when they are not pods (spec.child)."""
+    references: Mapping[str, Mapping[str, CompiledExpression]] = field(default_factory=dict)
+    """governs.references: name -> its apiVersion, kind, name and scope, each CEL over `job`."""
     source: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
     """The document it was compiled from (bases merged in): what a revision stores."""
 
@@ -330,6 +337,11 @@ def compile_definition(loaded: LoadedDefinition) -> CompiledDefinition:
             {str(path[-1]): compiled for path, compiled in expressions.items()
              if path[:2] == ("spec", "schedule")}),
         child=_child(expressions, spec.child),
+        references={
+            name: {key: expressions[("spec", "governs", "references", name, key)]
+                   for key in REFERENCE_FIELDS}
+            for name in (spec.governs.references if spec.governs is not None else {})
+        },
         source=loaded.data or {},
     )
 

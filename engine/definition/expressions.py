@@ -199,7 +199,9 @@ def type_context(loaded: LoadedDefinition, job_schema: JobSchema | None = None) 
     summary's counts) and, when known, its kind's schema."""
     replica_states = loaded.definition.spec.replica.states
     words = sorted({lower_camel(state.phase or name) for name, state in replica_states.items()})
-    return TypeContext(tuple(words), job_schema)
+    references = tuple(loaded.definition.spec.governs.references) if (
+        loaded.definition.spec.governs is not None) else ()
+    return TypeContext(tuple(words), job_schema, references)
 
 
 def compile_expressions(loaded: LoadedDefinition, job_schema: JobSchema | None = None
@@ -246,7 +248,23 @@ def compile_expressions(loaded: LoadedDefinition, job_schema: JobSchema | None =
         compiler.expression(path, source, scope, types)
     for path, source, types in schedule_value_paths(loaded):
         compiler.expression(path, source, compiler.scope("job"), types)
+    for path, source in reference_value_paths(loaded):
+        compiler.expression(path, source, compiler.scope("job", validation=True), _STRING_TYPES)
     return compiler.table
+
+
+REFERENCE_FIELDS = ("apiVersion", "kind", "name", "scope")
+"""The CEL fields of each governs.references entry, each giving a string."""
+
+
+def reference_value_paths(loaded: LoadedDefinition) -> Iterator[tuple[Path, str]]:
+    """Every expression of the machine's governs.references (they see `job` alone: the
+    engine finds the objects before anything else is computed)."""
+    governs = loaded.definition.spec.governs
+    for name, reference in (governs.references if governs is not None else {}).items():
+        values = reference.model_dump(by_alias=True)
+        for key in REFERENCE_FIELDS:
+            yield ("spec", "governs", "references", name, key), values[key]
 
 
 _SCHEDULE_VALUES = (

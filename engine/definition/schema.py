@@ -329,6 +329,23 @@ BUILT_IN_KINDS: frozenset[tuple[str, str]] = frozenset(
 a CRD (the embedded one too): no CRD gives their schema."""
 
 
+_REFERENCE_NAME = r"^[a-z][A-Za-z0-9]*$"
+
+
+class Reference(_Strict):
+    """An object a job names and the machine reads (a TrainJob's runtime): the engine finds
+    it, watches it, and gives it to CEL as `references.<name>` ({} while it is absent).
+
+    Each field is CEL over `job`, giving a string; `scope` is `Namespaced` (the object is
+    in the job's namespace) or `Cluster`.
+    """
+
+    api_version: str = Field(alias="apiVersion")  # CEL string
+    kind: str  # CEL string
+    name: str  # CEL string
+    scope: str = "'Namespaced'"  # CEL string: 'Namespaced' or 'Cluster'
+
+
 class Governs(_Strict):
     """Which kind the definition drives and where that kind keeps its replicas."""
 
@@ -373,6 +390,12 @@ class Governs(_Strict):
     run_policy_fallbacks: dict[str, str] = Field(
         default_factory=dict, alias="runPolicyFallbacks"
     )
+    # Objects the job names that the machine reads (a TrainJob's runtime), by a lowerCamel
+    # name: CEL sees each as references.<name>, {} while it is absent.
+    references: dict[
+        Annotated[str, Field(pattern=_REFERENCE_NAME, max_length=63)], Reference
+    ] = Field(default_factory=dict)
+
 
 
 class Defaults(_Strict):

@@ -436,6 +436,14 @@ COMMON_VARIABLES: tuple[Variable, ...] = (
         "[] for a machine of pods. JobSet finds its first failed Job and matches its failure "
         "rules with it.",
     ),
+    Variable(
+        "references",
+        "References",
+        "Per object the machine names in governs.references, by its name there (a field: "
+        "`references.runtime`; another name is an error): the object as the engine last saw "
+        "it (apiVersion, kind, metadata, spec, ...), or an empty map while it is absent or "
+        "cannot be named. A TrainJob reads its runtime's template so.",
+    ),
 )
 
 REPLICA_VARIABLES: tuple[Variable, ...] = (
@@ -624,6 +632,24 @@ FUNCTIONS: tuple[CelFunction, ...] = (
         "int",
         "The position of the first true in a list of bools, or -1: which rule of a list "
         "matched first.",
+    ),
+    CelFunction(
+        "patch",
+        ("map(string, dyn)", "map(string, dyn)"),
+        "map(string, dyn)",
+        "The first map with the second applied as a JSON merge patch (RFC 7386): maps merge "
+        "key by key at every depth, a null removes its key, any other value (a list too) "
+        "replaces: a JobSet's replicated job with its counts set "
+        "(`patch(rj, {'template': {'spec': {'parallelism': 2, 'completions': 2}}})`).",
+    ),
+    CelFunction(
+        "upsert",
+        ("list(dyn)", "list(dyn)", "string"),
+        "list(dyn)",
+        "The first list of maps with each map of the second put in by the key field named: "
+        "in the place of the entry with the same value there, else appended, as Kubernetes "
+        "merges env, containers and ports (`upsert(c.env, [{'name': 'RANK', 'value': '0'}], "
+        "'name')`).",
     ),
 )
 

@@ -79,11 +79,12 @@ from engine.controller.reporting.events import EventRecorder
 from engine.controller.reporting.metrics import Metrics
 from engine.controller.runtime.expectations import Expectations
 from engine.controller.runtime.freshness import ReleasedFinalizers, WrittenVersions
+from engine.controller.runtime.references import ReferenceWatches
 from engine.controller.runtime.scheduler import WakeScheduler, utc_now
 from engine.controller.runtime.workers import Done, Outcome, RequeueAfter, Retry, Terminal
 from engine.controller.schedules.plan import SCHEDULE_STATUS_FIELDS
 from engine.controller.schedules.run import ScheduleRun, sync_schedule
-from engine.definition import CompiledDefinition, StepError
+from engine.definition import CompiledDefinition, StepError, reference_targets
 from engine.kube.cache import Cache
 from engine.kube.client import KubeClient
 from engine.kube.errors import ApiError, Conflict, Forbidden, Invalid, NotFound
@@ -166,7 +167,11 @@ class Reconciler:
         written: WrittenVersions,
         clock: Callable[[], datetime] = utc_now,
         metrics: Metrics | None = None,
+        references: ReferenceWatches | None = None,
     ) -> None:
+        """`references` finds the objects machines name in governs.references (without it
+        every reference reads as absent)."""
+        self._references = references
         self._metrics = metrics
         self._client = client
         self._caches = caches
@@ -297,6 +302,8 @@ class Reconciler:
             self._expectations.forget(key.id)
             self._scheduler.cancel_all(key)
             self._release_orphaned_pods(key)
+            if self._references is not None:
+                self._references.forget(key)
             return Done()
         if not self._written.caught_up(key.id, job["metadata"]["resourceVersion"]):
             return RequeueAfter(_CACHE_CATCH_UP_S)
@@ -413,7 +420,7 @@ class Reconciler:
                 for index in range(replica_type.replicas):
                     facts.setdefault(ReplicaId(replica_type.name, index), CHILD_MISSING)
         return _Observed(spec, owned, services, record, facts, frozenset(old_attempt),
-                         self._surroundings(job, definition, spec),
+                         self._surroundings(key, job, definition, spec),
                          self._expectations.creations_unseen(key.id))
 
     def _observe_one(self, job: Obj, definition: CompiledDefinition, spec: JobSpecView,
@@ -435,8 +442,8 @@ class Reconciler:
             judge_deleted_when_ended=spec.judge_deleted_when_ended,
         )
 
-    def _surroundings(self, job: Obj, definition: CompiledDefinition, spec: JobSpecView
-                      ) -> Surroundings:
+    def _surroundings(self, key: JobKey, job: Obj, definition: CompiledDefinition,
+                      spec: JobSpecView) -> Surroundings:
         objects: dict[str, Mapping[str, Any]] = {}
         for child in definition.objects:
             found = self._caches.objects.get((child.api_version, child.kind))
@@ -448,7 +455,17 @@ class Reconciler:
                 spec.run_policy, scheduler_name=self._settings.gang_scheduler_name,
                 for_every_job=self._settings.gang_scheduling),
             objects=objects,
+            references=self._resolve_references(key, job, definition),
         )
+
+    def _resolve_references(self, key: JobKey, job: Obj, definition: CompiledDefinition
+                            ) -> dict[str, Obj]:
+        """The objects the machine's governs.references name for this job ({} each while
+        absent); they are watched from now on, so the job looks again when one changes."""
+        targets = reference_targets(definition, job)
+        if self._references is None:
+            return {name: {} for name in targets}
+        return self._references.resolve(key, targets)
 
     def _decide(
         self, job: Obj, definition: CompiledDefinition, observed: _Observed, now: datetime

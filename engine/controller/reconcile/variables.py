@@ -89,6 +89,9 @@ class Surroundings:
     objects: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     """Each child object the machine declares, by its name there, as last seen ({} when
     absent)."""
+    references: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    """Each object the machine's governs.references names, by its name there, as last seen
+    ({} when absent)."""
 
 
 def gang_scheduler_of(run_policy: Mapping[str, Any], *, scheduler_name: str,
@@ -143,6 +146,7 @@ def common_variables(
         "gangScheduler": around.gang_scheduler,
         "objects": around.objects,
         "children": children or [],
+        "references": around.references,
     }
 
 

@@ -24,6 +24,7 @@ from engine.controller.coordination.shard_leases import ShardCoordinator
 from engine.controller.coordination.shards import ShardGate
 from engine.controller.machines.controller import MachineController
 from engine.controller.machines.registry import MachineRegistry
+from engine.controller.machines.served import served_resources
 from engine.controller.reconcile.children import JOB_NAME_LABEL, REPLICA_TYPE_LABEL, JobKey
 from engine.controller.reconcile.observe import node_is_ready
 from engine.controller.reconcile.reconcile import Caches, Reconciler, TransitionListener
@@ -40,6 +41,7 @@ from engine.controller.runtime.projections import (
     project_service,
 )
 from engine.controller.runtime.queue import WorkQueue
+from engine.controller.runtime.references import ReferenceWatches
 from engine.controller.runtime.scheduler import WakeScheduler
 from engine.controller.runtime.workers import (
     Done,
@@ -53,7 +55,7 @@ from engine.kube.cache import Cache
 from engine.kube.client import KubeClient
 from engine.kube.errors import AlreadyExists, ApiError
 from engine.kube.informer import Informer
-from engine.kube.resources import NAMESPACES, NODES, PODS, SERVICES, Resource
+from engine.kube.resources import BUILTIN_CHILDREN, NAMESPACES, NODES, PODS, SERVICES, Resource
 from engine.settings import EngineSettings
 
 Obj = Mapping[str, Any]
@@ -126,10 +128,13 @@ class Engine:
             is_leader=self._leading.is_set,
             shards_held=(lambda: len(shards.held)) if shards is not None else None,
         )
+        self.references = ReferenceWatches(
+            client, namespace=namespace, resources=self._served_kinds, enqueue=self.queue.add)
         self.reconciler = Reconciler(
             client=client, caches=self.caches, machines=self.machines,
             expectations=self.expectations, recorder=self.recorder, scheduler=self.scheduler,
             settings=settings, written=self.written, metrics=self.metrics,
+            references=self.references,
         )
         self._informers = self._build_informers()
         self._workers_stop = threading.Event()
@@ -211,6 +216,11 @@ class Engine:
                 self._object_informers[key] = (replicas, informer)
                 informer.start()
                 logger.info(f"watching {resource.kind} child objects of jobs")
+
+    def _served_kinds(self) -> dict[tuple[str, str], Resource]:
+        """(apiVersion, kind) -> resource of what the API server serves now: the built-in
+        kinds a machine may name, and every established CRD's."""
+        return {**BUILTIN_CHILDREN, **served_resources(self.machine_controller.crds.list())}
 
     def _kind_synced(self, kind: str) -> bool:
         found = self._job_informers.get(kind)
@@ -433,6 +443,7 @@ class Engine:
             self._object_informers.clear()
         for informer in [*self._informers, *job_informers]:
             informer.stop()
+        self.references.stop()
         grace = max(deadline - time.monotonic(), 1.0)
         self.recorder.stop(flush_timeout_s=grace, flush_client=self._flush_client(grace))
 

@@ -91,7 +91,7 @@ def test_replica_variables_add_the_replica_its_policy_and_its_pod() -> None:
                       "restarts": 3, "error": "",
                       "lastFailure": "Worker-1 (exit code 137, OOMKilled)",
                       "lastFailureCause": "", "gangScheduler": "", "objects": {},
-                      "children": []}
+                      "children": [], "references": {}}
     facts = observe({worker(1): exited(137, "OOMKilled")}, spec, 0)[0][worker(1)]
     found = replica_variables(common, worker(1), desired=2, policy="ExitCode", record=record,
                               facts=facts)

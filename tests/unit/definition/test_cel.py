@@ -24,7 +24,7 @@ from tests.unit.definition.texts import JOB, document
 REPLICA_SCOPE = Scope("replica")
 JOB_VARIABLES = (
     "job, runPolicy, replicas, restarts, error, lastFailure, lastFailureCause, gangScheduler, "
-    "objects, children"
+    "objects, children, references"
 )
 
 
@@ -131,8 +131,9 @@ def test_pod_values_see_the_template_variables() -> None:
     assert [str(d) for d in validate_text(document(extra=extra), "demo.yaml")] == [
         "demo.yaml:27:15: error: unknown variable 'nodes'; visible here: job, runPolicy, "
         "replicas, restarts, error, lastFailure, lastFailureCause, gangScheduler, objects, "
-        "children, replica, policy, pod, child, exitCode, reason, terminationMessage, termination, "
-        "newRestarts, failureAction, failureCause, clusterSpec, hosts"
+        "children, references, replica, policy, pod, child, exitCode, reason, "
+        "terminationMessage, termination, newRestarts, failureAction, failureCause, "
+        "clusterSpec, hosts"
     ]
 
 

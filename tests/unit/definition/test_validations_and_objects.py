@@ -28,7 +28,7 @@ MACHINES = Path(__file__).resolve().parents[3] / "machines"
 # `extra` sections start at line 25 of a `document`.
 JOB_VARIABLES = (
     "job, runPolicy, replicas, restarts, error, lastFailure, lastFailureCause, gangScheduler, "
-    "objects, children"
+    "objects, children, references"
 )
 HOSTS = {"Master": ["j-master-0"], "Worker": ["j-worker-0", "j-worker-1"]}
 
