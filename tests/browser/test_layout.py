@@ -7,7 +7,8 @@ deletes the Master's pod), one that succeeds, and one whose worker prints a line
 tenth of a second for a while. On both screens: the page never scrolls sideways, the
 machine's text is at least 11 px at the default zoom, a log box keeps where the user
 scrolled it while lines are appended, and a finished job shows no replica `Running`
-without a live pod.
+without a live pod. On the phone the picture opens centred on the job's current state and
+stays there while the stream redraws it.
 
 With JOBMACHINE_WEB_VIEW_SCREENSHOTS=DIR the pages' screenshots are written there
 (docs/images/web-view-*.png are made so).
@@ -137,6 +138,47 @@ def test_a_job_page_fits_the_screen_and_its_picture_reads_at_the_default_zoom(
     page.click(".machine .tools button[data-zoom=in]")
     assert page.evaluate(SMALLEST_TEXT_PX) > MIN_TEXT_PX
     _screenshot(page, "failed-job", screen)
+
+
+# Where the job's current state is drawn, against the picture's box: how far its centre is
+# from the box's centre on each axis, unless the box is scrolled as far as it goes that way,
+# and whether it is wholly inside the box.
+CURRENT_IN_VIEW = """() => {
+  const picture = document.querySelector('#machine .picture');
+  const box = picture.getBoundingClientRect();
+  const at = document.querySelector('#machine g.current[data-current="job"]')
+    .getBoundingClientRect();
+  const off = (centre, middle, scrolled, most) =>
+    scrolled <= 0 || scrolled >= most - 1 ? 0 : Math.abs(centre - middle);
+  return {
+    x: off(at.left + at.width / 2, box.left + box.width / 2, picture.scrollLeft,
+           picture.scrollWidth - picture.clientWidth),
+    y: off(at.top + at.height / 2, box.top + box.height / 2, picture.scrollTop,
+           picture.scrollHeight - picture.clientHeight),
+    inside: at.left >= box.left && at.right <= box.right && at.top >= box.top
+            && at.bottom <= box.bottom,
+    scrolled: [picture.scrollLeft, picture.scrollTop],
+    wider: picture.scrollWidth > picture.clientWidth};
+}"""
+
+
+def test_the_picture_opens_centred_on_the_jobs_current_state_on_a_phone(
+    tmp_path: Path, viewed: tuple[RunningWebView, str],
+) -> None:
+    view, token = viewed
+    with chromium_page(tmp_path / "profile", viewport=SCREENS["phone"], is_mobile=True,
+                       has_touch=True) as page:
+        page.goto(view.login_link(token))
+        _job_page(page, view, FAILS)
+        where = page.evaluate(CURRENT_IN_VIEW)
+        # The picture is wider than a phone: it opens where the job is (Failed, at the
+        # bottom of the job machine), not at its top-left corner.
+        assert where["wider"] and where["scrolled"] != [0, 0], where
+        assert where["inside"], where
+        assert where["x"] <= 2 and where["y"] <= 2, where
+        # the stream's updates redraw the picture: the view stays where it opened
+        page.wait_for_timeout(3000)
+        assert page.evaluate(CURRENT_IN_VIEW) == where
 
 
 def test_a_finished_job_shows_no_replica_running_without_a_live_pod(

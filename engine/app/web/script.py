@@ -1,11 +1,13 @@
 """The web view's script: live parts, logs that follow, live ages, a picture to pan and zoom.
 
 Hand-written, no build step, no library. It follows a page's server-sent events and puts
-each changed part's HTML (rendered and escaped by the server) in place, except the
-logs, which it merges: a box's new lines are appended, it keeps its scroll position
-(and sticks to the bottom when it was there), its search and the attempt chosen; an
-earlier pod's lines stay selectable after the pod was made again. Served as a file of
-its own so that the pages' Content-Security-Policy allows no inline script.
+each changed part's HTML (rendered and escaped by the server) in place. The machine's
+picture opens centred on the job's current state and, when an update redraws it, keeps
+the point the user looks at. The logs are merged: a box's new lines are appended, it
+keeps its scroll position (and sticks to the bottom when it was there), its search and
+the attempt chosen; an earlier pod's lines stay selectable after the pod was made again.
+Served as a file of its own so that the pages' Content-Security-Policy allows no inline
+script.
 """
 
 from __future__ import annotations
@@ -75,15 +77,20 @@ SCRIPT = r"""
     p.box.scrollLeft = left;
     p.box.scrollTop = top;
   };
+  // A picture wider or taller than its box (a phone) opens centred on the job's state.
   const showCurrent = (p) => {
     const current = p.svg.querySelector('g.current[data-current="job"]') ||
       p.svg.querySelector("g.current");
     if (!current) return;
     const at = current.getBoundingClientRect(), box = p.box.getBoundingClientRect();
     p.box.scrollLeft += at.left + at.width / 2 - box.left - box.width / 2;
-    p.box.scrollTop += at.top - box.top - 24;
+    p.box.scrollTop += at.top + at.height / 2 - box.top - box.height / 2;
   };
-  const setUpPicture = (first) => {
+  // The point of the picture at the box's centre, in the picture's own units: an update
+  // that redraws the picture (a new path, the stream's first message) keeps it there.
+  const viewCentre = (p) => ({ x: (p.box.scrollLeft + p.box.clientWidth / 2) / view.scale,
+                               y: (p.box.scrollTop + p.box.clientHeight / 2) / view.scale });
+  const setUpPicture = (centre) => {
     const p = pictureParts();
     if (!p) return;
     p.svg.removeAttribute("width");
@@ -92,7 +99,12 @@ SCRIPT = r"""
     view.scale = scale;
     p.svg.style.width = `${Math.ceil(p.width * scale)}px`;
     p.svg.style.height = `${Math.ceil(p.height * scale)}px`;
-    if (first) showCurrent(p);
+    if (!centre) {
+      showCurrent(p);
+      return;
+    }
+    p.box.scrollLeft = centre.x * scale - p.box.clientWidth / 2;
+    p.box.scrollTop = centre.y * scale - p.box.clientHeight / 2;
   };
   const startPicture = () => {
     const tools = document.querySelector(".machine .tools");
@@ -134,7 +146,7 @@ SCRIPT = r"""
       const p = pictureParts();
       if (p) p.box.classList.remove("dragging");
     });
-    setUpPicture(true);
+    setUpPicture(null);
   };
 
   // --- logs that follow
@@ -268,8 +280,10 @@ SCRIPT = r"""
     if (id === "logs") return mergeLogs(markup);
     const part = document.getElementById(id);
     if (!part) return;
+    const shown = id === "machine" && view.scale !== null && pictureParts();
+    const centre = shown ? viewCentre(shown) : null;
     part.innerHTML = markup;
-    if (id === "machine") setUpPicture(false);
+    if (id === "machine") setUpPicture(centre);  // the first picture: centred on the state
   };
   const follow = () => {
     const url = document.body.dataset.stream;
