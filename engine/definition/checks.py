@@ -140,6 +140,12 @@ class _MachineChecks:
         if self.level == "replica" and state.hold_replicas:
             self._error((*path, "holdReplicas"), "'holdReplicas' is only allowed at job level",
                         key=True)
+        if self.level == "replica" and state.steady:
+            self._error((*path, "steady"), "'steady' is only allowed at job level: a replica "
+                        "that runs for ever stays in a state with a transition out", key=True)
+        if state.steady and state.terminal is not None:
+            self._error((*path, "steady"), "a terminal state ends the job; 'steady' is for a "
+                        "state the job rests in without ending", key=True)
         if state.condition is not None and state.condition.reason is not None:
             self._reason((*path, "condition", "reason"), state.condition.reason)
         self._actions((*path, "onEnter"), state.on_enter)
@@ -295,9 +301,10 @@ class _MachineChecks:
             if name not in alive:
                 self._error(path, f"state '{name}' is unreachable from the initial state "
                             f"'{self.machine.initial}'", key=True)
-            if state.terminal is None and name not in leaving:
+            if state.terminal is None and not state.steady and name not in leaving:
                 self._error(path, f"state '{name}' is not terminal but has no transition to "
-                            "another state: mark it terminal (success or failure) or add one",
+                            "another state: mark it terminal (success or failure) or steady "
+                            "(a job level state it may rest in for ever), or add one",
                             key=True)
         for cycle in guard_only_cycles(self.machine, self.level):
             loop = " -> ".join((*cycle.states, cycle.states[0]))

@@ -109,6 +109,10 @@ class StateSpec(_Strict):
     # Only a job's failure rules lead here; `jobmachine check`, whose jobs have none, says
     # nothing of the state never being entered.
     reached_only_by: Literal["failureRules"] | None = Field(default=None, alias="reachedOnlyBy")
+    # Job level: the job may stay here for ever (a workload that keeps its pods running and
+    # never completes, as a ReplicaSet): it needs no transition out, and `jobmachine check`
+    # takes it as an end the job may rest in.
+    steady: bool = False
 
     @model_validator(mode="before")
     @classmethod
@@ -215,6 +219,20 @@ class PodSpec(_Strict):
     # Pod spec field -> CEL value, set where the template leaves the field unset (the
     # template's own value wins); null leaves it unset (a gang's schedulerName).
     spec_fields: dict[str, str] = Field(default_factory=dict, alias="specFields")
+    # Indexed: a pod per replica index, named `<job>-<type>-<index>`. Generated: pods named
+    # `<job>-<5 random characters>` by the API server (generateName, as a ReplicaSet's),
+    # the index only a label: such pods are interchangeable, so a type with more active
+    # pods than replicas keeps the best and deletes the rest in kube-controller-manager's
+    # order (ActivePodsWithRanks), and a pod being deleted frees its index at once.
+    naming: Literal["Indexed", "Generated"] = "Indexed"
+    # The reason of the Normal Event `Deleted pod: <name>` for each surplus pod deleted
+    # (ReplicaSet's SuccessfulDelete); none when unset.
+    surplus_reason: str | None = Field(
+        default=None, alias="surplusReason", pattern=r"^[A-Z][A-Za-z0-9]*$")
+    # Create a type's missing pods in batches of 1, 2, 4, ... in one pass, stopping after a
+    # batch in which a create failed (kube-controller-manager's slowStartBatch), at most
+    # 500 a pass (its burstReplicas); else all at once, stopping at the first failure.
+    slow_start: bool = Field(default=False, alias="slowStart")
 
 
 class ValidationRule(_Strict):
@@ -324,7 +342,8 @@ class ScheduleSpec(_Strict):
 
 
 BUILT_IN_KINDS: frozenset[tuple[str, str]] = frozenset(
-    {("batch/v1", "Job"), ("batch/v1", "CronJob")})
+    {("batch/v1", "Job"), ("batch/v1", "CronJob"), ("apps/v1", "ReplicaSet"),
+     ("v1", "ReplicationController")})
 """(apiVersion, kind) of the kinds a machine may govern that every API server serves without
 a CRD (the embedded one too): no CRD gives their schema."""
 
@@ -381,6 +400,9 @@ class Governs(_Strict):
             raise ValueError("replicaSpec needs replicaTypes with exactly one type (its name)")
         if self.replica_spec is not None and self.replica_list:
             raise ValueError("replicaList is for replicaSpecs (a list of specs), not replicaSpec")
+        if self.selector is not None and len(self.replica_types or ()) != 1:
+            raise ValueError("selector needs replicaTypes with exactly one type: an adopted "
+                             "pod is given to it")
         return self
     # Values of runPolicy.managedBy that also name this engine (beside unset and
     # jobmachine.dev/job-controller), e.g. the controller a kind is a drop-in for.
@@ -390,12 +412,19 @@ class Governs(_Strict):
     run_policy_fallbacks: dict[str, str] = Field(
         default_factory=dict, alias="runPolicyFallbacks"
     )
+    # Dotted path to the job's pod selector: a LabelSelector (matchLabels, matchExpressions),
+    # or the plain map of labels a v1 ReplicationController keeps. With it pods are claimed
+    # as kube-controller-manager's PodControllerRefManager does: an orphan that matches is
+    # adopted, a pod of the job's that stops matching is released. One replica type only.
+    selector: str | None = None
+    # Dotted path to the seconds a Ready pod must stay Ready to be available (the
+    # `available` counts; ReplicaSet's spec.minReadySeconds); unset or absent: 0.
+    min_ready_seconds: str | None = Field(default=None, alias="minReadySeconds")
     # Objects the job names that the machine reads (a TrainJob's runtime), by a lowerCamel
     # name: CEL sees each as references.<name>, {} while it is absent.
     references: dict[
         Annotated[str, Field(pattern=_REFERENCE_NAME, max_length=63)], Reference
     ] = Field(default_factory=dict)
-
 
 
 class Defaults(_Strict):
@@ -451,6 +480,10 @@ class DefinitionSpec(_Strict):
         if self.child is not None and "pod" in self.model_fields_set:
             raise ValueError("a machine has a pod section or a child section, not both: its "
                              "replicas are pods, or objects of the child's kind")
+        if (self.governs is not None and self.governs.selector is not None
+                and self.pod.naming != "Generated"):
+            raise ValueError("governs.selector needs pod.naming: Generated (an adopted pod "
+                             "has no index of its own to be named by)")
         if self.status and self.governs is not None and not native:
             raise ValueError("status fields need governs.statusLayout: Native (with the "
                              "Engine layout the engine writes the status itself)")

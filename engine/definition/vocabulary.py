@@ -101,6 +101,10 @@ SUMMARY_STRUCT = Struct("ReplicaSummary", "a replica type's summary", (
              "not ended (JobSet's active)."),
     Variable("ready", "int", "Running pods whose Ready condition is True; children whose "
              "`ready` holds."),
+    Variable("available", "int", "Ready pods that have been Ready for governs."
+             "minReadySeconds (ReplicaSet's availableReplicas)."),
+    Variable("fullyLabeled", "int", "Live pods that carry every label of their template "
+             "(ReplicaSet's fullyLabeledReplicas)."),
     Variable("live", "int", "Pods (or children) that have not ended and are not being "
              "deleted (the Job API's active)."),
     Variable("terminating", "int", "Pods (or children) being deleted."),
@@ -387,7 +391,9 @@ COMMON_VARIABLES: tuple[Variable, ...] = (
         "members: replicas, or a pool's completions), "
         "parallelism (members that may have a pod at once), active (running pods; children "
         "that exist and have not ended), ready (running pods whose Ready condition is True; "
-        "children whose `ready` holds), live (pods or children that have not ended and are "
+        "children whose `ready` holds), available (ready pods Ready for governs."
+        "minReadySeconds), fullyLabeled (live pods with every label of their template), "
+        "live (pods or children that have not ended and are "
         "not being deleted, pending or running: the Job API's active), terminating (pods or "
         "children being deleted), "
         "waiting (members not started yet: a pool's wait for a place), succeeded, failed, "

@@ -300,7 +300,11 @@ class _Explorer:
             for child, rescue in node.edges:
                 if not rescue:
                     reverse[child].append(number)
-        alive = {n for n, node in enumerate(self.nodes) if node.world.ended()}
+        # A steady job state (a ReplicaSet keeping its pods) is an end the job may rest in.
+        steady = {name for name, state in self.definition.definition.spec.job.states.items()
+                  if state.steady}
+        alive = {n for n, node in enumerate(self.nodes)
+                 if node.world.ended() or node.world.state() in steady}
         queue = deque(alive)
         while queue:
             for parent in reverse[queue.popleft()]:

@@ -169,7 +169,9 @@ def situation(world: World) -> Hashable:
         tuple(sorted((str(r), s) for r, s in record.replica_states.items())),
         record.restarts,
         tuple(sorted((str(r), c.count) for r, c in record.replica_restarts.items())),
-        tuple(sorted((str(r), e.seen) for r, e in record.in_place_ends.items())),
+        # As a pod's restarts: an Always pod (a ReplicaSet's) restarts for ever.
+        tuple(sorted((str(r), min(e.seen, RESTARTS_TOLD_APART))
+                     for r, e in record.in_place_ends.items())),
         tuple(sorted(str(r) for r in record.replica_timers)),
         record.restart_attempt,
         pods,

@@ -102,8 +102,12 @@ class _WorldApi:
         store = self._world.store(res)
         replica = _replica_of(body)
         if replica in store:
-            raise AlreadyExists(409, "AlreadyExists", f"{body['metadata']['name']} exists", {})
+            raise AlreadyExists(409, "AlreadyExists", f"{replica} has a pod", {})
         self._world.serial += 1
+        if "generateName" in body["metadata"]:
+            # As the API server names it, but by the replica: a situation repeats as before.
+            body["metadata"]["name"] = (
+                f"{body['metadata'].pop('generateName')}{replica.index:05d}")
         body["metadata"]["uid"] = f"{self._world.serial:08d}-{replica}"
         if res == PODS:
             kubelet.scheduled(body, self._world.now)

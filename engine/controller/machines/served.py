@@ -23,6 +23,10 @@ Obj = dict[str, Any]
 BUILT_IN_JOB_KINDS: Mapping[tuple[str, str], Resource] = {
     ("batch/v1", "Job"): Resource("batch", "v1", "jobs", "Job", namespaced=True),
     ("batch/v1", "CronJob"): Resource("batch", "v1", "cronjobs", "CronJob", namespaced=True),
+    ("apps/v1", "ReplicaSet"): Resource("apps", "v1", "replicasets", "ReplicaSet",
+                                        namespaced=True),
+    ("v1", "ReplicationController"): Resource("", "v1", "replicationcontrollers",
+                                              "ReplicationController", namespaced=True),
 }
 """The resource of each of the language's `BUILT_IN_KINDS` (served without a CRD, by the
 embedded API server too): (apiVersion, kind) -> resource."""

@@ -51,7 +51,7 @@ from engine.definition import (
 )
 from engine.definition.cel import CelEvaluationError
 from engine.kube.client import KubeClient
-from engine.kube.errors import AlreadyExists, Invalid, NotFound
+from engine.kube.errors import AlreadyExists, ApiError, Invalid, NotFound
 from engine.kube.resources import PODS, SERVICES, Resource
 from engine.kube.timestamps import parse_time
 from engine.settings import EngineSettings
@@ -70,6 +70,41 @@ class TemplateError:
     """The evaluation error: the expression, and why it failed."""
     message: str
     """What the job is told (its PodTemplateError event and ReplicaFailure condition)."""
+
+
+BURST_REPLICAS = 500
+"""At most this many creates (or deletes) of one type a pass: kube-controller-manager's
+ReplicaSet burstReplicas."""
+
+
+@dataclass
+class SlowStart:
+    """kube-controller-manager's slowStartBatch over one pass's creates of one type: batches
+    of 1, 2, 4, ... creates; once a batch had a refused create, no further batch starts."""
+
+    count: int = 0
+    """Creates tried so far."""
+    batch_end: int = 1
+    """The count at which the current batch is over."""
+    batch_size: int = 1
+    failure: ApiError | None = None
+    """The first refused create."""
+
+    def may_try(self) -> bool:
+        """Whether one more create may be tried now."""
+        return self.count < min(self.batch_end, BURST_REPLICAS)
+
+    def tried(self) -> None:
+        """One create was tried: a batch that went through opens the next, twice as big."""
+        self.count += 1
+        if self.count == self.batch_end and self.failure is None:
+            self.batch_size *= 2
+            self.batch_end += self.batch_size
+
+    def failed(self, exc: ApiError) -> None:
+        """A create was refused: the batch ends as planned, and no other starts."""
+        if self.failure is None:
+            self.failure = exc
 
 
 @dataclass
@@ -99,13 +134,31 @@ class ActionRun:
     """Delays after which a blocked action can go ahead (back-off, unmet expectations)."""
     template_errors: list[TemplateError] = field(default_factory=list)
     """Pods that could not be built: the machine's pod values failed (PodTemplateError)."""
+    created: set[ReplicaId] = field(default_factory=set)
+    """Replicas whose pod (or child) this run created: a create planned twice in one pass
+    (a self-loop stepped in two rounds) makes one, also when the API server names it."""
     schedule_wake: datetime | None = None
     """When the job's schedule is next due (a machine with a schedule only)."""
     objects_wait_s: float = 0.0
     """0 when the job's child objects are as the machine wants them, else how long to wait
     before trying again: pods that may mount them are created only once they are."""
+    satisfied: Mapping[str, bool] = field(default_factory=dict)
+    """Whether each replica type's expectations were met when the pass began, before it read
+    the cache (upstream's order): a pod the watch shows after that read must not let this
+    pass act on a cache without it."""
     _templates: dict[str, Any] | None = field(default=None, init=False, repr=False)
     _may_act: dict[str, bool] = field(default_factory=dict, init=False, repr=False)
+    _batches: dict[str, SlowStart] = field(default_factory=dict, init=False, repr=False)
+
+    def slow_start(self, replica_type: str) -> SlowStart:
+        """This pass's slow-start batches of one type's creates (pod.slowStart)."""
+        return self._batches.setdefault(replica_type, SlowStart())
+
+    def raise_batch_failure(self) -> None:
+        """The first create refused in a slow-start batch, if any: what the pass failed of."""
+        for batch in self._batches.values():
+            if batch.failure is not None:
+                raise batch.failure
 
     def template_variables(self) -> dict[str, Any]:
         """`clusterSpec` and `hosts`, built once per run (they list every replica)."""
@@ -132,14 +185,14 @@ class ActionRun:
         seen an earlier run's pods.
         """
         if replica_type not in self._may_act:
-            self._may_act[replica_type] = self.expectations.satisfied(
-                self.expectation(replica_type))
+            self._may_act[replica_type] = self.satisfied.get(replica_type, True) and (
+                self.expectations.satisfied(self.expectation(replica_type)))
         return self._may_act[replica_type]
 
 
 def execute(run: ActionRun) -> None:
     """Run the planned actions in order, then remove pods (or children) that no replica owns
-    any more."""
+    any more; a create refused in a slow-start batch is raised once the batch is over."""
     for planned in run.decision.actions:
         _execute_one(run, planned)
     _keep_child_fields(run)
@@ -147,6 +200,7 @@ def execute(run: ActionRun) -> None:
         _delete(run, replica, run.replica_objects.by_replica.get(replica), own=True)
     if not run.decision.holds_replicas:
         _delete_stale(run)
+    run.raise_batch_failure()
 
 
 def _execute_one(run: ActionRun, planned: Planned) -> None:
@@ -186,7 +240,7 @@ def _may_create(run: ActionRun, replica: ReplicaId) -> bool:
     """Whether the replica's pod (or child) may be created now: it has none, the job's
     objects are as wanted, the expectations are met and its back-off has run out; when
     not, the run is told when to look again."""
-    if replica in run.replica_objects.by_replica:
+    if replica in run.replica_objects.by_replica or replica in run.created:
         return False
     if run.objects_wait_s > 0:
         run.wait_s.append(run.objects_wait_s)
@@ -214,9 +268,22 @@ def _create_pod(run: ActionRun, replica: ReplicaId, *, event_reason: Any = None)
                     attempt=run.decision.record.restart_attempt)
     _warn_restart_policy(run, replica, replica_type.template_restart_policy,
                          pod["spec"]["restartPolicy"])
-    if _create_expected(run, replica, PODS, pod) and event_reason:
+    batch = run.slow_start(replica.type) if run.definition.definition.spec.pod.slow_start else None
+    if batch is not None and not batch.may_try():
+        return
+    try:
+        created = _create_expected(run, replica, PODS, pod)
+    except ApiError as exc:
+        if batch is None:
+            raise
+        batch.failed(exc)  # the rest of this batch is still tried, as upstream's are
+        return
+    finally:
+        if batch is not None:
+            batch.tried()
+    if created is not None and event_reason:
         run.recorder.record(run.job, type="Normal", reason=str(event_reason),
-                            message=f"Created pod: {pod['metadata']['name']}",
+                            message=f"Created pod: {created['metadata']['name']}",
                             replica=str(replica))
 
 
@@ -237,23 +304,24 @@ def _create_child(run: ActionRun, replica: ReplicaId) -> None:
 
 def _create_expected(
     run: ActionRun, replica: ReplicaId, resource: Resource, body: dict[str, Any]
-) -> bool:
+) -> Obj | None:
     """Create a replica's own object under its type's expectations (lowered again at once
-    when the create fails); whether this call created it. AlreadyExists is explained: ours
-    or an orphan is claimed next pass, another owner's is reported."""
+    when the create fails); the object this call created, else None. AlreadyExists is
+    explained: ours or an orphan is claimed next pass, another owner's is reported."""
     key = run.expectation(replica.type)
     run.expectations.expect_creations(key, 1)
     try:
-        run.client.create(resource, body, run.key.namespace)
+        created = run.client.create(resource, body, run.key.namespace)
     except AlreadyExists:
         run.expectations.creation_observed(key)
-        _explain_existing(run, resource, body["metadata"]["name"], replica)
-        return False
+        _explain_existing(run, resource, body["metadata"].get("name", ""), replica)
+        return None
     except Exception:
         run.expectations.creation_observed(key)
         raise
-    _log(run, replica).info(f"created {resource.kind.lower()} {body['metadata']['name']}")
-    return True
+    run.created.add(replica)
+    _log(run, replica).info(f"created {resource.kind.lower()} {created['metadata']['name']}")
+    return created
 
 
 def _keep_child_fields(run: ActionRun) -> None:
@@ -390,22 +458,25 @@ def _create_service(run: ActionRun, replica: ReplicaId) -> None:
         _explain_existing(run, SERVICES, service["metadata"]["name"], replica)
 
 
-def _delete(run: ActionRun, replica: ReplicaId | None, obj: Obj | None, *, own: bool) -> bool:
+def _delete(run: ActionRun, replica: ReplicaId | None, obj: Obj | None, *, own: bool,
+            replica_type: str | None = None) -> bool:
     """Delete a child unless it is already going; whether this call deleted it.
 
     `own`: the replica's own object (its pod, or its spec.child object, deleted in the
     foreground so that a new one waits for the old one's children), counted by the
-    expectations; else its service."""
+    expectations of its replica's type (or of `replica_type`, for a surplus pod that no
+    replica holds); else its service."""
     if obj is None or obj["metadata"].get("deletionTimestamp"):
         return False
     metadata = obj["metadata"]
     resource = run.replica_objects.resource if own else SERVICES
     key = None
-    if own and replica is not None:
-        if not run.may_act(replica.type):
+    counted = replica.type if replica is not None else replica_type
+    if own and counted is not None:
+        if not run.may_act(counted):
             run.wait_s.append(1.0)
             return False
-        key = run.expectation(replica.type)
+        key = run.expectation(counted)
         run.expectations.expect_deletions(key, [metadata["name"]])
     foreground = "Foreground" if resource not in (PODS, SERVICES) else None
     try:
@@ -453,6 +524,20 @@ def _delete_stale(run: ActionRun) -> None:
                     replica=str(replica))
         for obj in claimed.unplaced:
             _delete(run, None, obj, own=own)
+    _delete_surplus(run)
+
+
+def _delete_surplus(run: ActionRun) -> None:
+    """Interchangeable pods beyond their type's replicas, in upstream's order, each said in
+    the machine's `pod.surplusReason` Event (ReplicaSet's `SuccessfulDelete`)."""
+    reason = run.definition.definition.spec.pod.surplus_reason
+    for count, (replica_type, pod) in enumerate(run.replica_objects.surplus):
+        if count >= BURST_REPLICAS:
+            run.wait_s.append(1.0)
+            return
+        if _delete(run, None, pod, own=True, replica_type=replica_type) and reason:
+            run.recorder.record(run.job, type="Normal", reason=reason,
+                                message=f"Deleted pod: {pod['metadata']['name']}")
 
 
 def release_tracking(run: ActionRun) -> None:

@@ -18,6 +18,7 @@ from loguru import logger
 from engine.controller.reconcile.children import (
     JOB_NAME_LABEL,
     JOB_UID_LABEL,
+    TRACKING_FINALIZER,
     ReplicaId,
     child_labels,
     child_name,
@@ -26,12 +27,14 @@ from engine.controller.reconcile.children import (
     replica_of,
 )
 from engine.controller.reconcile.objects import OBJECT_LABEL
+from engine.controller.reconcile.selectors import selector_matches
 from engine.kube.cache import Cache
 from engine.kube.client import KubeClient
 from engine.kube.errors import Conflict, NotFound
 from engine.kube.resources import PODS, Resource
 
 Obj = Mapping[str, Any]
+_OUR_LABEL_PREFIX = "jobmachine.dev/"
 
 
 @dataclass(frozen=True)
@@ -43,6 +46,12 @@ class Claimed:
     """Ours, but naming no replica the job has (a removed type): to be deleted."""
     resource: Resource = PODS
     """What they are: pods, services, or spec.child's kind."""
+    spare: tuple[Obj, ...] = ()
+    """With interchangeable pods (pod.naming Generated): ours, not yet given an index (an
+    adopted orphan, a second pod labelled with a taken index); `placement` places them."""
+    surplus: tuple[tuple[str, Obj], ...] = ()
+    """With interchangeable pods: (replica type, pod) of the active pods beyond their
+    type's replicas, in the order they are deleted (`placement`)."""
 
 
 class AdoptionGuard:
@@ -83,15 +92,26 @@ def claim(
     *,
     replica_types: Sequence[str],
     guard: AdoptionGuard,
+    selector: Mapping[str, Any] | None = None,
 ) -> Claimed:
-    """The job's children of `resource`, adopting matching orphans and relabelling drifted ones."""
+    """The job's children of `resource`, adopting matching orphans and relabelling drifted ones.
+
+    With a `selector` (governs.selector; its one replica type's pods are interchangeable)
+    the claim is upstream's PodControllerRefManager's: an orphan in the namespace that the
+    selector matches is adopted, one of ours that it no longer matches is released, and
+    ours without an index of their own are `spare`."""
     metadata = job["metadata"]
     uid = metadata["uid"]
     candidates: dict[str, Obj] = {o["metadata"]["uid"]: o for o in cache.by_owner(uid)}
     for labelled in cache.by_label(metadata["namespace"], JOB_NAME_LABEL, metadata["name"]):
         candidates.setdefault(labelled["metadata"]["uid"], labelled)
+    if selector is not None:
+        for orphan in cache.list(metadata["namespace"]):
+            if controller_uid(orphan) is None and _selected(orphan, selector):
+                candidates.setdefault(orphan["metadata"]["uid"], orphan)
     by_replica: dict[ReplicaId, Obj] = {}
     unplaced: list[Obj] = []
+    spare: list[Obj] = []
     for candidate in candidates.values():
         owner = controller_uid(candidate)
         if owner is not None and owner != uid:
@@ -100,19 +120,59 @@ def claim(
             continue  # a declared object (spec.objects: JobSet's Service), not a replica's
 
         obj = candidate
-        if owner is None and (not _matches(obj, job) or not guard.may_adopt()):
+        if selector is not None:
+            if owner is not None and not _selected(obj, selector):
+                _release(client, resource, obj, job)
+                continue
+            adoptable = _selected(obj, selector) and not obj["metadata"].get("deletionTimestamp")
+        else:
+            adoptable = _matches(obj, job)
+        if owner is None and (not adoptable or not guard.may_adopt()):
             continue
         replica = _replica(obj, job, replica_types)
         if owner is None:
             obj = _adopt(client, resource, obj, job, replica)
+        if replica is None and selector is not None:
+            spare.append(obj)
+            continue
         if replica is None:
             unplaced.append(obj)
             continue
-        obj = _relabel_if_drifted(client, resource, obj, job, replica)
+        obj = relabel_if_drifted(client, resource, obj, job, replica)
         current = by_replica.get(replica)
-        if current is None or obj["metadata"]["name"] == child_name(metadata["name"], replica):
+        if current is not None and selector is not None:
+            spare.append(obj)  # two pods labelled with one index: placement sorts them out
+        elif current is None or obj["metadata"]["name"] == child_name(metadata["name"], replica):
             by_replica[replica] = obj
-    return Claimed(by_replica, tuple(unplaced), resource)
+    return Claimed(by_replica, tuple(unplaced), resource, spare=tuple(spare))
+
+
+def _selected(obj: Obj, selector: Mapping[str, Any]) -> bool:
+    return selector_matches(selector, obj["metadata"].get("labels") or {})
+
+
+def _release(client: KubeClient, resource: Resource, obj: Obj, job: Obj) -> None:
+    """Upstream's release of a pod that stopped matching the selector: our controller
+    reference goes, and with it our labels and tracking finalizer (nobody would remove it
+    later), in one patch with the pod's uid as precondition. A pod gone already is done."""
+    metadata = obj["metadata"]
+    uid = job["metadata"]["uid"]
+    patch: dict[str, Any] = {"metadata": {
+        "uid": metadata["uid"],
+        "ownerReferences": [r for r in metadata.get("ownerReferences") or ()
+                            if r.get("uid") != uid],
+        "labels": {key: None for key in metadata.get("labels") or {}
+                   if key.startswith(_OUR_LABEL_PREFIX)},
+    }}
+    if TRACKING_FINALIZER in (metadata.get("finalizers") or ()):
+        patch["metadata"]["finalizers"] = [f for f in metadata["finalizers"]
+                                           if f != TRACKING_FINALIZER]
+    try:
+        client.patch(resource, metadata["name"], patch, namespace=metadata["namespace"])
+    except NotFound:
+        return
+    logger.bind(job=f"{job['metadata']['namespace']}/{job['metadata']['name']}").info(
+        f"released {resource.kind} {metadata['name']}: the selector no longer matches it")
 
 
 def _matches(obj: Obj, job: Obj) -> bool:
@@ -159,9 +219,10 @@ def _adopt(
     return adopted
 
 
-def _relabel_if_drifted(
+def relabel_if_drifted(
     client: KubeClient, resource: Resource, obj: Obj, job: Obj, replica: ReplicaId
 ) -> Obj:
+    """The child with the replica's labels: patched (uid precondition) when they differ."""
     wanted = child_labels(job, replica)
     labels = obj["metadata"].get("labels") or {}
     if all(labels.get(k) == v for k, v in wanted.items()):

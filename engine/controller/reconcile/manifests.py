@@ -76,11 +76,15 @@ def build_pod(
     for name, value in decorations.spec_fields.items():
         if spec.get(name) in (None, ""):
             spec[name] = value
+    # Interchangeable pods are named by the API server, as upstream's ReplicaSet pods are.
+    naming = ({"generateName": f"{job['metadata']['name']}-"}
+              if definition.definition.spec.pod.naming == "Generated"
+              else {"name": child_name(job["metadata"]["name"], replica)})
     return {
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {
-            "name": child_name(job["metadata"]["name"], replica),
+            **naming,
             "namespace": job["metadata"]["namespace"],
             "labels": {
                 **(metadata.get("labels") or {}),

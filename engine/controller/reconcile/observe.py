@@ -53,6 +53,12 @@ class PodFacts:
     `reason` and `message` are then its failure's words."""
     error: str = ""
     """Why the observation is only a guess: a child status expression failed, else ''."""
+    available_in: float | None = None
+    """For a Ready pod: seconds until it has been Ready for governs.minReadySeconds (0: it
+    is available); None when it is not Ready."""
+    labelled: bool = False
+    """Whether the pod carries every label of its replica's template (ReplicaSet's
+    fullyLabeledReplicas)."""
 
     @property
     def ready(self) -> bool:
@@ -203,6 +209,32 @@ def observe_pod(
         uid=str(pod["metadata"].get("uid") or ""),
         deleting=deleting,
     )
+
+
+def availability(pod: Mapping[str, Any], min_ready_seconds: int, now: datetime
+                 ) -> float | None:
+    """Seconds until a Ready pod is available (0: it is), as upstream's IsPodAvailable: Ready
+    for more than `min_ready_seconds` by its Ready condition's lastTransitionTime (0 makes
+    every Ready pod available); None when it is not Ready."""
+    for condition in (pod.get("status") or {}).get("conditions") or ():
+        if condition.get("type") != "Ready" or condition.get("status") != "True":
+            continue
+        if min_ready_seconds <= 0:
+            return 0.0
+        since = condition.get("lastTransitionTime")
+        if not since:
+            return None
+        due = parse_time(since) + timedelta(seconds=min_ready_seconds)
+        # Upstream's "Before(now)" is strict: at the very second it is not available yet.
+        return 0.0 if due < now else max((due - now).total_seconds(), 0.001)
+    return None
+
+
+def carries_labels(pod: Mapping[str, Any], template: Mapping[str, Any]) -> bool:
+    """Whether the pod has every label of the pod template (`{metadata, spec}`)."""
+    wanted = (template.get("metadata") or {}).get("labels") or {}
+    labels = pod["metadata"].get("labels") or {}
+    return all(labels.get(key) == value for key, value in wanted.items())
 
 
 def observe_replica_pod(

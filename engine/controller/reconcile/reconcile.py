@@ -15,6 +15,7 @@ from typing import Any
 
 from loguru import logger
 
+from engine.api.replicated import read_path
 from engine.controller.machines.registry import Assignment, MachineRegistry, Unassigned
 from engine.controller.reconcile.actions import (
     ActionRun,
@@ -56,11 +57,14 @@ from engine.controller.reconcile.objects import ObjectRun, object_name, ours, sy
 from engine.controller.reconcile.observe import (
     CHILD_MISSING,
     PodFacts,
+    availability,
+    carries_labels,
     job_observations,
     node_is_ready,
     observe_child,
     observe_replica_pod,
 )
+from engine.controller.reconcile.placement import place
 from engine.controller.reconcile.record import MachineRecord, RecordError, read_record
 from engine.controller.reconcile.refused import (
     TEMPLATE_ERROR_REASON,
@@ -77,7 +81,7 @@ from engine.controller.reconcile.variables import (
 )
 from engine.controller.reporting.events import EventRecorder
 from engine.controller.reporting.metrics import Metrics
-from engine.controller.runtime.expectations import Expectations
+from engine.controller.runtime.expectations import ExpectationKey, Expectations
 from engine.controller.runtime.freshness import ReleasedFinalizers, WrittenVersions
 from engine.controller.runtime.references import ReferenceWatches
 from engine.controller.runtime.scheduler import WakeScheduler, utc_now
@@ -147,6 +151,8 @@ class _Observed:
     """Replicas whose pod is of an older restart attempt: not observed, only deleted."""
     surroundings: Surroundings
     unseen_pods: int
+    satisfied: Mapping[str, bool] = field(default_factory=dict)
+    """Each replica type's expectations, met or not, as they were before the cache was read."""
     """Pods created and not yet in the cache: they exist all the same and clean-up may have
     to delete them, so the job is not settled before the watch shows them."""
 
@@ -403,25 +409,41 @@ class Reconciler:
         spec = read_job_spec(job, definition, verdicts=self._verdicts)
         guard = AdoptionGuard(self._client, self._resource(key), job)
         types = [t.name for t in spec.replica_types]
+        satisfied = {t: self._expectations.satisfied(ExpectationKey(key.id, t)) for t in types}
         resource, cache = self._replica_objects(definition)
-        owned = claim(self._client, resource, cache, job, replica_types=types, guard=guard)
+        governs = definition.definition.governs
+        selector = None if governs.selector is None else read_path(job, governs.selector)
+        owned = claim(self._client, resource, cache, job, replica_types=types, guard=guard,
+                      selector=None if governs.selector is None else selector or {})
+        if definition.definition.spec.pod.naming == "Generated" and resource == PODS:
+            for replica_type in spec.replica_types:
+                owned = place(self._client, owned, job, replica_type=replica_type.name,
+                              replicas=replica_type.replicas, now=self._clock())
         services = claim(self._client, SERVICES, self._caches.services, job,
                          replica_types=types, guard=guard)
         record = read_record(job.get("status") or {})
         facts = {}
         old_attempt = set()
+        min_ready = int(read_path(job, governs.min_ready_seconds) or 0) if (
+            governs.min_ready_seconds) else 0
         for replica, obj in owned.by_replica.items():
             if attempt_of(obj) != record.restart_attempt:
                 old_attempt.add(replica)
                 continue
-            facts[replica] = self._observe_one(job, definition, spec, replica, obj)
+            observed = self._observe_one(job, definition, spec, replica, obj)
+            if resource == PODS:
+                of_type = spec.replica_type(replica.type)
+                observed = replace(
+                    observed, available_in=availability(obj, min_ready, self._clock()),
+                    labelled=carries_labels(obj, of_type.template if of_type else {}))
+            facts[replica] = observed
         if definition.child is not None:  # a replica without its object reads childMissing
             for replica_type in spec.replica_types:
                 for index in range(replica_type.replicas):
                     facts.setdefault(ReplicaId(replica_type.name, index), CHILD_MISSING)
         return _Observed(spec, owned, services, record, facts, frozenset(old_attempt),
                          self._surroundings(key, job, definition, spec),
-                         self._expectations.creations_unseen(key.id))
+                         self._expectations.creations_unseen(key.id), satisfied)
 
     def _observe_one(self, job: Obj, definition: CompiledDefinition, spec: JobSpecView,
                      replica: ReplicaId, obj: Obj) -> PodFacts:
@@ -540,6 +562,7 @@ class Reconciler:
             spec=observed.spec, decision=decision, replica_objects=observed.replica_objects,
             services=observed.services, facts=observed.facts, now=now,
             old_attempt=observed.old_attempt, released=self._released,
+            satisfied=observed.satisfied,
         )
         if not decision.holds_replicas and not job["metadata"].get("deletionTimestamp"):
             run.objects_wait_s = self._sync_objects(key, job, definition, run)
@@ -586,7 +609,10 @@ class Reconciler:
         status = job.get("status") or {}
         if compiled is not None and compiled.terminal:
             return self._after_finish(key, job, spec, status, now)
-        look = next_look(definition, spec, status, decision, wait_s=run.wait_s, now=now)
+        # A Ready pod that becomes available later (minReadySeconds) changes the counts then.
+        becoming = [f.available_in for f in run.facts.values() if f.available_in]
+        look = next_look(definition, spec, status, decision, wait_s=[*run.wait_s, *becoming],
+                         now=now)
         for purpose, when in look.wake_ups.items():
             self._scheduler.wake_at(key, when, purpose)
         if run.schedule_wake is not None:

@@ -28,9 +28,9 @@ def replica_summary(
     pods: Mapping[ReplicaId, PodFacts],
     machine: CompiledMachine,
 ) -> dict[str, dict[str, Any]]:
-    """Per replica type: position, desired, parallelism, active, ready, live, terminating,
-    waiting, succeeded, failed, restarts, per-phase counts, states, completedIndexes and
-    failedIndexes.
+    """Per replica type: position, desired, parallelism, active, ready, available,
+    fullyLabeled, live, terminating, waiting, succeeded, failed, restarts, per-phase counts,
+    states, completedIndexes and failedIndexes.
 
     `waiting` counts a pool's members not started that have no place now (0 for a fixed
     set); the index lists are in the Job API's interval format (`0-3,7`)."""
@@ -40,8 +40,9 @@ def replica_summary(
         entry: dict[str, Any] = {word: 0 for word in phase_words}
         entry.update(
             position=position, desired=replica_type.replicas,
-            parallelism=replica_type.at_once, active=0, ready=0, live=0, terminating=0,
-            waiting=0, succeeded=0, failed=0, restarts=0,
+            parallelism=replica_type.at_once, active=0, ready=0, available=0,
+            fullyLabeled=0, live=0, terminating=0, waiting=0, succeeded=0, failed=0,
+            restarts=0,
         )
         states: dict[str, int] = {}
         ended: dict[str, list[int]] = {"success": [], "failure": []}
@@ -55,6 +56,9 @@ def replica_summary(
             if facts.active:
                 entry["active"] += 1
                 entry["ready"] += facts.ready
+                entry["available"] += facts.ready and facts.available_in == 0
+            if facts.observation in _LIVE and not facts.deleting:
+                entry["fullyLabeled"] += facts.labelled
             entry["terminating"] += facts.terminating
             if facts.observation in _LIVE and not facts.deleting:
                 entry["live"] += 1

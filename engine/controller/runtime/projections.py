@@ -22,11 +22,12 @@ _META_FIELDS = (
 )
 _POD_META_FIELDS = (
     "name", "namespace", "uid", "resourceVersion", "labels", "ownerReferences",
-    "deletionTimestamp", "finalizers",
+    "deletionTimestamp", "finalizers", "creationTimestamp", "generateName",
 )
-"""A pod's annotations and creation time are written by the engine and never read back."""
-_OUR_LABELS = "jobmachine.dev/"
-"""The only labels of a pod the engine reads back (Kubeflow's are for others to select by)."""
+"""Labels are matched against a kind's selector (governs.selector), and the creation time and
+the deletion cost rank interchangeable pods for deletion (pod.naming Generated)."""
+_POD_ANNOTATIONS = ("controller.kubernetes.io/pod-deletion-cost",)
+"""The only annotations of a pod the engine reads back."""
 _CONTAINER_STATUS_FIELDS = ("name", "restartCount", "ready")
 _POD_STATUS_FIELDS = ("phase", "reason", "message")
 _STATE_FIELDS = {
@@ -66,9 +67,10 @@ def project_pod(obj: Obj) -> Obj:
     if "namespace" in metadata:
         metadata["namespace"] = intern_value(metadata["namespace"])
     if "labels" in metadata:
-        metadata["labels"] = interned({
-            key: value for key, value in (metadata["labels"] or {}).items()
-            if key.startswith(_OUR_LABELS)})
+        metadata["labels"] = interned(dict(metadata["labels"] or {}))
+    annotations = _pick((obj.get("metadata") or {}).get("annotations") or {}, _POD_ANNOTATIONS)
+    if annotations:
+        metadata["annotations"] = annotations
     if "ownerReferences" in metadata:
         metadata["ownerReferences"] = tuple(  # one job's own: not worth a shared entry
             interned(ref) for ref in metadata["ownerReferences"] or ())
@@ -83,8 +85,10 @@ def project_pod(obj: Obj) -> Obj:
     status = obj.get("status") or {}
     status_view = _pick(status, _POD_STATUS_FIELDS)
     if "conditions" in status:
+        # The Ready condition's time says how long a pod has been ready (minReadySeconds).
         status_view["conditions"] = shared_tuple(
-            shared(_pick(c, ("type", "status"))) for c in status["conditions"] or ())
+            shared(_pick(c, ("type", "status", "lastTransitionTime") if c.get("type") == "Ready"
+                         else ("type", "status"))) for c in status["conditions"] or ())
     for field in ("containerStatuses", "initContainerStatuses"):
         if field in status:
             status_view[field] = shared_tuple(_container_status(s) for s in status[field] or ())

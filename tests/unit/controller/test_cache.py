@@ -37,7 +37,7 @@ FULL_POD: dict[str, Any] = {
     "metadata": {
         "name": "a-worker-0", "namespace": "ns", "uid": "u1", "resourceVersion": "7",
         "labels": {JOB_NAME_LABEL: "a", "training.kubeflow.org/job-name": "a"},
-        "annotations": {"x": "y"},
+        "annotations": {"x": "y", "controller.kubernetes.io/pod-deletion-cost": "5"},
         "ownerReferences": [{"uid": "job-uid", "controller": True}],
         "deletionTimestamp": "2024-01-01T00:00:00Z", "finalizers": ["jobmachine.dev/tracking"],
         "creationTimestamp": "2024-01-01T00:00:00Z", "managedFields": [{"manager": "kubectl"}],
@@ -50,7 +50,8 @@ FULL_POD: dict[str, Any] = {
     "status": {
         "phase": "Failed", "reason": "Error", "message": "m", "podIP": "10.0.0.1",
         "startTime": "2024-01-01T00:00:01Z", "qosClass": "BestEffort",
-        "conditions": [{"type": "Ready"}],
+        "conditions": [{"type": "Ready", "lastTransitionTime": "2024-01-01T00:00:03Z"},
+                       {"type": "PodScheduled", "lastTransitionTime": "2024-01-01T00:00:01Z"}],
         "containerStatuses": [{
             "name": "main", "lastState": {},
             "state": {"terminated": {"exitCode": 137, "reason": "Error", "message": "oom",
@@ -71,15 +72,21 @@ def test_pod_projection_keeps_only_what_the_engine_reads() -> None:
         "kind": "Pod",
         "metadata": {
             "name": "a-worker-0", "namespace": "ns", "uid": "u1", "resourceVersion": "7",
-            "labels": {JOB_NAME_LABEL: "a"},
+            # Every label (a selector matches them), the deletion cost and the creation time
+            # (they rank interchangeable pods), no other annotation.
+            "labels": {JOB_NAME_LABEL: "a", "training.kubeflow.org/job-name": "a"},
+            "annotations": {"controller.kubernetes.io/pod-deletion-cost": "5"},
             "ownerReferences": ({"uid": "job-uid", "controller": True},),
             "deletionTimestamp": "2024-01-01T00:00:00Z",
             "finalizers": ("jobmachine.dev/tracking",),
+            "creationTimestamp": "2024-01-01T00:00:00Z", "generateName": "a-",
         },
         "spec": {"nodeName": "local", "restartPolicy": "Never", "containers": ({"name": "main"},)},
         "status": {
             "phase": "Failed", "reason": "Error", "message": "m",
-            "conditions": ({"type": "Ready"},),
+            # Only Ready keeps its time: how long a pod has been ready (minReadySeconds).
+            "conditions": ({"type": "Ready", "lastTransitionTime": "2024-01-01T00:00:03Z"},
+                           {"type": "PodScheduled"}),
             "containerStatuses": ({
                 "name": "main", "restartCount": 2, "ready": False,
                 "state": {"terminated": {"exitCode": 137, "reason": "Error", "message": "oom"}},

@@ -61,6 +61,8 @@ def test_the_summary_counts_states_phases_and_running_pods_per_type() -> None:
         "pending": 0, "running": 1, "restarting": 0, "suspended": 0,
         "states": {"Running": 1}, "parallelism": 1, "terminating": 0, "waiting": 0, "live": 1,
         "completedIndexes": "", "failedIndexes": "",
+        # Facts built here say nothing of availability or the template's labels.
+        "available": 0, "fullyLabeled": 0,
     }
     assert summary["Worker"] == {
         "position": 1, "desired": 4, "active": 1, "ready": 0, "succeeded": 1, "failed": 1,
@@ -68,6 +70,7 @@ def test_the_summary_counts_states_phases_and_running_pods_per_type() -> None:
         "pending": 0, "running": 0, "restarting": 1, "suspended": 0,
         "states": {"Succeeded": 1, "Failed": 1, "Restarting": 1}, "parallelism": 4, "live": 1,
         "terminating": 0, "waiting": 0, "completedIndexes": "0", "failedIndexes": "1",
+        "available": 0, "fullyLabeled": 0,
     }
 
 

@@ -259,8 +259,9 @@ def test_a_misspelt_field_of_an_engine_variable_is_an_error_at_the_field() -> No
     # has one count per phase word of the machine's replica states (pending, running).
     assert guard('"replicas.Head.succeded > 0"') == [
         "demo.yaml:12:56: error: unknown field 'succeded' of a replica type's summary (did "
-        "you mean 'succeeded'?); its fields: position, desired, parallelism, active, ready, live, "
-        "terminating, waiting, succeeded, failed, restarts, states, completedIndexes, "
+        "you mean 'succeeded'?); its fields: position, desired, parallelism, active, ready, "
+        "available, fullyLabeled, live, terminating, waiting, succeeded, failed, restarts, "
+        "states, completedIndexes, "
         "failedIndexes, pending, running"
     ]
     assert guard('"runPolicy.backofLimit > 2"') == [

@@ -57,7 +57,8 @@ def test_non_terminal_state_without_a_way_out() -> None:
     text += "      - {from: Running, to: Stuck, \"on\": suspended}\n"
     assert lines(document(job=text)) == [
         "demo.yaml:11:7: error: state 'Stuck' is not terminal but has no transition to another "
-        "state: mark it terminal (success or failure) or add one"
+        "state: mark it terminal (success or failure) or steady (a job level state it may "
+        "rest in for ever), or add one"
     ]
 
 

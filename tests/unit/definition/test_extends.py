@@ -366,7 +366,7 @@ def test_a_base_in_the_folder_that_is_broken_only_in_its_folder_is_reported(
     assert [str(d) for d in validate_paths([child])] == [
         f"{tmp_path}/base.yaml:9:17: error: unknown field 'colour'; allowed fields: phase, "
         "condition, terminal, onEnter, requeueAfter, timeout, holdReplicas, description, "
-        "reachedOnlyBy"
+        "reachedOnlyBy, steady"
     ]
 
 

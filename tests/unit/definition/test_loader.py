@@ -83,7 +83,8 @@ def test_unknown_field_lists_the_allowed_ones() -> None:
     job = JOB.replace("Running: {}", "Running: {colour: red}")
     assert messages(document(job=job)) == [
         "demo.yaml:9:17: error: unknown field 'colour'; allowed fields: phase, condition, "
-        "terminal, onEnter, requeueAfter, timeout, holdReplicas, description, reachedOnlyBy"
+        "terminal, onEnter, requeueAfter, timeout, holdReplicas, description, reachedOnlyBy, "
+        "steady"
     ]
 
 
