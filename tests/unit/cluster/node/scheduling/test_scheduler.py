@@ -40,6 +40,7 @@ class RecordingApi:
     def create_subresource(self, resource: Resource, name: str, subresource: str,
                            body: dict[str, Any], namespace: str) -> dict[str, Any]:
         assert (resource, subresource, namespace) == (PODS, "binding", NS)
+        assert (body["apiVersion"], body["kind"]) == ("v1", "Binding")
         assert body["target"] == {"apiVersion": "v1", "kind": "Node", "name": NODE}
         assert body["metadata"] == {"name": name, "namespace": NS, "uid": f"uid-{name}"}
         error = self.binding_errors.get(name)
