@@ -420,6 +420,11 @@ class Governs(_Strict):
     # Dotted path to the seconds a Ready pod must stay Ready to be available (the
     # `available` counts; ReplicaSet's spec.minReadySeconds); unset or absent: 0.
     min_ready_seconds: str | None = Field(default=None, alias="minReadySeconds")
+    # With statusLayout Native: the condition the kind's own status gets while the API server
+    # refuses the engine's pods (status True, reason FailedCreate, the server's message),
+    # removed by the first pass that goes through: ReplicaSet's ReplicaFailure. Unset: none.
+    refused_condition: Literal["ReplicaFailure"] | None = Field(
+        default=None, alias="refusedCondition")
     # Objects the job names that the machine reads (a TrainJob's runtime), by a lowerCamel
     # name: CEL sees each as references.<name>, {} while it is absent.
     references: dict[

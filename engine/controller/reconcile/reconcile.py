@@ -68,7 +68,9 @@ from engine.controller.reconcile.placement import place
 from engine.controller.reconcile.record import MachineRecord, RecordError, read_record
 from engine.controller.reconcile.refused import (
     TEMPLATE_ERROR_REASON,
+    kept_refusal,
     lifted_status,
+    native_refused_status,
     refused_event,
     refused_status,
     replica_failure_status,
@@ -249,15 +251,27 @@ class Reconciler:
     def _report_refusal(self, key: JobKey, job: Obj, refusal: Refusal) -> None:
         """The Warning event of an admission refusal; on a kind with the engine's status, also
         the ReplicaFailure condition (its own write, conditional on the cached job's
-        resourceVersion: a stale cache just leaves it to the next retry)."""
+        resourceVersion: a stale cache just leaves it to the next retry), and on a built-in
+        kind whose machine names a `refusedCondition`, that condition as upstream writes it
+        (on the job read afresh: the refused pass has just written its status)."""
         assignment = self._machines.assign(key.kind, engine_view(job))
         native = isinstance(assignment, Assignment) and is_native(assignment.definition)
         reason, message = refused_event(refusal, built_in=native)
         self._recorder.record(job, type="Warning", reason=reason, message=message)
-        if native or isinstance(assignment, Unassigned):
+        if isinstance(assignment, Unassigned):
             return
+        condition = assignment.definition.definition.governs.refused_condition
+        if native and condition is None:
+            return
+        if native and condition is not None:
+            # The pass that was refused wrote the status first: the cache is a step behind.
+            with contextlib.suppress(NotFound):
+                job = self._client.get(self._resource(key), key.name, key.namespace)
         status = job.get("status") or {}
-        updated = refused_status(status, refusal, now=format_time(self._clock()))
+        updated = (native_refused_status(status, refusal, condition=condition,
+                                         now=format_time(self._clock()))
+                   if native and condition is not None
+                   else refused_status(status, refusal, now=format_time(self._clock())))
         if updated != status:
             self._write_refusal_condition(key, job, updated)
 
@@ -529,6 +543,10 @@ class Reconciler:
         if native is not None and definition.schedule is not None:
             stored = job.get(NATIVE_STATUS) or {}  # the schedule writes these itself
             native.update({k: stored[k] for k in SCHEDULE_STATUS_FIELDS if k in stored})
+        kept = kept_refusal(job.get(NATIVE_STATUS) or {},
+                            definition.definition.governs.refused_condition)
+        if native is not None and kept is not None:  # until a pass goes through
+            native["conditions"] = [*native.get("conditions", []), kept]
         if status == (job.get("status") or {}) and (
                 native is None or native == job.get(NATIVE_STATUS)):
             return job

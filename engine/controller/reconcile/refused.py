@@ -68,3 +68,24 @@ def lifted_status(status: Mapping[str, Any]) -> dict[str, Any] | None:
     if get_condition(conditions, REFUSED_CONDITION) is None:
         return None
     return {**status, "conditions": [c for c in conditions if c.get("type") != REFUSED_CONDITION]}
+
+
+def native_refused_status(status: Mapping[str, Any], refusal: Refusal, *, condition: str,
+                          now: str) -> dict[str, Any]:
+    """A built-in kind's own `status` with `condition` (its ReplicaSet-shaped refusal
+    condition) set as upstream sets it: reason FailedCreate and the server's message, only
+    when it is not there yet (upstream keeps the first message until a sync goes through)."""
+    conditions = list(status.get("conditions") or [])
+    if get_condition(conditions, condition) is not None:
+        return dict(status)
+    conditions.append({"type": condition, "status": "True", "lastTransitionTime": now,
+                       "reason": _KUBERNETES_REASON, "message": refusal.message})
+    return {**status, "conditions": conditions}
+
+
+def kept_refusal(native: Mapping[str, Any], condition: str | None) -> Mapping[str, Any] | None:
+    """The refusal condition a built-in kind's own status has now, kept by the status the
+    engine writes until a pass goes through (`lifted_status` then removes it)."""
+    if condition is None:
+        return None
+    return get_condition(list(native.get("conditions") or []), condition)

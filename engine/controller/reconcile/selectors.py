@@ -10,6 +10,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from engine.api.replicated import read_path
+from engine.definition import CompiledDefinition
+
 _SELECTOR_KEYS = frozenset({"matchLabels", "matchExpressions"})
 
 
@@ -48,3 +51,11 @@ def _requirement_holds(requirement: Mapping[str, Any], labels: Mapping[str, str]
     if operator == "DoesNotExist":
         return key not in labels
     return False  # an unknown operator selects nothing (the API server refuses it)
+
+
+def job_selects(definition: CompiledDefinition, job: Mapping[str, Any],
+                labels: Mapping[str, str]) -> bool:
+    """Whether the job claims pods by its selector (governs.selector) and it selects `labels`:
+    an orphan with them is the job's to adopt."""
+    path = definition.definition.governs.selector
+    return path is not None and selector_matches(read_path(job, path) or {}, labels)

@@ -23,12 +23,18 @@ from engine.controller.coordination.leader import LeaderElector
 from engine.controller.coordination.shard_leases import ShardCoordinator
 from engine.controller.coordination.shards import ShardGate
 from engine.controller.machines.controller import MachineController
-from engine.controller.machines.registry import MachineRegistry
+from engine.controller.machines.registry import Assignment, MachineRegistry
 from engine.controller.machines.served import served_resources
-from engine.controller.reconcile.children import JOB_NAME_LABEL, REPLICA_TYPE_LABEL, JobKey
+from engine.controller.reconcile.children import (
+    JOB_NAME_LABEL,
+    REPLICA_TYPE_LABEL,
+    JobKey,
+    controller_uid,
+)
 from engine.controller.reconcile.observe import node_is_ready
 from engine.controller.reconcile.reconcile import Caches, Reconciler, TransitionListener
 from engine.controller.reconcile.record import RECORD_FIELD
+from engine.controller.reconcile.selectors import job_selects
 from engine.controller.reporting.events import EventRecorder
 from engine.controller.reporting.metrics import Metrics
 from engine.controller.runtime.expectations import ExpectationKey, Expectations
@@ -262,7 +268,7 @@ class Engine:
         obj = new or old
         if obj is None:
             return
-        keys = self._owners(obj)
+        keys = self._owners(obj) or self._selecting(obj)
         replica_type = (obj["metadata"].get("labels") or {}).get(REPLICA_TYPE_LABEL)
         name = obj["metadata"]["name"]
         for key in keys:
@@ -273,6 +279,23 @@ class Engine:
                 elif event == "DELETED" or _started_deleting(old, new):
                     self.expectations.deletion_observed(expectation, name)
             self.queue.add(key, urgent=True)
+
+    def _selecting(self, obj: Obj) -> list[JobKey]:
+        """For an orphan (no controller), the jobs whose machine claims pods by a selector that
+        matches it: upstream queues every such ReplicaSet, so the orphan is adopted at once."""
+        metadata = obj["metadata"]
+        if controller_uid(obj) is not None or metadata.get("deletionTimestamp"):
+            return []
+        found = []
+        for kind, cache in list(self.caches.jobs.items()):
+            assignment = self.machines.assign(kind, {})
+            if not isinstance(assignment, Assignment) or (
+                    assignment.definition.definition.governs.selector is None):
+                continue  # the kind claims by its own labels: an orphan without them is not its
+            found += [JobKey(kind, job["metadata"]["namespace"], job["metadata"]["name"])
+                      for job in cache.list(metadata.get("namespace"))
+                      if job_selects(assignment.definition, job, metadata.get("labels") or {})]
+        return found
 
     def _on_declared_object(self, _event: str, old: Obj | None, new: Obj | None) -> None:
         """A declared object (spec.objects), or a replica's Service: its job looks at once."""

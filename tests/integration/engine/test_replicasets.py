@@ -224,3 +224,20 @@ def test_a_replication_controller_runs_on_the_same_machine(
     core.patch_namespaced_replication_controller_scale("legacy", ns, {"spec": {"replicas": 0}})
     wait_until(lambda: not live_pods(client, ns, "legacy"), what="rc scaled to 0")
 
+
+
+def test_an_orphan_made_later_is_adopted_at_once_and_the_surplus_deleted(
+    client: KubeClient, apps: k8s.AppsV1Api, core: k8s.CoreV1Api, ns: str
+) -> None:
+    apps.create_namespaced_replica_set(ns, replicaset("late", 1))
+    wait_for_status(client, ns, "late", readyReplicas=1)
+    (kept,) = names(live_pods(client, ns, "late"))
+    orphan = {"apiVersion": "v1", "kind": "Pod",
+              "metadata": {"name": "stray", **template("late")["metadata"]},
+              "spec": template("late")["spec"]}
+    core.create_namespaced_pod(ns, orphan)
+    # Well before the periodic resync: the orphan's own watch event queues the ReplicaSet.
+    wait_until(lambda: event_messages(client, ns, "SuccessfulDelete") == ["Deleted pod: stray"],
+               what="the adopted orphan deleted as the surplus", timeout=15)
+    # Only a pod of the ReplicaSet's is its surplus: the orphan was adopted first, as upstream.
+    assert names(live_pods(client, ns, "late")) == {kept}

@@ -8,7 +8,9 @@ from typing import Any
 
 from engine.controller.reconcile.refused import (
     REFUSED_CONDITION,
+    kept_refusal,
     lifted_status,
+    native_refused_status,
     refused_event,
     refused_status,
 )
@@ -66,3 +68,20 @@ def test_lifting_removes_the_condition_only_where_there_is_one() -> None:
     status = refused_status({"conditions": [created()]}, refusal(), now="t1")
     assert lifted_status(status) == {"conditions": [created()]}
     assert lifted_status({"conditions": [created()]}) is None
+
+
+def test_a_built_in_kind_gets_replicasets_condition_once_with_the_first_message() -> None:
+    """ReplicaSet's calculateStatus: ReplicaFailure, FailedCreate and the error's words, set
+    only while absent (a later refusal does not change it); its shape is apps/v1's."""
+    status = {"replicas": 1, "readyReplicas": 1}
+    refused = native_refused_status(status, refusal(), condition="ReplicaFailure", now="t1")
+    assert refused == {**status, "conditions": [{
+        "type": "ReplicaFailure", "status": "True", "lastTransitionTime": "t1",
+        "reason": "FailedCreate", "message": QUOTA}]}
+    again = native_refused_status(refused, refusal("other words"), condition="ReplicaFailure",
+                                  now="t2")
+    assert again == refused
+    assert kept_refusal(refused, "ReplicaFailure") == refused["conditions"][0]
+    assert kept_refusal(refused, None) is None
+    assert kept_refusal(status, "ReplicaFailure") is None
+    assert lifted_status(refused) == {**status, "conditions": []}
