@@ -19,8 +19,13 @@ CRDS = REPO / "crds"
 KINDS_DIR = REPO / "kinds"
 MACHINES = REPO / "machines"
 
-KINDS: dict[str, Resource] = {r.kind: r for r in crd_resources(CRDS) if r.namespaced}
+NAMED_KINDS = frozenset({"TrainingRuntime", "ClusterTrainingRuntime"})
+"""Kinds the shipped CRDs serve that are no job kind: objects jobs name (governs.references)."""
+KINDS: dict[str, Resource] = {r.kind: r for r in crd_resources(CRDS)
+                              if r.namespaced and r.kind not in NAMED_KINDS}
 """Kind -> resource of every shipped job kind."""
+NAMED: dict[str, Resource] = {r.kind: r for r in crd_resources(CRDS) if r.kind in NAMED_KINDS}
+"""Kind -> resource of the kinds jobs name (Kubeflow Trainer's runtimes)."""
 PYTORCHJOBS = KINDS["PyTorchJob"]
 TFJOBS = KINDS["TFJob"]
 MACHINEJOBS = KINDS["MachineJob"]

@@ -96,6 +96,15 @@ KEPT: dict[Triple, str] = {
            ("jobsets", ("get", "list", "watch", "patch", "delete")),
            ("jobsets/status", ("update",)), ("jobsets/finalizers", ("update",)))
        for verb in verbs},
+    ("jobset.x-k8s.io", "jobsets", "create"): "a TrainJob's JobSet is its child (spec.child)",
+    **{("trainer.kubeflow.org", plural, verb): "TrainJobs (machines/trainjob.yaml) and the "
+       "runtimes they name (governs.references), which these jobs do not include"
+       for plural, verbs in (
+           ("trainjobs", ("get", "list", "watch", "patch", "delete")),
+           ("trainjobs/status", ("update",)), ("trainjobs/finalizers", ("update",)),
+           ("trainingruntimes", ("list", "watch")),
+           ("clustertrainingruntimes", ("list", "watch")))
+       for verb in verbs},
     ("batch", "jobs", "create"): "a JobSet's Jobs are its children (spec.child)",
     ("", "pods", "get"): "read when a create finds the name taken, to say whose it is",
     ("coordination.k8s.io", "leases", "list"): "--shards: the shard Leases are listed",

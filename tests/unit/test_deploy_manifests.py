@@ -33,7 +33,7 @@ from engine.kube.resources import (
     Resource,
 )
 from engine.settings import EngineSettings
-from tests.kinds import KINDS
+from tests.kinds import KINDS, NAMED
 
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy" / "base"
@@ -115,6 +115,7 @@ def _needed() -> list[tuple[Resource, str, set[str]]]:
         (STATE_MACHINES, f"{STATE_MACHINES.plural}/status", MACHINE_STATUS_VERBS),
         (CRDS, CRDS.plural, INFORMED),
     ]
+    needed += [(resource, resource.plural, INFORMED) for resource in NAMED.values()]
     return needed
 
 

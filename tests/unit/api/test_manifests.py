@@ -20,6 +20,9 @@ NAMES = [
     "tfjobs.kubeflow.org.yaml",
     "xgboostjobs.kubeflow.org.yaml",
     "jobsets.jobset.x-k8s.io.yaml",
+    "clustertrainingruntimes.trainer.kubeflow.org.yaml",
+    "trainingruntimes.trainer.kubeflow.org.yaml",
+    "trainjobs.trainer.kubeflow.org.yaml",
 ]
 
 

@@ -40,13 +40,20 @@ DOC = {
         (".metadata.labels['app.kubernetes.io/name']", ["train"]),
         ('.metadata.labels["app.kubernetes.io/name"]', ["train"]),
         (".metadata.*", ["j", {"app.kubernetes.io/name": "train"}]),
+        # Slices, as Python's: Kubeflow Trainer's State column is the newest condition's type.
+        (".status.conditions[-1:].type", ["Ready"]),
+        (".status.conditions[0:1].type", ["Created"]),
+        (".status.conditions[:].type", ["Created", "Ready"]),
+        (".status.conditions[::-1].type", ["Ready", "Created"]),
+        (".spec.replicas[-1:]", []),
     ],
 )
 def test_find(path: str, expected: list[object]) -> None:
     assert find(path, DOC) == expected
 
 
-@pytest.mark.parametrize("path", ["", ".", ".spec[", ".spec[?(@.a==)]", "spec..x", ".a[abc]"])
+@pytest.mark.parametrize(
+    "path", ["", ".", ".spec[", ".spec[?(@.a==)]", "spec..x", ".a[abc]", ".a[::0]"])
 def test_invalid_paths_are_rejected(path: str) -> None:
     with pytest.raises(ValueError):
         parse(path)

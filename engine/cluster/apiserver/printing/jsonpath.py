@@ -17,6 +17,7 @@ from typing import Any
 
 _NAME = re.compile(r"[A-Za-z_$][\w$\-/]*")
 _INDEX = re.compile(r"\[\s*(-?\d+)\s*\]")
+_SLICE = re.compile(r"\[\s*(-?\d+)?\s*:\s*(-?\d+)?\s*(?::\s*(-?\d+)?\s*)?\]")
 _QUOTED_KEY = re.compile(r"\[\s*(?:'([^']*)'|\"([^\"]*)\")\s*\]")
 _FILTER = re.compile(
     r"\[\?\(\s*@((?:\.[\w$\-/]+|\[\s*(?:'[^']*'|\"[^\"]*\")\s*\])+)\s*"
@@ -35,6 +36,17 @@ class Index:
 
 
 @dataclass(frozen=True)
+class Slice:
+    """`[start:end:step]`, as Python slices a list (a negative start counts from the end:
+    `[-1:]` is the last item, what upstream's printer columns read for the newest
+    condition)."""
+
+    start: int | None
+    end: int | None
+    step: int | None
+
+
+@dataclass(frozen=True)
 class Wildcard:
     pass
 
@@ -46,7 +58,7 @@ class Filter:
     value: Any
 
 
-Step = Field | Index | Wildcard | Filter
+Step = Field | Index | Slice | Wildcard | Filter
 
 
 @dataclass(frozen=True)
@@ -95,7 +107,7 @@ def _next_step(text: str, position: int, expression: str) -> tuple[Step, int]:
                 f"invalid JSONPath {expression!r}: expected a field name at {position}"
             )
         return Field(match.group()), match.end()
-    for pattern in (_INDEX, _QUOTED_KEY, _FILTER):
+    for pattern in (_INDEX, _SLICE, _QUOTED_KEY, _FILTER):
         match = pattern.match(text, position)
         if match is not None:
             return _bracket_step(match), match.end()
@@ -105,6 +117,11 @@ def _next_step(text: str, position: int, expression: str) -> tuple[Step, int]:
 def _bracket_step(match: re.Match[str]) -> Step:
     if match.re is _INDEX:
         return Index(int(match.group(1)))
+    if match.re is _SLICE:
+        start, end, step = (None if g is None else int(g) for g in match.groups())
+        if step == 0:
+            raise ValueError(f"invalid JSONPath slice {match.group()!r}: step must not be 0")
+        return Slice(start, end, step)
     if match.re is _QUOTED_KEY:
         return Field(match.group(1) if match.group(1) is not None else match.group(2))
     path = tuple(Field(name) for name in _field_names(match.group(1)))
@@ -132,6 +149,8 @@ def _apply(step: Step, node: Any) -> list[Any]:
         if isinstance(node, list) and -len(node) <= step.position < len(node):
             return [node[step.position]]
         return []
+    if isinstance(step, Slice):
+        return list(node[step.start:step.end:step.step]) if isinstance(node, list) else []
     if isinstance(step, Wildcard):
         if isinstance(node, dict):
             return list(node.values())
