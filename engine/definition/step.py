@@ -25,6 +25,7 @@ from engine.definition.compiled import (
     StepContext,
     StepError,
 )
+from engine.definition.remembered_steps import remembered_steps
 from engine.definition.templates import TextTemplate
 from engine.definition.vocabulary import REPLAYABLE_ACTIONS, WORLD_RESETTING_ACTIONS
 
@@ -154,6 +155,15 @@ class _Stay:
 
 
 def step(machine: CompiledMachine, state: str | None, facts: Facts) -> StepResult:
+    """`_step`, or within `remembering_steps` (the model checker), its result replayed when
+    it was taken before with the same outcomes."""
+    remembered = remembered_steps()
+    if remembered is not None:
+        return remembered.step(machine, state, facts, _step)
+    return _step(machine, state, facts)
+
+
+def _step(machine: CompiledMachine, state: str | None, facts: Facts) -> StepResult:
     """Fire transitions from `state` until none fires, a self-loop fires, a state with
     `onEnter` actions is entered, or a transition resets the world (`restartJob`): those
     actions take effect before the instance moves on, so a transition out of that state is

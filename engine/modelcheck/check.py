@@ -28,6 +28,7 @@ from engine.definition.cel import remembering_values
 from engine.definition.cel_types import SchemaLookup
 from engine.definition.errors import warning
 from engine.definition.expressions import compile_expressions
+from engine.definition.remembered_steps import remembering_steps
 from engine.definition.validate import load_with_positions
 from engine.modelcheck.codes import exit_code_classes
 from engine.modelcheck.explore import ShapeResult, Violation, explore
@@ -143,7 +144,7 @@ def _explore(definition: CompiledDefinition, shape: Shape, bounds: Bounds) -> Sh
     # The engine evaluates the same expressions over the same values in most of the
     # thousands of passes of a shape: remembered, they cost a lookup (values, not verdicts:
     # every pass still decides with the engine's code).
-    with remembering_values(), _collecting_seldom():
+    with remembering_values(), remembering_steps(), _collecting_seldom():
         codes = exit_code_classes(definition, shape, bounds, candidate_codes(definition))
         return explore(definition, shape, bounds, codes)
 

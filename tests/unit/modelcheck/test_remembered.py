@@ -1,0 +1,103 @@
+"""What the model checker remembers (values by what expressions read, steps by their
+outcomes) never changes what it finds: the same situations, states and traces as the
+engine's code run afresh every time."""
+
+from __future__ import annotations
+
+from contextlib import ExitStack
+from pathlib import Path
+
+import pytest
+
+from engine.definition import load_definitions
+from engine.definition.cel import (
+    Activation,
+    Scope,
+    _entry_fields,
+    compile_expression,
+    remembering_values,
+)
+from engine.definition.remembered_steps import remembering_steps
+from engine.modelcheck.explore import ShapeResult, explore
+from engine.modelcheck.shapes import Bounds, Shape
+from tests.kinds import MACHINES
+
+SOUND = Path(__file__).parent / "machines" / "sound.yaml"
+
+
+@pytest.mark.parametrize(("source", "name", "fields"), [
+    ("replicas.exists(t, 'FailedByRule' in replicas[t].states)", "replicas", ("states",)),
+    ("'Chief' in replicas ? replicas.Chief.succeeded == replicas.Chief.desired : false",
+     "replicas", ("desired", "succeeded")),
+    ("replicas.all(t, replicas[t].pending == 0)", "replicas", ("pending",)),
+    ("'x' in replicas.Chief.states", "replicas", ("states",)),
+    ("'Chief' in replicas", "replicas", ()),
+    ("size(replicas) > 1", "replicas", None),
+    ("has(replicas.Chief)", "replicas", None),
+    ("replicas.map(t, replicas[t])", "replicas", None),
+    ("'status' in objects['pg']", "objects", None),
+])
+def test_the_entry_fields_an_expression_reads_or_none_when_it_reads_more(
+    source: str, name: str, fields: tuple[str, ...] | None,
+) -> None:
+    assert _entry_fields(source, name) == fields
+
+
+def summary(failed: int, states: dict[str, int]) -> dict[str, dict[str, object]]:
+    return {"Worker": {"failed": failed, "states": states, "desired": 1},
+            "PS": {"failed": 0, "states": {"Running": 1}, "desired": 1}}
+
+
+def test_a_remembered_value_is_the_value_over_every_change_of_what_is_read() -> None:
+    """Values and errors as the evaluator gives them afresh, whether the change is in the
+    fields read (states), in fields not read (failed), or in the job's status beside the
+    fields an expression selects."""
+    scope = Scope("job")
+    guards = [compile_expression(source, scope) for source in (
+        "replicas.exists(t, 'Failed' in replicas[t].states)",
+        "replicas.Worker.failed > 0 && job.metadata.name == 'a'",
+        "has(job.status) && job.status.phase == 'Running'",
+        "replicas.Worker.states.Failed > 0")]
+    jobs = [{"kind": "K", "metadata": {"name": "a"}, "spec": {}, "status": {"phase": phase}}
+            for phase in ("Running", "Done", "Running")]
+    rounds = [{"job": job, "replicas": summary(failed, states)} for job in jobs
+              for failed in (0, 1) for states in ({"Running": 1}, {"Failed": 1})]
+
+    def values(variables: dict[str, object]) -> list[object]:
+        found: list[object] = []
+        activation = Activation(variables)
+        for guard in guards:
+            try:
+                found.append(guard.evaluate(activation))
+            except Exception as exc:  # the error, as said
+                found.append(str(exc))
+        return found
+
+    afresh = [values(variables) for variables in rounds]
+    with remembering_values():
+        remembered = [values(variables) for variables in rounds + rounds]
+    assert remembered == afresh + afresh
+
+
+def explored(path: Path, shape: Shape, *, remembering: bool) -> ShapeResult:
+    definition = load_definitions([path])[0]
+    with ExitStack() as stack:
+        if remembering:
+            stack.enter_context(remembering_values())
+            stack.enter_context(remembering_steps())
+        return explore(definition, shape, Bounds(), (0, 1, 128))
+
+
+@pytest.mark.parametrize(("path", "shape"), [
+    (SOUND, Shape((("Worker", 1),), "OnFailure")),
+    (MACHINES / "tfjob.yaml", Shape((("Chief", 1), ("PS", 1)), "ExitCode")),
+])
+def test_remembering_finds_what_the_engine_run_afresh_finds(path: Path, shape: Shape) -> None:
+    afresh = explored(path, shape, remembering=False)
+    remembered = explored(path, shape, remembering=True)
+    assert remembered.situations == afresh.situations
+    assert (remembered.job_states, remembered.replica_states, remembered.conditions) == (
+        afresh.job_states, afresh.replica_states, afresh.conditions)
+    assert [(v.rule, v.where, v.trace) for v in remembered.violations] == [
+        (v.rule, v.where, v.trace) for v in afresh.violations]
+    assert remembered.failed_expressions == afresh.failed_expressions
