@@ -1,0 +1,141 @@
+"""Label and field selectors at their edges: kube-apiserver's exact words for each parse
+error (a client shows them to the user), Gt/Lt at the bound, and field values as the
+server renders them. The property tests cover parsing and matching in bulk; these pin
+the words and boundaries one by one."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from engine.cluster.apiserver.registry.selectors import (
+    EXISTS,
+    GT,
+    IN,
+    LT,
+    FieldSelector,
+    LabelSelector,
+    SelectorError,
+    field_value,
+    requirement,
+)
+
+PREFIX = "unable to parse requirement: "
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("a in ()", PREFIX + "for 'in', 'notin' operators, values set can't be empty"),
+    ("a notin ()", PREFIX + "for 'in', 'notin' operators, values set can't be empty"),
+    ("a>x", PREFIX + "for 'Gt', 'Lt' operators, exactly one integer value is required"),
+    ("a<1.5", PREFIX + "for 'Gt', 'Lt' operators, exactly one integer value is required"),
+    ("!", "found '', expected: identifier after '!'"),
+    ("!=x", "found '!=', expected: identifier"),
+    ("a b", "found 'b', expected: '=', '!=', '==', 'in', notin'"),
+    ("a=(", "found '(', expected: identifier"),
+    ("a in x", "found 'x', expected: '('"),
+    ("a in (x y)", "found 'y', expected: ',', ')' or identifier"),
+    ("a in (x", "found '', expected: ',', ')' or identifier"),
+    ("a=b c", "found 'c', expected: ',' or 'end of string'"),
+    ("a=b=c", "found '=', expected: ',' or 'end of string'"),
+    ("a=b!", "found '!', expected: ',' or 'end of string'"),
+    ("a==", None),  # an empty value is a value
+])
+def test_label_selector_errors_are_kube_apiservers_words(text: str, message: str | None) -> None:
+    if message is None:
+        assert str(LabelSelector.parse(text)) == "a="
+        return
+    with pytest.raises(SelectorError) as refused:
+        LabelSelector.parse(text)
+    assert str(refused.value) == message
+
+
+def test_several_problems_of_one_requirement_are_joined_with_semicolons() -> None:
+    with pytest.raises(SelectorError) as refused:
+        requirement("-bad", IN, ["-also"])
+    assert str(refused.value).startswith(PREFIX + 'Invalid value: "-bad": ')
+    assert '; Invalid value: "-also": ' in str(refused.value)
+
+
+@pytest.mark.parametrize(("operator", "values", "message"), [
+    ("=", ["a", "b"], "exact-match compatibility requires one single value"),
+    ("=", [], "exact-match compatibility requires one single value"),
+    (EXISTS, ["a"], "values set must be empty for exists and does not exist"),
+    ("~", [], '"~" is not a valid label selector operator'),
+])
+def test_requirement_errors(operator: str, values: list[str], message: str) -> None:
+    with pytest.raises(SelectorError) as refused:
+        requirement("k", operator, values)
+    assert str(refused.value) == PREFIX + message
+
+
+def test_matching_label_values_that_are_absent_read_as_empty() -> None:
+    assert LabelSelector.parse("a in (,x)").matches({"a": ""})
+    assert not LabelSelector.parse("a in (,x)").matches({})
+    assert LabelSelector.parse("a!=").matches({"a": "x"})
+    assert not LabelSelector.parse("a!=").matches({"a": ""})
+
+
+@pytest.mark.parametrize(("text", "value", "matches"), [
+    ("n>3", "4", True), ("n>3", "3", False), ("n<3", "2", True), ("n<3", "3", False),
+    ("n>-1", "0", True), ("n<0", "x", False),
+])
+def test_gt_and_lt_are_strict_and_need_an_integer_label(text: str, value: str,
+                                                        matches: bool) -> None:
+    assert LabelSelector.parse(text).matches({"n": value}) is matches
+    assert not LabelSelector.parse(text).matches({})
+
+
+def test_gt_and_lt_print_as_written() -> None:
+    assert str(requirement("n", GT, ["3"])) == "n>3"
+    assert str(requirement("n", LT, ["3"])) == "n<3"
+
+
+def test_a_selector_object_with_an_unknown_or_missing_operator_is_refused() -> None:
+    for expression in ({"key": "a", "operator": "Gt", "values": ["1"]}, {"key": "a"}):
+        with pytest.raises(SelectorError) as refused:
+            LabelSelector.from_object({"matchExpressions": [expression]})
+        op = expression.get("operator", "")
+        assert str(refused.value) == f'"{op}" is not a valid label selector operator'
+
+
+def test_a_selector_object_without_a_key_is_an_invalid_key() -> None:
+    with pytest.raises(SelectorError) as refused:
+        LabelSelector.from_object({"matchExpressions": [{"operator": "Exists"}]})
+    assert str(refused.value).startswith(PREFIX + 'Invalid value: "": ')
+
+
+POD: dict[str, Any] = {"metadata": {"name": "p", "namespace": "ml"},
+                       "spec": {"nodeName": "n1", "hostNetwork": True}}
+
+
+def test_field_values_as_the_server_renders_them() -> None:
+    assert field_value(POD, "spec.hostNetwork") == "true"
+    assert field_value({**POD, "spec": {"hostNetwork": False}}, "spec.hostNetwork") == "false"
+    assert field_value({"spec": {}}, "spec.hostNetwork") == "false"  # absent: FormatBool
+    assert field_value({}, "status.replicas") == "0"
+    assert field_value({"metadata": "odd"}, "metadata.name") == ""
+    assert field_value({"status": {"replicas": 3}}, "status.replicas") == "3"
+
+
+SUPPORTED = {"metadata.name", "metadata.namespace", "spec.nodeName"}
+
+
+def test_a_field_terms_value_keeps_further_equals_signs_and_escapes() -> None:
+    selector = FieldSelector.parse(r"metadata.name=a=b,spec.nodeName=x\,y", SUPPORTED)
+    assert [(t.field, t.value) for t in selector.terms] == [("metadata.name", "a=b"),
+                                                             ("spec.nodeName", "x,y")]
+    empty_parts = FieldSelector.parse(",metadata.name=p,,spec.nodeName!=n2,", SUPPORTED)
+    assert [t.field for t in empty_parts.terms] == ["metadata.name", "spec.nodeName"]
+    assert empty_parts.matches(POD)
+
+
+def test_a_trailing_backslash_is_kept_as_it_is() -> None:
+    selector = FieldSelector.parse("metadata.name=a\\", SUPPORTED)
+    assert selector.terms[0].value == "a\\"
+
+
+def test_an_unreadable_field_term_names_the_whole_selector_and_the_part() -> None:
+    with pytest.raises(SelectorError) as refused:
+        FieldSelector.parse("metadata.name=p,oops", SUPPORTED)
+    assert str(refused.value) == "invalid selector: 'metadata.name=p,oops'; can't understand 'oops'"
