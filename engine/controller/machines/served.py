@@ -31,6 +31,11 @@ BUILT_IN_JOB_KINDS: Mapping[tuple[str, str], Resource] = {
 """The resource of each of the language's `BUILT_IN_KINDS` (served without a CRD, by the
 embedded API server too): (apiVersion, kind) -> resource."""
 
+STAND_IN_ONLY: frozenset[tuple[str, str]] = frozenset(
+    {("apps/v1", "ReplicaSet"), ("v1", "ReplicationController")})
+"""Built-in kinds without `managedBy`: kube-controller-manager runs every one of them in a
+cluster, so the engine watches them only where it stands in for it (`jobmachine up`)."""
+
 
 def project_crd(obj: Obj) -> Obj:
     """What serving a kind needs: group, names, scope, served versions, conditions; and each

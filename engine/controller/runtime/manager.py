@@ -24,7 +24,7 @@ from engine.controller.coordination.shard_leases import ShardCoordinator
 from engine.controller.coordination.shards import ShardGate
 from engine.controller.machines.controller import MachineController
 from engine.controller.machines.registry import Assignment, MachineRegistry
-from engine.controller.machines.served import served_resources
+from engine.controller.machines.served import STAND_IN_ONLY, served_resources
 from engine.controller.reconcile.children import (
     JOB_NAME_LABEL,
     REPLICA_TYPE_LABEL,
@@ -169,7 +169,12 @@ class Engine:
     # Job kinds come and go with the machines that govern them.
 
     def watch_kinds(self, resources: Mapping[str, Resource]) -> None:
-        """Watch exactly these job kinds: start the watches of new ones, stop the rest."""
+        """Watch exactly these job kinds: start the watches of new ones, stop the rest. A kind
+        kube-controller-manager always runs is not watched unless the engine stands in for it
+        (it would need permissions for nothing)."""
+        if not self.settings.stand_in_for_built_ins:
+            resources = {kind: resource for kind, resource in resources.items()
+                         if (resource.api_version, resource.kind) not in STAND_IN_ONLY}
         with self._kinds_lock:
             for kind in [k for k in self._job_informers if k not in resources]:
                 _, informer = self._job_informers.pop(kind)

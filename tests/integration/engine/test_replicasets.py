@@ -19,10 +19,15 @@ from engine.app.up import LocalCluster
 from engine.controller.reconcile.placement import DELETION_COST_ANNOTATION
 from engine.kube.client import KubeClient
 from engine.kube.resources import PODS, Resource
+from engine.settings import EngineSettings
 from tests.integration.engine.helpers import (
+    FAST,
     RUN_SECONDS,
     Obj,
+    new_namespace,
     official_client,
+    running_engineless,
+    start_engine,
     wait_for,
     wait_until,
 )
@@ -241,3 +246,27 @@ def test_an_orphan_made_later_is_adopted_at_once_and_the_surplus_deleted(
                what="the adopted orphan deleted as the surplus", timeout=15)
     # Only a pod of the ReplicaSet's is its surplus: the orphan was adopted first, as upstream.
     assert names(live_pods(client, ns, "late")) == {kept}
+
+
+def test_in_a_cluster_the_engine_leaves_replicasets_alone() -> None:
+    """Without standing in for kube-controller-manager (a real cluster, which runs every
+    ReplicaSet), the engine does not even watch them: no pods, no finalizer, no status."""
+    settings = EngineSettings(**{**FAST.model_dump(), "stand_in_for_built_ins": False})
+    with running_engineless() as server:
+        admin = KubeClient.from_kubeconfig(server.kubeconfig)
+        engine = start_engine(KubeClient.from_kubeconfig(server.kubeconfig), settings)
+        try:
+            engine.engine.wait_until_governed("Job", timeout_s=30)
+            ns = new_namespace(admin)
+            admin.create(REPLICASETS, replicaset("theirs", 2), ns)
+            time.sleep(2)
+            found = admin.get(REPLICASETS, "theirs", ns)
+            assert not found["metadata"].get("finalizers")
+            assert not (found["metadata"].get("annotations") or {})
+            assert (found.get("status") or {}) in ({}, {"replicas": 0})  # the server's own
+            assert admin.list(PODS, ns)[0] == []
+            assert "ReplicaSet" not in engine.engine.caches.jobs
+            assert engine.engine.machines.governed("ReplicaSet") is not None
+        finally:
+            engine.stop()
+            admin.close()
