@@ -129,3 +129,30 @@ def test_an_index_is_retried_backoff_limit_per_index_times_and_the_job_fails_onc
              states={"Job-0": "FailedIndex", "Job-1": "Succeeded"},
              events=["FailedIndexes"]),
     ])
+
+
+def test_an_index_within_its_limit_gets_a_new_pod_after_a_suspension() -> None:
+    world = World(batch_job("OnFailure", completionMode="Indexed", completions=1,
+                            parallelism=1, backoffLimitPerIndex=1))
+
+    def suspend(value: bool) -> None:
+        world.job["spec"]["suspend"] = value
+        world.job["metadata"]["generation"] += 1
+
+    steps = [
+        Step("submitted", phase="Active", created=["Job-0"]),
+        Step("index 0 runs", {job(0): running()}, phase="Active"),
+        Step("it exits 1 and restarts in place: 1 restart, backoffLimitPerIndex 1",
+             {job(0): ended_in_place(1)}, phase="Active", restarts=1,
+             states={"Job-0": "RestartingInPlace"}),
+        Step("it runs again", {job(0): running_again(1)}, phase="Active", restarts=1),
+    ]
+    play(world, steps)
+    suspend(True)
+    play(world, [Step("suspended", phase="Suspended", job_actions=["cleanupPods"],
+                      states={"Job-0": "Suspended"}),
+                 Step("its pod is gone", {job(0): None}, phase="Suspended")])
+    suspend(False)
+    play(world, [Step("resumed: 1 restart is not past the limit of 1, so a new pod",
+                      phase="Active", created=["Job-0"], restarts=1,
+                      states={"Job-0": "Pending"})])
