@@ -219,6 +219,8 @@ class CompiledChild:
     """The replica spec's field holding the child's `{metadata, spec}`."""
     name: CompiledExpression | None
     """None: `<job>-<type in lower case>-<index>`."""
+    metadata: CompiledExpression | None
+    """Labels and annotations as maps (`{labels, annotations}`), under the per-key ones."""
     labels: Mapping[str, CompiledExpression]
     annotations: Mapping[str, CompiledExpression]
     fields: Mapping[str, CompiledExpression]
@@ -356,6 +358,7 @@ def _child(expressions: Mapping[Path, CompiledExpression], child: ChildSpec | No
         kind=child.kind,
         template=child.template,
         name=expressions.get((*path, "name")),
+        metadata=expressions.get((*path, "metadata")),
         labels=_section(expressions, path, "labels", child.labels),
         annotations=_section(expressions, path, "annotations", child.annotations),
         fields=_section(expressions, path, "fields", child.fields),

@@ -24,6 +24,7 @@ _GUARD_TYPES = ("bool", "dyn")
 _DELAY_TYPES = ("int", "duration", "dyn")
 _LIST_TYPES = ("list", "dyn")
 _STRING_TYPES = ("string", "dyn")
+_MAP_TYPES = ("map", "dyn")
 
 POD_RESTART_POLICIES = ("Never", "OnFailure", "Always")
 """A pod's restartPolicy values; `spec.pod.restartPolicy` is one of them or CEL giving one."""
@@ -309,6 +310,8 @@ def child_value_paths(
     base: Path = ("spec", "child")
     if child.name is not None:
         yield (*base, "name"), child.name, _STRING_TYPES, False
+    if child.metadata is not None:
+        yield (*base, "metadata"), child.metadata, _MAP_TYPES, False
     for section, values in (("labels", child.labels), ("annotations", child.annotations),
                             ("fields", child.fields)):
         for key, source in values.items():

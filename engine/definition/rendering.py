@@ -139,9 +139,26 @@ def render_child_decorations(
         if not isinstance(value, str) or not value:
             raise CelEvaluationError(f"child.name gave {value!r}, not a non-empty string")
         name = value
-    return ChildDecorations(name, _texts(child.labels, activation),
-                            _texts(child.annotations, activation),
+    given = _metadata(child.metadata, activation)
+    return ChildDecorations(name, {**given["labels"], **_texts(child.labels, activation)},
+                            {**given["annotations"], **_texts(child.annotations, activation)},
                             _values(child.fields, activation))
+
+
+def _metadata(expression: CompiledExpression | None, activation: Activation
+              ) -> dict[str, dict[str, str]]:
+    """spec.child.metadata's labels and annotations, each value as text (a null leaves its
+    key out); raises CelEvaluationError when it gives anything but such maps."""
+    value = {} if expression is None else expression.evaluate(activation)
+    if not isinstance(value, Mapping):
+        raise CelEvaluationError(f"child.metadata gave {value!r}, not a map")
+    found: dict[str, dict[str, str]] = {}
+    for key in ("labels", "annotations"):
+        entries = value.get(key) or {}
+        if not isinstance(entries, Mapping):
+            raise CelEvaluationError(f"child.metadata.{key} gave {entries!r}, not a map")
+        found[key] = {str(k): render_value(v) for k, v in entries.items() if v is not None}
+    return found
 
 
 @dataclass(frozen=True)

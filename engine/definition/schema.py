@@ -309,6 +309,9 @@ class ChildSpec(_Strict):
     # Dotted path in the child (spec.suspend) -> CEL value the engine forces, at creation
     # and whenever it changes (JobSet suspends and resumes its Jobs so).
     fields: dict[str, str] = Field(default_factory=dict)
+    # CEL map {labels, annotations} (each a map, or absent) for keys known only at run time
+    # (a TrainJob's runtime template's); `labels` and `annotations` above win over them.
+    metadata: str | None = None
     status: ChildStatus
 
 

@@ -46,7 +46,10 @@ def runtime(name: str, *, exit_code: str = "0", run_s: float = 0.2) -> Obj:
     return {
         "apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "ClusterTrainingRuntime",
         "metadata": {"name": name, "labels": {"trainer.kubeflow.org/framework": "torch"}},
-        "spec": {"mlPolicy": {"numNodes": 1, "torch": {}}, "template": {"spec": {
+        "spec": {"mlPolicy": {"numNodes": 1, "torch": {}}, "template": {
+            "metadata": {"labels": {"example.com/team": "ml"},
+                         "annotations": {"example.com/note": "from the runtime"}},
+            "spec": {
             "replicatedJobs": [{"name": "node", "template": {
                 "metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
                 "spec": {"template": {
@@ -166,6 +169,9 @@ def test_a_missing_runtime_waits_with_trainers_warning_then_runs_once_it_is_made
         client.delete(CLUSTER_RUNTIMES, name)
     pods, _ = client.list(PODS, ns, label_selector="jobset.sigs.k8s.io/jobset-name=waits")
     assert [env_of(p)["FROM_RUNTIME"] for p in pods] == ["1"]
+    jobset = client.get(JOBSETS, "waits", ns)  # the runtime template's metadata, as Trainer's
+    assert jobset["metadata"]["labels"]["example.com/team"] == "ml"
+    assert jobset["metadata"]["annotations"]["example.com/note"] == "from the runtime"
     assert orjson.loads(done["metadata"]["annotations"]["jobmachine.dev/status"])["phase"] == (
         "Complete")
 

@@ -17,7 +17,15 @@ from engine.controller.reconcile.jobspec import read_job_spec
 from engine.controller.reconcile.manifests import FIELDS_HASH_ANNOTATION, build_child
 from engine.controller.reconcile.objects import content_hash
 from engine.controller.reconcile.observe import observe_child
-from engine.definition import ChildDecorations, CompiledDefinition, compile_definition, load_file
+from engine.definition import (
+    ChildDecorations,
+    CompiledDefinition,
+    compile_definition,
+    load_file,
+    load_text,
+    render_child_decorations,
+)
+from engine.definition.cel import CelEvaluationError
 from engine.definition.validate import validate_text
 from engine.modelcheck.check import check_paths
 from engine.modelcheck.shapes import Bounds
@@ -209,3 +217,29 @@ def test_a_forced_field_must_be_a_path_the_engine_leaves_to_the_machine(
                         "    status:\n      ready:", 1)
     found = problems(text)
     assert len(found) == 1 and message in found[0], found
+
+
+def test_metadata_gives_labels_and_annotations_known_only_at_run_time() -> None:
+    text = TEXT.replace("    labels:\n      example.com/replica:", (
+        "    metadata: >-\n"
+        "      {'labels': {'example.com/from': job.metadata.name, 'example.com/replica': 'x'},\n"
+        "       'annotations': {'example.com/note': 'made'}}\n"
+        "    labels:\n      example.com/replica:"), 1)
+    (loaded,) = load_text(text, "jobs.yaml")
+    compiled = compile_definition(loaded)
+    made = render_child_decorations(compiled, {
+        "job": job(), "replica": {"type": "Worker", "index": 1, "restarts": 0, "desired": 2}})
+    # The per-key labels win over the map's.
+    assert made.labels == {"example.com/from": "trio", "example.com/replica": "Worker-1"}
+    assert made.annotations == {"example.com/note": "made"}
+
+
+def test_metadata_that_is_not_a_map_of_maps_is_an_evaluation_error() -> None:
+    text = TEXT.replace("    labels:\n      example.com/replica:", (
+        "    metadata: \"{'labels': job.metadata.name}\"\n"
+        "    labels:\n      example.com/replica:"), 1)
+    (loaded,) = load_text(text, "jobs.yaml")
+    with pytest.raises(CelEvaluationError, match=r"child\.metadata\.labels gave 'trio'"):
+        render_child_decorations(compile_definition(loaded), {
+            "job": job(), "replica": {"type": "Worker", "index": 1, "restarts": 0,
+                                      "desired": 2}})
