@@ -22,6 +22,7 @@ from engine.controller.reconcile.children import (
     owner_reference,
 )
 from engine.controller.reconcile.claims import AdoptionGuard, Claimed, claim
+from engine.controller.reconcile.observe import availability, carries_labels
 from engine.controller.reconcile.placement import deletion_order, place
 from engine.controller.reconcile.selectors import selector_matches
 from engine.kube.cache import Cache
@@ -283,3 +284,22 @@ def test_slow_start_batches_stop_after_the_batch_with_a_refusal(refused_at: int,
 
 def test_a_pass_creates_at_most_burst_replicas() -> None:
     assert tries_until_stopped(10 ** 6, 10 ** 4) == BURST_REPLICAS
+
+
+@pytest.mark.parametrize(("ready_s", "min_ready", "available_in"), [
+    (None, 0, None),  # not Ready: never available
+    (5, 0, 0.0),      # minReadySeconds 0: every Ready pod
+    (5, 10, 5.0),     # Ready 5 s of 10: available in 5 s
+    (10, 10, 0.001),  # exactly 10 s: upstream's Before(now) is strict, not yet
+    (11, 10, 0.0),
+])
+def test_availability_is_upstreams_is_pod_available(ready_s: float | None, min_ready: int,
+                                                    available_in: float | None) -> None:
+    assert availability(pod("p", ready_s=ready_s), min_ready, NOW) == available_in
+
+
+def test_a_pod_is_fully_labelled_when_it_carries_every_template_label() -> None:
+    template = {"metadata": {"labels": {"app": "web", "tier": "front"}}}
+    assert carries_labels(pod("p", labels={"tier": "front"}), template)
+    assert not carries_labels(pod("p"), template)
+    assert carries_labels(pod("p"), {})
