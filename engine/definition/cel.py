@@ -511,10 +511,11 @@ def remembered_values() -> RememberedValues | None:
 
 
 @contextmanager
-def remembering_values() -> Iterator[None]:
+def remembering_values(remembered: RememberedValues | None = None) -> Iterator[None]:
     """Within this block (in this thread or task), expressions evaluated over the same
-    contents as before are answered from memory (`RememberedValues`)."""
-    token = _REMEMBERED.set(RememberedValues())
+    contents as before are answered from memory (`RememberedValues`): `remembered`, to go
+    on with one kept from an earlier block, else a new one."""
+    token = _REMEMBERED.set(remembered or RememberedValues())
     try:
         yield
     finally:

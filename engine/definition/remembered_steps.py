@@ -128,10 +128,11 @@ def remembered_steps() -> RememberedSteps | None:
 
 
 @contextmanager
-def remembering_steps() -> Iterator[None]:
+def remembering_steps(remembered: RememberedSteps | None = None) -> Iterator[None]:
     """Within this block (with `remembering_values` on), steps taken before with the same
-    outcomes are replayed (`RememberedSteps`)."""
-    token = _STEPS.set(RememberedSteps())
+    outcomes are replayed (`RememberedSteps`): `remembered`, to go on with one kept from
+    an earlier block, else a new one."""
+    token = _STEPS.set(remembered or RememberedSteps())
     try:
         yield
     finally:

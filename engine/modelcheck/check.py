@@ -24,11 +24,11 @@ from typing import Any
 
 from engine.api.kind_schemas import kind_schema_lookup
 from engine.definition import CompiledDefinition, Diagnostic, LoadedDefinition, Position
-from engine.definition.cel import remembering_values
+from engine.definition.cel import RememberedValues, remembering_values
 from engine.definition.cel_types import SchemaLookup
 from engine.definition.errors import warning
 from engine.definition.expressions import compile_expressions
-from engine.definition.remembered_steps import remembering_steps
+from engine.definition.remembered_steps import RememberedSteps, remembering_steps
 from engine.definition.validate import load_with_positions
 from engine.modelcheck.codes import exit_code_classes
 from engine.modelcheck.explore import ShapeResult, Violation, explore
@@ -144,7 +144,9 @@ def _explore(definition: CompiledDefinition, shape: Shape, bounds: Bounds) -> Sh
     # The engine evaluates the same expressions over the same values in most of the
     # thousands of passes of a shape: remembered, they cost a lookup (values, not verdicts:
     # every pass still decides with the engine's code).
-    with remembering_values(), remembering_steps(), _collecting_seldom():
+    values, steps = _MEMORY.setdefault((definition.path, definition.name),
+                                       (RememberedValues(), RememberedSteps()))
+    with remembering_values(values), remembering_steps(steps), _collecting_seldom():
         codes = exit_code_classes(definition, shape, bounds, candidate_codes(definition))
         return explore(definition, shape, bounds, codes)
 
@@ -171,6 +173,11 @@ def _explore_loaded(task: tuple[tuple[str, ...], str, Shape, Bounds]) -> ShapeRe
     paths, name, shape, bounds = task
     return _explore(_definitions(paths)[name], shape, bounds)
 
+
+_MEMORY: dict[tuple[str, str], tuple[RememberedValues, RememberedSteps]] = {}
+"""What a process remembers of each machine it explores (by its file and name), kept from
+one shape to the next: values and steps are remembered by content, whichever shape saw
+them first, and a machine's shapes share most of them (its job's metadata, its states)."""
 
 _LOADED: dict[tuple[str, ...], dict[str, CompiledDefinition]] = {}
 """The machines a worker explores, by the paths they were loaded from."""
