@@ -26,9 +26,9 @@ DOCS_IMAGES: dict[str, str] = {
     "docs/images/batch-job.svg": "machines/batch-job.yaml",
     "docs/images/batch-cronjob.svg": "machines/batch-cronjob.yaml",
     "docs/images/jobset.svg": "machines/jobset.yaml",
-    "docs/images/trainjob.svg": "machines/trainjob.yaml",
     "docs/images/replicaset.svg": "machines/replicaset.yaml",
     "docs/images/replicationcontroller.svg": "machines/replicationcontroller.yaml",
+    "docs/images/trainjob.svg": "machines/trainjob.yaml",
 }
 
 
