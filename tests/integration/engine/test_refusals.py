@@ -6,6 +6,7 @@ The embedded server answers those creates with the Status bodies a real server s
 events and conditions, retry until the refusal is lifted, and say nothing at all about a
 namespace being deleted.
 """
+# ruff: noqa: F811 (the tests' parameters name the fixtures imported from refusal_fixtures)
 
 from __future__ import annotations
 
@@ -15,10 +16,8 @@ from collections.abc import Iterator
 import pytest
 from loguru import logger
 
-from engine.cluster.apiserver.endpoints.serve import RunningApiServer, ServerOptions
 from engine.kube.client import KubeClient
 from tests.integration.engine.helpers import (
-    FAST,
     PYTORCHJOBS,
     EngineRun,
     Obj,
@@ -29,12 +28,16 @@ from tests.integration.engine.helpers import (
     new_namespace,
     pod_names,
     pytorchjob,
-    running_engineless,
-    start_engine,
     wait_for,
     wait_until,
 )
 from tests.integration.engine.machinejobs import machinejob
+from tests.integration.engine.refusal_fixtures import (  # noqa: F401 (fixtures, used by name)
+    admin,
+    engine,
+    refusals,
+    server,
+)
 from tests.integration.refusing import (
     Refusals,
     namespace_terminating,
@@ -44,31 +47,6 @@ from tests.integration.refusing import (
 from tests.kinds import MACHINEJOBS
 
 RBAC_ADVICE = "grant the engine's service account"
-
-
-@pytest.fixture(scope="module")
-def refusals() -> Refusals:
-    return Refusals()
-
-
-@pytest.fixture(scope="module")
-def server(refusals: Refusals) -> Iterator[RunningApiServer]:
-    with running_engineless(ServerOptions(faults=refusals)) as running:
-        yield running
-
-
-@pytest.fixture(scope="module")
-def engine(server: RunningApiServer) -> Iterator[EngineRun]:
-    run = start_engine(KubeClient.from_kubeconfig(server.kubeconfig), FAST)
-    yield run
-    run.stop()
-
-
-@pytest.fixture(scope="module")
-def admin(server: RunningApiServer) -> Iterator[KubeClient]:
-    kube = KubeClient.from_kubeconfig(server.kubeconfig)
-    yield kube
-    kube.close()
 
 
 @pytest.fixture

@@ -1,26 +1,26 @@
 """A ReplicaSet whose pod creates the API server refuses, as a real kube-apiserver answers
 (a ResourceQuota): upstream's FailedCreate event and ReplicaFailure condition, slow start
 stopping after the refused batch, and the condition gone once creates go through."""
+# ruff: noqa: F811 (the tests' parameters name the fixtures imported from refusal_fixtures)
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
-import pytest
-
 from engine.cluster.apiserver.endpoints.request_info import RequestInfo
-from engine.cluster.apiserver.endpoints.serve import RunningApiServer, ServerOptions
 from engine.kube.client import KubeClient
 from engine.kube.resources import Resource
 from tests.integration.engine.helpers import (
-    FAST,
     EngineRun,
     new_namespace,
     reconciles_of,
-    running_engineless,
-    start_engine,
     wait_for,
+)
+from tests.integration.engine.refusal_fixtures import (  # noqa: F401 (fixtures, used by name)
+    admin,
+    engine,
+    refusals,
+    server,
 )
 from tests.integration.engine.test_replicasets import replicaset
 from tests.integration.refusing import Refusals, forbidden
@@ -33,31 +33,6 @@ QUOTA = "exceeded quota: tiny, requested: pods=1, used: pods=1, limited: pods=1"
 def quota_exceeded(info: RequestInfo, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
     """kube-apiserver's ResourceQuota refusal of a pod named by generateName."""
     return forbidden("pods", body["metadata"].get("generateName", ""), QUOTA)
-
-
-@pytest.fixture(scope="module")
-def refusals() -> Refusals:
-    return Refusals()
-
-
-@pytest.fixture(scope="module")
-def server(refusals: Refusals) -> Iterator[RunningApiServer]:
-    with running_engineless(ServerOptions(faults=refusals)) as running:
-        yield running
-
-
-@pytest.fixture(scope="module")
-def engine(server: RunningApiServer) -> Iterator[EngineRun]:
-    run = start_engine(KubeClient.from_kubeconfig(server.kubeconfig), FAST)
-    yield run
-    run.stop()
-
-
-@pytest.fixture(scope="module")
-def admin(server: RunningApiServer) -> Iterator[KubeClient]:
-    kube = KubeClient.from_kubeconfig(server.kubeconfig)
-    yield kube
-    kube.close()
 
 
 def failure_condition(admin: KubeClient, ns: str) -> dict[str, Any] | None:
