@@ -91,6 +91,28 @@ def wait_for_phase_of(client: KubeClient, res: Resource, namespace: str, name: s
     return job
 
 
+def conditions_of(obj: Obj | None) -> dict[str, Obj]:
+    """An object's status conditions by type (none for an absent object)."""
+    return {c["type"]: c for c in ((obj or {}).get("status") or {}).get("conditions") or ()}
+
+
+def wait_for_condition_of(client: KubeClient, res: Resource, namespace: str, name: str,
+                          type_: str, *, status_: str = "True", timeout: float = 60.0) -> Obj:
+    """Wait until the object's condition `type_` has `status_`; the object then. A timeout
+    says the status and the engine's annotations (its record, for Native status layouts)."""
+    def seen(obj: Obj | None) -> bool:
+        return (conditions_of(obj).get(type_) or {}).get("status") == status_
+    try:
+        found = wait_for(lambda: get_obj(client, res, namespace, name), seen,
+                         what=f"{namespace}/{name} {type_}={status_}", timeout=timeout)
+    except AssertionError as exc:
+        obj = get_obj(client, res, namespace, name) or {}
+        raise AssertionError(f"{exc}; status {obj.get('status')}; engine "
+                             f"{(obj.get('metadata') or {}).get('annotations')}") from None
+    assert found is not None
+    return found
+
+
 def history_index(job: Obj, *, to: str, replica: str | None = None) -> int:
     """Where in the job's history the job (or `replica`, e.g. `Worker-0`) first entered `to`."""
     for index, entry in enumerate(history(job)):

@@ -18,7 +18,6 @@ import orjson
 
 from engine.controller.machines.served import BUILT_IN_JOB_KINDS
 from engine.kube.client import KubeClient
-from engine.kube.errors import NotFound
 from engine.kube.resources import SERVICES
 from tests.integration.engine.helpers import (
     EXIT_CODES,
@@ -28,6 +27,7 @@ from tests.integration.engine.helpers import (
     job_events,
     wait_for,
 )
+from tests.integration.engine.machinejobs import conditions_of, get_obj, wait_for_condition_of
 from tests.kinds import KINDS
 
 JOBSETS = KINDS["JobSet"]
@@ -58,29 +58,16 @@ def jobset(name: str, ns: str, *replicated: Obj, **spec: Any) -> Obj:
 
 
 def get(client: KubeClient, ns: str, name: str) -> Obj | None:
-    try:
-        return client.get(JOBSETS, name, ns)
-    except NotFound:
-        return None
+    return get_obj(client, JOBSETS, ns, name)
 
 
-def conditions(js: Obj | None) -> dict[str, Obj]:
-    return {c["type"]: c for c in ((js or {}).get("status") or {}).get("conditions") or ()}
+conditions = conditions_of
 
 
 def wait_for_condition(client: KubeClient, ns: str, name: str, type_: str,
                        status: str = "True", *, timeout: float = 60.0) -> Obj:
-    def seen(js: Obj | None) -> bool:
-        return (conditions(js).get(type_) or {}).get("status") == status
-    try:
-        found = wait_for(lambda: get(client, ns, name), seen,
-                         what=f"{ns}/{name} {type_}={status}", timeout=timeout)
-    except AssertionError as exc:
-        js = get(client, ns, name) or {}
-        raise AssertionError(f"{exc}; status {js.get('status')}; engine "
-                             f"{(js.get('metadata') or {}).get('annotations')}") from None
-    assert found is not None
-    return found
+    return wait_for_condition_of(client, JOBSETS, ns, name, type_, status_=status,
+                                 timeout=timeout)
 
 
 def jobs_of(client: KubeClient, ns: str) -> dict[str, Obj]:

@@ -26,6 +26,7 @@ from tests.integration.engine.helpers import (
     job_events,
     wait_for,
 )
+from tests.integration.engine.machinejobs import conditions_of, get_obj, wait_for_condition_of
 from tests.kinds import KINDS, NAMED
 
 TRAINJOBS = KINDS["TrainJob"]
@@ -63,29 +64,16 @@ def runtime(name: str, *, exit_code: str = "0", run_s: float = 0.2) -> Obj:
 
 
 def get(client: KubeClient, ns: str, name: str) -> Obj | None:
-    try:
-        return client.get(TRAINJOBS, name, ns)
-    except NotFound:
-        return None
+    return get_obj(client, TRAINJOBS, ns, name)
 
 
-def conditions(job: Obj | None) -> dict[str, Obj]:
-    return {c["type"]: c for c in ((job or {}).get("status") or {}).get("conditions") or ()}
+conditions = conditions_of
 
 
 def wait_for_condition(client: KubeClient, ns: str, name: str, type_: str,
-                       *, timeout: float = 60.0) -> Obj:
-    def seen(job: Obj | None) -> bool:
-        return (conditions(job).get(type_) or {}).get("status") == "True"
-    try:
-        found = wait_for(lambda: get(client, ns, name), seen, what=f"{ns}/{name} {type_}",
-                         timeout=timeout)
-    except AssertionError as exc:
-        job = get(client, ns, name) or {}
-        raise AssertionError(f"{exc}; status {job.get('status')}; engine "
-                             f"{(job.get('metadata') or {}).get('annotations')}") from None
-    assert found is not None
-    return found
+                       status: str = "True", *, timeout: float = 60.0) -> Obj:
+    return wait_for_condition_of(client, TRAINJOBS, ns, name, type_, status_=status,
+                                 timeout=timeout)
 
 
 def env_of(pod: Obj) -> dict[str, Any]:
