@@ -153,10 +153,10 @@ class _Observed:
     """Replicas whose pod is of an older restart attempt: not observed, only deleted."""
     surroundings: Surroundings
     unseen_pods: int
-    satisfied: Mapping[str, bool] = field(default_factory=dict)
-    """Each replica type's expectations, met or not, as they were before the cache was read."""
     """Pods created and not yet in the cache: they exist all the same and clean-up may have
     to delete them, so the job is not settled before the watch shows them."""
+    satisfied: Mapping[str, bool] = field(default_factory=dict)
+    """Each replica type's expectations, met or not, as they were before the cache was read."""
 
 
 class Reconciler:
