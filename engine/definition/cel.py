@@ -111,6 +111,13 @@ def _sha1(text: Any) -> str:
     return hashlib.sha1(text.encode(), usedforsecurity=False).hexdigest()
 
 
+def _sort(values: Any) -> list[str]:
+    """`sort(list(string))`: the strings in ascending order (by code point, as Go sorts)."""
+    if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
+        raise TypeError(f"sort takes a list of strings, not {values!r}")
+    return sorted(values)
+
+
 def _patch(target: Any, patch: Any) -> Any:
     """`patch(map, map)`: `target` with `patch` applied as a JSON merge patch (RFC 7386)."""
     if not isinstance(patch, Mapping):
@@ -145,7 +152,7 @@ def _upsert(entries: Any, added: Any, key: Any) -> list[Any]:
 # The evaluator's implementation of each function vocabulary.FUNCTIONS declares.
 _IMPLEMENTATIONS: dict[str, Callable[..., Any]] = {
     "sum": _sum, "indexes": _indexes, "firstIndex": _first_index, "merge": _merge,
-    "sha1": _sha1, "patch": _patch, "upsert": _upsert}
+    "sha1": _sha1, "patch": _patch, "upsert": _upsert, "sort": _sort}
 
 
 @dataclass(frozen=True)

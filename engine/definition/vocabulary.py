@@ -649,6 +649,15 @@ FUNCTIONS: tuple[CelFunction, ...] = (
         "(`patch(rj, {'template': {'spec': {'parallelism': 2, 'completions': 2}}})`).",
     ),
     CelFunction(
+        "sort",
+        ("list(string)",),
+        "list(string)",
+        "The strings in ascending order. A map's keys come out of `filter` and `map` in an "
+        "order that changes from process to process, so a message that names replica types "
+        "sorts them (`sort(replicas.filter(t, replicas[t].failed > 0))`) to read the same "
+        "every time.",
+    ),
+    CelFunction(
         "upsert",
         ("list(dyn)", "list(dyn)", "string"),
         "list(dyn)",
