@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Iterator
 from contextlib import contextmanager
-from contextvars import ContextVar
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -23,10 +22,10 @@ from engine.definition.cel import (
     Tape,
     remembered_values,
 )
+from engine.definition.step import STEP_MEMORY, Facts, PlannedAction, StepResult
 
 if TYPE_CHECKING:
     from engine.definition.compiled import CompiledMachine
-    from engine.definition.step import Facts, PlannedAction, StepResult
 
 Stepper = Callable[["CompiledMachine", "str | None", "Facts"], "StepResult"]
 
@@ -119,21 +118,13 @@ def _remember(root: _Node, outcomes: list[tuple[Any, Hashable]], result: StepRes
         node.result = result
 
 
-_STEPS: ContextVar[RememberedSteps | None] = ContextVar("remembered_steps", default=None)
-
-
-def remembered_steps() -> RememberedSteps | None:
-    """The steps remembered in this block, if `remembering_steps` switched it on."""
-    return _STEPS.get()
-
-
 @contextmanager
 def remembering_steps(remembered: RememberedSteps | None = None) -> Iterator[None]:
     """Within this block (with `remembering_values` on), steps taken before with the same
     outcomes are replayed (`RememberedSteps`): `remembered`, to go on with one kept from
     an earlier block, else a new one."""
-    token = _STEPS.set(remembered or RememberedSteps())
+    token = STEP_MEMORY.set(remembered or RememberedSteps())
     try:
         yield
     finally:
-        _STEPS.reset(token)
+        STEP_MEMORY.reset(token)

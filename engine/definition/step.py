@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import datetime
 from collections.abc import Callable, Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import Any, Protocol
 
 from engine.definition.cel import Activation, CelEvaluationError
 from engine.definition.compiled import (
@@ -25,7 +26,6 @@ from engine.definition.compiled import (
     StepContext,
     StepError,
 )
-from engine.definition.remembered_steps import remembered_steps
 from engine.definition.templates import TextTemplate
 from engine.definition.vocabulary import REPLAYABLE_ACTIONS, WORLD_RESETTING_ACTIONS
 
@@ -154,10 +154,24 @@ class _Stay:
         return replayable, tuple(recorder.errors)
 
 
+class StepMemory(Protocol):
+    """Steps taken before, replayed when their expressions have the same outcomes: the model
+    checker plugs one in (`engine.definition.remembered_steps`); the engine never does."""
+
+    def step(self, machine: CompiledMachine, state: str | None, facts: Facts,
+             run: Callable[[CompiledMachine, str | None, Facts], StepResult]) -> StepResult:
+        """`run(machine, state, facts)`'s result, replayed when it is known."""
+        ...
+
+
+STEP_MEMORY: ContextVar[StepMemory | None] = ContextVar("step_memory", default=None)
+"""The step memory in force in this context (set by `remembering_steps`), or None."""
+
+
 def step(machine: CompiledMachine, state: str | None, facts: Facts) -> StepResult:
     """`_step`, or within `remembering_steps` (the model checker), its result replayed when
     it was taken before with the same outcomes."""
-    remembered = remembered_steps()
+    remembered = STEP_MEMORY.get()
     if remembered is not None:
         return remembered.step(machine, state, facts, _step)
     return _step(machine, state, facts)
