@@ -14,27 +14,12 @@ from typing import Any
 import pytest
 
 from engine.controller.reconcile.children import ReplicaId
-from engine.controller.reconcile.decide import Decision, decide
-from engine.controller.reconcile.jobspec import read_job_spec
-from engine.controller.reconcile.observe import observe_child
-from engine.controller.reconcile.record import MachineRecord
-from tests.kinds import shipped_definitions
+from engine.controller.reconcile.decide import Decision
+from tests.unit.definition.test_language_for_jobset import decide_jobset, jobset
 
 AT = "2027-01-01T00:00:30Z"
 LEADER = ReplicaId("leader", 0)
 WORKER_0, WORKER_1 = ReplicaId("workers", 0), ReplicaId("workers", 1)
-
-
-def jobset(**spec: Any) -> dict[str, Any]:
-    """A JobSet with one leader Job and two worker Jobs, each of one pod."""
-    template = {"spec": {"parallelism": 1, "completions": 1, "template": {"spec": {
-        "containers": [{"name": "c", "image": "i"}]}}}}
-    return {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
-            "metadata": {"name": "js", "namespace": "n", "uid": "u"},
-            "spec": {"replicatedJobs": [
-                {"name": "leader", "replicas": 1, "groupName": "default", "template": template},
-                {"name": "workers", "replicas": 2, "groupName": "default", "template": template},
-            ], **spec}}
 
 
 def _job(replica: ReplicaId, status: dict[str, Any]) -> dict[str, Any]:
@@ -64,18 +49,6 @@ def failed(replica: ReplicaId, reason: str = "BackoffLimitExceeded") -> dict[str
 
 
 ALL_READY = {r: ready(r) for r in (LEADER, WORKER_0, WORKER_1)}
-
-
-def decide_jobset(job: dict[str, Any], jobs: dict[ReplicaId, dict[str, Any]], *,
-                  restarts: int = 0) -> Decision:
-    definition = shipped_definitions()["JobSet"]
-    spec = read_job_spec(job, definition)
-    facts = {replica: observe_child(child, job=job, definition=definition)
-             for replica, child in jobs.items()}
-    record = MachineRecord(state="Running", restarts=restarts, restart_attempt=restarts)
-    return decide(definition, job, spec, record, facts,
-                  job_observations=frozenset({"resumed", "noReplicaRestarting"}),
-                  now="2027-01-01T00:01:00Z")
 
 
 def events(decision: Decision) -> list[str]:

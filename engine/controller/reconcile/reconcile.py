@@ -260,18 +260,19 @@ class Reconciler:
         self._recorder.record(job, type="Warning", reason=reason, message=message)
         if isinstance(assignment, Unassigned):
             return
-        condition = assignment.definition.definition.governs.refused_condition
-        if native and condition is None:
-            return
-        if native and condition is not None:
+        now = format_time(self._clock())
+        if native:
+            condition = assignment.definition.definition.governs.refused_condition
+            if condition is None:
+                return
             # The pass that was refused wrote the status first: the cache is a step behind.
             with contextlib.suppress(NotFound):
                 job = self._client.get(self._resource(key), key.name, key.namespace)
-        status = job.get("status") or {}
-        updated = (native_refused_status(status, refusal, condition=condition,
-                                         now=format_time(self._clock()))
-                   if native and condition is not None
-                   else refused_status(status, refusal, now=format_time(self._clock())))
+            status = job.get("status") or {}
+            updated = native_refused_status(status, refusal, condition=condition, now=now)
+        else:
+            status = job.get("status") or {}
+            updated = refused_status(status, refusal, now=now)
         if updated != status:
             self._write_refusal_condition(key, job, updated)
 
