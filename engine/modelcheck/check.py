@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.api.kind_schemas import kind_schema_lookup
+from engine.collector import GC_THRESHOLDS
 from engine.definition import CompiledDefinition, Diagnostic, LoadedDefinition, Position
 from engine.definition.cel import RememberedValues, remembering_values
 from engine.definition.cel_types import SchemaLookup
@@ -151,15 +152,12 @@ def _explore(definition: CompiledDefinition, shape: Shape, bounds: Bounds) -> Sh
         return explore(definition, shape, bounds, codes)
 
 
-GC_THRESHOLDS = (50_000, 20, 100)
-"""The collector's thresholds while a shape is explored. Every situation found is kept
-to the end (thousands of worlds, none of them garbage), so CPython's defaults (700, 10,
-10) rescan them over and over: a tenth of machines/job.yaml's CPU went to it."""
-
-
 @contextmanager
 def _collecting_seldom() -> Iterator[None]:
-    """Collect garbage less often within the block (`GC_THRESHOLDS`), as before after."""
+    """Collect garbage less often within the block (`GC_THRESHOLDS`, as the long-running
+    processes do), as before after. Every situation found is kept to the end (thousands of
+    worlds, none of them garbage), so CPython's defaults (700, 10, 10) rescan them over and
+    over: a tenth of machines/job.yaml's CPU went to it."""
     before = gc.get_threshold()
     gc.set_threshold(*GC_THRESHOLDS)
     try:
