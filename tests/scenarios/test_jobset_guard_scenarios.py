@@ -120,9 +120,24 @@ def test_a_restarted_jobset_says_its_jobs_are_ready_once_every_job_is_ready_agai
          "message": "restarting", "lastTransitionTime": AT}]}
     decision = decide_jobset(job, {LEADER: ready(LEADER), WORKER_0: ready(WORKER_0),
                                    WORKER_1: complete(WORKER_1)}, restarts=1)
-    assert {(c.type, c.status, c.reason) for c in decision.conditions} == {
-        ("RestartingJobSet", "False", "JobsReady")}
+    # Once a pass, though the Jobs moved in it (the job's machine is stepped once per round).
+    assert [(c.type, c.status, c.reason) for c in decision.conditions] == [
+        ("RestartingJobSet", "False", "JobsReady")]
     assert events(decision) == ["JobsReady"]
+
+
+def test_a_jobset_whose_success_targets_have_no_jobs_completes_when_any_job_completes() -> None:
+    # Upstream runs the success policy once any Job of the set succeeded, and All over
+    # targets with no replicas expects 0 of them: the leader's completion completes it.
+    template = jobset()["spec"]["replicatedJobs"][0]["template"]
+    job = jobset(
+        replicatedJobs=[
+            {"name": "leader", "replicas": 1, "groupName": "default", "template": template},
+            {"name": "workers", "replicas": 0, "groupName": "default", "template": template}],
+        successPolicy={"operator": "All", "targetReplicatedJobs": ["workers"]})
+    assert decide_jobset(job, {LEADER: ready(LEADER)}).record.state == "Running"
+    decision = decide_jobset(job, {LEADER: complete(LEADER)})
+    assert decision.record.state == "Completed"
 
 
 def test_a_restarted_jobset_keeps_restarting_while_a_job_is_not_ready() -> None:

@@ -178,6 +178,7 @@ def decide(
     cel_job = job_value(job)
     shared = Activation({})
     observations = job_observations
+    deferred: StepResult | None = None
     for _ in range(len(definition.job.states) + len(definition.replica.states) + 2):
         replicas_moved = False
         fired_before = len(progress.fired)
@@ -198,17 +199,21 @@ def decide(
         result = step(definition.job, state,
                       Facts(seen, variables, sharing=shared, withheld=unsettled))
         observations = observations - result.withheld
-        progress.errors += result.errors
-        for transition in result.fired:
-            _record_job_transition(definition, transition, progress, variables)
-        progress.apply_all(result.actions, None, result.fired)
+        if not result.changed and state is not None and replicas_moved:
+            # Only self-loops fired, on replicas that moved this round: the job is stepped
+            # again on what they are now, and a self-loop's actions (a condition, an Event)
+            # are applied once a pass, from that last step, not once a round.
+            deferred = result
+            continue
+        deferred = None
+        _apply_job_step(definition, result, progress, variables)
         if not result.changed and state is not None:
-            _replay(result, None, progress)
-            if replicas_moved:
-                continue
             break
         state = result.state
         progress.record = progress.record.with_changes(state=state)
+    else:
+        if deferred is not None:
+            _apply_job_step(definition, deferred, progress, variables)
     holds = state is not None and _holds(definition, state)
     history = progress.record.history[-transitions_kept:] if transitions_kept > 0 else ()
     timers = {} if holds else progress.record.replica_timers
@@ -283,6 +288,18 @@ def _restarts(definition: CompiledDefinition, progress: _Progress, *, since: int
     passed = any(f.replica is not None and restarting(f.transition.target)
                  for f in progress.fired[since:])
     return "replicaRestarting" if now or passed else "noReplicaRestarting"
+
+
+def _apply_job_step(definition: CompiledDefinition, result: StepResult, progress: _Progress,
+                    variables: Mapping[str, Any]) -> None:
+    """Take in what one step of the job's machine decided: its errors, the transitions that
+    fired, their actions, and (where the job stays in its state) the state's replays."""
+    progress.errors += result.errors
+    for transition in result.fired:
+        _record_job_transition(definition, transition, progress, variables)
+    progress.apply_all(result.actions, None, result.fired)
+    if not result.changed:
+        _replay(result, None, progress)
 
 
 def _replay(result: StepResult, replica: ReplicaId | None, progress: _Progress) -> None:
