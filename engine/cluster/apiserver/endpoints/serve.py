@@ -200,12 +200,15 @@ def running_apiserver(
     port: int = 0,
     options: ServerOptions | None = None,
 ) -> Iterator[RunningApiServer]:
-    """Run a server in a background thread (its own asyncio loop) for the `with` block."""
-    work_dir = Path(tempfile.mkdtemp(prefix="jobmachine-apiserver-"))
+    """Run a server in a background thread (its own asyncio loop) for the `with` block.
+    Without `data_dir` its files (certificates, kubeconfig) go to a scratch folder removed
+    at the end; with one, nothing is made elsewhere (a process killed mid-way leaves no
+    scratch folder behind)."""
+    files_dir = data_dir or Path(tempfile.mkdtemp(prefix="jobmachine-apiserver-"))
     try:
         with running_loop("jobmachine-apiserver") as loop:
             server = run_on(loop, _start(
-                host=host, port=port, data_dir=data_dir, files_dir=data_dir or work_dir,
+                host=host, port=port, data_dir=data_dir, files_dir=files_dir,
                 kubeconfig=None, tls=tls, options=options or ServerOptions(),
             ), timeout_s=_STARTUP_TIMEOUT, what="starting the embedded API server")
             try:
@@ -213,4 +216,5 @@ def running_apiserver(
             finally:
                 run_on(loop, server.stop(), timeout_s=30, what="stopping the API server")
     finally:
-        shutil.rmtree(work_dir, ignore_errors=True)
+        if data_dir is None:
+            shutil.rmtree(files_dir, ignore_errors=True)
