@@ -28,6 +28,7 @@ from engine.cluster.node.pod_views import finished_view, without_managed_fields
 from engine.cluster.node.registration import conditions, node_object
 from engine.cluster.node.runtime import leftovers
 from engine.cluster.node.runtime.attempts import AttemptCounter, pod_group
+from engine.cluster.node.runtime.hosts import headless_names
 from engine.cluster.node.runtime.interface import Runtime
 from engine.cluster.node.runtime.isolation import MountIsolation
 from engine.cluster.node.runtime.process import ProcessRuntime
@@ -293,12 +294,15 @@ class LocalNode:
         return request_tokens(self._api, pod)
 
     def _service_names(self, namespace: str) -> list[str]:
-        """The Services of a namespace, read fresh (a Service created just before the pod
-        must resolve for its processes)."""
+        """The names a namespace resolves: its Services, read fresh (a Service created just
+        before the pod must resolve for its processes), and the `HOSTNAME.SUBDOMAIN` of its
+        pods under a headless Service, from the node's pods (a JobSet's pods are made
+        together, before their processes start)."""
         try:
             listed, _ = self._api.list(SERVICES, namespace)
         except ApiError as exc:
             self._log.warning(f"listing the Services of {namespace} failed; their names will not "
                               f"resolve for this process: {exc}")
             return []
-        return [str(_meta(item).get("name")) for item in listed]
+        return [str(_meta(item).get("name")) for item in listed] + headless_names(
+            listed, self._pods.list(namespace))

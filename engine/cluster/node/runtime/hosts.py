@@ -1,7 +1,9 @@
 """Name resolution for pod processes: a generated hosts file seen as /etc/hosts by them alone.
 
 A kubelet gives each pod its own /etc/hosts and cluster DNS; here every Service
-of the pod's namespace (and the pod's own names) resolve to 127.0.0.1, written
+of the pod's namespace, every pod's `HOSTNAME.SUBDOMAIN` that cluster DNS would answer for
+a headless Service (a JobSet's pods reach each other so: torchrun's PET_MASTER_ADDR is one)
+and the pod's own names resolve to 127.0.0.1, written
 into a hosts file that process.py bind-mounts over /etc/hosts in the process's
 private mount namespace (isolation.py, mounts.py). The machine's own /etc/hosts
 is never touched; where no private mount namespace can be had, processes run
@@ -39,8 +41,34 @@ def pod_names(pod: Mapping[str, Any]) -> list[str]:
     return names
 
 
+def headless_names(services: Iterable[Mapping[str, Any]],
+                   pods: Iterable[Mapping[str, Any]]) -> list[str]:
+    """`HOSTNAME.SUBDOMAIN` of each pod that cluster DNS gives a record under a headless
+    Service of its namespace: the pod sets `spec.hostname` and `spec.subdomain` (the
+    Service's name) and the Service (`clusterIP: None`) selects it by its labels.
+
+    Readiness is not asked (every name is 127.0.0.1 here); a pod made after a process
+    started is not in that process's file (it is written once, at the start)."""
+    selectors = {
+        str((service.get("metadata") or {}).get("name")): dict(spec.get("selector") or {})
+        for service in services
+        if (spec := service.get("spec") or {}).get("clusterIP") == "None" and spec.get("selector")
+    }
+    names = []
+    for pod in pods:
+        spec = pod.get("spec") or {}
+        hostname, subdomain = spec.get("hostname"), spec.get("subdomain")
+        labels = (pod.get("metadata") or {}).get("labels") or {}
+        selector = selectors.get(str(subdomain))
+        if hostname and selector is not None and all(
+                labels.get(key) == value for key, value in selector.items()):
+            names.append(f"{hostname}.{subdomain}")
+    return names
+
+
 def hosts_text(pod: Mapping[str, Any], services: Iterable[str]) -> str:
-    """The hosts file of a pod's processes, given the Service names of its namespace.
+    """The hosts file of a pod's processes, given the names its namespace resolves: its
+    Services' and its pods' under headless Services (`headless_names`).
 
     The processes keep the machine's host name (they share its UTS namespace), so it is
     listed too: libraries that look their own host name up (gloo, under JAX's and

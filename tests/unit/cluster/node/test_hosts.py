@@ -5,7 +5,7 @@ from __future__ import annotations
 import socket
 from typing import Any
 
-from engine.cluster.node.runtime.hosts import hosts_text, pod_names
+from engine.cluster.node.runtime.hosts import headless_names, hosts_text, pod_names
 
 
 def pod(**spec: Any) -> dict[str, Any]:
@@ -40,3 +40,34 @@ def test_the_machines_own_host_name_resolves_as_it_would_outside() -> None:
     """The processes keep the machine's host name; gloo (JAX's CPU collectives) looks it up."""
     names = hosts_text(pod(), []).splitlines()[3].split("\t")[1].split()
     assert names == ["job-worker-0", socket.gethostname()]
+
+
+def _service(name: str, *, selector: dict[str, str], headless: bool = True) -> dict[str, Any]:
+    return {"metadata": {"name": name},
+            "spec": {"clusterIP": "None" if headless else "10.0.0.1", "selector": selector}}
+
+
+def _member(name: str, hostname: str, subdomain: str, labels: dict[str, str]) -> dict[str, Any]:
+    return {"metadata": {"name": name, "labels": labels},
+            "spec": {"hostname": hostname, "subdomain": subdomain}}
+
+
+def test_pods_under_a_headless_service_resolve_by_hostname_dot_subdomain() -> None:
+    """Cluster DNS answers HOST.SUB (and its qualified forms) for a pod a headless Service
+    SUB selects: how a JobSet's pods find each other (torchrun's PET_MASTER_ADDR)."""
+    jobset = {"jobset.sigs.k8s.io/jobset-name": "mnist"}
+    services = [_service("mnist", selector=jobset),
+                _service("other", selector={"app": "other"}, headless=False)]
+    pods = [
+        _member("mnist-node-0-0-abcde", "mnist-node-0-0", "mnist", jobset),
+        _member("mnist-node-0-1-fghij", "mnist-node-0-1", "mnist", jobset),
+        _member("stray", "stray-0", "mnist", {"app": "stray"}),        # not selected
+        _member("clustered", "clustered-0", "other", {"app": "other"}),  # not headless
+        {"metadata": {"name": "plain", "labels": jobset}, "spec": {"subdomain": "mnist"}},
+    ]
+    names = headless_names(services, pods)
+    assert names == ["mnist-node-0-0.mnist", "mnist-node-0-1.mnist"]
+    text = hosts_text(pod(), ["mnist", *names])
+    assert ("127.0.0.1\tmnist-node-0-0.mnist mnist-node-0-0.mnist.team "
+            "mnist-node-0-0.mnist.team.svc mnist-node-0-0.mnist.team.svc.cluster.local"
+            ) in text.splitlines()
