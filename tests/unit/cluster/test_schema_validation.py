@@ -377,6 +377,8 @@ KEYWORDS = _schema(
         ),
         ({"name": "abc", "port": "http"}, None),
         ({"name": "abc", "port": 80}, None),
+        # A whole JSON number is an integer to kube-openapi (the Kubeflow SDK's quantities).
+        ({"name": "abc", "port": 80.0}, None),
         ({"name": "abc", "port": 1.5}, "must be of type integer,string"),
         (
             {"name": "abc", "tags": ["a", "b", "c"]},

@@ -117,7 +117,9 @@ FORMATS: dict[str, Callable[[str], bool]] = {
 def check_type(schema: Mapping[str, Any], value: Any, path: str) -> Cause | None:
     """The type (or int-or-string) a value must have; None when it has it."""
     if schema.get("x-kubernetes-int-or-string"):
-        if json_type(value) in ("integer", "string"):
+        # kube-openapi takes a whole JSON number (1.0) for an integer: the Kubeflow SDK posts
+        # resourcesPerNode's quantities so.
+        if isinstance(value, str) or type_matches(value, "integer"):
             return None
         return type_error(path, value, "integer,string")
     wanted = schema.get("type")
