@@ -229,9 +229,10 @@ class PodSpec(_Strict):
     # (ReplicaSet's SuccessfulDelete); none when unset.
     surplus_reason: str | None = Field(
         default=None, alias="surplusReason", pattern=r"^[A-Z][A-Za-z0-9]*$")
-    # Create a type's missing pods in batches of 1, 2, 4, ... in one pass, stopping after a
-    # batch in which a create failed (kube-controller-manager's slowStartBatch), at most
-    # 500 a pass (its burstReplicas); else all at once, stopping at the first failure.
+    # Create a type's missing pods in batches of 1, 2, 4, ... in one pass, the creates of a
+    # batch at once, stopping after a batch in which a create failed (kube-controller-
+    # manager's slowStartBatch), at most 500 a pass (its burstReplicas), and delete a pass's
+    # surplus at once; else one at a time, stopping at the first failure (Kubeflow's).
     slow_start: bool = Field(default=False, alias="slowStart")
 
 

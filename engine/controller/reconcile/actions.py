@@ -9,13 +9,16 @@ precondition and treat NotFound as done, and `AlreadyExists` is not an error
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from functools import partial
 from typing import Any, TypeVar
 
 from loguru import logger
 
 from engine.controller.machines.registry import MACHINE_STATUS_FIELD
+from engine.controller.reconcile.batches import BURST_REPLICAS, SlowStart, send_all
 from engine.controller.reconcile.children import (
     TRACKING_FINALIZER,
     JobKey,
@@ -72,39 +75,20 @@ class TemplateError:
     """What the job is told (its PodTemplateError event and ReplicaFailure condition)."""
 
 
-BURST_REPLICAS = 500
-"""At most this many creates (or deletes) of one type a pass: kube-controller-manager's
-ReplicaSet burstReplicas."""
+@dataclass(frozen=True)
+class PendingCreate:
+    """A create a slow-start pass has built and not sent yet."""
 
+    replica: ReplicaId
+    resource: Resource
+    body: dict[str, Any]
+    event_reason: Any = None
+    """The reason of the Event said once the pod is created (none: no Event)."""
 
-@dataclass
-class SlowStart:
-    """kube-controller-manager's slowStartBatch over one pass's creates of one type: batches
-    of 1, 2, 4, ... creates; once a batch had a refused create, no further batch starts."""
-
-    count: int = 0
-    """Creates tried so far."""
-    batch_end: int = 1
-    """The count at which the current batch is over."""
-    batch_size: int = 1
-    failure: ApiError | None = None
-    """The first refused create."""
-
-    def may_try(self) -> bool:
-        """Whether one more create may be tried now."""
-        return self.count < min(self.batch_end, BURST_REPLICAS)
-
-    def tried(self) -> None:
-        """One create was tried: a batch that went through opens the next, twice as big."""
-        self.count += 1
-        if self.count == self.batch_end and self.failure is None:
-            self.batch_size *= 2
-            self.batch_end += self.batch_size
-
-    def failed(self, exc: ApiError) -> None:
-        """A create was refused: the batch ends as planned, and no other starts."""
-        if self.failure is None:
-            self.failure = exc
+    @property
+    def own(self) -> bool:
+        """The replica's own object (counted by expectations), not its service."""
+        return self.resource != SERVICES
 
 
 @dataclass
@@ -146,13 +130,39 @@ class ActionRun:
     """Whether each replica type's expectations were met when the pass began, before it read
     the cache (upstream's order): a pod the watch shows after that read must not let this
     pass act on a cache without it."""
+    pool: Executor | None = None
+    """Where the requests of a slow-start batch are sent at once (batches.senders()); None:
+    one after another in this thread (the simulated world)."""
     _templates: dict[str, Any] | None = field(default=None, init=False, repr=False)
     _may_act: dict[str, bool] = field(default_factory=dict, init=False, repr=False)
-    _batches: dict[str, SlowStart] = field(default_factory=dict, init=False, repr=False)
+    _batches: dict[tuple[str, str], SlowStart] = field(default_factory=dict, init=False,
+                                                       repr=False)
+    _pending: list[PendingCreate] = field(default_factory=list, init=False, repr=False)
+    """Creates built by a slow-start pass and not sent yet (`flush_creates` sends them)."""
+    _queued: set[tuple[str, ReplicaId]] = field(default_factory=set, init=False, repr=False)
 
-    def slow_start(self, replica_type: str) -> SlowStart:
-        """This pass's slow-start batches of one type's creates (pod.slowStart)."""
-        return self._batches.setdefault(replica_type, SlowStart())
+    @property
+    def slow_starting(self) -> bool:
+        """Whether the machine creates in slow-start batches (pod.slowStart)."""
+        return self.definition.definition.spec.pod.slow_start
+
+    def slow_start(self, resource: Resource, replica_type: str) -> SlowStart:
+        """This pass's slow-start batches of one type's creates of one resource."""
+        return self._batches.setdefault((resource.plural, replica_type), SlowStart())
+
+    def queue(self, create: PendingCreate) -> None:
+        """Hold a built create until the pass sends its batch."""
+        self._pending.append(create)
+        self._queued.add((create.resource.plural, create.replica))
+
+    def queued(self, resource: Resource, replica: ReplicaId) -> bool:
+        """Whether this pass already holds a create of the replica's object of `resource`."""
+        return (resource.plural, replica) in self._queued
+
+    def take_pending(self) -> list[PendingCreate]:
+        """The creates held so far, in the order they were planned; none are held after."""
+        pending, self._pending = self._pending, []
+        return pending
 
     def raise_batch_failure(self) -> None:
         """The first create refused in a slow-start batch, if any: what the pass failed of."""
@@ -190,11 +200,21 @@ class ActionRun:
         return self._may_act[replica_type]
 
 
+_DEFERRED = frozenset({"createPod", "createService"})
+"""Actions a slow-start pass holds and sends in batches (`flush_creates`)."""
+
+
 def execute(run: ActionRun) -> None:
     """Run the planned actions in order, then remove pods (or children) that no replica owns
-    any more; a create refused in a slow-start batch is raised once the batch is over."""
+    any more; a create refused in a slow-start batch is raised once the batch is over.
+
+    With pod.slowStart, a run of consecutive creates is held and sent in slow-start batches
+    once another action (or the end) comes, so every other action keeps its place."""
     for planned in run.decision.actions:
+        if planned.action.name not in _DEFERRED:
+            flush_creates(run)
         _execute_one(run, planned)
+    flush_creates(run)
     _keep_child_fields(run)
     for replica in sorted(run.old_attempt):
         _delete(run, replica, run.replica_objects.by_replica.get(replica), own=True)
@@ -240,7 +260,8 @@ def _may_create(run: ActionRun, replica: ReplicaId) -> bool:
     """Whether the replica's pod (or child) may be created now: it has none, the job's
     objects are as wanted, the expectations are met and its back-off has run out; when
     not, the run is told when to look again."""
-    if replica in run.replica_objects.by_replica or replica in run.created:
+    if replica in run.replica_objects.by_replica or replica in run.created or run.queued(
+            run.replica_objects.resource, replica):
         return False
     if run.objects_wait_s > 0:
         run.wait_s.append(run.objects_wait_s)
@@ -268,23 +289,73 @@ def _create_pod(run: ActionRun, replica: ReplicaId, *, event_reason: Any = None)
                     attempt=run.decision.record.restart_attempt)
     _warn_restart_policy(run, replica, replica_type.template_restart_policy,
                          pod["spec"]["restartPolicy"])
-    batch = run.slow_start(replica.type) if run.definition.definition.spec.pod.slow_start else None
-    if batch is not None and not batch.may_try():
+    if run.slow_starting:
+        run.queue(PendingCreate(replica, PODS, pod, event_reason))
         return
-    try:
-        created = _create_expected(run, replica, PODS, pod)
-    except ApiError as exc:
-        if batch is None:
-            raise
-        batch.failed(exc)  # the rest of this batch is still tried, as upstream's are
-        return
-    finally:
-        if batch is not None:
-            batch.tried()
-    if created is not None and event_reason:
+    created = _create_expected(run, replica, PODS, pod)
+    if created is not None:
+        _said_created(run, replica, created, event_reason)
+
+
+def _said_created(run: ActionRun, replica: ReplicaId, created: Obj, event_reason: Any) -> None:
+    """The Event of a pod created, when the machine names one (SuccessfulCreate)."""
+    if event_reason:
         run.recorder.record(run.job, type="Normal", reason=str(event_reason),
                             message=f"Created pod: {created['metadata']['name']}",
                             replica=str(replica))
+
+
+def flush_creates(run: ActionRun) -> None:
+    """Send the creates a slow-start pass holds: per resource and replica type, in batches
+    that continue the pass's 1, 2, 4, ... (a batch may be split by another action in
+    between); each batch's expectations are raised before its requests are sent, and
+    lowered for each create refused. A batch with a refused create is finished and no other
+    starts (its error is raised by `execute` at the end); what is left is created by a
+    later pass."""
+    groups: dict[tuple[str, str], list[PendingCreate]] = {}
+    for create in run.take_pending():
+        groups.setdefault((create.resource.plural, create.replica.type), []).append(create)
+    for group in groups.values():
+        batch = run.slow_start(group[0].resource, group[0].replica.type)
+        sent = 0
+        while sent < len(group) and batch.may_try():
+            chunk = group[sent:sent + batch.room()]
+            sent += len(chunk)
+            _send_batch(run, batch, chunk)
+
+
+def _send_batch(run: ActionRun, batch: SlowStart, chunk: list[PendingCreate]) -> None:
+    """One batch's creates at once; then, in planned order, each one's outcome."""
+    own = [create for create in chunk if create.own]
+    if own:
+        run.expectations.expect_creations(run.expectation(own[0].replica.type), len(own))
+    outcomes = send_all(run.pool, [
+        partial(run.client.create, create.resource, create.body, run.key.namespace)
+        for create in chunk])
+    unexpected: Exception | None = None
+    for create, outcome in zip(chunk, outcomes, strict=True):
+        if isinstance(outcome, Exception) and create.own:
+            run.expectations.creation_observed(run.expectation(create.replica.type))
+        if isinstance(outcome, AlreadyExists):
+            _explain_existing(run, create.resource, create.body["metadata"].get("name", ""),
+                              create.replica)
+        elif isinstance(outcome, ApiError):
+            batch.failed(outcome)  # the rest of this batch was tried too, as upstream's is
+        elif isinstance(outcome, Exception):
+            unexpected = unexpected or outcome
+        else:
+            _created(run, create, outcome)
+        batch.tried()
+    if unexpected is not None:
+        raise unexpected
+
+
+def _created(run: ActionRun, create: PendingCreate, created: Obj) -> None:
+    kind = create.resource.kind.lower()
+    _log(run, create.replica).info(f"created {kind} {created['metadata']['name']}")
+    if create.own:
+        run.created.add(create.replica)
+        _said_created(run, create.replica, created, create.event_reason)
 
 
 def _create_child(run: ActionRun, replica: ReplicaId) -> None:
@@ -440,7 +511,7 @@ def _explain_existing(
 
 
 def _create_service(run: ActionRun, replica: ReplicaId) -> None:
-    if replica in run.services.by_replica:
+    if replica in run.services.by_replica or run.queued(SERVICES, replica):
         return
     replica_type = run.spec.replica_type(replica.type)
     if replica_type is None or service_spec_for(run.definition, replica.type) is None:
@@ -452,42 +523,116 @@ def _create_service(run: ActionRun, replica: ReplicaId) -> None:
                             labels=decorations.labels)
     if service is None:
         return
+    if run.slow_starting:
+        run.queue(PendingCreate(replica, SERVICES, service))
+        return
     try:
         run.client.create(SERVICES, service, run.key.namespace)
     except AlreadyExists:
         _explain_existing(run, SERVICES, service["metadata"]["name"], replica)
 
 
-def _delete(run: ActionRun, replica: ReplicaId | None, obj: Obj | None, *, own: bool,
-            replica_type: str | None = None) -> bool:
-    """Delete a child unless it is already going; whether this call deleted it.
+@dataclass(frozen=True)
+class _Deletion:
+    """A delete about to be sent, its expectation raised."""
 
-    `own`: the replica's own object (its pod, or its spec.child object, deleted in the
-    foreground so that a new one waits for the old one's children), counted by the
+    replica: ReplicaId | None
+    obj: Obj
+    resource: Resource
+    key: ExpectationKey | None
+    """The expectations that count it (a replica's own object), else None (a service)."""
+
+
+def _deletion(run: ActionRun, replica: ReplicaId | None, obj: Obj | None, *, own: bool,
+              replica_type: str | None = None) -> _Deletion | None:
+    """A child to delete unless it is already going (or the type's expectations are not met
+    yet: then the run looks again in a second), its deletion expected from now on.
+
+    `own`: the replica's own object (its pod, or its spec.child object), counted by the
     expectations of its replica's type (or of `replica_type`, for a surplus pod that no
     replica holds); else its service."""
     if obj is None or obj["metadata"].get("deletionTimestamp"):
-        return False
-    metadata = obj["metadata"]
+        return None
     resource = run.replica_objects.resource if own else SERVICES
     key = None
     counted = replica.type if replica is not None else replica_type
     if own and counted is not None:
         if not run.may_act(counted):
             run.wait_s.append(1.0)
-            return False
+            return None
         key = run.expectation(counted)
-        run.expectations.expect_deletions(key, [metadata["name"]])
-    foreground = "Foreground" if resource not in (PODS, SERVICES) else None
-    try:
-        run.client.delete(resource, metadata["name"], metadata["namespace"], uid=metadata["uid"],
-                          propagation_policy=foreground)
-    except NotFound:
-        if key is not None:
-            run.expectations.deletion_observed(key, metadata["name"])
+        run.expectations.expect_deletions(key, [obj["metadata"]["name"]])
+    return _Deletion(replica, obj, resource, key)
+
+
+def _send_deletion(run: ActionRun, deletion: _Deletion) -> None:
+    """The DELETE, with the uid precondition; a spec.child object goes in the foreground so
+    that a new one waits for the old one's children."""
+    metadata = deletion.obj["metadata"]
+    foreground = "Foreground" if deletion.resource not in (PODS, SERVICES) else None
+    run.client.delete(deletion.resource, metadata["name"], metadata["namespace"],
+                      uid=metadata["uid"], propagation_policy=foreground)
+
+
+def _deleted(run: ActionRun, deletion: _Deletion, failure: Exception | None) -> bool:
+    """Whether the delete went through; a failed one is no longer expected (NotFound: gone
+    already), and any failure but NotFound is raised."""
+    name = deletion.obj["metadata"]["name"]
+    if failure is None:
+        _log(run, deletion.replica).info(f"deleted {deletion.resource.kind.lower()} {name}")
+        return True
+    if deletion.key is not None:
+        run.expectations.deletion_observed(deletion.key, name)
+    if isinstance(failure, NotFound):
         return False
-    _log(run, replica).info(f"deleted {resource.kind.lower()} {metadata['name']}")
-    return True
+    raise failure
+
+
+def _delete(run: ActionRun, replica: ReplicaId | None, obj: Obj | None, *, own: bool,
+            replica_type: str | None = None) -> bool:
+    """Delete a child unless it is already going (`_deletion`); whether this call deleted
+    it."""
+    deletion = _deletion(run, replica, obj, own=own, replica_type=replica_type)
+    if deletion is None:
+        return False
+    try:
+        _send_deletion(run, deletion)
+    except Exception as exc:
+        return _deleted(run, deletion, exc)
+    return _deleted(run, deletion, None)
+
+
+Target = tuple[ReplicaId | None, Obj]
+
+
+def _delete_all(run: ActionRun, targets: list[Target], *, own: bool,
+                replica_type: str | None = None,
+                said: Callable[[ReplicaId | None, Obj], None] | None = None) -> None:
+    """Delete each target as `_delete` does, and `said` each one deleted (its Event).
+
+    With pod.slowStart all are expected first and sent at once, as kube-controller-manager's
+    ReplicaSet and Job controllers delete a sync's pods in parallel; the first failure
+    (other than NotFound) is raised once every delete has ended and been said. Else one
+    after another, stopping at the first failure."""
+    if not run.slow_starting:
+        for replica, obj in targets:
+            if _delete(run, replica, obj, own=own, replica_type=replica_type) and said:
+                said(replica, obj)
+        return
+    deletions = [d for d in (_deletion(run, replica, obj, own=own, replica_type=replica_type)
+                             for replica, obj in targets) if d is not None]
+    outcomes = send_all(run.pool, [partial(_send_deletion, run, d) for d in deletions])
+    failure: Exception | None = None
+    for deletion, outcome in zip(deletions, outcomes, strict=True):
+        try:
+            deleted = _deleted(run, deletion, outcome)
+        except Exception as exc:
+            failure = failure or exc
+            continue
+        if deleted and said is not None:
+            said(deletion.replica, deletion.obj)
+    if failure is not None:
+        raise failure
 
 
 def _cleanup_pods(run: ActionRun, policy: Any) -> None:
@@ -511,33 +656,46 @@ def _delete_stale(run: ActionRun) -> None:
     """Children no replica owns any more (`_left_out`); a pool member sent back to waiting
     says so in an Event when its pod goes (a user sees why a running pod was deleted)."""
     for claimed, own in ((run.replica_objects, True), (run.services, False)):
-        for replica, obj in claimed.by_replica.items():
-            if not _left_out(run, replica) or not _delete(run, replica, obj, own=own):
-                continue
-            spec = run.spec.replica_type(replica.type)
-            if own and spec is not None and spec.pool and replica.index < spec.replicas:
-                run.recorder.record(
-                    run.job, type="Normal", reason="ParallelismLowered",
-                    message=f"{replica} waits for a place again: its pool's parallelism is "
-                            f"now {spec.at_once}; its pod {obj['metadata']['name']} is "
-                            "deleted.",
-                    replica=str(replica))
-        for obj in claimed.unplaced:
-            _delete(run, None, obj, own=own)
+        stale: list[Target] = [(replica, obj) for replica, obj in claimed.by_replica.items()
+                               if _left_out(run, replica)]
+        _delete_all(run, stale, own=own,
+                    said=(lambda replica, obj: _said_waiting(run, replica, obj)) if own
+                    else None)
+        _delete_all(run, [(None, obj) for obj in claimed.unplaced], own=own)
     _delete_surplus(run)
 
 
+def _said_waiting(run: ActionRun, replica: ReplicaId | None, pod: Obj) -> None:
+    """ParallelismLowered, when the pod deleted was a pool member's that waits again."""
+    spec = None if replica is None else run.spec.replica_type(replica.type)
+    if spec is None or replica is None or not spec.pool or replica.index >= spec.replicas:
+        return
+    run.recorder.record(
+        run.job, type="Normal", reason="ParallelismLowered",
+        message=f"{replica} waits for a place again: its pool's parallelism is now "
+                f"{spec.at_once}; its pod {pod['metadata']['name']} is deleted.",
+        replica=str(replica))
+
+
 def _delete_surplus(run: ActionRun) -> None:
-    """Interchangeable pods beyond their type's replicas, in upstream's order, each said in
-    the machine's `pod.surplusReason` Event (ReplicaSet's `SuccessfulDelete`)."""
+    """Interchangeable pods beyond their type's replicas, in upstream's order, at most
+    BURST_REPLICAS a pass, each said in the machine's `pod.surplusReason` Event
+    (ReplicaSet's `SuccessfulDelete`)."""
     reason = run.definition.definition.spec.pod.surplus_reason
-    for count, (replica_type, pod) in enumerate(run.replica_objects.surplus):
-        if count >= BURST_REPLICAS:
-            run.wait_s.append(1.0)
-            return
-        if _delete(run, None, pod, own=True, replica_type=replica_type) and reason:
+    surplus = run.replica_objects.surplus
+    if len(surplus) > BURST_REPLICAS:
+        run.wait_s.append(1.0)
+    by_type: dict[str, list[Target]] = {}
+    for replica_type, pod in surplus[:BURST_REPLICAS]:
+        by_type.setdefault(replica_type, []).append((None, pod))
+
+    def said(_replica: ReplicaId | None, pod: Obj) -> None:
+        if reason:
             run.recorder.record(run.job, type="Normal", reason=reason,
                                 message=f"Deleted pod: {pod['metadata']['name']}")
+
+    for replica_type, pods in by_type.items():
+        _delete_all(run, pods, own=True, replica_type=replica_type, said=said)
 
 
 def release_tracking(run: ActionRun) -> None:

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from engine.controller.reconcile.actions import BURST_REPLICAS, SlowStart
+from engine.controller.reconcile.batches import BURST_REPLICAS, SlowStart
 from engine.controller.reconcile.children import (
     JOB_NAME_LABEL,
     JOB_UID_LABEL,
