@@ -241,6 +241,17 @@ class CompiledSchedule:
 
 
 @dataclass(frozen=True)
+class CompiledRollout:
+    """A machine's rollout: the kind of its revisions, and its values (replicas, selector,
+    template, strategy, maxSurge, maxUnavailable, paused, minReadySeconds,
+    revisionHistoryLimit, progressDeadlineSeconds), each compiled CEL."""
+
+    api_version: str
+    kind: str
+    values: Mapping[str, CompiledExpression]
+
+
+@dataclass(frozen=True)
 class CompiledDefinition:
     """A whole definition, compiled once and shared by every job of its kind."""
 
@@ -271,6 +282,8 @@ class CompiledDefinition:
     """With governs.statusLayout Native: the status fields the machine computes."""
     schedule: CompiledSchedule | None = None
     """Children made on a cron schedule (a CronJob's Jobs), if the machine has them."""
+    rollout: CompiledRollout | None = None
+    """Revisions of a template rolled out over children (a Deployment's ReplicaSets)."""
     child: CompiledChild | None = None
     """The replicas' child objects, when they are not pods (spec.child)."""
     references: Mapping[str, Mapping[str, CompiledExpression]] = field(default_factory=dict)
@@ -338,6 +351,10 @@ def compile_definition(loaded: LoadedDefinition) -> CompiledDefinition:
             spec.schedule.child.api_version, spec.schedule.child.kind,
             {str(path[-1]): compiled for path, compiled in expressions.items()
              if path[:2] == ("spec", "schedule")}),
+        rollout=None if spec.rollout is None else CompiledRollout(
+            spec.rollout.child.api_version, spec.rollout.child.kind,
+            {str(path[-1]): compiled for path, compiled in expressions.items()
+             if path[:2] == ("spec", "rollout")}),
         child=_child(expressions, spec.child),
         references={
             name: {key: expressions[("spec", "governs", "references", name, key)]

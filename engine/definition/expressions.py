@@ -249,6 +249,8 @@ def compile_expressions(loaded: LoadedDefinition, job_schema: JobSchema | None =
         compiler.expression(path, source, scope, types)
     for path, source, types in schedule_value_paths(loaded):
         compiler.expression(path, source, compiler.scope("job"), types)
+    for path, source, types in rollout_value_paths(loaded):
+        compiler.expression(path, source, compiler.scope("job"), types)
     for path, source in reference_value_paths(loaded):
         compiler.expression(path, source, compiler.scope("job", validation=True), _STRING_TYPES)
     return compiler.table
@@ -290,6 +292,28 @@ def schedule_value_paths(
         yield ("spec", "schedule", key), values[key], types
     for key, types in _CHILD_VALUES:
         yield ("spec", "schedule", "child", key), values["child"][key], types
+
+
+_COUNT_TYPES = ("int", "dyn")
+_ROLLOUT_VALUES = (
+    ("replicas", _COUNT_TYPES), ("selector", _MAP_TYPES), ("template", _MAP_TYPES),
+    ("strategy", _STRING_TYPES), ("maxSurge", ("int", "string", "dyn")),
+    ("maxUnavailable", ("int", "string", "dyn")), ("paused", _GUARD_TYPES),
+    ("minReadySeconds", _COUNT_TYPES), ("revisionHistoryLimit", ("int", "null", "dyn")),
+    ("progressDeadlineSeconds", ("int", "null", "dyn")),
+)
+
+
+def rollout_value_paths(
+    loaded: LoadedDefinition,
+) -> Iterator[tuple[Path, str, tuple[str, ...]]]:
+    """Every value of the machine's rollout, with the types it may give."""
+    rollout = loaded.definition.spec.rollout
+    if rollout is None:
+        return
+    values = rollout.model_dump(by_alias=True)
+    for key, types in _ROLLOUT_VALUES:
+        yield ("spec", "rollout", key), values[key], types
 
 
 _CHILD_STATUS_VALUES = (

@@ -13,7 +13,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engine.definition.cel import Activation, CelEvaluationError, CompiledExpression
-from engine.definition.compiled import CompiledDefinition, CompiledObject, CompiledSchedule
+from engine.definition.compiled import (
+    CompiledDefinition,
+    CompiledObject,
+    CompiledRollout,
+    CompiledSchedule,
+)
 from engine.definition.expressions import POD_REPLACEMENT_POLICIES, POD_RESTART_POLICIES
 from engine.definition.templates import render_value
 from engine.definition.vocabulary import job_value
@@ -376,4 +381,69 @@ def render_schedule(schedule: CompiledSchedule, variables: Mapping[str, Any]) ->
         child_annotations={str(k): render_value(v) for k, v in found["annotations"].items()
                            if v is not None},
         child_spec=_without_nulls(found["spec"]),
+    )
+
+
+ROLLOUT_STRATEGIES = ("RollingUpdate", "Recreate")
+"""How a rollout moves pods to a new revision: a few at a time, or all old ones first."""
+
+
+@dataclass(frozen=True)
+class RenderedRollout:
+    """A job's rollout as its machine gives it now. `max_surge` and `max_unavailable` are
+    as written (an int or a percentage such as '25%'): they are resolved against
+    `replicas` where they are used, as upstream's intstr values are."""
+
+    replicas: int
+    selector: Mapping[str, Any]
+    template: Mapping[str, Any]
+    strategy: str
+    max_surge: int | str
+    max_unavailable: int | str
+    paused: bool
+    min_ready_seconds: int
+    revision_history_limit: int | None
+    progress_deadline_seconds: int | None
+    child_api_version: str
+    child_kind: str
+
+
+def _count(found: Mapping[str, Any], key: str, *, nullable: bool = False) -> int | None:
+    value = found[key]
+    if value is None and nullable:
+        return None
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise CelEvaluationError(f"rollout.{key} gave {value!r}, not a count (0 or more)")
+    return value
+
+
+def render_rollout(rollout: CompiledRollout, variables: Mapping[str, Any]) -> RenderedRollout:
+    """The rollout's values over the job-level variables; a value of the wrong kind (a
+    strategy that is neither RollingUpdate nor Recreate, a negative count, a template that
+    is not a map) raises CelEvaluationError naming it."""
+    activation = Activation(variables)
+    found = {key: expression.evaluate(activation) for key, expression in rollout.values.items()}
+    if found["strategy"] not in ROLLOUT_STRATEGIES:
+        raise CelEvaluationError(f"rollout.strategy gave {found['strategy']!r}, not one of "
+                                 f"{', '.join(ROLLOUT_STRATEGIES)}")
+    for key in ("selector", "template"):
+        if not isinstance(found[key], dict):
+            raise CelEvaluationError(f"rollout.{key} gave {found[key]!r}, not a map")
+    for key in ("maxSurge", "maxUnavailable"):
+        value = found[key]
+        if isinstance(value, bool) or not isinstance(value, int | str):
+            raise CelEvaluationError(f"rollout.{key} gave {value!r}, not an int or a "
+                                     "percentage")
+    if not isinstance(found["paused"], bool):
+        raise CelEvaluationError(f"rollout.paused gave {found['paused']!r}, not a bool")
+    return RenderedRollout(
+        replicas=int(_count(found, "replicas") or 0),
+        selector=_without_nulls(found["selector"]),
+        template=_without_nulls(found["template"]),
+        strategy=found["strategy"], max_surge=found["maxSurge"],
+        max_unavailable=found["maxUnavailable"], paused=found["paused"],
+        min_ready_seconds=int(_count(found, "minReadySeconds") or 0),
+        revision_history_limit=_count(found, "revisionHistoryLimit", nullable=True),
+        progress_deadline_seconds=_count(found, "progressDeadlineSeconds", nullable=True),
+        child_api_version=rollout.api_version, child_kind=rollout.kind,
     )

@@ -345,9 +345,42 @@ class ScheduleSpec(_Strict):
     child: ScheduledChild
 
 
+class RolloutChild(_Strict):
+    """The kind of a rollout's revisions: an object of a kind the engine also governs (a
+    Deployment's ReplicaSets), with `spec.replicas`, `spec.selector` and `spec.template`,
+    and a status that counts `replicas`, `readyReplicas` and `availableReplicas`."""
+
+    api_version: str = Field(alias="apiVersion")
+    kind: str
+
+
+class RolloutSpec(_Strict):
+    """Revisions of a template, rolled out as the Deployment controller rolls out ReplicaSets.
+
+    Each distinct `template` is one child, named `<job>-<hash of the template>`, whose
+    `spec.replicas` the engine moves from the old revisions to the new one within
+    `maxSurge` and `maxUnavailable` (strategy RollingUpdate) or all at once (Recreate).
+    Every value is CEL over the job-level variables.
+    """
+
+    replicas: str  # CEL int: the pods wanted across the revisions
+    selector: str  # CEL map: the LabelSelector the children's selectors extend
+    template: str  # CEL map: the pod template, {metadata, spec}; each version is a revision
+    strategy: str = "'RollingUpdate'"  # CEL string: RollingUpdate or Recreate
+    max_surge: str = Field(default="'25%'", alias="maxSurge")  # CEL int or 'N%'
+    max_unavailable: str = Field(default="'25%'", alias="maxUnavailable")  # CEL int or 'N%'
+    paused: str = "false"  # CEL bool: scale only, roll out nothing
+    min_ready_seconds: str = Field(default="0", alias="minReadySeconds")  # CEL int
+    # CEL int or null: old revisions kept (null: all).
+    revision_history_limit: str = Field(default="10", alias="revisionHistoryLimit")
+    # CEL int or null: seconds without progress before Progressing is False (null: never).
+    progress_deadline_seconds: str = Field(default="600", alias="progressDeadlineSeconds")
+    child: RolloutChild
+
+
 BUILT_IN_KINDS: frozenset[tuple[str, str]] = frozenset(
     {("batch/v1", "Job"), ("batch/v1", "CronJob"), ("apps/v1", "ReplicaSet"),
-     ("v1", "ReplicationController")})
+     ("v1", "ReplicationController"), ("apps/v1", "Deployment")})
 """(apiVersion, kind) of the kinds a machine may govern that every API server serves without
 a CRD (the embedded one too): no CRD gives their schema."""
 
@@ -470,6 +503,9 @@ class DefinitionSpec(_Strict):
     status: dict[str, str] = Field(default_factory=dict)
     # Children made on a cron schedule (a CronJob's Jobs): see ScheduleSpec.
     schedule: ScheduleSpec | None = None
+    # Revisions of a template rolled out over children (a Deployment's ReplicaSets): see
+    # RolloutSpec.
+    rollout: RolloutSpec | None = None
     # Named CEL fragments: `name()` in any expression or template of the machine stands for
     # `(fragment)`, so a rule read in several places is written once (JobSet's first failed
     # Job, its success targets).
@@ -493,6 +529,9 @@ class DefinitionSpec(_Strict):
                 and self.pod.naming != "Generated"):
             raise ValueError("governs.selector needs pod.naming: Generated (an adopted pod "
                              "has no index of its own to be named by)")
+        if self.rollout is not None and self.governs is not None and not native:
+            raise ValueError("a rollout needs governs.statusLayout: Native (it writes the "
+                             "kind's own status: replicas, updatedReplicas, conditions, ...)")
         if self.status and self.governs is not None and not native:
             raise ValueError("status fields need governs.statusLayout: Native (with the "
                              "Engine layout the engine writes the status itself)")

@@ -29,6 +29,7 @@ DOCS_IMAGES: dict[str, str] = {
     "docs/images/replicaset.svg": "machines/replicaset.yaml",
     "docs/images/replicationcontroller.svg": "machines/replicationcontroller.yaml",
     "docs/images/trainjob.svg": "machines/trainjob.yaml",
+    "docs/images/deployment.svg": "machines/deployment.yaml",
 }
 
 

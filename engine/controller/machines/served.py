@@ -27,12 +27,14 @@ BUILT_IN_JOB_KINDS: Mapping[tuple[str, str], Resource] = {
                                         namespaced=True),
     ("v1", "ReplicationController"): Resource("", "v1", "replicationcontrollers",
                                               "ReplicationController", namespaced=True),
+    ("apps/v1", "Deployment"): Resource("apps", "v1", "deployments", "Deployment",
+                                        namespaced=True),
 }
 """The resource of each of the language's `BUILT_IN_KINDS` (served without a CRD, by the
 embedded API server too): (apiVersion, kind) -> resource."""
 
 STAND_IN_ONLY: frozenset[tuple[str, str]] = frozenset(
-    {("apps/v1", "ReplicaSet"), ("v1", "ReplicationController")})
+    {("apps/v1", "ReplicaSet"), ("v1", "ReplicationController"), ("apps/v1", "Deployment")})
 """Built-in kinds without `managedBy`: kube-controller-manager runs every one of them in a
 cluster, so the engine watches them only where it stands in for it (`jobmachine up`)."""
 

@@ -23,7 +23,6 @@ from engine.controller.reconcile.actions import (
     release_tracking,
     remove_finalizer,
 )
-from engine.controller.reconcile.batches import senders
 from engine.controller.reconcile.children import (
     CLEANUP_FINALIZER,
     JOB_NAME_LABEL,
@@ -84,6 +83,8 @@ from engine.controller.reconcile.variables import (
 )
 from engine.controller.reporting.events import EventRecorder
 from engine.controller.reporting.metrics import Metrics
+from engine.controller.rollouts.revisions import ROLLOUT_STATUS_FIELDS
+from engine.controller.rollouts.run import RolloutRun, sync_rollout
 from engine.controller.runtime.expectations import ExpectationKey, Expectations
 from engine.controller.runtime.freshness import ReleasedFinalizers, WrittenVersions
 from engine.controller.runtime.references import ReferenceWatches
@@ -545,6 +546,9 @@ class Reconciler:
         if native is not None and definition.schedule is not None:
             stored = job.get(NATIVE_STATUS) or {}  # the schedule writes these itself
             native.update({k: stored[k] for k in SCHEDULE_STATUS_FIELDS if k in stored})
+        if native is not None and definition.rollout is not None:
+            stored = job.get(NATIVE_STATUS) or {}  # the rollout writes these itself
+            native.update({k: stored[k] for k in ROLLOUT_STATUS_FIELDS if k in stored})
         kept = kept_refusal(job.get(NATIVE_STATUS) or {},
                             definition.definition.governs.refused_condition)
         if native is not None and kept is not None:  # until a pass goes through
@@ -582,7 +586,7 @@ class Reconciler:
             spec=observed.spec, decision=decision, replica_objects=observed.replica_objects,
             services=observed.services, facts=observed.facts, now=now,
             old_attempt=observed.old_attempt, released=self._released,
-            satisfied=observed.satisfied, pool=senders(),
+            satisfied=observed.satisfied,
         )
         if not decision.holds_replicas and not job["metadata"].get("deletionTimestamp"):
             run.objects_wait_s = self._sync_objects(key, job, definition, run)
@@ -590,7 +594,28 @@ class Reconciler:
         release_tracking(run)
         if definition.schedule is not None and not job["metadata"].get("deletionTimestamp"):
             run.schedule_wake = self._sync_schedule(key, job, definition, decision, now)
+        if definition.rollout is not None and not job["metadata"].get("deletionTimestamp"):
+            self._sync_rollout(key, job, definition, decision, now)
         return run
+
+    def _sync_rollout(self, key: JobKey, job: Obj, definition: CompiledDefinition,
+                      decision: Decision, now: datetime) -> None:
+        """One sync of the job's rollout; its wake-up (a progress deadline) is its own."""
+        assert definition.rollout is not None
+        kind = self._machines.resource(definition.rollout.kind)
+        cache = self._caches.jobs.get(definition.rollout.kind)
+        outcome = sync_rollout(RolloutRun(
+            client=self._client, recorder=self._recorder, key=key, job=job,
+            resource=self._resource(key), rollout=definition.rollout,
+            variables=decision.variables,
+            children=None if kind is None or cache is None else (kind, cache), now=now,
+        ))
+        if outcome.written is not None:
+            self._written.wrote(key.id, outcome.written["metadata"]["resourceVersion"])
+        if outcome.wake_at is not None:
+            self._scheduler.wake_at(key, outcome.wake_at, "rollout")
+        else:
+            self._scheduler.cancel(key, "rollout")
 
     def _sync_schedule(self, key: JobKey, job: Obj, definition: CompiledDefinition,
                        decision: Decision, now: datetime) -> datetime | None:

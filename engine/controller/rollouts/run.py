@@ -1,0 +1,185 @@
+"""A job's rollout against the API: read its revisions, ask plan.py, act, write the status.
+
+Runs after the job's machine has stepped and its status is written, once per reconcile,
+as a schedule does. The revisions are read from the watch cache of their kind, which
+must be a kind the engine governs (a Deployment's ReplicaSets are run by the replicaset
+machine): a revision's every change then queues its owner again. Operations are applied
+in the plan's order on the versions read (a conflict is raised for the work queue's
+back-off: the next sync decides again on fresh reads); a create whose name is taken by an
+object of another template counts a hash collision, so the next sync names it anew.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from loguru import logger
+
+from engine.controller.reconcile.children import JobKey, controller_uid
+from engine.controller.reconcile.native_status import NATIVE_STATUS, replace_native_status
+from engine.controller.reporting.events import EventRecorder
+from engine.controller.rollouts.plan import RolloutInput, RolloutPlan, plan_rollout
+from engine.controller.rollouts.revisions import (
+    REVISION_ANNOTATION,
+    ROLLOUT_STATUS_FIELDS,
+    Create,
+    Delete,
+    Revision,
+    Update,
+    comparable_template,
+)
+from engine.definition import CompiledRollout, render_rollout
+from engine.definition.cel import CelEvaluationError
+from engine.kube.cache import Cache
+from engine.kube.client import KubeClient
+from engine.kube.errors import AlreadyExists, ApiError, NotFound
+from engine.kube.resources import Resource
+
+Obj = Mapping[str, Any]
+_LATER = timedelta(seconds=30)
+"""A rollout that cannot run now (its values fail, its child kind is not governed)."""
+
+
+@dataclass(frozen=True)
+class RolloutRun:
+    """What one sync of a job's rollout needs."""
+
+    client: KubeClient
+    recorder: EventRecorder
+    key: JobKey
+    job: Obj
+    """The job as its status write left it (an engine view: NATIVE_STATUS holds its own)."""
+    resource: Resource
+    """The job's own resource (its status is written through it)."""
+    rollout: CompiledRollout
+    variables: Mapping[str, Any]
+    children: tuple[Resource, Cache] | None
+    """The resource and watch cache of the revisions' kind; None when the engine does not
+    govern it."""
+    now: datetime
+
+
+@dataclass(frozen=True)
+class RolloutOutcome:
+    """What a sync leaves: when to look again (None: only when something changes), and
+    the job as its last write returned it (None: not written)."""
+
+    wake_at: datetime | None
+    written: Obj | None = None
+
+
+def sync_rollout(run: RolloutRun) -> RolloutOutcome:
+    """One sync of the job's rollout."""
+    try:
+        rollout = render_rollout(run.rollout, run.variables)
+    except CelEvaluationError as exc:
+        _warn(run, "RolloutTemplateError", f"the machine's rollout cannot be computed: {exc}")
+        return RolloutOutcome(run.now + _LATER)
+    if run.children is None:
+        _warn(run, "ChildKindNotGoverned", f"the rollout makes {run.rollout.kind} "
+              f"({run.rollout.api_version}) objects, which no machine of this engine runs")
+        return RolloutOutcome(run.now + _LATER)
+    resource, cache = run.children
+    metadata = run.job["metadata"]
+    children = [Revision.of(obj) for obj in cache.by_owner(metadata["uid"])
+                if obj["metadata"].get("namespace") == metadata["namespace"]
+                and controller_uid(obj) == metadata["uid"]]
+    stored = dict(run.job.get(NATIVE_STATUS) or {})
+    plan = plan_rollout(RolloutInput(job=run.job, stored=stored, children=children,
+                                     rollout=rollout, now=run.now))
+    versions: dict[str, str] = {}  # a revision updated twice in one sync: its new version
+    for operation in plan.operations:
+        if isinstance(operation, Create) and not _create(run, resource, operation):
+            stored["collisionCount"] = int(stored.get("collisionCount") or 0) + 1
+            plan.status = {**plan.status, "collisionCount": stored["collisionCount"]}
+            break
+        if isinstance(operation, Update):
+            versions[operation.name] = _update(
+                run, resource, operation, versions.get(operation.name, operation.resource_version))
+        if isinstance(operation, Delete):
+            _delete(run, resource, operation)
+    for notice in plan.notices:
+        run.recorder.record(run.job, type=notice.type, reason=notice.reason,
+                            message=notice.message)
+    written = _write(run, stored, plan)
+    return RolloutOutcome(plan.wake_at, written)
+
+
+def _create(run: RolloutRun, resource: Resource, creation: Create) -> bool:
+    """Make the revision; False when its name is taken by another template (a collision).
+    One of this job's with the same template (made by an earlier try the cache has not
+    shown yet) is taken as made."""
+    name = str(creation.body["metadata"]["name"])
+    try:
+        run.client.create(resource, dict(creation.body), run.key.namespace)
+    except AlreadyExists:
+        try:
+            found = run.client.get(resource, name, run.key.namespace)
+        except NotFound:
+            return True  # deleted in between: the next sync makes it again
+        same = comparable_template((found.get("spec") or {}).get("template") or {}) == \
+            comparable_template(creation.body["spec"]["template"])
+        if controller_uid(found) == run.job["metadata"]["uid"] and same:
+            return True
+        _log(run).info(f"{resource.kind} {name} exists with another template: a hash "
+                       "collision, the next sync picks another name")
+        return False
+    _log(run).info(f"created {resource.kind.lower()} {name} with {creation.replicas} replicas")
+    return True
+
+
+def _update(run: RolloutRun, resource: Resource, update: Update, version: str) -> str:
+    """Patch the revision on `version`; the version the patch leaves."""
+    patch = {"metadata": {"resourceVersion": version,
+                          "annotations": dict(update.annotations)},
+             "spec": {"replicas": update.replicas, "minReadySeconds": update.min_ready_seconds}}
+    patched = run.client.patch(resource, update.name, patch, namespace=run.key.namespace,
+                               patch_type="merge")
+    if update.replicas != update.scaled_from:
+        _log(run).info(f"scaled {resource.kind.lower()} {update.name} from "
+                       f"{update.scaled_from} to {update.replicas}")
+    return str(patched["metadata"]["resourceVersion"])
+
+
+def _delete(run: RolloutRun, resource: Resource, deletion: Delete) -> None:
+    try:
+        run.client.delete(resource, deletion.name, run.key.namespace, uid=deletion.uid,
+                          propagation_policy="Background")
+    except NotFound:
+        return
+    except ApiError as exc:
+        _warn(run, "FailedDelete", f"Error deleting {resource.kind} {deletion.name}: "
+              f"{exc.message}")
+        return
+    _log(run).info(f"deleted old {resource.kind.lower()} {deletion.name}")
+
+
+def _write(run: RolloutRun, stored: Obj, plan: RolloutPlan) -> Obj | None:
+    """The job's revision annotation, then the rollout's status fields beside the rest of
+    the job's own status; the job as the last write left it (None: nothing written)."""
+    job: Obj = run.job
+    written: Obj | None = None
+    metadata = job["metadata"]
+    if plan.job_revision is not None:
+        patch = {"metadata": {"annotations": {REVISION_ANNOTATION: plan.job_revision}}}
+        written = run.client.patch(run.resource, metadata["name"], patch,
+                                   namespace=metadata["namespace"], patch_type="merge")
+        job = {**job, "metadata": {**metadata,
+                                   "resourceVersion": written["metadata"]["resourceVersion"]}}
+    ours = {key: stored[key] for key in ROLLOUT_STATUS_FIELDS if key in stored}
+    if plan.status == ours:
+        return written
+    status = {key: value for key, value in stored.items() if key not in ROLLOUT_STATUS_FIELDS}
+    return replace_native_status(run.client, run.resource, job, {**status, **plan.status})
+
+
+def _warn(run: RolloutRun, reason: str, message: str) -> None:
+    run.recorder.record(run.job, type="Warning", reason=reason, message=message)
+    _log(run).warning(message)
+
+
+def _log(run: RolloutRun) -> Any:
+    return logger.bind(job=str(run.key), kind=run.key.kind)
