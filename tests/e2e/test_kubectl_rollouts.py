@@ -123,3 +123,29 @@ def test_create_roll_out_undo_and_scale_with_kubectl(cluster_kubectl: Kubectl) -
     assert replica_sets(kubectl)[first["metadata"]["name"]]["spec"]["replicas"] == 5
     _, row = kubectl("get", "deploy", "web").stdout.splitlines()
     assert row.split()[:4] == ["web", "5/5", "5", "5"]
+
+
+def pod_hashes(kubectl: Kubectl) -> list[str]:
+    """The pod-template-hash of every pod of the Deployment, being deleted or not."""
+    pods = kubectl.get_json("pods", "-l", "app=web")["items"]
+    return [p["metadata"]["labels"].get("pod-template-hash", "") for p in pods]
+
+
+def test_recreate_starts_new_pods_only_once_every_old_one_is_gone(
+    cluster_kubectl: Kubectl,
+) -> None:
+    kubectl = cluster_kubectl
+    kubectl("create", "deployment", "web", "--image=busybox:1.36", "--replicas=2", "--",
+            "sleep", "3600")
+    kubectl("patch", "deployment", "web", "-p",
+            '{"spec": {"strategy": {"type": "Recreate", "rollingUpdate": null}}}')
+    assert 'deployment "web" successfully rolled out' in rollout_status(kubectl)
+    old_hash = pod_hashes(kubectl)[0]
+    kubectl("set", "image", "deployment/web", "busybox=busybox:1.37")
+    samples = [pod_hashes(kubectl)]
+    deadline = time.monotonic() + 120
+    while len([h for h in samples[-1] if h != old_hash]) < 2 or old_hash in samples[-1]:
+        assert time.monotonic() < deadline, f"no rollout: {samples[-1]}"
+        samples.append(pod_hashes(kubectl))
+    hashes_at_once = max(len(set(sample)) for sample in samples)
+    assert hashes_at_once == 1

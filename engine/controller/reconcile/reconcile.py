@@ -609,6 +609,7 @@ class Reconciler:
             resource=self._resource(key), rollout=definition.rollout,
             variables=decision.variables,
             children=None if kind is None or cache is None else (kind, cache), now=now,
+            pods=self._caches.pods,
         ))
         if outcome.written is not None:
             self._written.wrote(key.id, outcome.written["metadata"]["resourceVersion"])

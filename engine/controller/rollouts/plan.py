@@ -50,6 +50,8 @@ from engine.definition import RenderedRollout
 from engine.kube.timestamps import format_time, parse_time
 
 Obj = Mapping[str, Any]
+OLD_PODS_POLL = timedelta(seconds=1)
+"""How often a Recreate rollout looks again while old pods are still terminating."""
 
 
 @dataclass(frozen=True)
@@ -335,15 +337,18 @@ class _Sync:
     # recreate.go
 
     def recreate(self) -> None:
-        """rolloutRecreate: every old revision to 0; once none of their pods is left, the
-        new revision made (or found) and scaled to the whole."""
+        """rolloutRecreate: every old revision to 0; once none of their pods is running
+        (oldPodsRunning: a pod being deleted still runs), the new revision made (or found)
+        and scaled to the whole."""
         self.sync_revision(create=False)
         scaled = False
         for revision in self.old:
             if revision.replicas > 0:
                 scaled = self.scale(revision, 0) or scaled
-        if scaled or any(r.count("replicas") > 0 for r in self.old):
+        if scaled or any(r.running_pods > 0 for r in self.old):
             self.rollout_status()
+            if not scaled:  # a pod's end queues its ReplicaSet, not the job: look again
+                self.plan.wake_at = self.given.now + OLD_PODS_POLL
             return
         if self.new is None:
             self.sync_revision(create=True)

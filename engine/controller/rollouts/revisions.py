@@ -46,13 +46,15 @@ class Revision:
     replicas: int
     annotations: dict[str, str]
     min_ready_seconds: int
+    running_pods: int = 0
+    """Its pods that have not ended, being deleted or not (Recreate waits for none)."""
 
     @classmethod
-    def of(cls, obj: Obj) -> Revision:
+    def of(cls, obj: Obj, running_pods: int = 0) -> Revision:
         spec = obj.get("spec") or {}
         return cls(obj, int(spec.get("replicas", 1)),
                    dict(obj["metadata"].get("annotations") or {}),
-                   int(spec.get("minReadySeconds") or 0))
+                   int(spec.get("minReadySeconds") or 0), running_pods)
 
     @property
     def name(self) -> str:

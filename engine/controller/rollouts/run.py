@@ -60,6 +60,8 @@ class RolloutRun:
     """The resource and watch cache of the revisions' kind; None when the engine does not
     govern it."""
     now: datetime
+    pods: Cache
+    """The pod watch cache: a revision's pods, by owner (Recreate waits for them to end)."""
 
 
 @dataclass(frozen=True)
@@ -84,7 +86,8 @@ def sync_rollout(run: RolloutRun) -> RolloutOutcome:
         return RolloutOutcome(run.now + _LATER)
     resource, cache = run.children
     metadata = run.job["metadata"]
-    children = [Revision.of(obj) for obj in cache.by_owner(metadata["uid"])
+    children = [Revision.of(obj, _running(run.pods, obj))
+                for obj in cache.by_owner(metadata["uid"])
                 if obj["metadata"].get("namespace") == metadata["namespace"]
                 and controller_uid(obj) == metadata["uid"]]
     stored = dict(run.job.get(NATIVE_STATUS) or {})
@@ -106,6 +109,13 @@ def sync_rollout(run: RolloutRun) -> RolloutOutcome:
                             message=notice.message)
     written = _write(run, stored, plan)
     return RolloutOutcome(plan.wake_at, written)
+
+
+def _running(pods: Cache, revision: Obj) -> int:
+    """The revision's pods (its controller reference) that have not ended."""
+    uid = revision["metadata"].get("uid")
+    return sum(1 for pod in pods.by_owner(str(uid)) if controller_uid(pod) == uid
+               and (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed"))
 
 
 def _create(run: RolloutRun, resource: Resource, creation: Create) -> bool:

@@ -129,6 +129,13 @@ def test_unhealthy_old_pods_go_first_and_recreate_waits_for_old_pods() -> None:
     result = plan([old], strategy="Recreate")
     assert sizes(result) == [("web-aaa", 0)]
     assert not [op for op in result.operations if isinstance(op, Create)]
+    emptied = revision("aaa", V1, replicas=0, available=0, number=1, created="t1")
+    emptied.running_pods = 1  # a pod being deleted still runs
+    result = plan([emptied], strategy="Recreate")
+    assert not result.operations and result.wake_at == NOW + timedelta(seconds=1)
+    emptied.running_pods = 0
+    (create,) = plan([emptied], strategy="Recreate").operations
+    assert isinstance(create, Create) and create.replicas == 3
 
 
 def test_a_rollback_raises_the_old_revisions_number_and_keeps_its_history() -> None:

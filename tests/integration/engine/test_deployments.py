@@ -1,0 +1,153 @@
+"""apps/v1 Deployments rolled out by machines/deployment.yaml (its ReplicaSets run by
+machines/replicaset.yaml) on the embedded API server, through the official Python client's
+AppsV1Api as a user makes them.
+
+The simulated node runs each pod for an hour and marks it Ready `ready-seconds` after it
+starts when its container has a readiness probe (never, with a very long delay).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from kubernetes import client as k8s
+
+from engine.app.up import LocalCluster
+from engine.kube.client import KubeClient
+from engine.kube.resources import Resource
+from tests.integration.engine.helpers import RUN_SECONDS, Obj, official_client, wait_for
+
+READY_SECONDS = "sim.jobmachine.dev/ready-seconds"
+DEPLOYMENTS = Resource("apps", "v1", "deployments", "Deployment", namespaced=True)
+REPLICASETS = Resource("apps", "v1", "replicasets", "ReplicaSet", namespaced=True)
+
+
+@pytest.fixture
+def apps(cluster: LocalCluster) -> Iterator[k8s.AppsV1Api]:
+    with official_client(cluster.server.kubeconfig) as api:
+        yield k8s.AppsV1Api(api)
+
+
+def deployment(name: str, replicas: int, *, image: str = "nginx:1", ready_s: float = 0.2,
+               **spec: Any) -> Obj:
+    container = {"name": "web", "image": image,
+                 "readinessProbe": {"exec": {"command": ["true"]}, "periodSeconds": 1}}
+    return {
+        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name},
+        "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}},
+                 "template": {"metadata": {"labels": {"app": name},
+                                           "annotations": {RUN_SECONDS: "3600",
+                                                           READY_SECONDS: str(ready_s)}},
+                              "spec": {"containers": [container]}},
+                 **spec},
+    }
+
+
+def replica_sets(client: KubeClient, ns: str) -> dict[str, Obj]:
+    return {rs["metadata"]["name"]: rs for rs in client.list(REPLICASETS, ns)[0]}
+
+
+def status(client: KubeClient, ns: str, name: str) -> Obj:
+    return client.get(DEPLOYMENTS, name, ns).get("status") or {}
+
+
+def condition(found: Obj, kind: str) -> Obj:
+    return next((c for c in found.get("conditions") or () if c["type"] == kind), {})
+
+
+def rolled_out(client: KubeClient, ns: str, name: str, replicas: int) -> Obj:
+    """The status once every wanted pod is updated and available and no old one is left
+    (what `kubectl rollout status` waits for)."""
+    deployed = client.get(DEPLOYMENTS, name, ns)
+    generation = deployed["metadata"]["generation"]
+    return wait_for(
+        lambda: status(client, ns, name),
+        lambda s: (s.get("observedGeneration", 0) >= generation
+                   and s.get("updatedReplicas", 0) == replicas == s.get("replicas", 0)
+                   and s.get("availableReplicas", 0) == replicas
+                   and condition(s, "Progressing").get("reason") == "NewReplicaSetAvailable"),
+        what=f"deployment {ns}/{name} rolled out to {replicas}")
+
+
+def set_image(apps: k8s.AppsV1Api, ns: str, name: str, image: str) -> None:
+    apps.patch_namespaced_deployment(name, ns, {"spec": {"template": {"spec": {
+        "containers": [{"name": "web", "image": image}]}}}})
+
+
+def test_a_deployment_makes_its_replica_set_and_reports_its_rollout(
+    client: KubeClient, apps: k8s.AppsV1Api, ns: str
+) -> None:
+    created = apps.create_namespaced_deployment(ns, deployment("web", 3))
+    found = rolled_out(client, ns, "web", 3)
+    assert found["readyReplicas"] == 3 and "unavailableReplicas" not in found
+    assert condition(found, "Available")["reason"] == "MinimumReplicasAvailable"
+    assert condition(found, "Available")["message"] == "Deployment has minimum availability."
+    ((name, rs),) = replica_sets(client, ns).items()
+    digest = rs["metadata"]["labels"]["pod-template-hash"]
+    assert name == f"web-{digest}"
+    assert condition(found, "Progressing")["message"] == (
+        f'ReplicaSet "{name}" has successfully progressed.')
+    assert rs["spec"]["template"]["metadata"]["labels"] == {"app": "web",
+                                                             "pod-template-hash": digest}
+    assert rs["metadata"]["ownerReferences"][0]["uid"] == created.metadata.uid
+    annotations = rs["metadata"]["annotations"]
+    assert (annotations["deployment.kubernetes.io/revision"],
+            annotations["deployment.kubernetes.io/desired-replicas"],
+            annotations["deployment.kubernetes.io/max-replicas"]) == ("1", "3", "4")
+    read = apps.read_namespaced_deployment("web", ns)
+    assert read.metadata.annotations["deployment.kubernetes.io/revision"] == "1"
+
+    apps.patch_namespaced_deployment_scale("web", ns, {"spec": {"replicas": 5}})
+    rolled_out(client, ns, "web", 5)
+    assert replica_sets(client, ns)[name]["spec"]["replicas"] == 5
+
+
+def test_history_beyond_the_limit_is_deleted(
+    client: KubeClient, apps: k8s.AppsV1Api, ns: str
+) -> None:
+    apps.create_namespaced_deployment(ns, deployment("web", 1, revisionHistoryLimit=1))
+    rolled_out(client, ns, "web", 1)
+    for version in (2, 3):
+        set_image(apps, ns, "web", f"nginx:{version}")
+        rolled_out(client, ns, "web", 1)
+    sets = wait_for(lambda: replica_sets(client, ns), lambda s: len(s) == 2,
+                    what="the oldest ReplicaSet deleted")
+    revisions = sorted(rs["metadata"]["annotations"]["deployment.kubernetes.io/revision"]
+                       for rs in sets.values())
+    assert revisions == ["2", "3"]
+
+
+def test_a_rollout_without_progress_exceeds_its_deadline(
+    client: KubeClient, apps: k8s.AppsV1Api, ns: str
+) -> None:
+    apps.create_namespaced_deployment(
+        ns, deployment("web", 1, ready_s=100000, progressDeadlineSeconds=2))
+    found = wait_for(lambda: status(client, ns, "web"),
+                     lambda s: condition(s, "Progressing").get("status") == "False",
+                     what="Progressing False")
+    progressing = condition(found, "Progressing")
+    (name,) = replica_sets(client, ns)
+    assert progressing["reason"] == "ProgressDeadlineExceeded"
+    assert progressing["message"] == f'ReplicaSet "{name}" has timed out progressing.'
+    assert condition(found, "Available")["reason"] == "MinimumReplicasUnavailable"
+
+
+def test_a_paused_deployment_rolls_nothing_out_until_resumed(
+    client: KubeClient, apps: k8s.AppsV1Api, ns: str
+) -> None:
+    apps.create_namespaced_deployment(ns, deployment("web", 1))
+    rolled_out(client, ns, "web", 1)
+    apps.patch_namespaced_deployment("web", ns, {"spec": {"paused": True}})
+    wait_for(lambda: status(client, ns, "web"),
+             lambda s: condition(s, "Progressing").get("reason") == "DeploymentPaused",
+             what="Progressing DeploymentPaused")
+    set_image(apps, ns, "web", "nginx:2")
+    generation = client.get(DEPLOYMENTS, "web", ns)["metadata"]["generation"]
+    wait_for(lambda: status(client, ns, "web"),
+             lambda s: s.get("observedGeneration", 0) >= generation, what="observed")
+    assert len(replica_sets(client, ns)) == 1
+    apps.patch_namespaced_deployment("web", ns, {"spec": {"paused": False}})
+    rolled_out(client, ns, "web", 1)
+    assert len(replica_sets(client, ns)) == 2
