@@ -23,6 +23,7 @@ order and the status is computed from the children as the operations leave them.
 from __future__ import annotations
 
 import copy
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -434,12 +435,18 @@ class _Sync:
         return max(fraction, allowed)
 
     def _fraction(self, revision: Revision) -> int:
+        """getReplicaSetFraction: the revision's size scaled from the size it was given for
+        (its max-replicas annotation, else the stored status's replicas) to replicas +
+        maxSurge, rounded half away from zero as Go's math.Round, less its size."""
+        if self.replicas == 0:
+            return -revision.replicas
         ceiling = revision.annotations.get(MAX_REPLICAS_ANNOTATION, "")
-        if not ceiling.isdigit() or int(ceiling) == 0:
+        given = (int(ceiling) if ceiling.isdigit()
+                 else int(self.given.stored.get("replicas") or 0))
+        if given == 0:
             return 0
-        size = self.replicas + self.surge() if self.replicas > 0 else 0
-        share = revision.replicas * size / int(ceiling)
-        return round(share) - revision.replicas  # Go's math.Round: half away from zero
+        share = revision.replicas * (self.replicas + self.surge()) / given
+        return math.floor(share + 0.5) - revision.replicas
 
     def trim_history(self) -> None:
         """cleanupDeployment: old revisions beyond the history limit deleted, lowest

@@ -186,3 +186,27 @@ def test_paused_resizes_only_and_says_so() -> None:
     assert not [op for op in result.operations if isinstance(op, Create)]
     progressing = next(c for c in result.status["conditions"] if c["type"] == "Progressing")
     assert (progressing["status"], progressing["reason"]) == ("Unknown", "DeploymentPaused")
+
+
+def test_a_scale_mid_rollout_is_shared_in_proportion_to_each_revisions_size() -> None:
+    """10 -> 20 replicas while a rollout is half way (new 6, old 7, both sized for 13 =
+    10 + maxSurge 3): 25 allowed now (20 + 5), 12 to add, shared 6 and 6 by each
+    revision's share of 13 (upstream's GetProportion), the larger first."""
+    old = revision("aaa", V1, replicas=7, available=7, number=1, created="t1", desired=10)
+    new = revision("bbb", V2, replicas=6, available=0, number=2, created="t2", desired=10)
+    for found in (old, new):
+        found.annotations["deployment.kubernetes.io/max-replicas"] = "13"
+    result = plan([old, new], replicas=20)
+    assert sizes(result) == [("web-aaa", 13), ("web-bbb", 12)]
+    assert [n.message for n in result.notices] == [
+        "Scaled up replica set web-aaa from 7 to 13", "Scaled up replica set web-bbb from 6 to 12"]
+
+
+def test_a_scale_down_takes_from_the_larger_and_the_leftover_from_the_first() -> None:
+    """20 -> 10 with new 12 and old 13 sized for 25: 13 allowed (10 + maxSurge 3), 12 to
+    remove: old round(13 * 13 / 25) = 7 (-6), new round(12 * 13 / 25) = 6 (-6)."""
+    old = revision("aaa", V1, replicas=13, available=13, number=1, created="t1", desired=20)
+    new = revision("bbb", V2, replicas=12, available=0, number=2, created="t2", desired=20)
+    for found in (old, new):
+        found.annotations["deployment.kubernetes.io/max-replicas"] = "25"
+    assert sizes(plan([old, new], replicas=10)) == [("web-aaa", 7), ("web-bbb", 6)]
