@@ -11,6 +11,15 @@ resource type the server offers (found by discovery) to count the stored objects
 mean JSON size. It prints, per batch and per 1,000 finished jobs, the growth of each process
 and the bytes of RSS per stored object added.
 
+With `--running`, the jobs' pods run until the end instead (the warm-up job still finishes):
+a batch is measured once every job of it has each replica's pod Running, so the engine's
+caches hold every pod (issue 33: the engine's RSS at 10,000 jobs / 100,000 pods cached,
+`--jobs-per-batch 10000 --workers 9 --running`). `--workers` sets the Workers per job (one
+Master besides); `--engine-qps` raises the engine's client rate limit
+(`JOBMACHINE_CLIENT_QPS`, default 50/s) so a batch of 100,000 pods is made in minutes; the
+local node is given room for every pod (`--node-capacity pods=...`; a kubelet's 110 by
+default).
+
 With `--delete-after-batch`, each batch is then deleted (its jobs, their pods and
 services, and the events: `deletecollection`, as `kubectl delete --all` would) and
 measured again once the data dir's journal has been compacted (`--compaction-interval`,
@@ -143,19 +152,20 @@ def engine_pid(up_pid: int, timeout_s: float = 60.0) -> int:
 # --- part 1: `jobmachine up` ---------------------------------------------------------------
 
 
-def pytorchjob(name: str, run_seconds: float) -> dict[str, Any]:
+def pytorchjob(name: str, run_seconds: float, workers: int = 1) -> dict[str, Any]:
     template = {
         "metadata": {"annotations": {"sim.jobmachine.dev/run-seconds": str(run_seconds)}},
         "spec": {"containers": [{"name": "pytorch", "image": "example/train:1"}]},
     }
-    specs = {kind: {"replicas": 1, "restartPolicy": "ExitCode", "template": template}
-             for kind in ("Master", "Worker")}
+    specs = {kind: {"replicas": replicas, "restartPolicy": "ExitCode", "template": template}
+             for kind, replicas in (("Master", 1), ("Worker", workers))}
     return {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob",
             "metadata": {"name": name, "namespace": NAMESPACE},
             "spec": {"pytorchReplicaSpecs": specs}}
 
 
 PYTORCHJOBS = Resource("kubeflow.org", "v1", "pytorchjobs", "PyTorchJob")
+RUN_UNTIL_THE_END = 10**7  # seconds a `--running` job's pods "run" in simulate mode
 
 
 def discover(client: KubeClient) -> list[Resource]:
@@ -204,6 +214,33 @@ def wait_succeeded(client: KubeClient, names: set[str], timeout_s: float,
         time.sleep(1.0)
 
 
+def all_running(job: dict[str, Any], workers: int) -> bool:
+    """Whether every replica of a job made by `pytorchjob` has its pod Running (its
+    replica statuses count them active)."""
+    statuses = (job.get("status") or {}).get("replicaStatuses") or {}
+    return ((statuses.get("Master") or {}).get("active") == 1
+            and (statuses.get("Worker") or {}).get("active") == workers)
+
+
+def wait_running(client: KubeClient, names: set[str], workers: int, timeout_s: float,
+                 process: subprocess.Popen[bytes]) -> None:
+    """Poll the jobs until every one of `names` has all its pods Running (every 5 s: the
+    list of 10,000 jobs is not free, and its cost lands on the measured server)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        objects, _ = client.list(PYTORCHJOBS, NAMESPACE)
+        running = sum(1 for obj in objects
+                      if obj["metadata"]["name"] in names and all_running(obj, workers))
+        if running == len(names):
+            return
+        if process.poll() is not None:
+            raise RuntimeError(f"`jobmachine up` exited with {process.returncode}")
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{len(names) - running} jobs not running after "
+                               f"{timeout_s:.0f} s")
+        time.sleep(5.0)
+
+
 def data_dir_bytes(directory: Path) -> int:
     """The bytes of the API server's stored objects: snapshot and journal."""
     return sum(path.stat().st_size for path in (directory / "snapshot.jsonl",
@@ -236,17 +273,28 @@ def settle(seconds: float) -> None:
     time.sleep(seconds)
 
 
-def run_up(args: argparse.Namespace, scratch: Path) -> dict[str, Any]:
+def start_up(args: argparse.Namespace, scratch: Path) -> subprocess.Popen[bytes]:
+    """`jobmachine up` as a user starts it (no JOBMACHINE_* variable but the rate limit
+    asked for), its stderr in scratch/up.log."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("JOBMACHINE_")}
-    log = scratch / "up.log"
+    if args.engine_qps is not None:
+        env["JOBMACHINE_CLIENT_QPS"] = str(args.engine_qps)
     ttl = ["--event-ttl", args.event_ttl] if args.event_ttl is not None else []
     ttl += ["--compaction-interval", args.compaction_interval]
-    with log.open("wb") as err:
-        process = subprocess.Popen(
+    if args.running:
+        # The local node takes 110 pods by default, as a kubelet does; every pod must run.
+        pods = (args.batches * args.jobs_per_batch + 1) * (1 + args.workers) + 10
+        ttl += ["--node-capacity", f"pods={pods}"]
+    with (scratch / "up.log").open("wb") as err:
+        return subprocess.Popen(
             [str(Path(sys.executable).parent / "jobmachine"), "up", "--port", "0",
              "--node-mode", "simulate", "--quiet", "--data-dir", str(scratch / "data"), *ttl],
             env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=err, start_new_session=True,
         )
+
+
+def run_up(args: argparse.Namespace, scratch: Path) -> dict[str, Any]:
+    process = start_up(args, scratch)
     samples: list[dict[str, Any]] = []
     try:
         assert process.stdout is not None
@@ -261,7 +309,7 @@ def run_up(args: argparse.Namespace, scratch: Path) -> dict[str, Any]:
             wait_succeeded(client, {"warmup"}, args.timeout, process)
             settle(args.settle)
 
-            def sample(jobs: int, seconds: float, when: str = "finished") -> None:
+            def sample(jobs: int, seconds: float, when: str) -> None:
                 samples.append({"jobs": jobs, "seconds": seconds, "when": when,
                                 "server_rss": rss_of(process.pid), "engine_rss": rss_of(engine),
                                 "data_dir": data_dir_bytes(scratch / "data"),
@@ -273,19 +321,25 @@ def run_up(args: argparse.Namespace, scratch: Path) -> dict[str, Any]:
                       f"{last['engine_rss'] / MIB:.1f} MiB, data dir "
                       f"{last['data_dir'] / MIB:.1f} MiB", flush=True)
 
-            sample(0, 0.0)
+            sample(0, 0.0, "finished")
+            when = "running" if args.running else "finished"
+            run_seconds = RUN_UNTIL_THE_END if args.running else args.run_seconds
             done = 0
             for batch in range(args.batches):
                 names = [f"mem-{batch}-{i}" for i in range(args.jobs_per_batch)]
                 started = time.monotonic()
                 with ThreadPoolExecutor(4) as pool:
                     list(pool.map(lambda n: client.create(
-                        PYTORCHJOBS, pytorchjob(n, args.run_seconds), NAMESPACE), names))
-                wait_succeeded(client, set(names), args.timeout, process)
+                        PYTORCHJOBS, pytorchjob(n, run_seconds, args.workers), NAMESPACE),
+                        names))
+                if args.running:
+                    wait_running(client, set(names), args.workers, args.timeout, process)
+                else:
+                    wait_succeeded(client, set(names), args.timeout, process)
                 seconds = time.monotonic() - started
                 settle(args.settle)
                 done += len(names)
-                sample(done, seconds)
+                sample(done, seconds, when)
                 if args.delete_after_batch:
                     seconds = delete_all(client, process, args.timeout)
                     settle(args.settle)
@@ -345,6 +399,21 @@ def report_up(result: dict[str, Any]) -> str:
             f"{server_delta / MIB:.1f} MiB: {server_delta / max(total_added, 1):,.0f} bytes of "
             f"RSS per stored object added ({server_delta / max(total_json, 1):.1f}x its JSON); "
             f"engine grew {(last['engine_rss'] - first['engine_rss']) / MIB:.1f} MiB"]
+    if last.get("when") == "running":
+        def added(name: str) -> int:
+            return int(last["stored"].get(name, {"count": 0})["count"]
+                       - first["stored"].get(name, {"count": 0})["count"])
+
+        pods, services = added("pods"), added("services")
+        cached = jobs + pods + services
+        engine_delta = last["engine_rss"] - first["engine_rss"]
+        out += [f"with {jobs:,} jobs, {pods:,} pods and {services:,} services running (all in "
+                f"the engine's caches): engine {engine_delta / max(cached, 1):,.0f} bytes of RSS "
+                f"per object cached ({engine_delta / max(pods, 1):,.0f} per pod, its job's and "
+                f"service's share included); server+node "
+                f"{server_delta / max(total_added, 1):,.0f} per stored object, "
+                f"{server_delta / max(pods, 1):,.0f} per pod (its job's, service's and events' "
+                f"share included)"]
     return "\n".join(out)
 
 
@@ -434,6 +503,11 @@ def main() -> None:
     parser.add_argument("--batches", type=int, default=3)
     parser.add_argument("--jobs-per-batch", type=int, default=1000)
     parser.add_argument("--run-seconds", type=float, default=0.0)
+    parser.add_argument("--workers", type=int, default=1, help="Workers per job (1 Master besides)")
+    parser.add_argument("--running", action="store_true",
+                        help="the pods run to the end: measure with every pod Running (cached)")
+    parser.add_argument("--engine-qps", type=float,
+                        help="the engine's client rate limit (JOBMACHINE_CLIENT_QPS for `up`)")
     parser.add_argument("--settle", type=float, default=5.0,
                         help="seconds to wait after a batch before measuring")
     parser.add_argument("--timeout", type=float, default=1800.0)

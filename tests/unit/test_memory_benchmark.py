@@ -66,3 +66,20 @@ def test_type_size_counts_compact_json(memory: ModuleType) -> None:
 def test_table_is_markdown(memory: ModuleType) -> None:
     assert memory.table(["a", "b"], [["1", "2"]]).splitlines() == [
         "| a | b |", "| --- | --- |", "| 1 | 2 |"]
+
+
+def test_a_running_job_counts_once_every_replica_is_active(memory: ModuleType) -> None:
+    def job(master: int, workers: int) -> dict[str, object]:
+        return {"status": {"replicaStatuses": {"Master": {"active": master},
+                                               "Worker": {"active": workers}}}}
+
+    assert memory.all_running(job(1, 9), workers=9)
+    assert not memory.all_running(job(1, 8), workers=9)
+    assert not memory.all_running(job(0, 9), workers=9)
+    assert not memory.all_running({"status": {}}, workers=9)
+    assert not memory.all_running({}, workers=1)
+
+
+def test_the_job_has_one_master_and_the_workers_asked_for(memory: ModuleType) -> None:
+    specs = memory.pytorchjob("j", 5.0, workers=9)["spec"]["pytorchReplicaSpecs"]
+    assert {kind: spec["replicas"] for kind, spec in specs.items()} == {"Master": 1, "Worker": 9}
