@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
 
 import pytest
 from hypothesis import given
@@ -87,6 +88,15 @@ def test_formatted_ranges_never_touch(indexes: set[int]) -> None:
 def test_parse_ranges_rejects_garbage(garbage: str) -> None:
     with pytest.raises(ValueError):
         parse_ranges(garbage)
+
+
+def test_parse_ranges_says_what_is_wrong_with_the_part() -> None:
+    with pytest.raises(ValueError) as caught:
+        parse_ranges("0-2,x")
+    assert str(caught.value) == "'x' is not an index or a range like 0-3"
+    with pytest.raises(ValueError) as caught:
+        parse_ranges("0,3-1")
+    assert str(caught.value) == "range '3-1' runs backwards"
 
 
 @given(st.text(max_size=20))
@@ -173,6 +183,9 @@ def test_the_last_transitions_are_read_back_from_their_text() -> None:
 def test_a_line_of_the_last_transitions_not_in_its_format_is_skipped() -> None:
     status = {**record_fields(_sample_record()), "lastTransitions": ["edited by hand"]}
     assert read_record(status).history == ()
+    lines = ["edited by hand", *record_fields(_sample_record())["lastTransitions"]]
+    status = {**record_fields(_sample_record()), "lastTransitions": lines}
+    assert read_record(status).history == _sample_record().history
 
 
 def test_record_survives_a_json_round_trip_through_status() -> None:
@@ -190,6 +203,13 @@ def test_in_place_ends_and_the_last_failure_survive_the_round_trip() -> None:
     fields = record_fields(record)
     assert fields["lastFailure"] == "Worker-3 (exit code 2, Error: boom)"
     assert read_record(json.loads(json.dumps(fields))) == record
+
+
+def test_the_last_failures_cause_survives_the_round_trip() -> None:
+    record = MachineRecord(state="Failed", last_failure="Worker-0 (exit code 137)",
+                           last_failure_cause="OOMKilled")
+    assert read_record(json.loads(json.dumps(record_fields(record)))).last_failure_cause == (
+        "OOMKilled")
 
 
 def test_an_empty_status_is_an_empty_record() -> None:
@@ -214,7 +234,7 @@ def test_a_status_written_before_the_record_was_one_field_is_read_from_its_old_f
                           "Worker": {"Pending": "4", "Restarting": "1", "Running": "0,2-3,7"}},
         "replicaRestarts": {"Worker": {"1": {"count": 2, "last": "2027-01-15T08:05:00Z"},
                                        "7": {"count": 1, "last": "2027-01-15T08:01:00Z"}}},
-        "replicaBackoff": {},
+        "replicaBackoff": {"Worker": {"1": {"count": 2, "last": "2027-01-15T08:05:00Z"}}},
         "replicaTimers": {"Worker": {"4": "2027-01-15T08:06:00Z"}},
         "history": [dict(entry) for entry in _sample_record().history],
         "lastTransitions": [
@@ -227,13 +247,21 @@ def test_a_status_written_before_the_record_was_one_field_is_read_from_its_old_f
              "count": 3},
         ],
     }
-    assert read_record(legacy) == _sample_record()
+    assert read_record(legacy) == replace(_sample_record(), replica_backoff={
+        ReplicaId("Worker", 1): RestartRecord(2, "2027-01-15T08:05:00Z")})
 
 
 @pytest.mark.parametrize("garbage", ["not json", "[]", '{"v":99}', '{"v":1,"replicas":{"W":1}}'])
 def test_a_record_edited_by_hand_is_a_clear_error(garbage: str) -> None:
     with pytest.raises(RecordError, match=r"status\.record cannot be read"):
         read_record({"record": garbage})
+
+
+def test_a_record_of_an_unknown_format_says_which_and_who_writes_it() -> None:
+    with pytest.raises(RecordError) as caught:
+        read_record({"record": '{"v":99}'})
+    assert str(caught.value) == ("status.record cannot be read (unknown format 99); it is "
+                                 "written by the engine only")
 
 
 REPLICA_STATES = st.dictionaries(
