@@ -1,4 +1,5 @@
-"""A 2-node TrainJob on `torch-distributed`, posted by the Kubeflow SDK, really trains.
+"""2-node TrainJobs on `torch-distributed` and `xgboost-distributed`, posted by the Kubeflow
+SDK, really train.
 
 `TrainerClient().train(CustomTrainer(func=..., num_nodes=2))` against `jobmachine up` in
 process mode: each node's command is the SDK's `bash -c` script, which writes the function
@@ -8,6 +9,10 @@ gives (PET_NNODES=2, PET_NODE_RANK from the completion index, PET_MASTER_ADDR
 Service, PET_MASTER_PORT 29500); the two ranks meet there, initialise gloo on the CPU and fit
 one linear model by DistributedDataParallel, each on its half of the data. The SDK's
 `wait_for_job_status` sees Complete and `get_job_logs` returns each rank's result line.
+
+On `xgboost-distributed` the SDK runs the function with python; node 0 starts XGBoost's
+tracker at DMLC_TRACKER_URI (the same name) and DMLC_TRACKER_PORT (9999), and both nodes
+join it as DMLC_TASK_ID of DMLC_NUM_WORKER and grow the same trees.
 """
 
 from __future__ import annotations
@@ -81,6 +86,67 @@ emit({"name": name, "status": job.status,
       "logs": {step: list(client.get_job_logs(name, step=step)) for step in ("node-0", "node-1")}})
 '''
 
+TRAIN_XGBOOST = '''
+def train_boosted_trees():
+    """Node 0 runs XGBoost's tracker at DMLC_TRACKER_URI:DMLC_TRACKER_PORT; every node joins
+    it as task DMLC_TASK_ID of DMLC_NUM_WORKER and trains on its rows: one model."""
+    import hashlib
+    import os
+    import time
+
+    import numpy as np
+    import xgboost as xgb
+    from xgboost import collective
+    from xgboost.tracker import RabitTracker
+
+    host, port = os.environ["DMLC_TRACKER_URI"], int(os.environ["DMLC_TRACKER_PORT"])
+    task, workers = int(os.environ["DMLC_TASK_ID"]), int(os.environ["DMLC_NUM_WORKER"])
+    tracker = None
+    deadline = time.monotonic() + 120
+    while task == 0 and tracker is None:
+        try:
+            tracker = RabitTracker(n_workers=workers, host_ip=host, port=port, sortby="task",
+                                   timeout=120)
+        except xgb.core.XGBoostError as error:  # the port of an earlier run still closing
+            if "Address already in use" not in str(error) or time.monotonic() > deadline:
+                raise
+            time.sleep(2)
+    if tracker is not None:
+        tracker.start()
+    draw = np.random.default_rng(0)
+    x = draw.normal(size=(2000, 8))
+    y = (x @ draw.normal(size=8) > 0).astype(float)
+    with collective.CommunicatorContext(dmlc_communicator="rabit", dmlc_tracker_uri=host,
+                                        dmlc_tracker_port=port, dmlc_task_id=f"{task:05d}",
+                                        dmlc_retry=9, dmlc_timeout=120):
+        rank, world = collective.get_rank(), collective.get_world_size()
+        mine = xgb.DMatrix(x[rank:1500:world], label=y[rank:1500:world])
+        booster = xgb.train({"objective": "binary:logistic", "tree_method": "hist",
+                             "max_depth": 3, "nthread": 1}, mine, 20)
+        accuracy = float(np.mean((booster.predict(xgb.DMatrix(x[1500:])) > 0.5) == y[1500:]))
+        model = hashlib.sha256(booster.save_raw("json")).hexdigest()[:12]
+        same = collective.broadcast(model, 0) == model
+    ok = same and accuracy > 0.85
+    print(f"result: xgboost task {task} of {world} (rank {rank}): 20 rounds, accuracy "
+          f"{accuracy:.3f}, model {model} {'the same on every node' if same else 'DIFFERENT'} "
+          f"({'ok' if ok else 'WRONG'})", flush=True)
+    if tracker is not None:
+        tracker.wait_for(120)
+    if not ok:
+        raise SystemExit(1)
+
+
+name = client.train(runtime="xgboost-distributed",
+                    trainer=CustomTrainer(func=train_boosted_trees, num_nodes=2))
+job = client.wait_for_job_status(name, polling_interval=1, timeout=600)
+emit({"name": name, "status": job.status,
+      "logs": {step: list(client.get_job_logs(name, step=step)) for step in ("node-0", "node-1")}})
+'''
+
+_XGBOOST_RESULT = re.compile(
+    r"^result: xgboost task (?P<task>[01]) of 2 \(rank (?P<rank>[01])\): 20 rounds, accuracy "
+    r"(?P<accuracy>[\d.]+), model (?P<model>[0-9a-f]{12}) the same on every node \(ok\)$")
+
 _RESULT = re.compile(
     r"^result: torch rank (?P<rank>[01]) of 2 \(node (?P<node>[01]), master (?P<master>\S+)\): "
     r"rank sum 1, 200 steps, loss [\d.]+, weight (?P<weight>[\d.-]+), bias (?P<bias>[\d.-]+), "
@@ -115,3 +181,21 @@ def test_two_nodes_train_one_model_with_torchrun_and_the_sdk_reads_their_logs(
     assert {result["master"] for result in results.values()} == {f"{name}-node-0-0.{name}"}
     # DistributedDataParallel keeps the replicas equal: one model, printed alike by both.
     assert len({(result["weight"], result["bias"]) for result in results.values()}) == 1
+
+
+@pytest.mark.skipif(importlib.util.find_spec("xgboost") is None,
+                    reason="no xgboost here: pip install -e '.[real]'")
+def test_two_xgboost_nodes_train_one_model_through_the_tracker_node_0_runs(
+    cluster: LocalCluster, tmp_path: Path,
+) -> None:
+    trained = run_sdk(cluster, TRAIN_XGBOOST, tmp_path, timeout_s=660)
+    assert trained["status"] == "Complete"
+    results = {}
+    for step, lines in trained["logs"].items():
+        matched = [m for line in lines if (m := _XGBOOST_RESULT.match(line))]
+        assert len(matched) == 1, (step, lines)
+        results[step] = matched[0]
+    assert {step: result["task"] for step, result in results.items()} == {
+        "node-0": "0", "node-1": "1"}
+    # XGBoost all-reduces the histograms: both nodes grew the same trees.
+    assert len({(result["model"], result["accuracy"]) for result in results.values()}) == 1
