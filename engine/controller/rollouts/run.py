@@ -19,8 +19,10 @@ from typing import Any
 from loguru import logger
 
 from engine.controller.reconcile.children import JobKey, controller_uid
+from engine.controller.reconcile.claims import AdoptionGuard
 from engine.controller.reconcile.native_status import NATIVE_STATUS, replace_native_status
 from engine.controller.reporting.events import EventRecorder
+from engine.controller.rollouts.claims import claim_revisions
 from engine.controller.rollouts.plan import RolloutInput, RolloutPlan, plan_rollout
 from engine.controller.rollouts.revisions import (
     REVISION_ANNOTATION,
@@ -85,11 +87,9 @@ def sync_rollout(run: RolloutRun) -> RolloutOutcome:
               f"({run.rollout.api_version}) objects, which no machine of this engine runs")
         return RolloutOutcome(run.now + _LATER)
     resource, cache = run.children
-    metadata = run.job["metadata"]
-    children = [Revision.of(obj, _running(run.pods, obj))
-                for obj in cache.by_owner(metadata["uid"])
-                if obj["metadata"].get("namespace") == metadata["namespace"]
-                and controller_uid(obj) == metadata["uid"]]
+    guard = AdoptionGuard(run.client, run.resource, run.job)
+    children = [Revision.of(obj, _running(run.pods, obj)) for obj in claim_revisions(
+        run.client, resource, cache, run.job, selector=rollout.selector, guard=guard)]
     stored = dict(run.job.get(NATIVE_STATUS) or {})
     plan = plan_rollout(RolloutInput(job=run.job, stored=stored, children=children,
                                      rollout=rollout, now=run.now))

@@ -151,3 +151,28 @@ def test_a_paused_deployment_rolls_nothing_out_until_resumed(
     apps.patch_namespaced_deployment("web", ns, {"spec": {"paused": False}})
     rolled_out(client, ns, "web", 1)
     assert len(replica_sets(client, ns)) == 2
+
+
+def test_a_matching_orphan_replica_set_is_adopted_and_one_that_stops_matching_released(
+    client: KubeClient, apps: k8s.AppsV1Api, ns: str
+) -> None:
+    wanted = deployment("web", 2)
+    orphan = {"apiVersion": "apps/v1", "kind": "ReplicaSet",
+              "metadata": {"name": "web-orphan", "labels": {"app": "web"}},
+              "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "web"}},
+                       "template": wanted["spec"]["template"]}}
+    apps.create_namespaced_replica_set(ns, orphan)
+    created = apps.create_namespaced_deployment(ns, wanted)
+    rolled_out(client, ns, "web", 2)
+    sets = replica_sets(client, ns)
+    assert list(sets) == ["web-orphan"]  # adopted, and its template is the Deployment's
+    adopted = sets["web-orphan"]
+    assert adopted["metadata"]["ownerReferences"][0]["uid"] == created.metadata.uid
+    assert adopted["metadata"]["annotations"]["deployment.kubernetes.io/revision"] == "1"
+
+    apps.patch_namespaced_replica_set("web-orphan", ns, {"metadata": {"labels": {"app": "x"}}})
+    wait_for(lambda: replica_sets(client, ns)["web-orphan"],
+             lambda rs: not rs["metadata"].get("ownerReferences"), what="web-orphan released")
+    found = rolled_out(client, ns, "web", 2)
+    (made,) = [name for name in replica_sets(client, ns) if name != "web-orphan"]
+    assert made.startswith("web-") and "collisionCount" not in found
