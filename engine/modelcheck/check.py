@@ -9,12 +9,15 @@ The rules (docs/machine-language.md, "Model checking"):
 - backoff-limit: no pod is created, and no job goes on, past runPolicy.backoffLimit (with
   backoffLimitPerIndex: no pod is created for an index past it);
 - never-settles: the engine settles at every instant;
-and every declared state and condition is reached, or reported unused.
+and every declared state and condition is reached, or reported unused. A machine whose
+replicas are child objects (spec.child) is explored with the machine of its children's
+kind, which says how a child can move (`children.py`).
 """
 
 from __future__ import annotations
 
 import gc
+import json
 from collections.abc import Iterable, Iterator, Mapping
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
@@ -31,9 +34,10 @@ from engine.definition.errors import warning
 from engine.definition.expressions import compile_expressions
 from engine.definition.remembered_steps import RememberedSteps, remembering_steps
 from engine.definition.validate import load_with_positions
+from engine.modelcheck.children import ChildMoves, Machines
 from engine.modelcheck.codes import exit_code_classes
 from engine.modelcheck.explore import ShapeResult, Violation, explore
-from engine.modelcheck.shapes import Bounds, Shape, exit_codes, shapes
+from engine.modelcheck.shapes import Bounds, Shape, build_job, exit_codes, shapes
 
 
 @dataclass(frozen=True)
@@ -108,17 +112,19 @@ def check_paths(paths: Iterable[str | Path], bounds: Bounds, *, jobs: int = 1,
     if schemas is None:
         schemas = kind_schema_lookup([Path(p) for p in named])
     loaded, diagnostics = load_with_positions(named, schemas)
-    unexplored = [(source, d) for source, d in loaded if d.child is not None]
-    loaded = [(source, d) for source, d in loaded if d.child is None]
-    # Not explored, said as a warning: a folder of machines (machines/, with JobSet's)
-    # still checks, and nothing is claimed of the machine check did not run.
-    diagnostics += [warning(source.positions.key(("spec", "child")), (
-        f"check does not explore machine {d.name} yet: its replicas are {d.child.kind} "
-        "objects (spec.child), and check moves pods only; `validate` checks it"))
-        for source, d in unexplored if d.child is not None]
+    machines = _by_kind(d for _, d in loaded)
+    unexplored = [(source, d, why) for source, d in loaded
+                  if (why := _unexplorable(d, machines)) is not None]
+    loaded = [(source, d) for source, d in loaded if _unexplorable(d, machines) is None]
+    # Not explored, said as a warning: a folder of machines still checks, and nothing is
+    # claimed of the machine check did not run.
+    diagnostics += [warning(source.positions.key(where), f"check does not explore machine "
+                            f"{d.name}: {reason}; `validate` checks it")
+                    for source, d, (where, reason) in unexplored]
     report = CheckReport(diagnostics=diagnostics)
     work = [(source, definition, shape) for source, definition in loaded
-            for shape in shapes(definition, bounds, _schema(definition, schemas))]
+            for shape in shapes(definition, bounds, _schema(definition, schemas),
+                                child_shapes(definition, machines, bounds, schemas))]
     if jobs > 1 and len(work) > 1:
         # Forked workers inherit these and skip loading the machines again (about 2 s of
         # YAML and compiling each); spawned ones load them once each.
@@ -127,7 +133,7 @@ def check_paths(paths: Iterable[str | Path], bounds: Bounds, *, jobs: int = 1,
             results = list(pool.map(_explore_loaded, [(named, d.name, shape, bounds)
                                                       for _, d, shape in work]))
     else:
-        results = [_explore(d, shape, bounds) for _, d, shape in work]
+        results = [_explore(d, shape, bounds, machines) for _, d, shape in work]
     for source, definition in loaded:
         mine = [r for (_, d, _), r in zip(work, results, strict=True) if d is definition]
         report.machines.append(_machine_report(source, definition, mine))
@@ -141,15 +147,77 @@ def _schema(definition: CompiledDefinition, schemas: SchemaLookup) -> Mapping[st
     return found.schema if found is not None else None
 
 
-def _explore(definition: CompiledDefinition, shape: Shape, bounds: Bounds) -> ShapeResult:
+def _by_kind(definitions: Iterable[CompiledDefinition]) -> Machines:
+    """The machines by the (apiVersion, kind) each governs (the first of a kind wins)."""
+    found: dict[tuple[str, str], CompiledDefinition] = {}
+    for definition in definitions:
+        found.setdefault((definition.governs.api_version, definition.governs.kind), definition)
+    return found
+
+
+def _unexplorable(definition: CompiledDefinition, machines: Machines
+                  ) -> tuple[tuple[str, ...], str] | None:
+    """Why check cannot explore the machine, and where to say it; None when it can."""
+    child = definition.child
+    if definition.references:
+        # TrainJob's JobSet is made from the runtime it names: a test job would need a
+        # runtime built from its kind's schema too, which check does not do yet.
+        return (("spec", "governs", "references"), "its jobs read objects it names "
+                "(governs.references), which check does not build yet")
+    if child is not None and (child.api_version, child.kind) not in machines:
+        return (("spec", "child"), f"its replicas are {child.kind} objects (spec.child) and "
+                f"no machine checked with it governs {child.kind} ({child.api_version}), "
+                "so nothing says how they end: check it with that kind's machine")
+    return None
+
+
+def child_shapes(definition: CompiledDefinition, machines: Machines, bounds: Bounds,
+                 schemas: SchemaLookup) -> list[tuple[str, str]]:
+    """With spec.child: the children each shape's replica specs make, as (words, spec JSON).
+
+    One: the first job shape of the child's machine, a pool where its kind has pools (it
+    states its size: a parent may default what needs one, as JobSet makes its Jobs
+    Indexed), else one replica of its first type; restartPolicy Never, with the bounds'
+    backoff limit and deadline, as that machine's check builds it. The parent reads the
+    child's end and readiness only, and what decides those, the child's pods, is the
+    child machine's own check; its other shapes would give the parent the same ends
+    (Complete, Failed by each reason) at many times the situations."""
+    child = definition.child
+    if child is None:
+        return []
+    machine = machines[(child.api_version, child.kind)]
+    found = list(shapes(machine, bounds, _schema(machine, schemas),
+                        child_shapes(machine, machines, bounds, schemas)))
+    first = next((s for s in found if s.pool is not None), found[0] if found else None)
+    if first is None:
+        return []
+    spec = build_job(machine, first, bounds).get("spec") or {}
+    return [(f"{child.kind} {first}", json.dumps(spec, sort_keys=True))]
+
+
+def _explore(definition: CompiledDefinition, shape: Shape, bounds: Bounds,
+             machines: Machines) -> ShapeResult:
     # The engine evaluates the same expressions over the same values in most of the
     # thousands of passes of a shape: remembered, they cost a lookup (values, not verdicts:
     # every pass still decides with the engine's code).
     values, steps = _MEMORY.setdefault((definition.path, definition.name),
                                        (RememberedValues(), RememberedSteps()))
     with remembering_values(values), remembering_steps(steps), _collecting_seldom():
+        if definition.child is not None:
+            return explore(definition, shape, bounds, (),
+                           replica_moves=_child_moves(definition, machines, bounds))
         codes = exit_code_classes(definition, shape, bounds, candidate_codes(definition))
         return explore(definition, shape, bounds, codes)
+
+
+def _child_moves(definition: CompiledDefinition, machines: Machines,
+                 bounds: Bounds) -> ChildMoves:
+    """The child moves of a machine, kept per process: what a child's machine makes of a
+    child is explored once per child spec, whichever shape meets it first."""
+    key = (definition.path, definition.name, bounds)
+    if key not in _CHILDREN:
+        _CHILDREN[key] = ChildMoves(definition, machines, bounds)
+    return _CHILDREN[key]
 
 
 @contextmanager
@@ -169,13 +237,17 @@ def _collecting_seldom() -> Iterator[None]:
 def _explore_loaded(task: tuple[tuple[str, ...], str, Shape, Bounds]) -> ShapeResult:
     """In a worker process: the same, with the machines loaded there (once per process)."""
     paths, name, shape, bounds = task
-    return _explore(_definitions(paths)[name], shape, bounds)
+    definitions = _definitions(paths)
+    return _explore(definitions[name], shape, bounds, _by_kind(definitions.values()))
 
 
 _MEMORY: dict[tuple[str, str], tuple[RememberedValues, RememberedSteps]] = {}
 """What a process remembers of each machine it explores (by its file and name), kept from
 one shape to the next: values and steps are remembered by content, whichever shape saw
 them first, and a machine's shapes share most of them (its job's metadata, its states)."""
+
+_CHILDREN: dict[tuple[str, str, Bounds], ChildMoves] = {}
+"""What a process found of each machine's children (`ChildMoves`), kept across shapes."""
 
 _LOADED: dict[tuple[str, ...], dict[str, CompiledDefinition]] = {}
 """The machines a worker explores, by the paths they were loaded from."""

@@ -21,7 +21,7 @@ from engine.controller.reconcile.decide import Planned
 from engine.controller.reconcile.record import MachineRecord, read_record
 from engine.definition import CompiledDefinition
 from engine.definition.positions import Path
-from engine.modelcheck.moves import Move, moves, situation
+from engine.modelcheck.moves import Move, ReplicaMoves, moves, situation
 from engine.modelcheck.shapes import START, Bounds, Shape, build_job
 from engine.simulation import kubelet
 from engine.simulation.world import Pass, World
@@ -101,11 +101,23 @@ def evaluation_gists(result: Pass) -> list[str]:
 
 class _Explorer:
     def __init__(self, definition: CompiledDefinition, shape: Shape, bounds: Bounds,
-                 codes: tuple[int, ...]) -> None:
+                 codes: tuple[int, ...], *, replica_moves: ReplicaMoves | None = None,
+                 start: World | None = None, edits: bool = True) -> None:
+        """`replica_moves`: what the replicas' objects can do, when they are not pods (a
+        spec.child kind's); `start`: the world to explore from (else a job of `shape`);
+        `edits`: whether the job's spec may be suspended or made invalid (a child's is
+        its parent's to edit)."""
         self.definition = definition
         self.shape = shape
         self.bounds = bounds
         self.codes = codes
+        self.replica_moves = replica_moves
+        self.start = start
+        self.edits = edits
+        self.ended: list[World] | None = None
+        """When a list: every world that reached a terminal state, as it was then (before
+        the known situation it joins took its place), which is how a child's machine ends
+        it (`explore_world`)."""
         self.nodes: list[_Node] = []
         self.index: dict[Hashable, int] = {}
         self.violations: list[Violation] = []
@@ -114,8 +126,9 @@ class _Explorer:
         self.result = ShapeResult(shape, 0, self.violations, True, codes=codes)
 
     def run(self) -> ShapeResult:
-        world = World(self.definition, build_job(self.definition, self.shape, self.bounds), START,
-                      transitions_kept=TRANSITIONS_KEPT)
+        world = self.start or World(self.definition, build_job(self.definition, self.shape,
+                                                               self.bounds),
+                                    START, transitions_kept=TRANSITIONS_KEPT)
         queue: deque[int] = deque()
         first = self._settle(world, None, "the job is created", 0)
         if first is not None:
@@ -128,7 +141,8 @@ class _Explorer:
             state = node.world.state()
             rescues = state not in self.rescued
             self.rescued.add(state)
-            for move in moves(node.world, self.codes, node.next_look, rescues=rescues):
+            for move in moves(node.world, self.codes, node.next_look, rescues=rescues,
+                              replica_moves=self.replica_moves, edits=self.edits):
                 if move.fault and node.faults >= self.bounds.faults:
                     continue
                 known = len(self.nodes)
@@ -167,6 +181,8 @@ class _Explorer:
             step = Step(label, tuple(done))
             if self._check_pass(world, result, before, trace_parent, step):
                 return None
+            if self.ended is not None and world.ended():
+                self.ended.append(world.copy())
             if not result.changed:
                 return self._place(world, trace_parent, step, result.next_look, faults)
             # A changed world that is a known situation settles as that one did: the pass
@@ -383,6 +399,22 @@ def _describe(result: Pass) -> list[str]:
 
 
 def explore(definition: CompiledDefinition, shape: Shape, bounds: Bounds,
-            codes: tuple[int, ...]) -> ShapeResult:
-    """Every settled situation of a job of this shape, and the rules it breaks."""
-    return _Explorer(definition, shape, bounds, codes).run()
+            codes: tuple[int, ...], *, replica_moves: ReplicaMoves | None = None) -> ShapeResult:
+    """Every settled situation of a job of this shape, and the rules it breaks; with
+    `replica_moves`, the replicas' child objects move so (not pods)."""
+    return _Explorer(definition, shape, bounds, codes, replica_moves=replica_moves).run()
+
+
+def explore_world(definition: CompiledDefinition, world: World, bounds: Bounds,
+                  codes: tuple[int, ...], *, replica_moves: ReplicaMoves | None = None
+                  ) -> tuple[list[World], list[World]]:
+    """Every settled situation of `world` (its spec left as it is) in the order found,
+    and every world in which it reached a terminal state: what a child's own machine
+    can make of it. No rule is judged (the child's machine is checked on its own)."""
+    spec = world.spec
+    shape = Shape(tuple((t.name, t.replicas) for t in spec.replica_types), "")
+    explorer = _Explorer(definition, shape, bounds, codes, replica_moves=replica_moves,
+                         start=world, edits=False)
+    explorer.ended = []
+    explorer.run()
+    return [node.world for node in explorer.nodes], explorer.ended

@@ -19,6 +19,7 @@ from typing import Any
 
 from engine.controller.reconcile.children import ReplicaId, attempt_of
 from engine.controller.reconcile.observe import deadline_of
+from engine.modelcheck.child_status import child_situation
 from engine.simulation import kubelet
 from engine.simulation.world import World
 
@@ -36,15 +37,25 @@ class Move:
     fault: bool = False
 
 
+ReplicaMoves = Callable[[World], Iterator[Move]]
+"""What the replicas' objects can do next, when they are not pods (`children.ChildMoves`)."""
+
+
 def moves(world: World, codes: tuple[int, ...], next_look: datetime | None, *,
-          rescues: bool = True) -> Iterator[Move]:
+          rescues: bool = True, replica_moves: ReplicaMoves | None = None,
+          edits: bool = True) -> Iterator[Move]:
     """Every outside fact that can happen in `world` now.
 
     Pods that wait start together, deletions complete together and the kubelet restarts
     ended containers together: the machines count pods, so the order of such like events
     tells nothing new, and leaving it out keeps the search small. Each pod ends, is lost
-    and is deleted on its own.
+    and is deleted on its own. With `replica_moves` the replicas are child objects, which
+    move as it says; without `edits` the job's spec is left alone.
     """
+    if replica_moves is not None:
+        yield from replica_moves(world)
+        yield from _job_moves(world, next_look, rescues=rescues, edits=edits)
+        return
     pods = sorted(world.pods.items())
     together = [
         ("every waiting pod starts", [r for r, p in pods if kubelet.is_waiting(p)], kubelet.start),
@@ -67,7 +78,7 @@ def moves(world: World, codes: tuple[int, ...], next_look: datetime | None, *,
             yield Move(f"{name}'s node is lost", _pod_move(replica, _lose), fault=True)
             yield Move(f"{name}'s pod is deleted", _pod_move(replica, kubelet.mark_deleted),
                        fault=True)
-    yield from _job_moves(world, next_look, rescues=rescues)
+    yield from _job_moves(world, next_look, rescues=rescues, edits=edits)
 
 
 def _all(replicas: list[ReplicaId], change: Callable[[kubelet.Pod, datetime], object] | None
@@ -81,13 +92,14 @@ def _all(replicas: list[ReplicaId], change: Callable[[kubelet.Pod, datetime], ob
     return apply
 
 
-def _job_moves(world: World, next_look: datetime | None, *, rescues: bool) -> Iterator[Move]:
+def _job_moves(world: World, next_look: datetime | None, *, rescues: bool,
+               edits: bool) -> Iterator[Move]:
     run_policy = world.spec.run_policy
-    if not world.ended():
+    if edits and not world.ended():
         suspended = bool(run_policy.get("suspend"))
         yield Move("the job is resumed" if suspended else "the job is suspended",
                    _suspend(not suspended), fault=not suspended)
-    if rescues and not world.spec.error and not world.ended():
+    if edits and rescues and not world.spec.error and not world.ended():
         yield Move("the job's spec is edited into an invalid one", _invalidate, rescue=True,
                    fault=True)
     if next_look is not None and next_look > world.now:
@@ -160,8 +172,9 @@ def situation(world: World) -> Hashable:
     record = world.record
     if world.ended():
         return record.state
+    objects = _pod_situation if world.definition.child is None else child_situation
     pods = tuple(sorted(
-        (str(replica), attempt_of(pod) == record.restart_attempt, _pod_situation(pod))
+        (str(replica), attempt_of(pod) == record.restart_attempt, objects(pod))
         for replica, pod in world.pods.items()))
     deadline = deadline_of(world.spec, status.get("startTime"))
     return (

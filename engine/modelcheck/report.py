@@ -39,10 +39,12 @@ def _summary(machine: MachineReport) -> str:
                else "expressions failed" if not machine.violations and machine.complete
                else f"{len(machine.violations)} rule(s) broken" if machine.violations
                else "not fully explored (raise --max-states)")
-    codes = ", ".join(map(str, machine.codes))
+    child = machine.definition.child
+    moved = (f"exit codes {', '.join(map(str, machine.codes))}" if child is None
+             else f"{child.kind} children moved by their own machine")
     return (f"{machine.loaded.path}: {_kind(machine)} (machine {machine.definition.name}): "
             f"{len(machine.shapes)} job shapes, {machine.situations:,} situations, "
-            f"exit codes {codes}: {verdict}")
+            f"{moved}: {verdict}")
 
 
 def _violation(machine: MachineReport, violation: Violation) -> Iterator[str]:

@@ -49,13 +49,49 @@ def _value(schema: Mapping[str, Any], depth: int) -> Any:
 
 
 def merged_under(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
-    """`over` with `base`'s keys added where it lacks them, recursively into mappings:
-    what the check sets wins over the schema's least values."""
+    """`over` with `base`'s keys added where it lacks them, recursively into mappings and
+    into lists of mappings of one length (a listed layout's replica specs: JobSet's): what
+    the check sets wins over the schema's least values and defaults."""
     merged = dict(base)
     for key, value in over.items():
         below = merged.get(key)
         if isinstance(below, Mapping) and isinstance(value, Mapping):
             merged[key] = merged_under(below, value)
+        elif (isinstance(below, list) and isinstance(value, list) and len(below) == len(value)
+              and all(isinstance(v, Mapping) for v in (*below, *value))):
+            merged[key] = [merged_under(b, v) for b, v in zip(below, value, strict=True)]
         else:
             merged[key] = value
     return merged
+
+
+def setting_variants(schema: Mapping[str, Any], source: str, limit: int
+                     ) -> list[tuple[str, dict[str, Any]]]:
+    """Optional settings of the job the machine reads, each as (words, the spec fields to
+    add): for every optional object field of `spec` that `source` (the machine's
+    expressions) names as `job.spec.<field>`, one variant per value of each enum field of
+    it the machine reads (JobSet's failurePolicy.restartStrategy, successPolicy.operator,
+    startupPolicy.startupPolicyOrder), with its required fields' least values and every
+    integer field of it the machine reads set to `limit` (failurePolicy.maxRestarts: the
+    check's backoff limit); one variant with the integers alone where it has no enum.
+    The machine's validations and the schema later drop a variant no job can be."""
+    spec = (schema.get("properties") or {}).get("spec") or {}
+    required = set(spec.get("required") or ())
+    found: list[tuple[str, dict[str, Any]]] = []
+    for name, field in sorted((spec.get("properties") or {}).items()):
+        if (name in required or f"job.spec.{name}" not in source
+                or (field.get("type") != "object" and "properties" not in field)):
+            continue
+        inner = field.get("properties") or {}
+        least = required_values(field)
+        numbers = {k: limit for k, p in inner.items()
+                   if p.get("type") == "integer" and f".{k}" in source}
+        enums = [(k, p["enum"]) for k, p in sorted(inner.items())
+                 if p.get("enum") and f".{k}" in source]
+        limits = [f"{name}.{k} {v}" for k, v in sorted(numbers.items())]
+        for key, values in enums:
+            found += [(", ".join([f"{name}.{key} {value}", *limits]),
+                       {name: {**least, **numbers, key: value}}) for value in values]
+        if not enums and numbers:
+            found.append((", ".join(limits), {name: {**least, **numbers}}))
+    return found

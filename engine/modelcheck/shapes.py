@@ -20,13 +20,15 @@ from engine.api.replicated import as_list
 from engine.cluster.apiserver.schema.schema_validation import CompiledSchema
 from engine.controller.reconcile.jobspec import validation_error
 from engine.definition import CompiledDefinition
-from engine.modelcheck.schema_values import merged_under, required_values
+from engine.modelcheck.schema_values import merged_under, required_values, setting_variants
 
 START = datetime(2030, 1, 1, tzinfo=UTC)
 """When every checked job is created (the clock is fake; only differences count)."""
 RESTART_POLICIES = ("Never", "OnFailure", "Always", "ExitCode")
 DEFAULT_TYPE = "Worker"
 """The replica type of a job whose kind does not name its types (MachineJob's are free)."""
+SECOND_TYPE = "driver"
+"""The second of a listed layout's free types (a DNS label, as listed names are)."""
 
 POOLS = ((2, 1), (3, 2))
 """(completions, parallelism) of the pools checked where the kind's replica specs may be
@@ -71,6 +73,13 @@ class Shape:
     required: str = ""
     """The job as the kind's schema admits it, as JSON: its required fields with valid
     values (schema_values.py) and the schema's defaults, under what the check sets."""
+    setting: tuple[str, str] | None = None
+    """An optional setting of the job its machine reads, in words and as the JSON of the
+    spec fields it adds (`schema_values.setting_variants`; machines with spec.child)."""
+    child: tuple[str, str] | None = None
+    """With spec.child: the child's shape in words, and the spec its replica specs'
+    templates give each child, as JSON (a job of the child's machine, as its check builds
+    one); the restart policy is then the child's, not this shape's."""
 
     def __str__(self) -> str:
         if self.pool is not None:
@@ -81,6 +90,9 @@ class Shape:
             replicas = " ".join(f"{t}x{n}" for t, n in self.counts)
         indexed = ", backoff per index" if self.per_index else ""
         ended = ", deleted pods judged once ended" if self.when_ended else ""
+        if self.child is not None:
+            setting = f", {self.setting[0]}" if self.setting is not None else ""
+            return f"{replicas}{indexed}{ended}{setting}, each child {self.child[0]}"
         return f"{replicas}{indexed}{ended}, restartPolicy {self.restart_policy}"
 
 
@@ -88,22 +100,34 @@ def replica_types(definition: CompiledDefinition) -> list[str]:
     """The replica types the kind names, else one generic type (a DNS label where the
     types are the names of listed specs)."""
     governs = definition.governs
-    default = DEFAULT_TYPE.lower() if governs.replica_list else DEFAULT_TYPE
-    return list(governs.replica_types or [default])
+    if governs.replica_list and not governs.replica_types:
+        # Listed specs are named freely and ordered (JobSet steps its replicated jobs in
+        # order): two, to tell first from second.
+        return [DEFAULT_TYPE.lower(), SECOND_TYPE]
+    return list(governs.replica_types or [DEFAULT_TYPE])
 
 
 def shapes(definition: CompiledDefinition, bounds: Bounds,
-           schema: Mapping[str, Any] | None = None) -> Iterator[Shape]:
+           schema: Mapping[str, Any] | None = None,
+           children: Sequence[tuple[str, str]] = ()) -> Iterator[Shape]:
     """Every job of up to `max_types` of the kind's replica types with 1..max_replicas
     each, under each restart policy, that the machine's validations accept; with the
     kind's `schema`, each has the fields it requires and its defaults, and a job the
     schema refuses (its types, bounds, enums or CEL rules) is no shape: no such job
-    can exist."""
+    can exist. A machine whose replicas are child objects (spec.child) takes, instead of
+    restart policies, each of `children` (the child's shape in words, its spec as JSON)."""
     required = ""
     admit = _admission(schema)
     if schema is not None:
         required = _body_json(required_values(schema))
     types = replica_types(definition)
+    # Where the replicas are children, the optional settings the machine reads vary too
+    # (JobSet's failure, success and startup policies): a pod machine's run policy limits
+    # are set in every shape instead.
+    settings: list[tuple[str, str] | None] = [None]
+    if schema is not None and definition.child is not None:
+        settings += [(words, json.dumps(fields, sort_keys=True)) for words, fields in
+                     setting_variants(schema, repr(definition.source), bounds.backoff_limit)]
     pools: tuple[tuple[int, int] | None, ...] = (
         (None, *POOLS) if definition.governs.pools else (None,))
     # Per-index back-off is explored where the machine's expressions read it.
@@ -112,8 +136,13 @@ def shapes(definition: CompiledDefinition, bounds: Bounds,
     replacement = "podReplacementPolicy" in repr(definition.source)
     for size in range(1, min(bounds.max_types, len(types)) + 1):
         for chosen in itertools.combinations(types, size):
+            if not definition.governs.replica_types and chosen != tuple(types[:size]):
+                continue  # free names are told apart by their order only
             for counts in itertools.product(range(1, bounds.max_replicas + 1), repeat=size):
-                for policy, pool in itertools.product(bounds.restart_policies, pools):
+                for policy, pool, setting, child in _variants(definition, bounds, pools,
+                                                              children, settings):
+                    if setting is not None and size > 1:
+                        continue  # settings with one type each: several cost 3-6x each
                     if pool is not None and any(n != 1 for n in counts):
                         continue  # a pool's size is its completions: one shape per pool
                     # The smaller pool only, restartPolicy Never only: without a job-wide
@@ -124,12 +153,27 @@ def shapes(definition: CompiledDefinition, bounds: Bounds,
                     variants += [(False, True)] if replacement and smallest else []
                     for per_index, when_ended in variants:
                         shape = Shape(tuple(zip(chosen, counts, strict=True)), policy, pool,
-                                      per_index, when_ended, required)
+                                      per_index, when_ended, required, setting, child)
                         admitted = admit(build_job(definition, shape, bounds))
                         if admitted is None or validation_error(admitted, definition):
                             continue
                         yield shape if schema is None else replace(
                             shape, required=_body_json(admitted))
+
+
+_Variant = tuple[str, tuple[int, int] | None, tuple[str, str] | None, tuple[str, str] | None]
+
+
+def _variants(definition: CompiledDefinition, bounds: Bounds,
+              pools: tuple[tuple[int, int] | None, ...], children: Sequence[tuple[str, str]],
+              settings: Sequence[tuple[str, str] | None]) -> Iterator[_Variant]:
+    """(restart policy, pool, setting, child) of each shape of one set of replica counts."""
+    if definition.child is not None:
+        for child, pool, setting in itertools.product(children, pools, settings):
+            yield "", pool, setting, child
+        return
+    for policy, pool in itertools.product(bounds.restart_policies, pools):
+        yield policy, pool, None, None
 
 
 def _body_json(job: Mapping[str, Any]) -> str:
@@ -170,6 +214,8 @@ def build_job(definition: CompiledDefinition, shape: Shape, bounds: Bounds) -> d
             "restartPolicy": shape.restart_policy,
             "template": {"spec": {"containers": [
                 {"name": container, "image": "example/check:1", "command": ["train"]}]}},
+        } if shape.child is None else {
+            **(size or {"replicas": count}), "template": {"spec": json.loads(shape.child[1])},
         }
         for name, count in shape.counts
     }
@@ -182,8 +228,8 @@ def build_job(definition: CompiledDefinition, shape: Shape, bounds: Bounds) -> d
     if governs.replica_spec is not None:
         # A kind with one replica spec (batch/v1 Job) takes the pod's restartPolicy.
         ((_, one),) = specs.items()
-        policy = one.pop("restartPolicy")
-        one["template"]["spec"]["restartPolicy"] = policy
+        if shape.child is None:
+            one["template"]["spec"]["restartPolicy"] = one.pop("restartPolicy")
         _put(job, governs.replica_spec, one)
     elif governs.replica_list:
         *parents, last = governs.replica_specs.split(".")
@@ -197,6 +243,8 @@ def build_job(definition: CompiledDefinition, shape: Shape, bounds: Bounds) -> d
     if shape.when_ended:
         limits["podReplacementPolicy"] = "Failed"
     _put(job, governs.run_policy, limits)
+    if shape.setting is not None:
+        _put(job, "spec", json.loads(shape.setting[1]))
     return merged_under(json.loads(shape.required), job) if shape.required else job
 
 

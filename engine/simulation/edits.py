@@ -6,11 +6,10 @@ API server does, so the engine reads the new spec.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping
 from typing import Any
 
-from engine.simulation.world import World
+from engine.simulation.world import World, merge_patch
 
 
 def set_suspend(world: World, value: bool) -> None:
@@ -30,16 +29,3 @@ def apply_patch(world: World, patch: Mapping[str, Any]) -> None:
     spec = patch.get("spec")
     if spec:
         world.edit_spec(lambda current: merge_patch(current, spec))
-
-
-def merge_patch(target: dict[str, Any], patch: Mapping[str, Any]) -> None:
-    """Merge `patch` into `target` in place: mappings merge, null deletes, the rest replaces."""
-    for key, value in patch.items():
-        if value is None:
-            target.pop(key, None)
-        elif isinstance(value, Mapping):
-            if not isinstance(target.get(key), dict):
-                target[key] = {}
-            merge_patch(target[key], value)
-        else:
-            target[key] = copy.deepcopy(value)

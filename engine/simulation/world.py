@@ -1,4 +1,5 @@
-"""One job, its pods and services, and a fake clock: the engine's reconcile without a cluster.
+"""One job, its pods (or spec.child objects) and services, and a fake clock: the engine's
+reconcile without a cluster.
 
 `World.reconcile()` does what the engine's reconcile does, with the engine's
 own code: it reads the record back from the job's status, observes the pods
@@ -7,11 +8,15 @@ writes the status it built onto the job, and runs the engine's action
 executor against an in-memory API. Only the API server, the kubelet and the
 clock are stand-ins, so a simulation or a model check sees the decisions a
 real engine would make, including the pod it would build, its back-off before
-re-creating a failed replica, and when it would look at the job again.
+re-creating a failed replica, and when it would look at the job again. With
+spec.child the replicas' objects are children of that kind, deleted in the
+foreground (they stay, marked, until `finish_deletion`); what their own machine
+writes into their status is the caller's to say (the model checker's child moves).
 """
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -32,8 +37,15 @@ from engine.controller.reconcile.claims import Claimed
 from engine.controller.reconcile.decide import Decision, decide
 from engine.controller.reconcile.jobspec import JobSpecView, ValidationVerdicts, read_job_spec
 from engine.controller.reconcile.manifests import main_container_name
+from engine.controller.reconcile.native_status import is_native, native_status
 from engine.controller.reconcile.notices import Notice, notices_for
-from engine.controller.reconcile.observe import PodFacts, job_observations, observe_replica_pod
+from engine.controller.reconcile.observe import (
+    CHILD_MISSING,
+    PodFacts,
+    job_observations,
+    observe_child,
+    observe_replica_pod,
+)
 from engine.controller.reconcile.record import MachineRecord, read_record
 from engine.controller.reconcile.status import build_status
 from engine.controller.reconcile.timeouts import next_look, state_timed_out
@@ -43,7 +55,7 @@ from engine.controller.runtime.expectations import Expectations
 from engine.definition import CompiledDefinition
 from engine.kube.client import KubeClient
 from engine.kube.errors import AlreadyExists, NotFound
-from engine.kube.resources import PODS, Resource
+from engine.kube.resources import PODS, SERVICES, Resource
 from engine.kube.timestamps import format_time, parse_time
 from engine.settings import EngineSettings
 from engine.simulation import kubelet
@@ -111,6 +123,7 @@ class _WorldApi:
         body["metadata"]["uid"] = f"{self._world.serial:08d}-{replica}"
         if res == PODS:
             kubelet.scheduled(body, self._world.now)
+        if store is self._world.pods:
             self.created.append(replica)
         store[replica] = body
         return body
@@ -123,10 +136,20 @@ class _WorldApi:
                 if res == PODS:
                     kubelet.mark_deleted(obj, self._world.now)
                     self.deleted.append(replica)
+                elif store is self._world.pods:  # a child: deleted in the foreground
+                    obj["metadata"]["deletionTimestamp"] = format_time(self._world.now)
+                    self.deleted.append(replica)
                 else:
                     del store[replica]
                 return
         raise NotFound(404, "NotFound", f"{name} not found", {})
+
+    def patch(self, res: Resource, name: str, body: Mapping[str, Any],
+              namespace: str | None = None) -> dict[str, Any]:
+        """A JSON merge patch of a child (the machine's forced fields, spec.child.fields)."""
+        obj = self.get(res, name, namespace)
+        merge_patch(obj, body)
+        return obj
 
     def get(self, res: Resource, name: str, namespace: str | None = None) -> dict[str, Any]:
         for obj in self._world.store(res).values():
@@ -154,6 +177,19 @@ def _copied(value: Any) -> Any:
     return orjson.loads(orjson.dumps(value))
 
 
+def merge_patch(target: dict[str, Any], patch: Mapping[str, Any]) -> None:
+    """Merge `patch` into `target` in place: mappings merge, null deletes, the rest replaces."""
+    for key, value in patch.items():
+        if value is None:
+            target.pop(key, None)
+        elif isinstance(value, Mapping):
+            if not isinstance(target.get(key), dict):
+                target[key] = {}
+            merge_patch(target[key], value)
+        else:
+            target[key] = copy.deepcopy(value)
+
+
 def _replica_of(obj: Mapping[str, Any]) -> ReplicaId:
     labels = obj["metadata"]["labels"]
     return ReplicaId(labels[REPLICA_TYPE_LABEL], int(labels[REPLICA_INDEX_LABEL]))
@@ -179,12 +215,17 @@ class World:
     records: dict[bytes, MachineRecord] = field(default_factory=dict, repr=False)
     """Records read from statuses, by the status's JSON: copies of a world share it, and a
     model check reads the few statuses its situations have thousands of times."""
+    keep_native: bool = False
+    """Whether to keep, in `native`, the status a Native-layout machine writes into the
+    kind's own status (the model checker reads a child's so)."""
+    native: dict[str, Any] = field(default_factory=dict)
+    """The kind's own status as the last pass wrote it (with `keep_native` only)."""
     _spec: tuple[Any, JobSpecView] | None = field(default=None, init=False, repr=False)
     _record: tuple[Any, MachineRecord] | None = field(default=None, init=False, repr=False)
 
     def store(self, res: Resource) -> dict[ReplicaId, dict[str, Any]]:
-        """The world's pods or services."""
-        return self.pods if res == PODS else self.services
+        """The world's pods (or children) or services."""
+        return self.services if res == SERVICES else self.pods
 
     @property
     def spec(self) -> JobSpecView:
@@ -206,7 +247,8 @@ class World:
         """An independent copy (the definition and the verdicts are shared, never changed)."""
         copied = World(self.definition, _copied(self.job), self.now, self.settings,
                        self.transitions_kept, _copied(self.pods), _copied(self.services),
-                       self.serial, self.verdicts, self.records)
+                       self.serial, self.verdicts, self.records, self.keep_native,
+                       _copied(self.native))
         copied._spec = self._spec
         return copied
 
@@ -227,6 +269,9 @@ class World:
             terminating += old_attempt or bool(pod["metadata"].get("deletionTimestamp"))
             if old_attempt:
                 continue
+            if self.definition.child is not None:
+                facts[replica] = observe_child(pod, job=self.job, definition=self.definition)
+                continue
             replica_type = spec.replica_type(replica.type)
             template = replica_type.template if replica_type else {}
             facts[replica] = observe_replica_pod(
@@ -235,6 +280,10 @@ class World:
                 node_ready=kubelet.node_ready,
                 judge_deleted_when_ended=spec.judge_deleted_when_ended,
             )
+        if self.definition.child is not None:  # a replica without its object reads childMissing
+            for replica_type in spec.replica_types:
+                for index in range(replica_type.replicas):
+                    facts.setdefault(ReplicaId(replica_type.name, index), CHILD_MISSING)
         return facts, terminating
 
     def reconcile(self) -> Pass:
@@ -255,6 +304,8 @@ class World:
         assignment = Assignment(self.definition.name, SIMULATED_REVISION, self.definition)
         self.job["status"] = build_status(self.job, assignment, spec, decision,
                                           now=format_time(self.now))
+        if self.keep_native and is_native(self.definition):
+            self.native = native_status(self.definition, self.job["status"], decision.variables)
         notices = notices_for(decision.fired, facts)
         api, recorder = _WorldApi(self), _Recorder()
         run = self._act(spec, decision, facts, api, recorder)
@@ -275,7 +326,8 @@ class World:
             recorder=cast(EventRecorder, recorder), settings=self.settings,
             key=JobKey(self.job["kind"], metadata["namespace"], metadata["name"]),
             job=self.job, definition=self.definition, spec=spec, decision=decision,
-            replica_objects=Claimed(dict(self.pods)), services=Claimed(dict(self.services)),
+            replica_objects=Claimed(dict(self.pods), resource=self.replica_resource),
+            services=Claimed(dict(self.services)),
             facts=facts, now=self.now,
             old_attempt=frozenset(r for r, p in self.pods.items() if attempt_of(p) != attempt),
         )
@@ -294,6 +346,16 @@ class World:
         wakes = [*look.wake_ups.values(),
                  *(self.now + timedelta(seconds=delay) for delay in look.delays)]
         return min(wakes) if wakes else None
+
+    @property
+    def replica_resource(self) -> Resource:
+        """What the replicas' own objects are: pods, or spec.child's kind (its plural only
+        names it here: the world's API answers by kind)."""
+        child = self.definition.child
+        if child is None:
+            return PODS
+        group, _, version = child.api_version.rpartition("/")
+        return Resource(group, version, f"{child.kind.lower()}s", child.kind)
 
     @property
     def record(self) -> MachineRecord:
@@ -339,7 +401,8 @@ class World:
         it (`kubelet.stop`), and it stays until the engine has seen how it ended (as its
         tracking finalizer keeps it). Whether the pod is gone."""
         pod = self.pods[replica]
-        if self.spec.judge_deleted_when_ended and not kubelet.has_ended(pod):
+        if (self.definition.child is None and self.spec.judge_deleted_when_ended
+                and not kubelet.has_ended(pod)):
             kubelet.stop(pod, self.now)
             return False
         del self.pods[replica]

@@ -22,7 +22,7 @@ def test_every_shipped_machine_passes() -> None:
     summaries = [line for line in done.stdout.splitlines() if "job shapes" in line]
     kinds = {line.split(": ")[1].split(" ")[0] for line in summaries}
     assert kinds == {"PyTorchJob", "TFJob", "XGBoostJob", "PaddleJob", "JAXJob", "MPIJob",
-                     "MachineJob", "Job", "ReplicaSet", "ReplicationController"}
+                     "MachineJob", "Job", "ReplicaSet", "ReplicationController", "JobSet"}
     assert all(line.endswith("every rule holds") for line in summaries), done.stdout
 
 

@@ -176,16 +176,19 @@ def test_simulate_refuses_a_machine_of_children_saying_so(tmp_path: Path) -> Non
         problem)
 
 
-def test_check_leaves_a_machine_of_children_unexplored_saying_so() -> None:
-    """A warning, not an error: `check machines/` (JobSet's machine among them) passes on
-    what it explored, and says which machine it did not."""
+def test_check_leaves_a_machine_of_children_unexplored_without_their_machine() -> None:
+    """A warning, not an error: without the machine of its children's kind, check passes on
+    what it explored and says which machine it did not, and why
+    (tests/unit/modelcheck/test_children.py explores such a machine with it)."""
     report = check_paths([MACHINE], Bounds())
     assert report.ok
     assert report.machines == []
     (problem,) = [str(d) for d in report.diagnostics]
-    assert problem.endswith("children/jobs.yaml:12:3: warning: check does not explore machine "
-                            "jobsofjobs yet: its replicas are Job objects (spec.child), and "
-                            "check moves pods only; `validate` checks it"), problem
+    assert problem.endswith(
+        "children/jobs.yaml:12:3: warning: check does not explore machine jobsofjobs: its "
+        "replicas are Job objects (spec.child) and no machine checked with it governs Job "
+        "(batch/v1), so nothing says how they end: check it with that kind's machine; "
+        "`validate` checks it"), problem
 
 
 def test_forced_fields_are_set_at_their_paths_with_their_hash(
