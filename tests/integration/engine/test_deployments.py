@@ -15,6 +15,7 @@ import pytest
 from kubernetes import client as k8s
 
 from engine.app.up import LocalCluster
+from engine.controller.rollouts.numbers import template_hash
 from engine.kube.client import KubeClient
 from engine.kube.resources import Resource
 from tests.integration.engine.helpers import RUN_SECONDS, Obj, official_client, wait_for
@@ -176,3 +177,29 @@ def test_a_matching_orphan_replica_set_is_adopted_and_one_that_stops_matching_re
     found = rolled_out(client, ns, "web", 2)
     (made,) = [name for name in replica_sets(client, ns) if name != "web-orphan"]
     assert made.startswith("web-") and "collisionCount" not in found
+
+
+def without_nulls(value: Any) -> Any:
+    """The template as the machine's CEL gives it: null values left out, at any depth."""
+    if isinstance(value, dict):
+        return {k: without_nulls(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [without_nulls(v) for v in value]
+    return value
+
+
+def test_a_name_taken_by_another_template_counts_a_collision(
+    client: KubeClient, apps: k8s.AppsV1Api, ns: str
+) -> None:
+    apps.create_namespaced_deployment(ns, deployment("web", 1, paused=True))
+    template = without_nulls(client.get(DEPLOYMENTS, "web", ns)["spec"]["template"])
+    taken = f"web-{template_hash(template)}"
+    other = deployment("other", 1)["spec"]
+    apps.create_namespaced_replica_set(ns, {
+        "apiVersion": "apps/v1", "kind": "ReplicaSet",
+        "metadata": {"name": taken, "labels": {"app": "other"}}, "spec": other})
+    apps.patch_namespaced_deployment("web", ns, {"spec": {"paused": False}})
+    found = rolled_out(client, ns, "web", 1)
+    assert found["collisionCount"] == 1
+    (made,) = [name for name in replica_sets(client, ns) if name != taken]
+    assert made == f"web-{template_hash(template, 1)}"
