@@ -8,6 +8,7 @@ starts when its container has a readiness probe (never, with a very long delay).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -18,7 +19,17 @@ from engine.app.up import LocalCluster
 from engine.controller.rollouts.numbers import template_hash
 from engine.kube.client import KubeClient
 from engine.kube.resources import Resource
-from tests.integration.engine.helpers import RUN_SECONDS, Obj, official_client, wait_for
+from engine.settings import EngineSettings
+from tests.integration.engine.helpers import (
+    FAST,
+    RUN_SECONDS,
+    Obj,
+    new_namespace,
+    official_client,
+    running_engineless,
+    start_engine,
+    wait_for,
+)
 
 READY_SECONDS = "sim.jobmachine.dev/ready-seconds"
 DEPLOYMENTS = Resource("apps", "v1", "deployments", "Deployment", namespaced=True)
@@ -203,3 +214,28 @@ def test_a_name_taken_by_another_template_counts_a_collision(
     assert found["collisionCount"] == 1
     (made,) = [name for name in replica_sets(client, ns) if name != taken]
     assert made == f"web-{template_hash(template, 1)}"
+
+
+def test_in_a_cluster_the_engine_leaves_deployments_alone() -> None:
+    """Without standing in for kube-controller-manager (a real cluster, which runs every
+    Deployment), the engine does not even watch them: no ReplicaSet, no annotation, no
+    status; it still validates and serves the machine."""
+    settings = EngineSettings(**{**FAST.model_dump(), "stand_in_for_built_ins": False})
+    with running_engineless() as server:
+        admin = KubeClient.from_kubeconfig(server.kubeconfig)
+        engine = start_engine(KubeClient.from_kubeconfig(server.kubeconfig), settings)
+        try:
+            engine.engine.wait_until_governed("Job", timeout_s=30)
+            ns = new_namespace(admin)
+            admin.create(DEPLOYMENTS, deployment("theirs", 2), ns)
+            time.sleep(2)
+            found = admin.get(DEPLOYMENTS, "theirs", ns)
+            assert not found["metadata"].get("finalizers")
+            assert not (found["metadata"].get("annotations") or {})
+            assert not found.get("status")
+            assert admin.list(REPLICASETS, ns)[0] == []
+            assert "Deployment" not in engine.engine.caches.jobs
+            assert engine.engine.machines.governed("Deployment") is not None
+        finally:
+            engine.stop()
+            admin.close()
