@@ -1,11 +1,12 @@
-"""Every order of events in a rolling update, explored for small shapes: the rollout's plan
+"""Every order of events in a rollout, explored for small shapes: the rollout's plan
 (engine/controller/rollouts/plan.py) against ReplicaSets that make, ready and delete their
 pods one at a time, in any order.
 
 The Deployment controller's promise, for any interleaving: the pods the ReplicaSets want
 never exceed `replicas + maxSurge`, and available pods never drop below `replicas -
 maxUnavailable` (from a fully available start, without failures); and from every
-situation the rollout can still complete. Situations are (per revision: wanted pods,
+situation the rollout can still complete. Under Recreate, pods of two revisions never
+exist at once. Situations are (per revision: wanted pods,
 pods, available pods); after each event the plan runs until it changes nothing, as the
 engine reconciles after each watch event.
 """
@@ -40,7 +41,17 @@ def revision(name: str, wanted: int, pods: int, available: int, order: int) -> R
         # not-ready first, is not counted once the ReplicaSet has seen its spec).
         "status": {"replicas": min(pods, wanted), "availableReplicas": min(available, wanted),
                    "readyReplicas": min(available, wanted), "observedGeneration": 1},
-    })
+    }, running_pods=pods)
+
+
+def rendered(replicas: int, surge: Any = "25%", unavailable: Any = "25%",
+             strategy: str = "RollingUpdate") -> RenderedRollout:
+    return RenderedRollout(
+        replicas=replicas, selector={"matchLabels": {"app": "web"}}, template=NEW,
+        strategy=strategy, max_surge=surge, max_unavailable=unavailable,
+        paused=False, min_ready_seconds=0, revision_history_limit=10,
+        progress_deadline_seconds=600, child_api_version="apps/v1",
+        child_kind="ReplicaSet")
 
 
 def settle(situation: Situation, rollout: RenderedRollout) -> Situation:
@@ -96,20 +107,15 @@ def bounds(replicas: int, surge: Any, unavailable: Any) -> tuple[int, int]:
     return replicas + up, replicas - min(down, replicas)
 
 
-def explore(replicas: int, surge: Any, unavailable: Any) -> int:
-    rollout = RenderedRollout(
-        replicas=replicas, selector={"matchLabels": {"app": "web"}}, template=NEW,
-        strategy="RollingUpdate", max_surge=surge, max_unavailable=unavailable,
-        paused=False, min_ready_seconds=0, revision_history_limit=10,
-        progress_deadline_seconds=600, child_api_version="apps/v1",
-        child_kind="ReplicaSet")
-    most, least = bounds(replicas, surge, unavailable)
+def explore(rollout: RenderedRollout, holds: Any) -> int:
+    """Every situation reachable from a fully available old revision, each of which
+    `holds`; the rollout can complete from each. How many there are."""
+    replicas = rollout.replicas
     start = settle((("old", replicas, replicas, replicas),), rollout)
     seen, queue, edges = {start}, deque([start]), {}
     while queue:
         situation = queue.popleft()
-        assert sum(w for _, w, _, _ in situation) <= most, situation
-        assert sum(a for *_, a in situation) >= least, situation
+        holds(situation)
         edges[situation] = [settle(after, rollout) for after in events(situation)]
         for after in edges[situation]:
             if after not in seen:
@@ -135,4 +141,18 @@ def explore(replicas: int, surge: Any, unavailable: Any) -> int:
 def test_a_rolling_update_stays_within_its_bounds_whatever_the_order(
     replicas: int, surge: Any, unavailable: Any
 ) -> None:
-    assert explore(replicas, surge, unavailable) > 1
+    most, least = bounds(replicas, surge, unavailable)
+
+    def holds(situation: Situation) -> None:
+        assert sum(w for _, w, _, _ in situation) <= most, situation
+        assert sum(a for *_, a in situation) >= least, situation
+
+    assert explore(rendered(replicas, surge, unavailable), holds) > 1
+
+
+@pytest.mark.parametrize("replicas", [1, 2, 3])
+def test_recreate_never_runs_both_revisions_pods_whatever_the_order(replicas: int) -> None:
+    def holds(situation: Situation) -> None:
+        assert sum(1 for _, _, pods, _ in situation if pods > 0) <= 1, situation
+
+    assert explore(rendered(replicas, strategy="Recreate"), holds) > 1
