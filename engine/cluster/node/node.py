@@ -100,7 +100,7 @@ class LocalNode:
             if mode == "simulate" else
             ProcessRuntime(self._files, isolation=MountIsolation(), services=self._service_names,
                            sources=self._read_sources, tokens=self._request_tokens,
-                           api=api_address(url))
+                           api=api_address(url), peers=self._pod_uids)
         )
         self._pods = Cache(self._view)
         self._pod_informer = Informer(self._api, PODS, cache=self._pods,
@@ -293,11 +293,14 @@ class LocalNode:
         """Tokens for the pod's serviceAccountToken sources, bound to the pod."""
         return request_tokens(self._api, pod)
 
+    def _pod_uids(self, namespace: str) -> list[str]:
+        """The uids of the namespace's pods the node knows."""
+        return [str(_meta(pod).get("uid")) for pod in self._pods.list(namespace)]
+
     def _service_names(self, namespace: str) -> list[str]:
         """The names a namespace resolves: its Services, read fresh (a Service created just
         before the pod must resolve for its processes), and the `HOSTNAME.SUBDOMAIN` of its
-        pods under a headless Service, from the node's pods (a JobSet's pods are made
-        together, before their processes start)."""
+        pods under a headless Service, from the node's pods."""
         try:
             listed, _ = self._api.list(SERVICES, namespace)
         except ApiError as exc:

@@ -258,6 +258,33 @@ def test_processes_reach_each_other_by_service_name(processes: Cluster) -> None:
     assert processes.wait_phase("a", "Succeeded", "Failed")["status"]["phase"] == "Succeeded"
 
 
+def test_a_process_resolves_a_pod_of_its_headless_service_made_after_it_started(
+        processes: Cluster) -> None:
+    """Cluster DNS answers HOST.SUBDOMAIN for a pod a headless Service selects, whenever it
+    is made: a JobSet's worker that starts before its leader's pod exists (here `early`)
+    finds the leader (`late`) once the leader's process starts."""
+    processes.core.create_namespaced_service(NS, {
+        "metadata": {"name": "peers"},
+        "spec": {"clusterIP": "None", "selector": {"group": "peers"}},
+    })
+    seeker = ("import socket, time\nprint('seeking', flush=True)\n"
+              "for _ in range(600):\n"
+              "    try:\n"
+              "        print(socket.gethostbyname('late.peers.default.svc'), flush=True)\n"
+              "        break\n"
+              "    except OSError:\n"
+              "        time.sleep(0.1)\n")
+    early = pod("early", container(seeker), hostname="early", subdomain="peers")
+    early["metadata"]["labels"] = {"group": "peers"}
+    processes.create(early)
+    eventually(lambda: processes.started_log("early") == "seeking\n")
+    late = pod("late", container("print('here')"), hostname="late", subdomain="peers")
+    late["metadata"]["labels"] = {"group": "peers"}
+    processes.create(late)
+    status = processes.wait_phase("early", "Succeeded", "Failed")["status"]
+    assert (status["phase"], processes.log("early")) == ("Succeeded", "seeking\n127.0.0.1\n")
+
+
 def test_a_restarted_node_reports_lost_processes_and_applies_the_restart_policy(
         processes: Cluster) -> None:
     long_running = "import time; print('up', flush=True); time.sleep(600)"

@@ -5,7 +5,8 @@ of the pod's namespace, every pod's `HOSTNAME.SUBDOMAIN` that cluster DNS would 
 a headless Service (a JobSet's pods reach each other so: torchrun's PET_MASTER_ADDR is one)
 and the pod's own names resolve to 127.0.0.1, written
 into a hosts file that process.py bind-mounts over /etc/hosts in the process's
-private mount namespace (isolation.py, mounts.py). The machine's own /etc/hosts
+private mount namespace (isolation.py, mounts.py), and appended to the files of the
+namespace's running processes when a later process starts. The machine's own /etc/hosts
 is never touched; where no private mount namespace can be had, processes run
 with it (isolation.py logs a warning once).
 """
@@ -47,8 +48,8 @@ def headless_names(services: Iterable[Mapping[str, Any]],
     Service of its namespace: the pod sets `spec.hostname` and `spec.subdomain` (the
     Service's name) and the Service (`clusterIP: None`) selects it by its labels.
 
-    Readiness is not asked (every name is 127.0.0.1 here); a pod made after a process
-    started is not in that process's file (it is written once, at the start)."""
+    Readiness is not asked (every name is 127.0.0.1 here). A pod made after a process
+    started reaches that process's file when its own process starts (`add_names`)."""
     selectors = {
         str((service.get("metadata") or {}).get("name")): dict(spec.get("selector") or {})
         for service in services
@@ -82,12 +83,43 @@ def hosts_text(pod: Mapping[str, Any], services: Iterable[str]) -> str:
         "::1\tlocalhost ip6-localhost ip6-loopback",
         f"{ADDRESS}\t{' '.join(names + ([machine] if machine and machine not in names else []))}",
     ]
-    lines += [f"{ADDRESS}\t{_service_names(name, namespace)}" for name in sorted(set(services))]
+    lines += [_name_line(name, namespace) for name in sorted(set(services))]
     return "\n".join(lines) + "\n"
 
 
+def _name_line(name: str, namespace: str) -> str:
+    return f"{ADDRESS}\t{_service_names(name, namespace)}"
+
+
+def add_names(path: Path, names: Iterable[str], namespace: str) -> None:
+    """Append to the hosts file of a process already running the lines of `names` it lacks.
+
+    Cluster DNS answers for a pod or Service made after a process started; the file that
+    process mounted is the same inode, so what is appended reaches it. A file that is gone
+    (its pod removed) is left gone."""
+    _append_missing(path, [_name_line(name, namespace) for name in names])
+
+
+def _append_missing(path: Path, lines: Iterable[str]) -> bool:
+    """Append the lines the file lacks in one write, old lines untouched (rewriting it would
+    hide, for an instant, a name a lookup then needs); False if there is no file."""
+    try:
+        present = set(path.read_text().splitlines())
+    except FileNotFoundError:
+        return False
+    missing = [line for line in dict.fromkeys(lines) if line not in present]
+    if missing:
+        with path.open("a") as hosts:
+            hosts.write("".join(f"{line}\n" for line in missing))
+    return True
+
+
 def write_hosts_file(path: Path, text: str) -> None:
-    """Replace the file atomically (a process already running keeps the one it mounted)."""
+    """Create the file atomically; one that exists (another container of the pod, or an
+    earlier attempt, mounted it) gets the lines it lacks appended, so every process of the
+    pod keeps seeing one file."""
+    if _append_missing(path, text.splitlines()):
+        return
     path.parent.mkdir(parents=True, exist_ok=True)
     temporary = path.with_suffix(".tmp")
     temporary.write_text(text)

@@ -48,7 +48,12 @@ from engine.cluster.node.config.volume_files import (
 from engine.cluster.node.config.volumes import Mount, absolute, volume_contents
 from engine.cluster.node.layout import NodeFiles
 from engine.cluster.node.runtime import leftovers
-from engine.cluster.node.runtime.hosts import HOSTS_PATH, hosts_text, write_hosts_file
+from engine.cluster.node.runtime.hosts import (
+    HOSTS_PATH,
+    add_names,
+    hosts_text,
+    write_hosts_file,
+)
 from engine.cluster.node.runtime.interface import (
     CONFIG_ERROR_EXIT_CODE,
     START_ERROR_EXIT_CODE,
@@ -68,6 +73,8 @@ from engine.cluster.node.runtime.process_env import ApiAddress, process_environm
 from engine.cluster.node.status.termination import MAX_MESSAGE_BYTES, message_path, read_tail
 
 ServiceNames = Callable[[str], list[str]]
+# The uids of a namespace's pods on this node (whose running processes learn new names).
+PodUids = Callable[[str], list[str]]
 API_ACCESS_PATH = PurePosixPath(TOKEN_MOUNT_PATH)
 # Requests the tokens of a pod's serviceAccountToken sources from the API server.
 TokenReader = Callable[[Mapping[str, Any]], Tokens]
@@ -178,13 +185,15 @@ class ProcessRuntime:
 
     def __init__(self, files: NodeFiles, *, isolation: MountIsolation, services: ServiceNames,
                  sources: SourceReader, tokens: TokenReader | None = None,
-                 api: ApiAddress | None = None) -> None:
+                 api: ApiAddress | None = None, peers: PodUids | None = None) -> None:
         """`tokens`: how to get a pod's service account tokens (None: none can be had, a
         serviceAccountToken source fails); `api`: where the API server is for the pods'
-        in-cluster config (None: no `kubernetes` Service variables)."""
+        in-cluster config (None: no `kubernetes` Service variables); `peers`: the pods whose
+        hosts files get the names a new process sees (None: none)."""
         self._files = files
         self._isolation = isolation
         self._services = services
+        self._peers = peers
         self._sources = sources
         self._tokens = tokens
         self._api = api
@@ -212,8 +221,7 @@ class ProcessRuntime:
         argv, message_file = config.argv, None
         if isolated is not None:
             entry, plan, message_file = isolated
-            write_hosts_file(self._files.hosts_file(metadata["uid"]),
-                             hosts_text(pod, self._services(metadata["namespace"])))
+            self._write_hosts(pod)
             scratch = self._files.scratch_dir(metadata["uid"])
             scratch.mkdir(parents=True, exist_ok=True)
             if message_file is not None:
@@ -223,6 +231,17 @@ class ProcessRuntime:
         for message in config.warnings:
             launch.warn("InvalidEnvironmentVariableNames", message)
         return attempt
+
+    def _write_hosts(self, pod: Mapping[str, Any]) -> None:
+        """The pod's hosts file, and what its namespace now resolves appended to the files
+        of the namespace's other pods (a JobSet's worker that started before its leader's
+        pod existed finds the leader's name once the leader's process starts)."""
+        uid, namespace = pod["metadata"]["uid"], pod["metadata"]["namespace"]
+        names = self._services(namespace)
+        write_hosts_file(self._files.hosts_file(uid), hosts_text(pod, names))
+        for peer in self._peers(namespace) if self._peers else []:
+            if peer != uid:
+                add_names(self._files.hosts_file(peer), names, namespace)
 
     def _begin_log(self, launch: Launch) -> Path:
         metadata = launch.pod["metadata"]

@@ -3,9 +3,16 @@
 from __future__ import annotations
 
 import socket
+from pathlib import Path
 from typing import Any
 
-from engine.cluster.node.runtime.hosts import headless_names, hosts_text, pod_names
+from engine.cluster.node.runtime.hosts import (
+    add_names,
+    headless_names,
+    hosts_text,
+    pod_names,
+    write_hosts_file,
+)
 
 
 def pod(**spec: Any) -> dict[str, Any]:
@@ -71,3 +78,29 @@ def test_pods_under_a_headless_service_resolve_by_hostname_dot_subdomain() -> No
     assert ("127.0.0.1\tmnist-node-0-0.mnist mnist-node-0-0.mnist.team "
             "mnist-node-0-0.mnist.team.svc mnist-node-0-0.mnist.team.svc.cluster.local"
             ) in text.splitlines()
+
+
+def test_a_running_processs_file_gets_the_names_made_later_appended_in_place(
+        tmp_path: Path) -> None:
+    """The file a process mounted is the same inode for its life: new names are appended to
+    it (old lines untouched), never written to a new file it would not see."""
+    path = tmp_path / "hosts"
+    write_hosts_file(path, hosts_text(pod(), ["job-master-0"]))
+    before, inode = path.read_text(), path.stat().st_ino
+    add_names(path, ["job-master-0", "leader-0.js", "leader-0.js"], "team")
+    assert path.stat().st_ino == inode
+    assert path.read_text() == before + (
+        "127.0.0.1\tleader-0.js leader-0.js.team leader-0.js.team.svc "
+        "leader-0.js.team.svc.cluster.local\n")
+    # Another container of the pod starting later writes the same file, adding only what
+    # is new.
+    write_hosts_file(path, hosts_text(pod(), ["job-master-0", "leader-0.js", "late"]))
+    assert path.stat().st_ino == inode
+    assert path.read_text().count("leader-0.js.team.svc.cluster.local") == 1
+    assert path.read_text().endswith(
+        "127.0.0.1\tlate late.team late.team.svc late.team.svc.cluster.local\n")
+
+
+def test_no_file_is_made_for_a_pod_that_has_none(tmp_path: Path) -> None:
+    add_names(tmp_path / "gone" / "hosts", ["late"], "team")
+    assert not (tmp_path / "gone").exists()
