@@ -257,7 +257,7 @@ class Engine:
                 return
             metadata = obj["metadata"]
             key = JobKey(kind, metadata["namespace"], metadata["name"])
-            for owner in self._owners(obj):
+            for owner in self._owners(obj) or self._claiming(kind, obj):
                 if owner.kind != kind:
                     self.queue.add(owner)  # a child of a job with a schedule (a CronJob's Job)
             own = self.written.seen(key.id, metadata["resourceVersion"])
@@ -300,6 +300,24 @@ class Engine:
             found += [JobKey(kind, job["metadata"]["namespace"], job["metadata"]["name"])
                       for job in cache.list(metadata.get("namespace"))
                       if job_selects(assignment.definition, job, metadata.get("labels") or {})]
+        return found
+
+    def _claiming(self, kind: str, obj: Obj) -> list[JobKey]:
+        """For an orphan of a kind some machine's rollout is made of (a ReplicaSet), every job
+        of those machines in its namespace: the rollout's claim adopts it if its selector
+        matches (upstream queues the Deployments whose selector matches it)."""
+        metadata = obj["metadata"]
+        if controller_uid(obj) is not None or metadata.get("deletionTimestamp"):
+            return []
+        found = []
+        for owner_kind, cache in list(self.caches.jobs.items()):
+            assignment = self.machines.assign(owner_kind, {})
+            if not isinstance(assignment, Assignment):
+                continue
+            rollout = assignment.definition.rollout
+            if rollout is not None and rollout.kind == kind:
+                found += [JobKey(owner_kind, job["metadata"]["namespace"], job["metadata"]["name"])
+                          for job in cache.list(metadata.get("namespace"))]
         return found
 
     def _on_declared_object(self, _event: str, old: Obj | None, new: Obj | None) -> None:

@@ -239,3 +239,23 @@ def test_in_a_cluster_the_engine_leaves_deployments_alone() -> None:
         finally:
             engine.stop()
             admin.close()
+
+
+def test_an_orphan_made_later_is_adopted_at_once_and_scaled_down_as_old(
+    client: KubeClient, apps: k8s.AppsV1Api, ns: str
+) -> None:
+    """Its own creation queues the Deployments of its namespace (upstream queues those whose
+    selector matches it), well before the periodic resync (300 s)."""
+    created = apps.create_namespaced_deployment(ns, deployment("web", 1))
+    rolled_out(client, ns, "web", 1)
+    template = deployment("web", 1, image="nginx:0")["spec"]["template"]
+    apps.create_namespaced_replica_set(ns, {
+        "apiVersion": "apps/v1", "kind": "ReplicaSet",
+        "metadata": {"name": "stray", "labels": {"app": "web"}},
+        "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "web"}},
+                 "template": template}})
+    stray = wait_for(lambda: replica_sets(client, ns)["stray"],
+                     lambda rs: bool(rs["metadata"].get("ownerReferences"))
+                     and rs["spec"]["replicas"] == 0,
+                     what="the stray ReplicaSet adopted and scaled down", timeout=15)
+    assert stray["metadata"]["ownerReferences"][0]["uid"] == created.metadata.uid
