@@ -470,7 +470,8 @@ class _Sync:
     # progress.go and the status.
 
     def status(self) -> dict[str, Any]:
-        """calculateStatus: the counts over every revision, and Available."""
+        """calculateStatus: the counts over every revision (unavailable: the pods the
+        revisions want less those available), and Available."""
         available = sum(r.count("availableReplicas") for r in self.children)
         status: dict[str, Any] = {
             "observedGeneration": int(self.given.job["metadata"].get("generation") or 0),
@@ -478,7 +479,8 @@ class _Sync:
             "updatedReplicas": self.new.count("replicas") if self.new is not None else 0,
             "readyReplicas": sum(r.count("readyReplicas") for r in self.children),
             "availableReplicas": available,
-            "unavailableReplicas": max(0, self.replicas - available),
+            # Upstream counts what the revisions want, not spec.replicas: 0 while scaling down.
+            "unavailableReplicas": max(0, sum(r.replicas for r in self.children) - available),
         }
         if available >= self.replicas - self.unavailable():
             self.set_condition("Available", "True", "MinimumReplicasAvailable",

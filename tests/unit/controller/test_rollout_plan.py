@@ -210,3 +210,13 @@ def test_a_scale_down_takes_from_the_larger_and_the_leftover_from_the_first() ->
     for found in (old, new):
         found.annotations["deployment.kubernetes.io/max-replicas"] = "25"
     assert sizes(plan([old, new], replicas=10)) == [("web-aaa", 7), ("web-bbb", 6)]
+
+
+def test_unavailable_counts_what_the_revisions_want_not_the_replicas() -> None:
+    """calculateStatus: 4 wanted during a surge (3 + 1) with 3 available is 1 unavailable;
+    upstream leaves it 0 (omitempty) once everything wanted is available."""
+    old = revision("aaa", V1, replicas=3, available=3, number=1, created="t1")
+    new = revision("bbb", V2, replicas=1, available=0, number=2, created="t2")
+    assert plan([old, new]).status["unavailableReplicas"] == 1
+    done = revision("bbb", V2, replicas=3, available=3, number=2, created="t2")
+    assert "unavailableReplicas" not in plan([done]).status
