@@ -28,7 +28,11 @@ from pathlib import Path
 import pytest
 
 from engine.app.up import LocalCluster, UpOptions, local_settings, running_local_cluster
-from tests.integration.kubeflow_sdk.support import needs_sdk, run_sdk
+from tests.integration.kubeflow_sdk.support import (  # noqa: F401 (sdk: needs_sdk's fixture)
+    needs_sdk,
+    run_sdk,
+    sdk,
+)
 
 _TORCHRUN = Path(sys.executable).parent / "torchrun"
 needs_torch = pytest.mark.skipif(

@@ -10,6 +10,7 @@ import pytest
 from engine.app.up import LocalCluster, UpOptions, running_local_cluster
 from engine.cluster.node import Capacity
 from tests.integration.engine.helpers import FAST, FAST_NODE
+from tests.integration.kubeflow_sdk.support import sdk  # noqa: F401 (needs_sdk's fixture)
 
 
 @pytest.fixture(scope="module")

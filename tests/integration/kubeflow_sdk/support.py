@@ -1,19 +1,25 @@
 """Driving the Kubeflow SDK (`pip install kubeflow`) against `jobmachine up`, from its own venv.
 
 The SDK requires kubernetes<36 and jobmachine kubernetes>=37, so it lives in a venv of its
-own, `.venv-kubeflow` (pyproject.toml's dependency group `kubeflow-sdk`; .ci/run makes it),
-or the Python `JOBMACHINE_KUBEFLOW_PYTHON` names. A test writes a short program that uses
-`TrainerClient()` exactly as a user's notebook would (it finds the cluster by KUBECONFIG and
-nothing else), runs it with that Python and reads back what it `emit`s, as JSON. Without
-that venv the tests skip and say how to make it.
+own, `.venv-kubeflow`, which the first test that needs it makes when it is missing (pip
+installs pyproject.toml's dependency group `kubeflow-sdk`; one xdist worker makes it while
+the other waits on a lock), or the Python `JOBMACHINE_KUBEFLOW_PYTHON` names. A test writes
+a short program that uses `TrainerClient()` exactly as a user's notebook would (it finds the
+cluster by KUBECONFIG and nothing else), runs it with that Python and reads back what it
+`emit`s, as JSON. Where the venv cannot be made (no package index), the tests skip and say
+why.
 """
 
 from __future__ import annotations
 
+import fcntl
+import functools
 import json
 import os
 import subprocess
+import sys
 import textwrap
+import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -22,22 +28,62 @@ import pytest
 from engine.app.up import LocalCluster
 from tests.kinds import REPO
 
-SDK_PYTHON = Path(os.environ.get("JOBMACHINE_KUBEFLOW_PYTHON")
-                  or REPO / ".venv-kubeflow" / "bin" / "python")
+SDK_VENV = REPO / ".venv-kubeflow"
+SDK_PYTHON = Path(os.environ.get("JOBMACHINE_KUBEFLOW_PYTHON") or SDK_VENV / "bin" / "python")
+_MAKING = REPO / ".venv-kubeflow.lock"
+_INSTALL_TIMEOUT_S = 900
 
 
-def _sdk_missing() -> str | None:
-    """Why the SDK cannot be run here, or None."""
-    if not SDK_PYTHON.exists():
-        return (f"no Kubeflow SDK at {SDK_PYTHON}: python3 -m venv .venv-kubeflow && "
-                ".venv-kubeflow/bin/pip install 'kubeflow>=0.5,<0.6' (.ci/run does)")
+def _importable() -> bool:
     found = subprocess.run([str(SDK_PYTHON), "-c", "import kubeflow.trainer"],
                            capture_output=True, text=True, check=False)
-    return None if found.returncode == 0 else f"{SDK_PYTHON} cannot import kubeflow.trainer"
+    return found.returncode == 0
 
 
-_MISSING = _sdk_missing()
-needs_sdk = pytest.mark.skipif(_MISSING is not None, reason=_MISSING or "")
+def sdk_requirements() -> list[str]:
+    """What the venv holds: pyproject.toml's dependency group `kubeflow-sdk`."""
+    with (REPO / "pyproject.toml").open("rb") as project:
+        return [str(r) for r in tomllib.load(project)["dependency-groups"]["kubeflow-sdk"]]
+
+
+def _make_venv() -> str | None:
+    """Make `.venv-kubeflow` unless it works already (under a lock: the other xdist worker
+    waits, then finds it made); None when it works, else why it could not be made."""
+    with _MAKING.open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if SDK_PYTHON.exists() and _importable():
+            return None
+        steps = [[sys.executable, "-m", "venv", "--clear", str(SDK_VENV)],
+                 [str(SDK_VENV / "bin" / "pip"), "install", "-q", *sdk_requirements()]]
+        for step in steps:
+            done = subprocess.run(step, capture_output=True, text=True, check=False,
+                                  timeout=_INSTALL_TIMEOUT_S)
+            if done.returncode != 0:
+                return f"could not make {SDK_VENV} ({' '.join(step[:3])}): {done.stderr[-500:]}"
+    return None if _importable() else f"{SDK_PYTHON} cannot import kubeflow.trainer"
+
+
+@functools.cache
+def _sdk_missing() -> str | None:
+    """Why the SDK cannot be run here, or None; makes its venv first where it is ours."""
+    if "JOBMACHINE_KUBEFLOW_PYTHON" in os.environ:
+        if not SDK_PYTHON.exists() or not _importable():
+            return f"JOBMACHINE_KUBEFLOW_PYTHON={SDK_PYTHON} cannot import kubeflow.trainer"
+        return None
+    return _make_venv()
+
+
+@pytest.fixture(autouse=False)
+def sdk() -> Path:
+    """The SDK's Python (its venv made when missing); the test skips, saying why, where it
+    cannot be had."""
+    missing = _sdk_missing()
+    if missing is not None:
+        pytest.skip(missing)
+    return SDK_PYTHON
+
+
+needs_sdk = pytest.mark.usefixtures("sdk")
 
 _PRELUDE = '''\
 import json
