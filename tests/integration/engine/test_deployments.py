@@ -259,3 +259,16 @@ def test_an_orphan_made_later_is_adopted_at_once_and_scaled_down_as_old(
                      and rs["spec"]["replicas"] == 0,
                      what="the stray ReplicaSet adopted and scaled down", timeout=15)
     assert stray["metadata"]["ownerReferences"][0]["uid"] == created.metadata.uid
+
+
+def test_min_ready_seconds_is_the_new_replica_sets_and_follows_the_deployment(
+    client: KubeClient, apps: k8s.AppsV1Api, ns: str
+) -> None:
+    apps.create_namespaced_deployment(ns, deployment("web", 1, minReadySeconds=1))
+    rolled_out(client, ns, "web", 1)
+    ((name, rs),) = replica_sets(client, ns).items()
+    assert rs["spec"]["minReadySeconds"] == 1
+    apps.patch_namespaced_deployment("web", ns, {"spec": {"minReadySeconds": 3}})
+    wait_for(lambda: replica_sets(client, ns)[name], lambda r: r["spec"]["minReadySeconds"] == 3,
+             what="the ReplicaSet's minReadySeconds updated")
+    assert list(replica_sets(client, ns)) == [name]  # not a new template: no new ReplicaSet
