@@ -37,12 +37,16 @@ from engine.definition import CompiledRollout, render_rollout
 from engine.definition.cel import CelEvaluationError
 from engine.kube.cache import Cache
 from engine.kube.client import KubeClient
-from engine.kube.errors import AlreadyExists, ApiError, NotFound
+from engine.kube.errors import AlreadyExists, ApiError, Forbidden, Invalid, NotFound
 from engine.kube.resources import Resource
+from engine.kube.timestamps import format_time
 
 Obj = Mapping[str, Any]
 _LATER = timedelta(seconds=30)
-"""A rollout that cannot run now (its values fail, its child kind is not governed)."""
+"""A rollout that cannot run now (its values fail, its child kind is not governed, its
+revision's create is refused)."""
+COLLISION = "collision"
+"""Why a revision was not made: its name is taken by another template."""
 
 
 @dataclass(frozen=True)
@@ -95,9 +99,8 @@ def sync_rollout(run: RolloutRun) -> RolloutOutcome:
                                      rollout=rollout, now=run.now))
     versions: dict[str, str] = {}  # a revision updated twice in one sync: its new version
     for operation in plan.operations:
-        if isinstance(operation, Create) and not _create(run, resource, operation):
-            stored["collisionCount"] = int(stored.get("collisionCount") or 0) + 1
-            plan.status = {**plan.status, "collisionCount": stored["collisionCount"]}
+        if isinstance(operation, Create) and (failure := _create(run, resource, operation)):
+            _not_made(run, plan, stored, str(operation.body["metadata"]["name"]), failure)
             break
         if isinstance(operation, Update):
             versions[operation.name] = _update(
@@ -118,10 +121,10 @@ def _running(pods: Cache, revision: Obj) -> int:
                and (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed"))
 
 
-def _create(run: RolloutRun, resource: Resource, creation: Create) -> bool:
-    """Make the revision; False when its name is taken by another template (a collision).
-    One of this job's with the same template (made by an earlier try the cache has not
-    shown yet) is taken as made."""
+def _create(run: RolloutRun, resource: Resource, creation: Create) -> str:
+    """Make the revision; '' when it is made, else why not: COLLISION when its name is
+    taken by another template, or the API server's refusal. One of this job's with the
+    same template (made by an earlier try the cache has not shown yet) is taken as made."""
     name = str(creation.body["metadata"]["name"])
     try:
         run.client.create(resource, dict(creation.body), run.key.namespace)
@@ -129,16 +132,46 @@ def _create(run: RolloutRun, resource: Resource, creation: Create) -> bool:
         try:
             found = run.client.get(resource, name, run.key.namespace)
         except NotFound:
-            return True  # deleted in between: the next sync makes it again
+            return ""  # deleted in between: the next sync makes it again
         same = comparable_template((found.get("spec") or {}).get("template") or {}) == \
             comparable_template(creation.body["spec"]["template"])
         if controller_uid(found) == run.job["metadata"]["uid"] and same:
-            return True
+            return ""
         _log(run).info(f"{resource.kind} {name} exists with another template: a hash "
                        "collision, the next sync picks another name")
-        return False
+        return COLLISION
+    except (Invalid, Forbidden) as exc:
+        return exc.message
     _log(run).info(f"created {resource.kind.lower()} {name} with {creation.replicas} replicas")
-    return True
+    return ""
+
+
+def _not_made(run: RolloutRun, plan: RolloutPlan, stored: dict[str, Any], name: str,
+              failure: str) -> None:
+    """A revision not made: no Event says it was scaled up; a collision is counted (the
+    next name differs); a refusal is upstream's Warning ReplicaSetCreateError, and
+    Progressing False with its words where the job has a progress deadline."""
+    plan.notices = [n for n in plan.notices if f" replica set {name} " not in n.message]
+    if failure == COLLISION:
+        stored["collisionCount"] = int(stored.get("collisionCount") or 0) + 1
+        plan.status = {**plan.status, "collisionCount": stored["collisionCount"]}
+        return
+    message = f'Failed to create new replica set "{name}": {failure}'
+    _warn(run, "ReplicaSetCreateError", message)
+    plan.wake_at = run.now + _LATER
+    conditions = list(plan.status.get("conditions") or ())
+    progressing = next((c for c in conditions if c.get("type") == "Progressing"), None)
+    if progressing is None:
+        return  # no progress deadline: no Progressing condition
+    now = format_time(run.now)
+    before: Mapping[str, Any] = next((c for c in stored.get("conditions") or ()
+                   if c.get("type") == "Progressing"), {})
+    since = before.get("lastTransitionTime") if before.get("status") == "False" else now
+    conditions = [c for c in conditions if c.get("type") != "Progressing"]
+    conditions.append({"type": "Progressing", "status": "False", "lastUpdateTime": now,
+                       "lastTransitionTime": since or now, "reason": "ReplicaSetCreateError",
+                       "message": message})
+    plan.status = {**plan.status, "conditions": conditions}
 
 
 def _update(run: RolloutRun, resource: Resource, update: Update, version: str) -> str:

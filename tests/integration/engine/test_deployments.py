@@ -272,3 +272,23 @@ def test_min_ready_seconds_is_the_new_replica_sets_and_follows_the_deployment(
     wait_for(lambda: replica_sets(client, ns)[name], lambda r: r["spec"]["minReadySeconds"] == 3,
              what="the ReplicaSet's minReadySeconds updated")
     assert list(replica_sets(client, ns)) == [name]  # not a new template: no new ReplicaSet
+
+
+def test_a_refused_replica_set_is_said_as_upstreams_replica_set_create_error(
+    client: KubeClient, apps: k8s.AppsV1Api, ns: str
+) -> None:
+    """A Deployment named near the 253 characters a name may have: its ReplicaSet's name,
+    with the hash, is too long, and the API server refuses it."""
+    name = "w" * 250
+    body = deployment("long", 1)
+    body["metadata"]["name"] = name
+    apps.create_namespaced_deployment(ns, body)
+    found = wait_for(lambda: status(client, ns, name),
+                     lambda s: condition(s, "Progressing").get("status") == "False",
+                     what="Progressing False")
+    progressing = condition(found, "Progressing")
+    assert progressing["reason"] == "ReplicaSetCreateError"
+    assert progressing["message"].startswith(f'Failed to create new replica set "{name}-')
+    # The Warning Event of the same words cannot be stored: its name (the Deployment's and
+    # a suffix) is too long too, for upstream's recorder as for the engine's.
+    assert replica_sets(client, ns) == {}
