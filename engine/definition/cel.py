@@ -286,6 +286,11 @@ class Activation:
                 return self.entries(value, entry_fields)[1]
             fields = _selected_fields(source, name)
             if fields is not None:
+                status = _status_view(value, source, name, fields)
+                if status is not None:
+                    others = tuple(f for f in fields if f != _STATUS)
+                    return (self.fields_content(value, others),
+                            self.fields_content(value[_STATUS], status))
                 return self.fields_content(value, fields)
         return self.content(value)
 
@@ -454,8 +459,22 @@ class RememberedValues:
                 fields = _selected_fields(expression.source, name)
                 kept = fields if fields is not None and _STATUS in fields else tuple(
                     k for k in value if k != _STATUS)
+                status = None if fields is None else _status_view(value, expression.source,
+                                                                   name, fields)
                 if fields is None or kept is fields:
-                    whole.append(f"{name}.{','.join(fields or ('*',))}")
+                    whole.append(f"{name}.{','.join(fields or ('*',))}"
+                                 + ("" if status is None else f":{','.join(status)}"))
+                if fields is not None and status is not None:
+                    # Only the status fields it reads: the record beside them changes
+                    # every pass, and they seldom do.
+                    others = tuple(k for k in kept if k != _STATUS)
+                    view = {k: value[k] for k in others if k in value}
+                    view[_STATUS] = {f: value[_STATUS][f] for f in status
+                                     if f in value[_STATUS]}
+                    bindings.append((name, (kept, variables.fields_content(value, others),
+                                            variables.fields_content(value[_STATUS], status)),
+                                     view))
+                    continue
                 if fields is not None:
                     bindings.append((name, (kept, variables.fields_content(value, kept)),
                                      {k: value[k] for k in kept if k in value}))
@@ -539,16 +558,78 @@ def _fresh(value: Any) -> Any:
 
 
 @lru_cache(maxsize=4096)
+def _code(source: str) -> str:
+    """`source` with the text of each string literal blanked out (its quotes kept): a
+    name in a string ('jobset.sigs.k8s.io/job-key') is no mention of a variable. Quotes
+    are CEL's: ' or ", tripled or not, with backslash escapes except in raw strings
+    (r'...')."""
+    out: list[str] = []
+    at, size = 0, len(source)
+    while at < size:
+        char = source[at]
+        if char not in "'\"":
+            out.append(char)
+            at += 1
+            continue
+        quote = source[at:at + 3] if source[at:at + 3] in ("'''", '"""') else char
+        start = at
+        while start > 0 and source[start - 1] in "rRbB":
+            start -= 1
+        raw = "r" in source[start:at].lower() and not (
+            start > 0 and (source[start - 1].isalnum() or source[start - 1] == "_"))
+        end = at + len(quote)
+        while end < size and not source.startswith(quote, end):
+            end += 2 if source[end] == "\\" and not raw else 1
+        out.append(quote + " " * (min(end, size) - at - len(quote)) + quote)
+        at = end + len(quote)
+    return "".join(out)
+
+
+@lru_cache(maxsize=4096)
 def _selected_fields(source: str, name: str) -> tuple[str, ...] | None:
     """The fields of variable `name` that `source` selects (`job.spec`, `job.metadata`),
     when every mention of the name is such a selection; None otherwise (the name is used
     whole, indexed, called on, or bound by a macro), and then the whole value counts.
-    A mention inside a string literal only makes this more careful."""
+    Names in string literals are no mentions (`_code`)."""
+    source = _code(source)
     mentions = re.findall(rf"\b{name}\b", source)
     selected = re.findall(rf"\b{name}\s*\.\s*([A-Za-z_]\w*)\b(?!\s*\()", source)
     if len(selected) != len(mentions):
         return None
     return tuple(sorted(set(selected)))
+
+
+def _status_view(value: dict[str, Any], source: str, name: str, fields: tuple[str, ...]
+                 ) -> tuple[str, ...] | None:
+    """The fields of `name.status` that `source` reads, when it selects the status, the
+    status is a map and every mention of it selects one of its fields or asks whether
+    it is there (`_status_fields`); None otherwise (the status counts whole)."""
+    if _STATUS not in fields or type(value.get(_STATUS)) is not dict:
+        return None
+    return _status_fields(source, name)
+
+
+_STATUS_MENTION_FIELD = re.compile(r"\s*\.\s*([A-Za-z_]\w*)\b(?!\s*\()")
+_DYN_STATUS_FIELD = re.compile(r"\s*\)\s*\.\s*([A-Za-z_]\w*)\b(?!\s*\()")
+
+
+@lru_cache(maxsize=4096)
+def _status_fields(source: str, name: str) -> tuple[str, ...] | None:
+    """The fields of `name.status` that `source` reads, when every mention of it selects a
+    field (`job.status.conditions`, `dyn(job.status).restartAttempt`) or only asks whether
+    it is there (`has(job.status)`, which a view of some of its fields answers alike);
+    None otherwise. Names in string literals are no mentions (`_code`)."""
+    source = _code(source)
+    fields: set[str] = set()
+    for mention in re.finditer(rf"\b{name}\s*\.\s*{_STATUS}\b", source):
+        before, after = source[:mention.start()].rstrip(), source[mention.end():]
+        selected = _STATUS_MENTION_FIELD.match(after) or (
+            _DYN_STATUS_FIELD.match(after) if before.endswith("dyn(") else None)
+        if selected is not None:
+            fields.add(selected.group(1))
+        elif not (before.endswith("has(") and after.lstrip().startswith(")")):
+            return None
+    return tuple(sorted(fields))
 
 
 _MAP_MACRO = re.compile(r"\s*\.\s*(?:all|exists|exists_one|filter|map)\s*\(")
@@ -563,7 +644,8 @@ def _entry_fields(source: str, name: str) -> tuple[str, ...] | None:
     mention of the name selects a field of one entry (`replicas[t].failed`,
     `replicas.Chief.states`), iterates its keys with a macro (`replicas.exists(t, ..)`) or
     asks for a key (`'Chief' in replicas`); None otherwise. The keys are always read.
-    A mention inside a string literal only makes this more careful."""
+    Names in string literals are no mentions (`_code`)."""
+    source = _code(source)
     fields: set[str] = set()
     for mention in re.finditer(rf"\b{name}\b", source):
         after = source[mention.end():]

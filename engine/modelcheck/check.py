@@ -129,9 +129,14 @@ def check_paths(paths: Iterable[str | Path], bounds: Bounds, *, jobs: int = 1,
         # Forked workers inherit these and skip loading the machines again (about 2 s of
         # YAML and compiling each); spawned ones load them once each.
         _LOADED[named] = {definition.name: definition for _, definition in loaded}
+        # The likely longest first, so no worker is left with a long shape at the end
+        # while the others idle; the results are put back in order.
+        order = sorted(range(len(work)), key=lambda i: -_weight(work[i][1], work[i][2]))
         with ProcessPoolExecutor(min(jobs, len(work))) as pool:
-            results = list(pool.map(_explore_loaded, [(named, d.name, shape, bounds)
-                                                      for _, d, shape in work]))
+            done = list(pool.map(_explore_loaded, [(named, work[i][1].name, work[i][2], bounds)
+                                                   for i in order]))
+        results = [result for _, result in sorted(zip(order, done, strict=True),
+                                                  key=lambda pair: pair[0])]
     else:
         results = [_explore(d, shape, bounds, machines) for _, d, shape in work]
     for source, definition in loaded:
@@ -145,6 +150,14 @@ def _schema(definition: CompiledDefinition, schemas: SchemaLookup) -> Mapping[st
     governs = definition.governs
     found = schemas(governs.api_version, governs.kind)
     return found.schema if found is not None else None
+
+
+def _weight(definition: CompiledDefinition, shape: Shape) -> int:
+    """A guess at how long a shape takes to explore, to start the long ones first: the
+    replicas it moves (a pool's completions), each child several times a pod (its
+    machine's outcomes, and a heavier decision)."""
+    replicas = sum(shape.pool[0] if shape.pool else count for _, count in shape.counts)
+    return replicas ** 2 * (8 if definition.child is not None else 1)
 
 
 def _by_kind(definitions: Iterable[CompiledDefinition]) -> Machines:

@@ -13,7 +13,10 @@ from engine.definition import load_definitions
 from engine.definition.cel import (
     Activation,
     Scope,
+    _code,
     _entry_fields,
+    _selected_fields,
+    _status_fields,
     compile_expression,
     remembering_values,
 )
@@ -43,6 +46,45 @@ def test_the_entry_fields_an_expression_reads_or_none_when_it_reads_more(
     assert _entry_fields(source, name) == fields
 
 
+@pytest.mark.parametrize(("source", "code"), [
+    ("job.metadata.name + '-job-key' + job.spec.x", "job.metadata.name + '        ' + job.spec.x"),
+    ('"a\\"job" + job.x', '"      " + job.x'),
+    ("'''it's job''' + job.x", "'''        ''' + job.x"),
+    ("r'job\\' + job.x", "r'    ' + job.x"),
+])
+def test_string_literals_are_blanked_out_escapes_and_raw_strings_included(
+    source: str, code: str,
+) -> None:
+    assert _code(source) == code
+
+
+@pytest.mark.parametrize(("source", "fields"), [
+    # A variable's name inside a string is no mention (JobSet's label keys name 'job-key').
+    ("{'jobset.sigs.k8s.io/job-key': job.metadata.name}", ("metadata",)),
+    ("job.metadata.name + job", None),
+    ("'job' in job.spec", ("spec",)),
+])
+def test_the_fields_an_expression_selects_leave_out_names_in_strings(
+    source: str, fields: tuple[str, ...] | None,
+) -> None:
+    assert _selected_fields(source, "job") == fields
+
+
+@pytest.mark.parametrize(("source", "fields"), [
+    ("has(job.status) && job.status.conditions.exists(c, c.type == 'X')", ("conditions",)),
+    ("has(dyn(job.status).restartAttempt) ? int(dyn(job.status).restartAttempt) : 0",
+     ("restartAttempt",)),
+    ("size(job.status) > 0", None),
+    ("job.status.map(k, k)", None),
+    ("dyn(job.status)", None),
+    ("has(job.status) && job.status.phase == 'job.status'", ("phase",)),
+])
+def test_the_status_fields_an_expression_reads_or_none_when_it_reads_more(
+    source: str, fields: tuple[str, ...] | None,
+) -> None:
+    assert _status_fields(source, "job") == fields
+
+
 def summary(failed: int, states: dict[str, int]) -> dict[str, dict[str, object]]:
     return {"Worker": {"failed": failed, "states": states, "desired": 1},
             "PS": {"failed": 0, "states": {"Running": 1}, "desired": 1}}
@@ -57,9 +99,12 @@ def test_a_remembered_value_is_the_value_over_every_change_of_what_is_read() -> 
         "replicas.exists(t, 'Failed' in replicas[t].states)",
         "replicas.Worker.failed > 0 && job.metadata.name == 'a'",
         "has(job.status) && job.status.phase == 'Running'",
+        "has(dyn(job.status).attempt) ? int(dyn(job.status).attempt) : 0",
         "replicas.Worker.states.Failed > 0")]
-    jobs = [{"kind": "K", "metadata": {"name": "a"}, "spec": {}, "status": {"phase": phase}}
-            for phase in ("Running", "Done", "Running")]
+    jobs = [{"kind": "K", "metadata": {"name": "a"}, "spec": {},
+             "status": {"phase": phase, "record": record, **extra}}
+            for phase in ("Running", "Done", "Running") for record in ("r1", "r2")
+            for extra in ({}, {"attempt": 2})]
     rounds = [{"job": job, "replicas": summary(failed, states)} for job in jobs
               for failed in (0, 1) for states in ({"Running": 1}, {"Failed": 1})]
 
