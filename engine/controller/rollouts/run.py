@@ -100,7 +100,7 @@ def sync_rollout(run: RolloutRun) -> RolloutOutcome:
     versions: dict[str, str] = {}  # a revision updated twice in one sync: its new version
     for operation in plan.operations:
         if isinstance(operation, Create) and (failure := _create(run, resource, operation)):
-            _not_made(run, plan, stored, str(operation.body["metadata"]["name"]), failure)
+            not_made(run, plan, stored, str(operation.body["metadata"]["name"]), failure)
             break
         if isinstance(operation, Update):
             versions[operation.name] = _update(
@@ -146,7 +146,7 @@ def _create(run: RolloutRun, resource: Resource, creation: Create) -> str:
     return ""
 
 
-def _not_made(run: RolloutRun, plan: RolloutPlan, stored: dict[str, Any], name: str,
+def not_made(run: RolloutRun, plan: RolloutPlan, stored: dict[str, Any], name: str,
               failure: str) -> None:
     """A revision not made: no Event says it was scaled up; a collision is counted (the
     next name differs); a refusal is upstream's Warning ReplicaSetCreateError, and
