@@ -66,6 +66,14 @@ class Bounds:
                     self.least_available = min(self.least_available, int(line))
 
 
+def wait_for_change_cause(kubectl: Kubectl, name: str, timeout_s: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while "kubernetes.io/change-cause" not in replica_sets(kubectl)[name]["metadata"].get(
+            "annotations", {}):
+        assert time.monotonic() < deadline, f"{name} never got the change-cause"
+        time.sleep(0.5)
+
+
 def test_create_roll_out_undo_and_scale_with_kubectl(cluster_kubectl: Kubectl) -> None:
     kubectl = cluster_kubectl
     kubectl("create", "deployment", "web", "--image=busybox:1.36", "--replicas=3", "--",
@@ -107,8 +115,13 @@ def test_create_roll_out_undo_and_scale_with_kubectl(cluster_kubectl: Kubectl) -
     assert (f"ScalingReplicaSet: Scaled down replica set {first['metadata']['name']} from 3 to 2"
             in events)
 
+    # The Deployment's annotations are copied to its new ReplicaSet, so a change-cause
+    # written after the change names the revision it caused (as upstream's).
+    kubectl("annotate", "deployment", "web", "kubernetes.io/change-cause=busybox 1.37")
+    wait_for_change_cause(kubectl, second["metadata"]["name"])
     history = kubectl("rollout", "history", "deployment/web").stdout
-    assert [line.split()[0] for line in history.splitlines()[2:] if line.strip()] == ["1", "2"]
+    rows = [line.split(None, 1) for line in history.splitlines()[2:] if line.strip()]
+    assert rows == [["1", "<none>"], ["2", "busybox 1.37"]]  # the Deployment's change-cause
     kubectl("rollout", "undo", "deployment/web")
     assert 'deployment "web" successfully rolled out' in rollout_status(kubectl)
     sets = replica_sets(kubectl)
