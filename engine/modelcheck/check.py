@@ -38,6 +38,7 @@ from engine.modelcheck.children import ChildMoves, Machines
 from engine.modelcheck.codes import exit_code_classes
 from engine.modelcheck.explore import ShapeResult, Violation, explore
 from engine.modelcheck.shapes import Bounds, Shape, build_job, exit_codes, shapes
+from engine.shipped import shipped_dir_if_present
 
 
 @dataclass(frozen=True)
@@ -112,7 +113,8 @@ def check_paths(paths: Iterable[str | Path], bounds: Bounds, *, jobs: int = 1,
     if schemas is None:
         schemas = kind_schema_lookup([Path(p) for p in named])
     loaded, diagnostics = load_with_positions(named, schemas)
-    machines = _by_kind(d for _, d in loaded)
+    helpers = child_machines([d for _, d in loaded])
+    machines = _by_kind([*(d for _, d in loaded), *helpers])
     unexplored = [(source, d, why) for source, d in loaded
                   if (why := _unexplorable(d, machines)) is not None]
     loaded = [(source, d) for source, d in loaded if _unexplorable(d, machines) is None]
@@ -128,7 +130,8 @@ def check_paths(paths: Iterable[str | Path], bounds: Bounds, *, jobs: int = 1,
     if jobs > 1 and len(work) > 1:
         # Forked workers inherit these and skip loading the machines again (about 2 s of
         # YAML and compiling each); spawned ones load them once each.
-        _LOADED[named] = {definition.name: definition for _, definition in loaded}
+        _LOADED[named] = {definition.name: definition
+                          for definition in [*helpers, *(d for _, d in loaded)]}
         # The likely longest first, so no worker is left with a long shape at the end
         # while the others idle; the results are put back in order.
         order = sorted(range(len(work)), key=lambda i: -_weight(work[i][1], work[i][2]))
@@ -179,8 +182,9 @@ def _unexplorable(definition: CompiledDefinition, machines: Machines
                 "(governs.references), which check does not build yet")
     if child is not None and (child.api_version, child.kind) not in machines:
         return (("spec", "child"), f"its replicas are {child.kind} objects (spec.child) and "
-                f"no machine checked with it governs {child.kind} ({child.api_version}), "
-                "so nothing says how they end: check it with that kind's machine")
+                f"no machine checked with it, nor a shipped one, governs {child.kind} "
+                f"({child.api_version}), so nothing says how they end: check it with that "
+                "kind's machine")
     return None
 
 
@@ -268,9 +272,31 @@ _LOADED: dict[tuple[str, ...], dict[str, CompiledDefinition]] = {}
 
 def _definitions(paths: tuple[str, ...]) -> dict[str, CompiledDefinition]:
     if paths not in _LOADED:
-        loaded, _ = load_with_positions(paths)
-        _LOADED[paths] = {definition.name: definition for _, definition in loaded}
+        loaded = [definition for _, definition in load_with_positions(paths)[0]]
+        _LOADED[paths] = {d.name: d for d in [*child_machines(loaded), *loaded]}
     return _LOADED[paths]
+
+
+def child_machines(definitions: list[CompiledDefinition]) -> list[CompiledDefinition]:
+    """The shipped machines of the children's kinds that none of `definitions` governs
+    (and of their children's, in turn), as a base is found among them: `check
+    machines/jobset.yaml` explores JobSet with the shipped batch-job machine moving its
+    Jobs. [] when every child kind's machine is here, or none is shipped."""
+    here = _by_kind(definitions)
+    wanted = {(d.child.api_version, d.child.kind) for d in definitions
+              if d.child is not None} - here.keys()
+    folder = shipped_dir_if_present("machines")
+    if not wanted or folder is None:
+        return []
+    shipped = _by_kind(d for _, d in load_with_positions([str(folder)])[0])
+    found: list[CompiledDefinition] = []
+    while wanted:
+        more = [shipped[kind] for kind in sorted(wanted) if kind in shipped]
+        found += more
+        known = here.keys() | {(d.governs.api_version, d.governs.kind) for d in found}
+        wanted = {(d.child.api_version, d.child.kind) for d in more
+                  if d.child is not None} - known
+    return found
 
 
 def candidate_codes(definition: CompiledDefinition) -> tuple[int, ...]:

@@ -176,19 +176,15 @@ def test_simulate_refuses_a_machine_of_children_saying_so(tmp_path: Path) -> Non
         problem)
 
 
-def test_check_leaves_a_machine_of_children_unexplored_without_their_machine() -> None:
-    """A warning, not an error: without the machine of its children's kind, check passes on
-    what it explored and says which machine it did not, and why
-    (tests/unit/modelcheck/test_children.py explores such a machine with it)."""
+def test_check_explores_a_machine_of_children_with_the_shipped_machine_of_their_kind() -> None:
+    """Checked alone, its Jobs move as the shipped batch-job machine makes them
+    (tests/unit/modelcheck/test_children.py has more)."""
     report = check_paths([MACHINE], Bounds())
     assert report.ok
-    assert report.machines == []
-    (problem,) = [str(d) for d in report.diagnostics]
-    assert problem.endswith(
-        "children/jobs.yaml:12:3: warning: check does not explore machine jobsofjobs: its "
-        "replicas are Job objects (spec.child) and no machine checked with it governs Job "
-        "(batch/v1), so nothing says how they end: check it with that kind's machine; "
-        "`validate` checks it"), problem
+    assert report.diagnostics == []
+    (machine,) = report.machines
+    assert machine.definition.name == "jobsofjobs"
+    assert machine.situations > 1
 
 
 def test_forced_fields_are_set_at_their_paths_with_their_hash(

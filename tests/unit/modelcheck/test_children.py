@@ -45,13 +45,23 @@ def test_every_rule_holds_for_a_parent_of_batch_jobs_and_each_state_is_reached()
     assert report.diagnostics == []
 
 
-def test_without_the_childs_machine_the_parent_is_left_unexplored_saying_why() -> None:
+def test_checked_alone_the_shipped_machine_of_the_childs_kind_moves_it() -> None:
     report = checked(PARENT)
+    assert report.ok, "\n".join(report_lines(report))
+    assert [m.definition.name for m in report.machines] == ["parentofjobs"]
+
+
+def test_without_any_machine_of_the_childs_kind_the_parent_is_left_unexplored_saying_why(
+    tmp_path: Path,
+) -> None:
+    path = seeded(tmp_path, "    apiVersion: batch/v1\n    kind: Job\n",
+                  "    apiVersion: example.com/v1\n    kind: Widget\n")
+    report = checked(path)
     assert report.machines == []
     (problem,) = [str(d) for d in report.diagnostics]
-    assert ("warning: check does not explore machine parentofjobs: its replicas are Job "
-            "objects (spec.child) and no machine checked with it governs Job (batch/v1)"
-            in problem), problem
+    assert ("warning: check does not explore machine seeded: its replicas are Widget "
+            "objects (spec.child) and no machine checked with it, nor a shipped one, governs "
+            "Widget (example.com/v1)" in problem), problem
 
 
 def test_the_childs_ends_are_its_machines_terminal_statuses_with_their_reasons() -> None:
