@@ -14,8 +14,8 @@ array a `list(T)`, `integer`/`number`/`boolean`/`string` the scalars, and anythi
 (`x-kubernetes-int-or-string`, `x-kubernetes-preserve-unknown-fields`, no type) is `dyn`.
 Two deliberate differences: a `date-time` or `duration` string stays a string (the
 evaluator sees the JSON text), and an object whose property names are not all CEL
-identifiers is an untyped `map(string, dyn)` (kube-apiserver escapes such names instead), so
-nothing valid is ever refused.
+identifiers is an untyped `map(string, dyn)` (kube-apiserver escapes such names instead),
+the job itself too when a top-level property is so named, so nothing valid is ever refused.
 """
 
 from __future__ import annotations
@@ -117,11 +117,12 @@ class _Builder:
         self._names: set[str] = set()
 
     def _message(self, name: str) -> tuple[descriptor_pb2.DescriptorProto, str]:
-        base = re.sub(r"\W", "_", name) or "Message"
-        unique, counter = base, 1
+        """A new message named `name` (an identifier), numbered when the name is taken:
+        `spec.a_b` and `spec_a.b` are both `Job_spec_a_b`."""
+        unique, counter = name, 1
         while unique in self._names:
             counter += 1
-            unique = f"{base}_{counter}"
+            unique = f"{name}_{counter}"
         self._names.add(unique)
         return self.file.message_type.add(name=unique), f"{PACKAGE}.{unique}"
 
@@ -160,7 +161,7 @@ class _Builder:
 
     @staticmethod
     def _add(message: descriptor_pb2.DescriptorProto, name: str, number: int, kind: int,
-             type_name: str, *, repeated: bool = False) -> None:
+             type_name: str = "", *, repeated: bool = False) -> None:
         label = _FieldProto.LABEL_REPEATED if repeated else _FieldProto.LABEL_OPTIONAL
         added = message.field.add(name=name, number=number, type=kind, label=label)
         if type_name:
@@ -170,7 +171,7 @@ class _Builder:
                    number: int, value: tuple[int, str]) -> None:
         entry = message.nested_type.add(name=f"{name[:1].upper()}{name[1:]}Entry")
         entry.options.map_entry = True
-        self._add(entry, "key", 1, _FieldProto.TYPE_STRING, "")
+        self._add(entry, "key", 1, _FieldProto.TYPE_STRING)
         self._add(entry, "value", 2, *value)
         self._add(message, name, number, _FieldProto.TYPE_MESSAGE,
                   f".{owner}.{entry.name}", repeated=True)
@@ -184,25 +185,25 @@ class _Builder:
                 return _FieldProto.TYPE_MESSAGE, _DYN, "list"
             return (*self._schema_value(items, name, f"{label}[]"), "list")
         if _is_map(node):
-            values = node.get("additionalProperties")
-            values = values if isinstance(values, Mapping) else {}
+            values = node["additionalProperties"]
             if values.get("type") == "array" or _is_map(values):
                 return _FieldProto.TYPE_MESSAGE, _DYN, "map"
             return (*self._schema_value(values, name, f"{label}[*]"), "map")
         return (*self._schema_value(node, name, label), "")
 
     def _schema_value(self, node: Mapping[str, Any], name: str, label: str) -> tuple[int, str]:
-        scalar = _SCHEMA_SCALARS.get(str(node.get("type")))
-        if node.get("x-kubernetes-int-or-string") or (
-                node.get("type") not in (*_SCHEMA_SCALARS, "object", "array")):
+        """A node that is neither an array nor a map (`schema` took those): a scalar, an
+        object's message, an open object as `Struct` (`map(string, dyn)`), else dyn."""
+        kind = node.get("type")
+        if node.get("x-kubernetes-int-or-string") or kind not in (*_SCHEMA_SCALARS, "object"):
             return _FieldProto.TYPE_MESSAGE, _DYN
-        if scalar is not None:
-            return _SCALARS[scalar], ""
+        if kind != "object":
+            return _SCALARS[_SCHEMA_SCALARS[kind]], ""
         properties = node.get("properties")
-        if node.get("type") != "object" or not isinstance(properties, Mapping) or (
+        if not isinstance(properties, Mapping) or (
                 node.get("x-kubernetes-preserve-unknown-fields")) or not all(
                 _selectable(key) for key in properties):
-            return _FieldProto.TYPE_MESSAGE, _DYN if node.get("type") != "object" else _STRUCT
+            return _FieldProto.TYPE_MESSAGE, _STRUCT
         return _FieldProto.TYPE_MESSAGE, "." + self.object(properties, name, label)
 
     def object(self, properties: Mapping[str, Any], name: str, label: str) -> str:
@@ -251,8 +252,9 @@ def cel_types(context: TypeContext) -> CelTypes:
         tuple(Variable(name, "map(string, dyn)", "") for name in context.references)),
         struct_types)
     if context.job_schema is not None:
-        struct_types["Job"] = builder.object(_job_properties(context.job_schema.schema),
-                                             "Job", "job")
+        properties = _job_properties(context.job_schema.schema)
+        if all(_selectable(key) for key in properties):  # else job stays map(string, dyn)
+            struct_types["Job"] = builder.object(properties, "Job", "job")
     return CelTypes(builder.pool(), struct_types, builder.messages)
 
 
@@ -262,8 +264,7 @@ def _job_properties(schema: Mapping[str, Any]) -> dict[str, Any]:
     properties.setdefault("apiVersion", {"type": "string"})
     properties.setdefault("kind", {"type": "string"})
     properties["metadata"] = _METADATA
-    properties.setdefault("status", {"type": "object",
-                                     "x-kubernetes-preserve-unknown-fields": True})
+    properties.setdefault("status", {"type": "object"})  # no properties: map(string, dyn)
     return properties
 
 

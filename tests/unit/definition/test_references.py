@@ -104,3 +104,11 @@ def test_a_reference_name_is_lower_camel_case() -> None:
     with pytest.raises(DefinitionError, match=r"thing.yaml:10:9: .*must match .*got .Runtime"):
         compile_definition(load_text(MACHINE.replace("GUARD", "true").replace(
             "      runtime:\n", "      Runtime:\n"), "thing.yaml")[0])
+
+
+def test_a_target_is_spoken_of_as_kind_namespace_name_and_api_version() -> None:
+    """As the engine's log lines name a target it cannot find."""
+    assert str(ReferenceTarget("example.com/v1", "Runtime", "team", "torch")) == (
+        "Runtime team/torch (example.com/v1)")
+    assert str(ReferenceTarget("example.com/v1", "ClusterRuntime", None, "torch")) == (
+        "ClusterRuntime torch (example.com/v1)")
