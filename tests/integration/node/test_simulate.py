@@ -195,6 +195,17 @@ def test_deleting_a_running_pod_stops_it_and_confirms(simulated: Cluster) -> Non
     eventually(lambda: simulated.read("long") is None)
 
 
+def test_a_server_that_says_nothing_runs_until_it_is_deleted(simulated: Cluster) -> None:
+    # restartPolicy Always and no simulation annotation: nginx of a Deployment, not a pod
+    # that exits after 0.2 s into CrashLoopBackOff.
+    simulated.create(pod("web", restart_policy="Always"))
+    eventually(lambda: "running" in simulated.container("web").get("state", {}))
+    assert simulated.log("web") == "simulated attempt 1: runs until stopped\n"
+    assert simulated.container("web")["restartCount"] == 0
+    simulated.core.delete_namespaced_pod("web", NS)
+    eventually(lambda: simulated.read("web") is None)
+
+
 def test_a_pod_another_writer_ended_stays_ended_and_its_container_stops(
     simulated: Cluster,
 ) -> None:

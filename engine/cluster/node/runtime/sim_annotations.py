@@ -89,11 +89,25 @@ def _seconds(key: str, text: Any) -> float:
 
 
 def run_seconds(pod: Mapping[str, Any]) -> float:
-    """How long each simulated attempt runs, in seconds."""
-    text = _annotations(pod).get(RUN_SECONDS)
-    if text is None:
-        return DEFAULT_RUN_SECONDS
-    return _seconds(RUN_SECONDS, text)
+    """How long each simulated attempt runs, in seconds; `math.inf` until it is stopped.
+
+    A pod that says nothing of its simulation (no run-seconds, no exit codes) and whose
+    containers are restarted whatever they exit with (restartPolicy Always, the default of
+    a bare pod, the only one of a Deployment's or ReplicaSet's) is taken for a server, as
+    `kubectl create deployment web --image=nginx` makes: it runs until it is stopped, not
+    into CrashLoopBackOff after DEFAULT_RUN_SECONDS."""
+    annotations = _annotations(pod)
+    text = annotations.get(RUN_SECONDS)
+    if text is not None:
+        return _seconds(RUN_SECONDS, text)
+    if _restarted_always(pod) and not any(key == EXIT_CODES or key.startswith(EXIT_CODES + ".")
+                                           for key in annotations):
+        return math.inf
+    return DEFAULT_RUN_SECONDS
+
+
+def _restarted_always(pod: Mapping[str, Any]) -> bool:
+    return ((pod.get("spec") or {}).get("restartPolicy") or "Always") == "Always"
 
 
 def ready_seconds(pod: Mapping[str, Any], container: str) -> float:

@@ -12,6 +12,7 @@ it, as in process mode (container_config.py).
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import time
 import uuid
@@ -54,7 +55,9 @@ class SimulatedAttempt:
         return self._code if time.monotonic() >= self._deadline else None
 
     def deadline(self) -> float | None:
-        return None if self._signalled is not None else self._deadline
+        if self._signalled is not None or math.isinf(self._deadline):
+            return None
+        return self._deadline
 
     def written_message(self) -> bytes | None:
         if self._message is None:
@@ -118,9 +121,9 @@ class SimulatedRuntime:
         number = number or self._counter.next(key)
         code = sim_annotations.exit_code(pod, name, number)
         restarted = " (timer restarted by a node restart)" if resumed else ""
+        ends = ("runs until stopped" if math.isinf(seconds)
+                else f"exit code {code} after {seconds:g}s")
         with open(log, "a") as stream:
-            stream.write(
-                f"simulated attempt {number}: exit code {code} after {seconds:g}s{restarted}\n"
-            )
+            stream.write(f"simulated attempt {number}: {ends}{restarted}\n")
         return SimulatedAttempt(code, seconds, log=log, number=number,
                                 message=sim_annotations.termination_message(pod, name))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any
 
@@ -42,10 +43,29 @@ def test_a_named_annotation_wins_for_its_container() -> None:
     assert exit_code(sim, "sidecar", 5) == 4
 
 
-def test_without_annotations_every_attempt_succeeds_after_the_default_time() -> None:
-    assert exit_code(pod({}), "main", 3) == 0
-    assert run_seconds(pod({})) == DEFAULT_RUN_SECONDS
-    assert run_seconds(pod({"sim.jobmachine.dev/run-seconds": " 0.5 "})) == 0.5
+def restarted(policy: str | None, annotations: dict[str, str]) -> dict[str, Any]:
+    sim = pod(annotations)
+    if policy is not None:
+        sim["spec"]["restartPolicy"] = policy
+    return sim
+
+
+@pytest.mark.parametrize("policy", ["Never", "OnFailure"])
+def test_without_annotations_every_attempt_succeeds_after_the_default_time(policy: str) -> None:
+    assert exit_code(restarted(policy, {}), "main", 3) == 0
+    assert run_seconds(restarted(policy, {})) == DEFAULT_RUN_SECONDS
+    assert run_seconds(restarted(policy, {"sim.jobmachine.dev/run-seconds": " 0.5 "})) == 0.5
+
+
+@pytest.mark.parametrize("policy", ["Always", None])
+def test_a_pod_restarted_always_that_says_nothing_runs_until_it_is_stopped(
+    policy: str | None,
+) -> None:
+    # A server (kubectl create deployment web --image=nginx), not a crash loop.
+    assert run_seconds(restarted(policy, {})) == math.inf
+    assert run_seconds(restarted(policy, {"sim.jobmachine.dev/run-seconds": "3"})) == 3.0
+    for codes in ("sim.jobmachine.dev/exit-codes", "sim.jobmachine.dev/exit-codes.sidecar"):
+        assert run_seconds(restarted(policy, {codes: "0"})) == DEFAULT_RUN_SECONDS
 
 
 @pytest.mark.parametrize(
