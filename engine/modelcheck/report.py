@@ -29,11 +29,22 @@ def _kind(machine: MachineReport) -> str:
     return machine.definition.governs.kind
 
 
+def _engines_part(machine: MachineReport) -> str:
+    """What such a machine leaves to the engine, which its tests judge and check does not."""
+    definition = machine.definition
+    if definition.rollout is not None:
+        return (f", its rollout of {definition.rollout.kind} revisions is the engine's "
+                "(tested, not model checked)")
+    if definition.schedule is not None:
+        return ", its schedule is the engine's (tested, not model checked)"
+    return ""
+
+
 def _summary(machine: MachineReport) -> str:
     if not machine.shapes:
         return (f"{machine.loaded.path}: {_kind(machine)} (machine {machine.definition.name}): "
                 "no pods (governs.replicaTypes: []), so nothing to explore: its job machine "
-                "was validated, its schedule is the engine's (tested, not model checked)")
+                f"was validated{_engines_part(machine)}")
     verdict = ("every rule holds" if not machine.violations and machine.complete
                and not machine.failed_expressions
                else "expressions failed" if not machine.violations and machine.complete

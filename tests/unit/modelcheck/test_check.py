@@ -292,3 +292,11 @@ def test_an_expression_that_cannot_be_evaluated_is_one_error_at_the_expression(
     lines = list(report_lines(report))
     assert lines[1].startswith(f"{path}:{line_of(path, 'RATIO:')}:14: error: an expression "
                                "could not be evaluated (")
+
+
+def test_a_machine_that_rolls_out_revisions_says_the_rollout_is_not_model_checked() -> None:
+    report = checked(MACHINES / "deployment.yaml")
+    assert list(report_lines(report)) == [
+        f"{MACHINES / 'deployment.yaml'}: Deployment (machine deployment): no pods "
+        "(governs.replicaTypes: []), so nothing to explore: its job machine was validated, its "
+        "rollout of ReplicaSet revisions is the engine's (tested, not model checked)"]
