@@ -23,6 +23,7 @@ from engine.controller.reconcile.actions import (
     release_tracking,
     remove_finalizer,
 )
+from engine.controller.reconcile.batches import senders
 from engine.controller.reconcile.children import (
     CLEANUP_FINALIZER,
     JOB_NAME_LABEL,
@@ -586,7 +587,7 @@ class Reconciler:
             spec=observed.spec, decision=decision, replica_objects=observed.replica_objects,
             services=observed.services, facts=observed.facts, now=now,
             old_attempt=observed.old_attempt, released=self._released,
-            satisfied=observed.satisfied,
+            satisfied=observed.satisfied, pool=senders(),
         )
         if not decision.holds_replicas and not job["metadata"].get("deletionTimestamp"):
             run.objects_wait_s = self._sync_objects(key, job, definition, run)

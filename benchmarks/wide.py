@@ -1,0 +1,355 @@
+"""Benchmark: wide jobs on `jobmachine up` at its defaults (issue 33, part 3).
+
+Two workloads, each on a fresh `jobmachine up --node-mode simulate --quiet` started as a user
+starts it (no JOBMACHINE_* variable set: the engine's settings are up's defaults), with the
+node's pod capacity raised so every pod fits (`--node-capacity pods=...`; the default, 110
+pods as a kubelet's, would hold all but 110 Workers Pending whatever the engine does):
+  - `--pytorch M`: one PyTorchJob with M Workers whose pods "run" `--run-seconds`; seconds
+    from its submission until every Worker pod was seen Running (or already ended), and
+    until the job was seen Succeeded;
+  - `--indexed C,P`: one Indexed batch/v1 Job of C completions, P at a time, pods "run"
+    `--run-seconds`; seconds from submission until P pods were seen started (the first
+    wave), and to `Complete`; completions per second.
+Per round it also reads the CPU seconds of up's process (API server and node) and of its
+engine (a child process) over the workload, from /proc. A warm-up job runs first.
+
+Run: python benchmarks/wide.py --pytorch 500,1000 --indexed 10000,500 --rounds 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import json
+import os
+import signal
+import ssl
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from compare import (
+    HARNESS_AGENT,
+    LABEL,
+    METRIC,
+    NAMESPACE,
+    PYTORCHJOBS,
+    ROOT,
+    alive_check,
+    counts,
+    cpu_seconds,
+    pytorchjob,
+    stop_process,
+)
+
+from engine.kube.client import KubeClient
+from engine.kube.errors import ApiError, Gone
+from engine.kube.resources import PODS, Resource
+
+JOBS = Resource("batch", "v1", "jobs", "Job")
+RUN_SECONDS = "sim.jobmachine.dev/run-seconds"
+
+
+def indexed_job(name: str, completions: int, parallelism: int,
+                run_seconds: float) -> dict[str, Any]:
+    """An Indexed Job whose pods "run" `run_seconds` and exit 0."""
+    return {
+        "apiVersion": "batch/v1", "kind": "Job",
+        "metadata": {"name": name, "namespace": NAMESPACE},
+        "spec": {
+            "completions": completions, "parallelism": parallelism,
+            "completionMode": "Indexed", "backoffLimit": 0,
+            "template": {
+                "metadata": {"annotations": {RUN_SECONDS: str(run_seconds)}},
+                "spec": {"restartPolicy": "Never",
+                         "containers": [{"name": "shard", "image": "example/shard:1"}]},
+            },
+        },
+    }
+
+
+class Watched:
+    """One resource watched by this script: `when(test)` waits until `test` holds for what
+    was seen so far (object name -> the object as last seen) and gives the monotonic time."""
+
+    def __init__(self, client: KubeClient, resource: Resource,
+                 note: Callable[[dict[str, Any]], None]) -> None:
+        self._client = client
+        self._resource = resource
+        self._note = note
+        self.changed = threading.Condition()
+        self._stop = threading.Event()
+        self._stream: Any = None
+        self._thread = threading.Thread(target=self._run, name=f"watch-{resource.plural}",
+                                        daemon=True)
+        self._thread.start()
+
+    def wait(self, test: Callable[[], float | None], timeout_s: float,
+             check: Callable[[], None]) -> float:
+        """The monotonic time `test` first gave (it returns None until it holds)."""
+        deadline = time.monotonic() + timeout_s
+        with self.changed:
+            while (at := test()) is None:
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"{self._resource.plural}: not there after {timeout_s} s")
+                self.changed.wait(0.5)
+                check()
+        return at
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._stream is not None:
+            self._stream.close()
+        self._thread.join(10)
+
+    def _run(self) -> None:
+        version = ""
+        while not self._stop.is_set():
+            try:
+                if not version:
+                    found, version = self._client.list(self._resource, NAMESPACE)
+                    for obj in found:
+                        self._seen(obj)
+                self._stream = self._client.watch(self._resource, NAMESPACE,
+                                                  resource_version=version)
+                for event in self._stream:
+                    obj = event["object"]
+                    version = obj["metadata"].get("resourceVersion") or version
+                    if event["type"] != "BOOKMARK":
+                        self._seen(obj)
+            except Gone:
+                version = ""
+            except ApiError:
+                if not self._stop.is_set():
+                    time.sleep(0.5)
+
+    def _seen(self, obj: dict[str, Any]) -> None:
+        with self.changed:
+            self._note(obj)
+            self.changed.notify_all()
+
+
+class Workers:
+    """When each pod of one job was first seen Running or ended (pods that "run" 0.1 s may
+    be seen only once they ended)."""
+
+    def __init__(self, job: str) -> None:
+        self._job = job
+        self.started: dict[str, float] = {}
+
+    def note(self, pod: dict[str, Any]) -> None:
+        labels = pod["metadata"].get("labels") or {}
+        if self._job not in labels.values():
+            return
+        phase = (pod.get("status") or {}).get("phase")
+        name = pod["metadata"]["name"]
+        if phase in ("Running", "Succeeded", "Failed") and name not in self.started:
+            self.started[name] = time.monotonic()
+
+    def started_count(self, count: int) -> Callable[[], float | None]:
+        """When the `count`-th pod was first seen started."""
+        return lambda: (sorted(self.started.values())[count - 1]
+                        if len(self.started) >= count else None)
+
+
+class Ends:
+    """When each job was first seen ended: a PyTorchJob's phase, a Job's condition."""
+
+    def __init__(self) -> None:
+        self.ended: dict[str, tuple[str, float]] = {}
+
+    def note(self, job: dict[str, Any]) -> None:
+        status = job.get("status") or {}
+        outcome = status.get("phase")
+        for condition in status.get("conditions") or []:
+            if condition.get("type") in ("Complete", "Failed") and condition.get(
+                    "status") == "True":
+                outcome = condition["type"]
+        name = job["metadata"]["name"]
+        if outcome in ("Succeeded", "Failed", "Complete") and name not in self.ended:
+            self.ended[name] = (outcome, time.monotonic())
+
+    def of(self, name: str) -> Callable[[], float | None]:
+        def test() -> float | None:
+            if name not in self.ended:
+                return None
+            outcome, at = self.ended[name]
+            if outcome == "Failed":
+                raise RuntimeError(f"{name} failed")
+            return at
+        return test
+
+
+def requests_by_client(kubeconfig: Path) -> Counter[str]:
+    """Every client's requests so far by the server's /metrics, as `CLIENT VERB RESOURCE`;
+    the client is the User-Agent's first word (the engine's is `jobmachine`)."""
+    from ruamel.yaml import YAML
+
+    config = YAML(typ="safe").load(kubeconfig.read_text())
+    cluster = config["clusters"][0]["cluster"]
+    request = urllib.request.Request(
+        cluster["server"] + "/metrics",
+        headers={"Authorization": f"Bearer {config['users'][0]['user']['token']}"})
+    context = ssl.create_default_context(
+        cadata=base64.b64decode(cluster["certificate-authority-data"]).decode())
+    with urllib.request.urlopen(request, context=context) as response:
+        text = response.read().decode()
+    found: Counter[str] = Counter()
+    for labels_text, value in METRIC.findall(text):
+        labels = dict(LABEL.findall(labels_text))
+        resource = labels.get("resource") or "discovery"
+        if labels.get("subresource"):
+            resource += f"/{labels['subresource']}"
+        found[f"{labels.get('client')} {labels['verb']} {resource}"] += int(value)
+    return found
+
+
+def engine_pid(up_pid: int) -> int:
+    """The engine: `up`'s child process."""
+    for task in Path(f"/proc/{up_pid}/task").iterdir():
+        children = (task / "children").read_text().split()
+        if children:
+            return int(children[0])
+    raise RuntimeError(f"jobmachine up ({up_pid}) has no engine process")
+
+
+def profiling(pid: int, out: Path) -> subprocess.Popen[bytes]:
+    """py-spy sampling `pid` in GIL mode (CPU, not waiting) until interrupted: its folded
+    stacks (`--format raw`) go to `out`."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    return subprocess.Popen(
+        [str(Path(sys.executable).parent / "py-spy"), "record", "--pid", str(pid), "--gil",
+         "--nonblocking", "--rate", "50", "--format", "raw", "--output", str(out)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def run_one(kind: str, size: tuple[int, int], args: argparse.Namespace,
+            data_dir: Path, log: Path) -> dict[str, float]:
+    """One workload on a fresh `jobmachine up`; its figures."""
+    capacity = size[0] + 50 if kind == "pytorch" else size[1] + 50
+    env = {k: v for k, v in os.environ.items() if not k.startswith("JOBMACHINE_")}
+    with log.open("wb") as err:
+        process = subprocess.Popen(
+            [str(Path(sys.executable).parent / "jobmachine"), "up", "--port", "0",
+             "--node-mode", "simulate", "--quiet", "--data-dir", str(data_dir),
+             "--node-capacity", f"pods={capacity}",
+             *(["--machines", str(args.machines)] if args.machines else [])],
+            env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=err, start_new_session=True)
+    try:
+        assert process.stdout is not None
+        kubeconfig = next(line.decode().strip().split("=", 1)[1] for line in process.stdout
+                          if line.startswith(b"export KUBECONFIG="))
+        client = KubeClient.from_kubeconfig(Path(kubeconfig), qps=100_000, burst=100_000,
+                                            user_agent=HARNESS_AGENT)
+        check = alive_check(process, log)
+        resource = PYTORCHJOBS if kind == "pytorch" else JOBS
+        ends = Ends()
+        workers = Workers("bench")
+        jobs = Watched(client, resource, ends.note)
+        pods = Watched(client, PODS, workers.note)
+        try:
+            warmup = (pytorchjob("warmup", 1, args.run_seconds) if kind == "pytorch"
+                      else indexed_job("warmup", 1, 1, args.run_seconds))
+            client.create(resource, warmup, NAMESPACE)
+            jobs.wait(ends.of("warmup"), args.startup_timeout, check)
+            engine = engine_pid(process.pid)
+            profilers = ([] if args.profile is None else
+                         [profiling(pid, args.profile / f"{name}-{kind}-{size[0]}.txt")
+                          for name, pid in (("up", process.pid), ("engine", engine))])
+            cpu_before = cpu_seconds(process.pid), cpu_seconds(engine)
+            requests_before = requests_by_client(Path(kubeconfig))
+            started = time.monotonic()
+            if kind == "pytorch":
+                client.create(resource, pytorchjob("bench", size[0], args.run_seconds),
+                              NAMESPACE)
+                running = pods.wait(workers.started_count(size[0]), args.timeout, check)
+            else:
+                client.create(resource, indexed_job("bench", size[0], size[1],
+                                                    args.run_seconds), NAMESPACE)
+                running = pods.wait(workers.started_count(size[1]), args.timeout, check)
+            ended = jobs.wait(ends.of("bench"), args.timeout, check)
+            cpu_after = cpu_seconds(process.pid), cpu_seconds(engine)
+            requests = requests_by_client(Path(kubeconfig)) - requests_before
+            for profiler in profilers:
+                profiler.send_signal(signal.SIGINT)
+                profiler.wait(60)
+        finally:
+            jobs.close()
+            pods.close()
+            client.close()
+    finally:
+        process.send_signal(signal.SIGINT)
+        stop_process(process, args.stop_timeout)
+    if args.requests:
+        print(", ".join(f"{key} {n}" for key, n in requests.most_common()), flush=True)
+    return {"running_s": running - started, "ended_s": ended - started,
+            "server_cpu_s": cpu_after[0] - cpu_before[0],
+            "engine_cpu_s": cpu_after[1] - cpu_before[1],
+            "engine_requests": sum(n for key, n in requests.items()
+                                   if key.startswith("jobmachine ")),
+            "all_writes": sum(n for key, n in requests.items()
+                              if key.split(" ")[1] not in ("get", "list", "watch"))}
+
+
+def pair(text: str) -> tuple[int, int]:
+    completions, parallelism = counts(text)
+    return completions, parallelism
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("--pytorch", type=counts, default=[500, 1000],
+                        help="comma-separated Worker counts, one PyTorchJob each")
+    parser.add_argument("--indexed", type=pair, action="append", default=None,
+                        help="COMPLETIONS,PARALLELISM of an Indexed Job (repeatable)")
+    parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--run-seconds", type=float, default=0.1)
+    parser.add_argument("--timeout", type=float, default=900.0)
+    parser.add_argument("--startup-timeout", type=float, default=120.0)
+    parser.add_argument("--stop-timeout", type=float, default=40.0)
+    parser.add_argument("--json", type=Path)
+    parser.add_argument("--requests", action="store_true",
+                        help="print each run's requests by client, verb and resource")
+    parser.add_argument("--machines", type=Path,
+                        help="a folder of machines for up instead of the shipped ones")
+    parser.add_argument("--profile", type=Path,
+                        help="a folder for py-spy's folded stacks of up and of its engine")
+    args = parser.parse_args()
+    workloads = [("pytorch", (m, m)) for m in args.pytorch] + [
+        ("indexed", size) for size in (args.indexed or [])]
+    results: dict[str, list[dict[str, float]]] = {}
+    with tempfile.TemporaryDirectory() as scratch:
+        for round_ in range(args.rounds):
+            for kind, size in workloads:
+                label = (f"PyTorchJob x {size[0]} Workers" if kind == "pytorch"
+                         else f"Indexed Job {size[0]} completions, parallelism {size[1]}")
+                run = run_one(kind, size, args, Path(scratch) / f"{kind}-{size[0]}-{round_}",
+                              Path(scratch) / f"{kind}-{size[0]}-{round_}.log")
+                if kind == "indexed":
+                    run["completions_per_s"] = size[0] / run["ended_s"]
+                results.setdefault(label, []).append(run)
+                print(f"{label}, round {round_ + 1}: "
+                      + ", ".join(f"{k} {v:.2f}" for k, v in run.items())
+                      + f"; load {os.getloadavg()[0]:.2f}", flush=True)
+    print("\n| workload | measure | median | runs |\n| --- | --- | ---: | --- |")
+    for label, runs in results.items():
+        for key in runs[0]:
+            values = [run[key] for run in runs]
+            print(f"| {label} | {key} | {statistics.median(values):.2f} | "
+                  + ", ".join(f"{v:.2f}" for v in values) + " |")
+    if args.json is not None:
+        args.json.write_text(json.dumps(results, indent=2))
+
+
+if __name__ == "__main__":
+    main()
