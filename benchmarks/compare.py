@@ -230,36 +230,35 @@ def pytorchjob(name: str, replicas: int, run_seconds: float) -> dict[str, Any]:
     }
 
 
-class Endings:
-    """When each PyTorchJob (or pod) reached a final phase, as seen by a watch of this script."""
+class Watched:
+    """One resource watched by this script: `when(test)` waits until `test` holds for what
+    was seen so far (object name -> the object as last seen) and gives the monotonic time."""
 
-    def __init__(self, client: KubeClient, resource: Resource = PYTORCHJOBS) -> None:
+    def __init__(self, client: KubeClient, resource: Resource,
+                 note: Callable[[dict[str, Any]], None]) -> None:
         self._client = client
         self._resource = resource
-        self._ended: dict[str, tuple[str, float]] = {}
-        self.jobs: dict[str, str] = {}
-        """Pod name -> its job's name (the job-name label both controllers set)."""
-        self._changed = threading.Condition()
+        self._note = note
+        self.changed = threading.Condition()
         self._stop = threading.Event()
         self._stream: Any = None
-        self._thread = threading.Thread(target=self._run, name="endings", daemon=True)
+        self._thread = threading.Thread(target=self._run, name=f"watch-{resource.plural}",
+                                        daemon=True)
         self._thread.start()
 
-    def wait(self, names: set[str], timeout_s: float, check: Callable[[], None]) -> float:
-        """The monotonic time the last of `names` succeeded; raises if one failed."""
+    def wait(self, test: Callable[[], float | None], timeout_s: float,
+             check: Callable[[], None], *, missing: Callable[[], str] | None = None) -> float:
+        """The monotonic time `test` first gave (it returns None until it holds); on timeout
+        a TimeoutError saying what is `missing`."""
         deadline = time.monotonic() + timeout_s
-        with self._changed:
-            while not names <= self._ended.keys():
+        with self.changed:
+            while (at := test()) is None:
                 if time.monotonic() > deadline:
-                    missing = len(names - self._ended.keys())
-                    raise TimeoutError(f"{missing} jobs not finished after {timeout_s:.0f} s")
-                self._changed.wait(0.5)
+                    raise TimeoutError(missing() if missing is not None else
+                                       f"{self._resource.plural}: not there after {timeout_s} s")
+                self.changed.wait(0.5)
                 check()
-            ended = [self._ended[name] for name in names]
-        failed = [phase for phase, _ in ended if phase != "Succeeded"]
-        if failed:
-            raise RuntimeError(f"{len(failed)} jobs ended {failed[0]}")
-        return max(at for _, at in ended)
+        return at
 
     def close(self) -> None:
         self._stop.set()
@@ -274,35 +273,64 @@ class Endings:
                 if not version:
                     found, version = self._client.list(self._resource, NAMESPACE)
                     for obj in found:
-                        self._note(obj)
+                        self._seen(obj)
                 self._stream = self._client.watch(self._resource, NAMESPACE,
                                                   resource_version=version)
                 for event in self._stream:
-                    job = event["object"]
-                    version = job["metadata"].get("resourceVersion") or version
+                    obj = event["object"]
+                    version = obj["metadata"].get("resourceVersion") or version
                     if event["type"] != "BOOKMARK":
-                        self._note(job)
+                        self._seen(obj)
             except Gone:
                 version = ""
             except ApiError:
                 if not self._stop.is_set():
                     time.sleep(0.5)
 
+    def _seen(self, obj: dict[str, Any]) -> None:
+        with self.changed:
+            self._note(obj)
+            self.changed.notify_all()
+
+
+class Endings:
+    """When each PyTorchJob (or pod) reached a final phase, as seen by a watch of this script."""
+
+    def __init__(self, client: KubeClient, resource: Resource = PYTORCHJOBS) -> None:
+        self._ended: dict[str, tuple[str, float]] = {}
+        self.jobs: dict[str, str] = {}
+        """Pod name -> its job's name (the job-name label both controllers set)."""
+        self._watched = Watched(client, resource, self._note)
+
+    def wait(self, names: set[str], timeout_s: float, check: Callable[[], None]) -> float:
+        """The monotonic time the last of `names` succeeded; raises if one failed."""
+        self._watched.wait(lambda: 0.0 if names <= self._ended.keys() else None, timeout_s,
+                           check, missing=lambda: f"{len(names - self._ended.keys())} jobs "
+                                                  f"not finished after {timeout_s:.0f} s")
+        with self._watched.changed:
+            ended = [self._ended[name] for name in names]
+        failed = [phase for phase, _ in ended if phase != "Succeeded"]
+        if failed:
+            raise RuntimeError(f"{len(failed)} jobs ended {failed[0]}")
+        return max(at for _, at in ended)
+
+    def close(self) -> None:
+        self._watched.close()
+
     def ended_at(self) -> dict[str, float]:
         """Name -> the monotonic time it was seen in a final phase."""
-        with self._changed:
+        with self._watched.changed:
             return {name: at for name, (_, at) in self._ended.items()}
 
     def _note(self, obj: dict[str, Any]) -> None:
+        """(Under the watch's lock.)"""
         phase = (obj.get("status") or {}).get("phase")
         name = obj["metadata"]["name"]
         job = (obj["metadata"].get("labels") or {}).get(JOB_LABEL)
         if job:
             self.jobs[name] = job
         if phase in ("Succeeded", "Failed") and name not in self._ended:
-            with self._changed:
-                self._ended[name] = (phase, time.monotonic())
-                self._changed.notify_all()
+            self._ended[name] = (phase, time.monotonic())
 
 
 def submit(client: KubeClient, workload: Workload, run_seconds: float) -> set[str]:

@@ -28,7 +28,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import urllib.request
 from collections import Counter
@@ -45,6 +44,7 @@ from compare import (
     NAMESPACE,
     PYTORCHJOBS,
     ROOT,
+    Watched,
     alive_check,
     counts,
     cpu_seconds,
@@ -53,7 +53,6 @@ from compare import (
 )
 
 from engine.kube.client import KubeClient
-from engine.kube.errors import ApiError, Gone
 from engine.kube.resources import PODS, Resource
 
 JOBS = Resource("batch", "v1", "jobs", "Job")
@@ -76,67 +75,6 @@ def indexed_job(name: str, completions: int, parallelism: int,
             },
         },
     }
-
-
-class Watched:
-    """One resource watched by this script: `when(test)` waits until `test` holds for what
-    was seen so far (object name -> the object as last seen) and gives the monotonic time."""
-
-    def __init__(self, client: KubeClient, resource: Resource,
-                 note: Callable[[dict[str, Any]], None]) -> None:
-        self._client = client
-        self._resource = resource
-        self._note = note
-        self.changed = threading.Condition()
-        self._stop = threading.Event()
-        self._stream: Any = None
-        self._thread = threading.Thread(target=self._run, name=f"watch-{resource.plural}",
-                                        daemon=True)
-        self._thread.start()
-
-    def wait(self, test: Callable[[], float | None], timeout_s: float,
-             check: Callable[[], None]) -> float:
-        """The monotonic time `test` first gave (it returns None until it holds)."""
-        deadline = time.monotonic() + timeout_s
-        with self.changed:
-            while (at := test()) is None:
-                if time.monotonic() > deadline:
-                    raise TimeoutError(f"{self._resource.plural}: not there after {timeout_s} s")
-                self.changed.wait(0.5)
-                check()
-        return at
-
-    def close(self) -> None:
-        self._stop.set()
-        if self._stream is not None:
-            self._stream.close()
-        self._thread.join(10)
-
-    def _run(self) -> None:
-        version = ""
-        while not self._stop.is_set():
-            try:
-                if not version:
-                    found, version = self._client.list(self._resource, NAMESPACE)
-                    for obj in found:
-                        self._seen(obj)
-                self._stream = self._client.watch(self._resource, NAMESPACE,
-                                                  resource_version=version)
-                for event in self._stream:
-                    obj = event["object"]
-                    version = obj["metadata"].get("resourceVersion") or version
-                    if event["type"] != "BOOKMARK":
-                        self._seen(obj)
-            except Gone:
-                version = ""
-            except ApiError:
-                if not self._stop.is_set():
-                    time.sleep(0.5)
-
-    def _seen(self, obj: dict[str, Any]) -> None:
-        with self.changed:
-            self._note(obj)
-            self.changed.notify_all()
 
 
 class Workers:
