@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import orjson
-from loguru import logger
 
 from engine.controller.reconcile.children import (
     JOB_NAME_LABEL,
@@ -29,6 +28,7 @@ from engine.controller.reconcile.children import (
     owner_reference,
 )
 from engine.controller.reporting.events import EventRecorder
+from engine.controller.reporting.job_log import job_logger, warn_job
 from engine.definition import CompiledDefinition, CompiledObject, RenderedObject, render_objects
 from engine.definition.cel import CelEvaluationError
 from engine.kube.cache import Cache
@@ -209,9 +209,8 @@ def ours(job: Obj, existing: Obj) -> bool:
 
 
 def _warn(run: ObjectRun, reason: str, message: str) -> None:
-    run.recorder.record(run.job, type="Warning", reason=reason, message=message)
-    _log(run).warning(message)
+    warn_job(run.recorder, run.job, run.key, reason, message)
 
 
 def _log(run: ObjectRun) -> Any:
-    return logger.bind(job=str(run.key), kind=run.key.kind)
+    return job_logger(run.key)

@@ -16,12 +16,11 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from loguru import logger
-
 from engine.controller.reconcile.children import JobKey, controller_uid
 from engine.controller.reconcile.claims import AdoptionGuard
 from engine.controller.reconcile.native_status import NATIVE_STATUS, replace_native_status
 from engine.controller.reporting.events import EventRecorder
+from engine.controller.reporting.job_log import job_logger, warn_job
 from engine.controller.rollouts.claims import claim_revisions
 from engine.controller.rollouts.plan import RolloutInput, RolloutPlan, plan_rollout
 from engine.controller.rollouts.revisions import (
@@ -220,9 +219,8 @@ def _write(run: RolloutRun, stored: Obj, plan: RolloutPlan) -> Obj | None:
 
 
 def _warn(run: RolloutRun, reason: str, message: str) -> None:
-    run.recorder.record(run.job, type="Warning", reason=reason, message=message)
-    _log(run).warning(message)
+    warn_job(run.recorder, run.job, run.key, reason, message)
 
 
 def _log(run: RolloutRun) -> Any:
-    return logger.bind(job=str(run.key), kind=run.key.kind)
+    return job_logger(run.key)

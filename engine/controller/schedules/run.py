@@ -17,11 +17,10 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from loguru import logger
-
 from engine.controller.reconcile.children import JobKey, controller_uid, owner_reference
 from engine.controller.reconcile.native_status import NATIVE_STATUS, replace_native_status
 from engine.controller.reporting.events import EventRecorder
+from engine.controller.reporting.job_log import job_logger, warn_job
 from engine.controller.schedules.plan import (
     SCHEDULE_STATUS_FIELDS,
     Child,
@@ -173,9 +172,8 @@ def _write_status(run: ScheduleRun, stored: Obj, plan: SchedulePlan) -> Obj | No
 
 
 def _warn(run: ScheduleRun, reason: str, message: str) -> None:
-    run.recorder.record(run.job, type="Warning", reason=reason, message=message)
-    _log(run).warning(message)
+    warn_job(run.recorder, run.job, run.key, reason, message)
 
 
 def _log(run: ScheduleRun) -> Any:
-    return logger.bind(job=str(run.key), kind=run.key.kind)
+    return job_logger(run.key)
