@@ -178,15 +178,17 @@ class _Builder:
 
     def schema(self, node: Mapping[str, Any], name: str, label: str) -> tuple[int, str, str]:
         """A schema node as a field type: (proto type, message type name, container):
-        container is '' for a plain field, 'list' or 'map'."""
+        container is '' for a plain field, 'list' or 'map'. Members of a list or map that
+        are maps are dyn (protobuf has no list or map of maps), and so are members that are
+        arrays (as `_schema_value` gives any node it does not type)."""
         if node.get("type") == "array":
             items = node.get("items") or {}
-            if items.get("type") == "array" or _is_map(items):
+            if _is_map(items):
                 return _FieldProto.TYPE_MESSAGE, _DYN, "list"
             return (*self._schema_value(items, name, f"{label}[]"), "list")
         if _is_map(node):
             values = node["additionalProperties"]
-            if values.get("type") == "array" or _is_map(values):
+            if _is_map(values):
                 return _FieldProto.TYPE_MESSAGE, _DYN, "map"
             return (*self._schema_value(values, name, f"{label}[*]"), "map")
         return (*self._schema_value(node, name, label), "")
