@@ -9,7 +9,8 @@ The rules (docs/machine-language.md, "Model checking"):
 - backoff-limit: no pod is created, and no job goes on, past runPolicy.backoffLimit (with
   backoffLimitPerIndex: no pod is created for an index past it);
 - never-settles: the engine settles at every instant;
-and every declared state and condition is reached, or reported unused. A machine whose
+and a machine's rollout (spec.rollout) is explored by its own rules (`rollouts.py`); and
+every declared state and condition is reached, or reported unused. A machine whose
 replicas are child objects (spec.child) is explored with the machine of its children's
 kind, which says how a child can move (`children.py`).
 """
@@ -37,6 +38,7 @@ from engine.definition.validate import load_with_positions
 from engine.modelcheck.children import ChildMoves, Machines
 from engine.modelcheck.codes import exit_code_classes
 from engine.modelcheck.explore import ShapeResult, Violation, explore
+from engine.modelcheck.rollouts import RolloutReport, check_rollout
 from engine.modelcheck.shapes import Bounds, Shape, build_job, exit_codes, shapes
 from engine.shipped import shipped_dir_if_present
 
@@ -61,6 +63,8 @@ class MachineReport:
     codes: tuple[int, ...] = ()
     failed_expressions: dict[str, int] = field(default_factory=dict)
     """Each expression that could not be evaluated, and in how many passes (all shapes)."""
+    rollout: RolloutReport | None = None
+    """With spec.rollout: what exploring its rollout found (`rollouts.py`)."""
 
     @property
     def situations(self) -> int:
@@ -101,6 +105,7 @@ class CheckReport:
         could be evaluated."""
         return (not any(d.is_error for d in self.diagnostics)
                 and all(not m.violations and m.complete and not m.failed_expressions
+                        and (m.rollout is None or not m.rollout.violations)
                         for m in self.machines))
 
 
@@ -144,7 +149,10 @@ def check_paths(paths: Iterable[str | Path], bounds: Bounds, *, jobs: int = 1,
         results = [_explore(d, shape, bounds, machines) for _, d, shape in work]
     for source, definition in loaded:
         mine = [r for (_, d, _), r in zip(work, results, strict=True) if d is definition]
-        report.machines.append(_machine_report(source, definition, mine))
+        machine = _machine_report(source, definition, mine)
+        if definition.rollout is not None:  # a second or less: in this process
+            machine.rollout = check_rollout(definition)
+        report.machines.append(machine)
     return report
 
 

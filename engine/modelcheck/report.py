@@ -7,6 +7,7 @@ from collections.abc import Iterator
 
 from engine.modelcheck.check import CheckReport, MachineReport
 from engine.modelcheck.explore import Violation
+from engine.modelcheck.rollouts import RolloutReport, RolloutViolation
 from engine.simulation.picture import path_picture
 
 
@@ -14,7 +15,10 @@ def report_lines(report: CheckReport) -> Iterator[str]:
     """The whole report, as text lines."""
     yield from (str(d) for d in report.diagnostics)
     for machine in report.machines:
-        yield _summary(machine)
+        if machine.shapes or machine.rollout is None:
+            yield _summary(machine)
+        if machine.rollout is not None:
+            yield from _rollout(machine, machine.rollout)
         for gist, count in sorted(machine.failed_expressions.items()):
             yield (f"{machine.expression_position(gist)}: error: an expression could not be "
                    f"evaluated ({count:,} times; what breaks below may follow from it): {gist} "
@@ -32,9 +36,6 @@ def _kind(machine: MachineReport) -> str:
 def _engines_part(machine: MachineReport) -> str:
     """What such a machine leaves to the engine, which its tests judge and check does not."""
     definition = machine.definition
-    if definition.rollout is not None:
-        return (f", its rollout of {definition.rollout.kind} revisions is the engine's "
-                "(tested, not model checked)")
     if definition.schedule is not None:
         return ", its schedule is the engine's (tested, not model checked)"
     return ""
@@ -56,6 +57,26 @@ def _summary(machine: MachineReport) -> str:
     return (f"{machine.loaded.path}: {_kind(machine)} (machine {machine.definition.name}): "
             f"{len(machine.shapes)} job shapes, {machine.situations:,} situations, "
             f"{moved}: {verdict}")
+
+
+def _rollout(machine: MachineReport, rollout: RolloutReport) -> Iterator[str]:
+    """The rollout's line, then each broken rule at the rollout section."""
+    verdict = (f"{len(rollout.violations)} rule(s) broken" if rollout.violations
+               else "every rule holds")
+    yield (f"{machine.loaded.path}: {_kind(machine)} (machine {machine.definition.name}): "
+           f"{rollout.shapes} rollout shapes, {rollout.situations:,} situations: {verdict}")
+    position = machine.loaded.positions.key(("spec", "rollout"))
+    for violation in rollout.violations:
+        yield from _rollout_violation(machine, position, violation)
+
+
+def _rollout_violation(machine: MachineReport, position: object,
+                       violation: RolloutViolation) -> Iterator[str]:
+    yield (f"{position}: error: {violation.rule}: {violation.message} "
+           f"({_kind(machine)}: {violation.shape})")
+    yield f"  shortest trace ({len(violation.trace)} steps):"
+    for number, step in enumerate(violation.trace, start=1):
+        yield f"    {number}. {step}"
 
 
 def _violation(machine: MachineReport, violation: Violation) -> Iterator[str]:
