@@ -185,6 +185,11 @@ def graph(
         str | None,
         typer.Option(help="metadata.name of the definition, when the file holds several."),
     ] = None,
+    rollout: Annotated[
+        bool,
+        typer.Option("--rollout", help="With FILE: draw the path of its rollout (spec.rollout) "
+                                       "for 3 replicas at the defaults, situation by situation."),
+    ] = False,
 ) -> None:
     """Draw a machine definition, or one job's path through it, as DOT, Mermaid, SVG or PNG."""
     from engine.graph.render import RenderError, render_file
@@ -193,7 +198,11 @@ def graph(
     if (file is None) == (job is None):
         _fail("give either a machine FILE or --job NAMESPACE/NAME")
     try:
-        if job is not None:
+        if rollout:
+            if file is None:
+                _fail("--rollout draws a machine FILE's rollout, not a job's")
+            data = _rollout_picture(file, machine, fmt)
+        elif job is not None:
             data = _job_picture(job, kubeconfig, machines, level=level.value, fmt=fmt)
         else:
             assert file is not None
@@ -264,6 +273,30 @@ def simulate(
 def _fail(message: str) -> NoReturn:
     typer.echo(f"error: {message}", err=True)
     raise typer.Exit(code=1)
+
+
+def _rollout_picture(file: Path, machine: str | None, fmt: str) -> bytes:
+    from engine.definition import DefinitionError, load_definitions
+    from engine.definition.cel import CelEvaluationError
+    from engine.graph.rollout import RolloutPictureError, rollout_picture
+    from engine.modelcheck.rollouts import PATH_SHAPE, rollout_path
+
+    try:
+        found = [d for d in load_definitions([file]) if machine in {None, d.name}]
+    except DefinitionError as exc:
+        _fail(str(exc))
+    if len(found) != 1:
+        _fail(f"{file}: {len(found)} definitions match: choose one with --machine NAME")
+    [definition] = found
+    if definition.rollout is None:
+        _fail(f"{file}: machine {definition.name} has no rollout (spec.rollout)")
+    try:
+        steps = rollout_path(definition)
+        title = (f"{definition.governs.kind} (machine {definition.name}): one order of a "
+                 f"rollout, {PATH_SHAPE}")
+        return rollout_picture(title, steps, fmt)
+    except (CelEvaluationError, ValueError, RolloutPictureError) as exc:
+        _fail(str(exc))
 
 
 def _job_picture(

@@ -338,3 +338,36 @@ class _Explorer:
 def _words(situation: Situation) -> str:
     return "; ".join(f"{name} wants {wanted}, has {pods}, {available} available"
                      for name, wanted, pods, available in situation)
+
+
+PATH_SHAPE = RolloutShape(3, "RollingUpdate")
+"""The rollout `jobmachine graph --rollout` draws: 3 replicas, upstream's 25% defaults."""
+
+
+def rollout_path(definition: CompiledDefinition, shape: RolloutShape = PATH_SHAPE
+                 ) -> list[tuple[str, Situation]]:
+    """One order of a rollout from start to completion, as (event, situation after it)
+    pairs, the first 'the template changes': each time the first thing a ReplicaSet can
+    do, oldest revision first (make a pod, see one become available, delete a surplus
+    one), the plan settled after each. Raises ValueError when that order does not
+    complete (check reports which rule breaks)."""
+    assert definition.rollout is not None
+    rollout = render_rollout(definition.rollout, {"job": shape.job(definition)})
+    explorer = _Explorer(shape, rollout)
+    replicas = shape.replicas
+    situation = explorer.settle(((OLD, replicas, replicas, replicas),))
+    path = [("the template changes", situation)]
+    done = (NEW, replicas, replicas, replicas)
+    while not (situation[-1] == done and all(w == p == 0 for n, w, p, _ in situation
+                                             if n != NEW)):
+        following = next(explorer.events(situation), None)
+        if following is None or len(path) > _PATH_LIMIT:
+            raise ValueError(f"the rollout ({shape}) stops before it completes, at "
+                             f"{_words(situation)}: `jobmachine check` says why")
+        after, words = following
+        situation = explorer.settle(after)
+        path.append((words, situation))
+    return path
+
+
+_PATH_LIMIT = 200
