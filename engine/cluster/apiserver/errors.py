@@ -42,19 +42,21 @@ class ApiError(Exception):
         details = {k: v for k, v in self.details.items() if v not in ("", None)}
         if self.causes:
             details["causes"] = [cause.to_dict() for cause in self.causes]
+        # metav1.Status's fields in its Go order (clients that compare the body as text,
+        # as the official Python client's e2e tests do, see them as kube-apiserver writes
+        # them): kind, apiVersion, metadata, status, message, reason, details, code.
         status: dict[str, Any] = {
             "kind": "Status",
             "apiVersion": "v1",
             "metadata": {},
             "status": "Failure",
             "message": self.message,
-            "reason": self.reason,
-            "code": self.code,
         }
-        if not self.reason:
-            del status["reason"]  # an error that is not a Status (upstream: StatusReasonUnknown)
+        if self.reason:  # none: an error that is not a Status (upstream: StatusReasonUnknown)
+            status["reason"] = self.reason
         if details:
             status["details"] = details
+        status["code"] = self.code
         return status
 
 

@@ -103,9 +103,9 @@ class Authenticator:
         async def authenticate(request: web.Request, handler: Handler) -> web.StreamResponse:
             user = self.user_for(request.headers.get("Authorization", ""))
             if user is None:
-                # Compact, as every other answer (json_response would add spaces).
-                return web.Response(body=orjson.dumps(unauthorized().to_status()), status=401,
-                                    content_type="application/json")
+                # Compact and ended by a newline, as every other error (endpoints/responses.py).
+                return web.Response(body=orjson.dumps(unauthorized().to_status()) + b"\n",
+                                    status=401, content_type="application/json")
             request[USER_KEY] = user
             return await handler(request)
 

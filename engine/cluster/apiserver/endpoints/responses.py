@@ -89,8 +89,9 @@ def warning_header(text: str) -> str:
 
 
 def error_response(error: ApiError) -> web.Response:
+    """The error as a Status, ended by a newline as Go's json.Encoder ends what it writes."""
     return web.Response(
-        body=orjson.dumps(error.to_status()), status=error.code, content_type=JSON
+        body=orjson.dumps(error.to_status()) + b"\n", status=error.code, content_type=JSON
     )
 
 
