@@ -45,6 +45,7 @@ from tests.integration.engine.helpers import (
 )
 from tests.integration.engine.machinejobs import wait_for_phase_of
 from tests.kinds import MACHINES
+from tests.polling import eventually
 
 
 @pytest.fixture
@@ -121,8 +122,10 @@ def test_broken_machine_is_refused_with_validate_messages(
     assert machine_condition(found, "Governing")["status"] == "False"
     assert "currentRevision" not in status(found)
     assert revisions_of(client, "broken") == {}
-    invalid = [(e["type"], e["message"]) for e in machine_events(client, "broken")
-               if e["reason"] == "Invalid"]
+    # The recorder posts Events after the status write: wait for it.
+    invalid = eventually(lambda: [(e["type"], e["message"])
+                                  for e in machine_events(client, "broken")
+                                  if e["reason"] == "Invalid"])
     assert ("Warning", accepted["message"]) in invalid
 
     client.create(PYTORCHJOBS, pytorchjob("meanwhile", ns, workers=Replica()), ns)
@@ -163,9 +166,10 @@ def test_older_of_two_machines_for_one_kind_governs(client: KubeClient, lab: Lab
     assert "governed by machine zz-older, created earlier" in accepted["message"]
     assert machine_condition(refused, "Governing")["status"] == "False"
     assert "currentRevision" not in status(refused)
-    conflicts = [e for e in machine_events(client, "aa-newer") if e["reason"] == "Conflict"]
-    assert conflicts and {(e["type"], e["message"]) for e in conflicts} == {
-        ("Warning", accepted["message"])}
+    # The recorder posts Events after the status write: wait for it.
+    conflicts = eventually(lambda: [e for e in machine_events(client, "aa-newer")
+                                    if e["reason"] == "Conflict"])
+    assert {(e["type"], e["message"]) for e in conflicts} == {("Warning", accepted["message"])}
     in_force = current_revision(client, "zz-older")
     assert machine_condition(get_machine(client, "zz-older"), "Governing")["reason"] == (
         "Governing")
