@@ -78,6 +78,10 @@ def train_linear_model():
           f"{os.environ['MASTER_ADDR']}): rank sum {ranks.item():g}, 200 steps, loss "
           f"{loss.item():.5f}, weight {weight:.3f}, bias {bias:.3f}, the same on every rank "
           f"({'ok' if ok else 'WRONG'})", flush=True)
+    # Every rank done before any tears gloo down: a rank whose peer closed its connection
+    # first can abort at exit (terminate called without an active exception), and its
+    # node's restart then waits for a rendezvous the other node has left.
+    dist.barrier()
     dist.destroy_process_group()
     if not ok:
         raise SystemExit(1)
