@@ -205,3 +205,18 @@ def test_an_error_body_is_kube_apiservers_bytes(server: RunningApiServer) -> Non
         b'{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure",'
         b'"message":"configmaps \\"twice\\" already exists","reason":"AlreadyExists",'
         b'"details":{"name":"twice","kind":"configmaps"},"code":409}\n')
+
+
+def test_a_successful_body_ends_as_kube_apiservers(server: RunningApiServer) -> None:
+    # Objects, lists and Statuses go through Go's json.Encoder (a closing newline); /version
+    # through json.MarshalIndent (two-space indentation, no newline).
+    body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "ended"}}
+    created = raw(server, "POST", CONFIGMAPS, body)
+    assert created.status == 201
+    assert created.body.endswith(b"}\n") and b"\n" not in created.body[:-1]
+    listed = raw(server, "GET", CONFIGMAPS)
+    assert listed.body.endswith(b"]}\n")
+    deleted = raw(server, "DELETE", CONFIGMAPS + "/ended")
+    assert deleted.status == 200 and deleted.body.endswith(b"}\n")
+    version = raw(server, "GET", "/version")
+    assert version.body.startswith(b'{\n  "major": "') and version.body.endswith(b"}")

@@ -78,7 +78,9 @@ def table_bytes(
 def json_response(
     body: bytes, *, status: int = 200, warnings: Iterable[str] = ()
 ) -> web.Response:
-    response = web.Response(body=body, status=status, content_type=JSON)
+    """A JSON answer ended by a newline, as kube-apiserver's encoder (Go's json.Encoder)
+    ends every object, list, Table and Status it writes."""
+    response = web.Response(body=body + b"\n", status=status, content_type=JSON)
     for warning in warnings:
         response.headers.add("Warning", warning_header(warning))
     return response

@@ -90,7 +90,10 @@ class ApiApp:
         return json_response(hit[1])
 
     async def version(self, request: web.Request) -> web.Response:
-        return json_response(orjson.dumps(discovery.version_info()))
+        """/version as kube-apiserver writes it: indented by two spaces, no closing newline."""
+        return web.Response(
+            body=orjson.dumps(discovery.version_info(), option=orjson.OPT_INDENT_2),
+            content_type="application/json")
 
     async def health(self, request: web.Request) -> web.Response:
         return web.Response(text="ok", content_type="text/plain")
