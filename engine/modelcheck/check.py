@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import gc
 import json
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -38,6 +38,7 @@ from engine.definition.validate import load_with_positions
 from engine.modelcheck.children import ChildMoves, Machines
 from engine.modelcheck.codes import exit_code_classes
 from engine.modelcheck.explore import ShapeResult, Violation, explore
+from engine.modelcheck.referenced import referenced_variants
 from engine.modelcheck.rollouts import RolloutReport, check_rollout
 from engine.modelcheck.shapes import Bounds, Shape, build_job, exit_codes, shapes
 from engine.shipped import shipped_dir_if_present
@@ -131,7 +132,9 @@ def check_paths(paths: Iterable[str | Path], bounds: Bounds, *, jobs: int = 1,
     report = CheckReport(diagnostics=diagnostics)
     work = [(source, definition, shape) for source, definition in loaded
             for shape in shapes(definition, bounds, _schema(definition, schemas),
-                                child_shapes(definition, machines, bounds, schemas))]
+                                child_shapes(definition, machines, bounds, schemas),
+                                _referenced(definition, schemas))]
+    _SCHEMAS[named] = schemas
     if jobs > 1 and len(work) > 1:
         # Forked workers inherit these and skip loading the machines again (about 2 s of
         # YAML and compiling each); spawned ones load them once each.
@@ -146,7 +149,7 @@ def check_paths(paths: Iterable[str | Path], bounds: Bounds, *, jobs: int = 1,
         results = [result for _, result in sorted(zip(order, done, strict=True),
                                                   key=lambda pair: pair[0])]
     else:
-        results = [_explore(d, shape, bounds, machines) for _, d, shape in work]
+        results = [_explore(d, shape, bounds, machines, schemas) for _, d, shape in work]
     for source, definition in loaded:
         mine = [r for (_, d, _), r in zip(work, results, strict=True) if d is definition]
         machine = _machine_report(source, definition, mine)
@@ -161,6 +164,15 @@ def _schema(definition: CompiledDefinition, schemas: SchemaLookup) -> Mapping[st
     governs = definition.governs
     found = schemas(governs.api_version, governs.kind)
     return found.schema if found is not None else None
+
+
+def _referenced(definition: CompiledDefinition, schemas: SchemaLookup
+                ) -> Callable[[Mapping[str, Any]], list[tuple[str, str]]] | None:
+    """With governs.references: the objects a job of each shape may find
+    (`referenced.referenced_variants`)."""
+    if not definition.references:
+        return None
+    return lambda job: referenced_variants(definition, job, schemas)
 
 
 def _weight(definition: CompiledDefinition, shape: Shape) -> int:
@@ -183,11 +195,6 @@ def _unexplorable(definition: CompiledDefinition, machines: Machines
                   ) -> tuple[tuple[str, ...], str] | None:
     """Why check cannot explore the machine, and where to say it; None when it can."""
     child = definition.child
-    if definition.references:
-        # TrainJob's JobSet is made from the runtime it names: a test job would need a
-        # runtime built from its kind's schema too, which check does not do yet.
-        return (("spec", "governs", "references"), "its jobs read objects it names "
-                "(governs.references), which check does not build yet")
     if child is not None and (child.api_version, child.kind) not in machines:
         return (("spec", "child"), f"its replicas are {child.kind} objects (spec.child) and "
                 f"no machine checked with it, nor a shipped one, governs {child.kind} "
@@ -210,6 +217,9 @@ def child_shapes(definition: CompiledDefinition, machines: Machines, bounds: Bou
     child = definition.child
     if child is None:
         return []
+    if "spec" in child.fields:
+        # The machine makes the child's whole spec (TrainJob's JobSet, from its runtime).
+        return [(f"{child.kind} as the machine makes it", "{}")]
     machine = machines[(child.api_version, child.kind)]
     found = list(shapes(machine, bounds, _schema(machine, schemas),
                         child_shapes(machine, machines, bounds, schemas)))
@@ -221,7 +231,7 @@ def child_shapes(definition: CompiledDefinition, machines: Machines, bounds: Bou
 
 
 def _explore(definition: CompiledDefinition, shape: Shape, bounds: Bounds,
-             machines: Machines) -> ShapeResult:
+             machines: Machines, schemas: SchemaLookup) -> ShapeResult:
     # The engine evaluates the same expressions over the same values in most of the
     # thousands of passes of a shape: remembered, they cost a lookup (values, not verdicts:
     # every pass still decides with the engine's code).
@@ -230,18 +240,18 @@ def _explore(definition: CompiledDefinition, shape: Shape, bounds: Bounds,
     with remembering_values(values), remembering_steps(steps), _collecting_seldom():
         if definition.child is not None:
             return explore(definition, shape, bounds, (),
-                           replica_moves=_child_moves(definition, machines, bounds))
+                           replica_moves=_child_moves(definition, machines, bounds, schemas))
         codes = exit_code_classes(definition, shape, bounds, candidate_codes(definition))
         return explore(definition, shape, bounds, codes)
 
 
 def _child_moves(definition: CompiledDefinition, machines: Machines,
-                 bounds: Bounds) -> ChildMoves:
+                 bounds: Bounds, schemas: SchemaLookup) -> ChildMoves:
     """The child moves of a machine, kept per process: what a child's machine makes of a
     child is explored once per child spec, whichever shape meets it first."""
     key = (definition.path, definition.name, bounds)
     if key not in _CHILDREN:
-        _CHILDREN[key] = ChildMoves(definition, machines, bounds)
+        _CHILDREN[key] = ChildMoves(definition, machines, bounds, schemas)
     return _CHILDREN[key]
 
 
@@ -263,7 +273,8 @@ def _explore_loaded(task: tuple[tuple[str, ...], str, Shape, Bounds]) -> ShapeRe
     """In a worker process: the same, with the machines loaded there (once per process)."""
     paths, name, shape, bounds = task
     definitions = _definitions(paths)
-    return _explore(definitions[name], shape, bounds, _by_kind(definitions.values()))
+    schemas = _SCHEMAS.get(paths) or kind_schema_lookup([Path(p) for p in paths])
+    return _explore(definitions[name], shape, bounds, _by_kind(definitions.values()), schemas)
 
 
 _MEMORY: dict[tuple[str, str], tuple[RememberedValues, RememberedSteps]] = {}
@@ -276,6 +287,9 @@ _CHILDREN: dict[tuple[str, str, Bounds], ChildMoves] = {}
 
 _LOADED: dict[tuple[str, ...], dict[str, CompiledDefinition]] = {}
 """The machines a worker explores, by the paths they were loaded from."""
+
+_SCHEMAS: dict[tuple[str, ...], SchemaLookup] = {}
+"""Where the kinds' schemas were found for those paths (forked workers inherit it)."""
 
 
 def _definitions(paths: tuple[str, ...]) -> dict[str, CompiledDefinition]:

@@ -38,11 +38,12 @@ from engine.controller.reconcile.children import ReplicaId
 from engine.controller.reconcile.native_status import is_native
 from engine.controller.reconcile.observe import observe_child
 from engine.definition import CompiledDefinition
+from engine.definition.cel_types import SchemaLookup
 from engine.kube.timestamps import format_time
 from engine.modelcheck.child_status import stamped, status_key
 from engine.modelcheck.explore import TRANSITIONS_KEPT, explore_world
 from engine.modelcheck.moves import Move
-from engine.modelcheck.shapes import START, Bounds, exit_codes
+from engine.modelcheck.shapes import START, Bounds, admission, exit_codes
 from engine.simulation.world import World
 
 CHILD_MAX_STATES = 2_000
@@ -83,7 +84,10 @@ class ChildMoves:
     """The replica moves of a machine whose replicas are child objects (`explore`'s
     `replica_moves`), the child's machine found among `machines`."""
 
-    def __init__(self, parent: CompiledDefinition, machines: Machines, bounds: Bounds) -> None:
+    def __init__(self, parent: CompiledDefinition, machines: Machines, bounds: Bounds,
+                 schemas: SchemaLookup | None = None) -> None:
+        """`schemas`: the kinds' schemas, through which a child is stored as the API server
+        stores it (pruned, defaulted) before its machine runs it."""
         child = parent.child
         if child is None:
             raise ValueError(f"machine {parent.name} has no spec.child")
@@ -94,7 +98,10 @@ class ChildMoves:
         self.parent = parent
         self.machine = found
         self.bounds = bounds
-        self.below = ChildMoves(found, machines, bounds) if found.child is not None else None
+        self.below = (ChildMoves(found, machines, bounds, schemas)
+                      if found.child is not None else None)
+        kind = schemas(child.api_version, child.kind) if schemas is not None else None
+        self._stored = admission(kind.schema if kind is not None else None)
         self._readiness: dict[tuple[bytes, bytes], tuple[Outcome | None, Outcome | None]] = {}
         self._outcomes: dict[bytes, Outcomes] = {}
 
@@ -167,6 +174,9 @@ class ChildMoves:
         machine = self.machine
         job: dict[str, Any] = orjson.loads(orjson.dumps(
             {k: v for k, v in child.items() if k != "status"}))
+        # As the API server stores it (a JobSet made from a TrainJob's runtime gets its
+        # kind's defaults: each replicated job's groupName...); as made where refused.
+        job = self._stored(job) or job
         job["metadata"] = {**job["metadata"], "uid": "uid-child", "generation": 1}
         job["metadata"].pop("deletionTimestamp", None)
         _run_policy(machine, job)["suspend"] = False

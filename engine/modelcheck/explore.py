@@ -22,9 +22,10 @@ from engine.controller.reconcile.record import MachineRecord, read_record
 from engine.definition import CompiledDefinition
 from engine.definition.positions import Path
 from engine.modelcheck.moves import Move, ReplicaMoves, moves, situation
+from engine.modelcheck.referenced import objects_of
 from engine.modelcheck.shapes import START, Bounds, Shape, build_job
 from engine.simulation import kubelet
-from engine.simulation.world import Pass, World
+from engine.simulation.world import Pass, ReferenceKey, World
 
 TRANSITIONS_KEPT = 3
 """Status history kept, as the engine's default: the path is counted in full anyway."""
@@ -114,6 +115,8 @@ class _Explorer:
         self.replica_moves = replica_moves
         self.start = start
         self.edits = edits
+        self.later: Mapping[ReferenceKey, Mapping[str, Any]] = {}
+        """Objects the job names that are created after it (`Shape.referenced`)."""
         self.ended: list[World] | None = None
         """When a list: every world that reached a terminal state, as it was then (before
         the known situation it joins took its place), which is how a child's machine ends
@@ -126,9 +129,11 @@ class _Explorer:
         self.result = ShapeResult(shape, 0, self.violations, True, codes=codes)
 
     def run(self) -> ShapeResult:
+        present, self.later = objects_of(self.shape.referenced)
         world = self.start or World(self.definition, build_job(self.definition, self.shape,
                                                                self.bounds),
-                                    START, transitions_kept=TRANSITIONS_KEPT)
+                                    START, transitions_kept=TRANSITIONS_KEPT,
+                                    referenced=present)
         queue: deque[int] = deque()
         first = self._settle(world, None, "the job is created", 0)
         if first is not None:
@@ -142,7 +147,8 @@ class _Explorer:
             rescues = state not in self.rescued
             self.rescued.add(state)
             for move in moves(node.world, self.codes, node.next_look, rescues=rescues,
-                              replica_moves=self.replica_moves, edits=self.edits):
+                              replica_moves=self.replica_moves, edits=self.edits,
+                              later=self.later):
                 if move.fault and node.faults >= self.bounds.faults:
                     continue
                 known = len(self.nodes)
@@ -175,6 +181,7 @@ class _Explorer:
         for _ in range(MAX_PASSES):
             before = (world.state(), {r: (attempt_of(p), bool(p["metadata"].get(
                 "deletionTimestamp"))) for r, p in world.pods.items()})
+            status = world.job.get("status")
             result = world.reconcile()
             done += _describe(result)
             self._note(world, result)
@@ -183,7 +190,7 @@ class _Explorer:
                 return None
             if self.ended is not None and world.ended():
                 self.ended.append(world.copy())
-            if not result.changed:
+            if not result.changed or _events_only(result, status):
                 return self._place(world, trace_parent, step, result.next_look, faults)
             # A changed world that is a known situation settles as that one did: the pass
             # that would confirm it changes nothing (known situations share their future).
@@ -386,6 +393,16 @@ def _failures(record: MachineRecord, replica: ReplicaId) -> int:
 
 def _names(replicas: Iterable[ReplicaId]) -> str:
     return ", ".join(str(r) for r in replicas)
+
+
+def _events_only(result: Pass, status: Any) -> bool:
+    """Whether the pass, without an error, only posted Events (a TrainJob's Warning at each
+    look while its runtime is missing): no state, pod or status changed, so no watch wakes
+    the engine again, and it has settled. A pass that failed to evaluate something posts
+    its Warning each time and is looked at again (the engine's back-off): not settled."""
+    return (not result.decision.fired and not result.created and not result.deleted
+            and not result.decision.errors and not result.template_errors
+            and result.status == status)
 
 
 def _describe(result: Pass) -> list[str]:

@@ -12,7 +12,7 @@ are in the same states, whatever the timestamps say.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Iterator
+from collections.abc import Callable, Hashable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -20,8 +20,9 @@ from typing import Any
 from engine.controller.reconcile.children import ReplicaId, attempt_of
 from engine.controller.reconcile.observe import deadline_of
 from engine.modelcheck.child_status import child_situation
+from engine.modelcheck.referenced import created_words
 from engine.simulation import kubelet
-from engine.simulation.world import World
+from engine.simulation.world import ReferenceKey, World
 
 
 @dataclass(frozen=True)
@@ -43,15 +44,20 @@ ReplicaMoves = Callable[[World], Iterator[Move]]
 
 def moves(world: World, codes: tuple[int, ...], next_look: datetime | None, *,
           rescues: bool = True, replica_moves: ReplicaMoves | None = None,
-          edits: bool = True) -> Iterator[Move]:
+          edits: bool = True, later: Mapping[ReferenceKey, Mapping[str, Any]] | None = None
+          ) -> Iterator[Move]:
     """Every outside fact that can happen in `world` now.
 
     Pods that wait start together, deletions complete together and the kubelet restarts
     ended containers together: the machines count pods, so the order of such like events
     tells nothing new, and leaving it out keeps the search small. Each pod ends, is lost
     and is deleted on its own. With `replica_moves` the replicas are child objects, which
-    move as it says; without `edits` the job's spec is left alone.
+    move as it says; without `edits` the job's spec is left alone. Each object of `later`
+    the world does not hold yet (one the job names, missing at first) is created.
     """
+    for key, obj in sorted((later or {}).items()):
+        if key not in world.referenced:
+            yield Move(created_words(obj), _created(key, obj))
     if replica_moves is not None:
         yield from replica_moves(world)
         yield from _job_moves(world, next_look, rescues=rescues, edits=edits)
@@ -108,6 +114,12 @@ def _job_moves(world: World, next_look: datetime | None, *, rescues: bool,
         seconds = (next_look - world.now).total_seconds()
         if rescues or not crosses:
             yield Move(f"{seconds:g}s pass", _time_to(next_look), rescue=crosses)
+
+
+def _created(key: ReferenceKey, obj: Mapping[str, Any]) -> Callable[[World], None]:
+    def apply(world: World) -> None:
+        world.referenced = {**world.referenced, key: obj}  # copies share the old one
+    return apply
 
 
 def _lose(pod: kubelet.Pod, _now: datetime) -> None:
@@ -191,7 +203,7 @@ def situation(world: World) -> Hashable:
         bool(world.spec.run_policy.get("suspend")),
         world.spec.error != "",
         deadline is not None and world.now >= deadline,
-    )
+    ) + ((tuple(sorted(world.referenced)),) if world.definition.references else ())
 
 
 def _pod_situation(pod: kubelet.Pod) -> Hashable:

@@ -16,14 +16,18 @@ from typing import Any
 _MAX_DEPTH = 32
 
 
-def required_values(schema: Mapping[str, Any]) -> dict[str, Any]:
-    """The object's required properties with valid values ({} when none is required)."""
-    found = _value(schema, 0)
+def required_values(schema: Mapping[str, Any], present: Mapping[str, Any] | None = None
+                    ) -> dict[str, Any]:
+    """The object's required properties with valid values ({} when none is required), and
+    those of every object `present` says the job will have, though the schema does not
+    require it (a TrainJob's `spec` is optional, and its `runtimeRef` required in it)."""
+    found = _value(schema, 0, present)
     return found if isinstance(found, dict) else {}
 
 
-def _value(schema: Mapping[str, Any], depth: int) -> Any:
-    if "default" in schema:
+def _value(schema: Mapping[str, Any], depth: int, present: Mapping[str, Any] | None = None
+           ) -> Any:
+    if "default" in schema and present is None:
         return schema["default"]
     if schema.get("enum"):
         return schema["enum"][0]
@@ -32,8 +36,11 @@ def _value(schema: Mapping[str, Any], depth: int) -> Any:
         return None
     if kind == "object" or "properties" in schema:
         properties = schema.get("properties") or {}
-        return {name: _value(properties.get(name) or {}, depth + 1)
-                for name in schema.get("required") or () if isinstance(name, str)}
+        there = {name: value for name, value in (present or {}).items()
+                 if isinstance(value, Mapping) and name in properties}
+        names = [n for n in schema.get("required") or () if isinstance(n, str)]
+        return {name: _value(properties.get(name) or {}, depth + 1, there.get(name))
+                for name in [*names, *(n for n in there if n not in names)]}
     if kind == "array":
         items = schema.get("items") or {}
         return [_value(items, depth + 1) for _ in range(int(schema.get("minItems") or 0))]

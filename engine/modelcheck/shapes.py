@@ -80,6 +80,10 @@ class Shape:
     """With spec.child: the child's shape in words, and the spec its replica specs'
     templates give each child, as JSON (a job of the child's machine, as its check builds
     one); the restart policy is then the child's, not this shape's."""
+    referenced: tuple[str, str] | None = None
+    """With governs.references: the objects the job finds where it looks, in words and as
+    JSON (`referenced.referenced_variants`: those there from the start, those created
+    later)."""
 
     def __str__(self) -> str:
         if self.pool is not None:
@@ -90,10 +94,11 @@ class Shape:
             replicas = " ".join(f"{t}x{n}" for t, n in self.counts)
         indexed = ", backoff per index" if self.per_index else ""
         ended = ", deleted pods judged once ended" if self.when_ended else ""
+        found = f", {self.referenced[0]}" if self.referenced is not None else ""
         if self.child is not None:
             setting = f", {self.setting[0]}" if self.setting is not None else ""
-            return f"{replicas}{indexed}{ended}{setting}, each child {self.child[0]}"
-        return f"{replicas}{indexed}{ended}, restartPolicy {self.restart_policy}"
+            return f"{replicas}{indexed}{ended}{setting}, each child {self.child[0]}{found}"
+        return f"{replicas}{indexed}{ended}, restartPolicy {self.restart_policy}{found}"
 
 
 def replica_types(definition: CompiledDefinition) -> list[str]:
@@ -109,17 +114,22 @@ def replica_types(definition: CompiledDefinition) -> list[str]:
 
 def shapes(definition: CompiledDefinition, bounds: Bounds,
            schema: Mapping[str, Any] | None = None,
-           children: Sequence[tuple[str, str]] = ()) -> Iterator[Shape]:
+           children: Sequence[tuple[str, str]] = (),
+           referenced: Callable[[Mapping[str, Any]], list[tuple[str, str]]] | None = None
+           ) -> Iterator[Shape]:
     """Every job of up to `max_types` of the kind's replica types with 1..max_replicas
     each, under each restart policy, that the machine's validations accept; with the
     kind's `schema`, each has the fields it requires and its defaults, and a job the
     schema refuses (its types, bounds, enums or CEL rules) is no shape: no such job
     can exist. A machine whose replicas are child objects (spec.child) takes, instead of
-    restart policies, each of `children` (the child's shape in words, its spec as JSON)."""
+    restart policies, each of `children` (the child's shape in words, its spec as JSON).
+    A machine that names objects (governs.references) takes each of the variants
+    `referenced` gives for the job (`referenced.referenced_variants`)."""
     required = ""
-    admit = _admission(schema)
+    admit = admission(schema)
     if schema is not None:
-        required = _body_json(required_values(schema))
+        # The check writes the job's spec whatever the schema requires of the object.
+        required = _body_json(required_values(schema, {"spec": {}}))
     types = replica_types(definition)
     # Where the replicas are children, the optional settings the machine reads vary too
     # (JobSet's failure, success and startup policies): a pod machine's run policy limits
@@ -157,8 +167,13 @@ def shapes(definition: CompiledDefinition, bounds: Bounds,
                         admitted = admit(build_job(definition, shape, bounds))
                         if admitted is None or validation_error(admitted, definition):
                             continue
-                        yield shape if schema is None else replace(
-                            shape, required=_body_json(admitted))
+                        if schema is not None:
+                            shape = replace(shape, required=_body_json(admitted))
+                        if referenced is None:
+                            yield shape
+                            continue
+                        for variant in referenced(admitted):
+                            yield replace(shape, referenced=variant)
 
 
 _Variant = tuple[str, tuple[int, int] | None, tuple[str, str] | None, tuple[str, str] | None]
@@ -183,7 +198,7 @@ def _body_json(job: Mapping[str, Any]) -> str:
     return json.dumps(body, sort_keys=True) if body else ""
 
 
-def _admission(schema: Mapping[str, Any] | None
+def admission(schema: Mapping[str, Any] | None
                ) -> Callable[[dict[str, Any]], dict[str, Any] | None]:
     """The job as the API server would store it under the kind's schema (pruned,
     defaulted), or None when the schema refuses it; without a schema, the job as built."""

@@ -52,7 +52,7 @@ from engine.controller.reconcile.timeouts import next_look, state_timed_out
 from engine.controller.reconcile.variables import Surroundings
 from engine.controller.reporting.events import EventRecorder
 from engine.controller.runtime.expectations import Expectations
-from engine.definition import CompiledDefinition
+from engine.definition import CompiledDefinition, ReferenceTarget, reference_targets
 from engine.kube.client import KubeClient
 from engine.kube.errors import AlreadyExists, NotFound
 from engine.kube.resources import PODS, SERVICES, Resource
@@ -62,8 +62,15 @@ from engine.simulation import kubelet
 from engine.simulation.kubelet import Pod
 
 SIMULATED_REVISION = "simulated"
+ReferenceKey = tuple[str, str, str, str]
+"""(apiVersion, kind, namespace or '', name) of an object a job may name."""
 _RECORDS_KEPT = 10_000
 """Records a world and its copies keep (`World.records`); all are forgotten when full."""
+
+
+def reference_key(target: ReferenceTarget) -> ReferenceKey:
+    """Where a world keeps the object a reference names."""
+    return (target.api_version, target.kind, target.namespace or "", target.name)
 
 
 @dataclass(frozen=True)
@@ -220,6 +227,9 @@ class World:
     kind's own status (the model checker reads a child's so)."""
     native: dict[str, Any] = field(default_factory=dict)
     """The kind's own status as the last pass wrote it (with `keep_native` only)."""
+    referenced: Mapping[ReferenceKey, Mapping[str, Any]] = field(default_factory=dict)
+    """The objects of the cluster a job may name through its machine's governs.references
+    (a TrainJob's runtimes), by `reference_key`; copies share it, and a change replaces it."""
     _spec: tuple[Any, JobSpecView] | None = field(default=None, init=False, repr=False)
     _record: tuple[Any, MachineRecord] | None = field(default=None, init=False, repr=False)
 
@@ -248,7 +258,7 @@ class World:
         copied = World(self.definition, _copied(self.job), self.now, self.settings,
                        self.transitions_kept, _copied(self.pods), _copied(self.services),
                        self.serial, self.verdicts, self.records, self.keep_native,
-                       _copied(self.native))
+                       _copied(self.native), self.referenced)
         copied._spec = self._spec
         return copied
 
@@ -292,7 +302,8 @@ class World:
         spec = self.spec
         record = self.record
         facts, terminating = self.observe(spec, record.restart_attempt)
-        surroundings = Surroundings(objects={c.name: {} for c in self.definition.objects})
+        surroundings = Surroundings(objects={c.name: {} for c in self.definition.objects},
+                                    references=self.references())
         observations = job_observations(self.job, spec, start_time=status.get("startTime"),
                                         now=self.now, terminating_pods=terminating)
         if state_timed_out(self.definition, self.job, spec=spec, record=record, facts=facts,
@@ -346,6 +357,15 @@ class World:
         wakes = [*look.wake_ups.values(),
                  *(self.now + timedelta(seconds=delay) for delay in look.delays)]
         return min(wakes) if wakes else None
+
+    def references(self) -> dict[str, Mapping[str, Any]]:
+        """Each object the job names through governs.references, as the engine resolves
+        it: the world's object it names, `{}` while absent or when it cannot be named."""
+        found: dict[str, Mapping[str, Any]] = {}
+        for name, target in reference_targets(self.definition, self.job).items():
+            found[name] = ({} if isinstance(target, str)
+                           else self.referenced.get(reference_key(target), {}))
+        return found
 
     @property
     def replica_resource(self) -> Resource:

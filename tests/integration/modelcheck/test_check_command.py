@@ -22,8 +22,10 @@ def test_every_shipped_machine_passes() -> None:
     summaries = [line for line in done.stdout.splitlines() if "job shapes" in line]
     kinds = {line.split(": ")[1].split(" ")[0] for line in summaries}
     assert kinds == {"PyTorchJob", "TFJob", "XGBoostJob", "PaddleJob", "JAXJob", "MPIJob",
-                     "MachineJob", "Job", "ReplicaSet", "ReplicationController", "JobSet"}
+                     "MachineJob", "Job", "ReplicaSet", "ReplicationController", "JobSet",
+                     "TrainJob"}
     assert all(line.endswith("every rule holds") for line in summaries), done.stdout
+    assert "warning:" not in done.stdout + done.stderr, done.stdout + done.stderr
 
 
 def test_a_dead_end_exits_1_with_its_position_trace_and_picture(tmp_path: Path) -> None:
