@@ -26,6 +26,7 @@ from cel_expr_python.ext import ext_encoders, ext_math, ext_strings
 
 from engine.definition.cel_types import UNTYPED_JOB, CelTypes, TypeContext, cel_types
 from engine.definition.errors import name_list, nearest_hint
+from engine.definition.strategic_patch import strategic_patch
 from engine.definition.vocabulary import FUNCTIONS, CelFunction, Level, Variable, variables_for
 
 # Functions the `cel` evaluator has without registration (operators aside).
@@ -152,7 +153,8 @@ def _upsert(entries: Any, added: Any, key: Any) -> list[Any]:
 # The evaluator's implementation of each function vocabulary.FUNCTIONS declares.
 _IMPLEMENTATIONS: dict[str, Callable[..., Any]] = {
     "sum": _sum, "indexes": _indexes, "firstIndex": _first_index, "merge": _merge,
-    "sha1": _sha1, "patch": _patch, "upsert": _upsert, "sort": _sort}
+    "sha1": _sha1, "patch": _patch, "upsert": _upsert, "sort": _sort,
+    "strategicPatch": strategic_patch}
 
 
 @dataclass(frozen=True)

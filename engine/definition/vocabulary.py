@@ -658,6 +658,17 @@ FUNCTIONS: tuple[CelFunction, ...] = (
         "every time.",
     ),
     CelFunction(
+        "strategicPatch",
+        ("map(string, dyn)", "list(dyn)", "map(string, string)"),
+        "map(string, dyn)",
+        "The first map with each map of the list applied in turn as a Kubernetes strategic "
+        "merge patch: maps merge key by key, a null removes its key, a list whose dotted "
+        "field path the third map names is merged entry by entry on that key (an entry new "
+        "to it goes first, as apimachinery orders them), any other value replaces: "
+        "Trainer's runtimePatches over a JobSet spec "
+        "(`strategicPatch(spec, patches, {'replicatedJobs': 'name'})`).",
+    ),
+    CelFunction(
         "upsert",
         ("list(dyn)", "list(dyn)", "string"),
         "list(dyn)",

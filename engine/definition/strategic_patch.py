@@ -1,0 +1,91 @@
+"""The CEL function `strategicPatch`: Kubernetes' strategic merge patch over plain values.
+
+A pure, directive-free form of k8s.io/apimachinery's strategicpatch, for machines that
+build an object the way a Go controller does with `StrategicMergePatch` (Trainer applies
+a TrainJob's runtimePatches to its runtime's JobSet spec so). The merge keys are given
+with the call, by dotted field path (list items add no segment), as a Go type's
+`patchMergeKey` tags would say; a list without one is replaced whole. The API server's
+own strategic merge (with `$patch`, `$retainKeys` and `$setElementOrder`) lives in
+engine/cluster/apiserver/patch/strategic_merge.py, which this layer cannot import.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+
+def strategic_patch(target: Any, patches: Any, keys: Any) -> dict[Any, Any]:
+    """`strategicPatch(map, list(map), map(string, string))`: `target` with each patch
+    applied in order; raises TypeError for arguments of the wrong kind."""
+    if not isinstance(target, Mapping) or not isinstance(patches, list):
+        raise TypeError(f"strategicPatch takes a map and a list of maps, not {target!r} "
+                        f"and {patches!r}")
+    if not isinstance(keys, Mapping) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in keys.items()):
+        raise TypeError(f"strategicPatch: the merge keys {keys!r} are not a map of strings")
+    merged = dict(target)
+    for patch in patches:
+        if not isinstance(patch, Mapping):
+            raise TypeError(f"strategicPatch: the patch {patch!r} is not a map")
+        merged = _merge_map(merged, patch, keys, "")
+    return merged
+
+
+def _merge_map(target: Any, patch: Mapping[Any, Any], keys: Mapping[str, str], path: str
+               ) -> dict[Any, Any]:
+    merged = dict(target) if isinstance(target, Mapping) else {}
+    for key, value in patch.items():
+        child = f"{path}.{key}" if path else str(key)
+        if value is None:
+            merged.pop(key, None)
+        elif isinstance(value, Mapping):
+            merged[key] = _merge_map(merged.get(key), value, keys, child)
+        elif isinstance(value, list) and child in keys:
+            current = merged.get(key)
+            merged[key] = _merge_list(current if isinstance(current, list) else [], value,
+                                      keys, child)
+        else:
+            merged[key] = value
+    return merged
+
+
+def _merge_list(target: list[Any], patch: list[Any], keys: Mapping[str, str], path: str
+                ) -> list[Any]:
+    """Entries merged by the path's key; then apimachinery's order: the patch's entries in
+    the patch's order, the others interleaved by their place in `target`."""
+    key = keys[path]
+    merged = list(target)
+    for item in patch:
+        if not isinstance(item, Mapping) or key not in item:
+            raise TypeError(f"strategicPatch: {item!r} at {path} is not a map with {key!r}")
+        at = _position(merged, key, item[key])
+        if at < 0:
+            merged.append(_merge_map({}, item, keys, path))
+        else:
+            merged[at] = _merge_map(merged[at], item, keys, path)
+    return _ordered(merged, patch, target, key)
+
+
+def _position(items: list[Any], key: str, value: Any) -> int:
+    return next((i for i, item in enumerate(items)
+                 if isinstance(item, Mapping) and item.get(key) == value), -1)
+
+
+def _ordered(merged: list[Any], patch: list[Any], target: list[Any], key: str) -> list[Any]:
+    """apimachinery's normalizeElementOrder: a patched entry goes before a target-only one
+    unless both are in `target` and the target-only one comes first there (so an entry new
+    to the list comes before the entries it did not name)."""
+    def in_target(item: Any) -> int:
+        return _position(target, key, item.get(key)) if isinstance(item, Mapping) else -1
+
+    named = sorted((m for m in merged if _position(patch, key, m.get(key)) >= 0),
+                   key=lambda m: _position(patch, key, m.get(key)))
+    others = sorted((m for m in merged if _position(patch, key, m.get(key)) < 0), key=in_target)
+    result: list[Any] = []
+    while others or named:
+        if named and (not others or not (0 <= in_target(others[0]) < in_target(named[0]))):
+            result.append(named.pop(0))
+        else:
+            result.append(others.pop(0))
+    return result
