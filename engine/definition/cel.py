@@ -601,6 +601,23 @@ def _selected_fields(source: str, name: str) -> tuple[str, ...] | None:
     return tuple(sorted(set(selected)))
 
 
+_FIELD_CHAIN = re.compile(r"(?:\s*\.\s*[A-Za-z_]\w*\b(?!\s*\())*")
+
+
+@lru_cache(maxsize=4096)
+def selected_paths(source: str, name: str) -> frozenset[tuple[str, ...]]:
+    """The chain of fields `source` selects from variable `name` at each mention of it
+    (`job.metadata.name` gives ('metadata', 'name')); a mention that selects no field (the
+    name used whole, indexed, called on, bound by a macro) gives (), the whole value.
+    Whatever the expression reads of the variable lies within the values at these paths.
+    Names in string literals are no mentions (`_code`)."""
+    source = _code(source)
+    return frozenset(
+        tuple(re.findall(r"[A-Za-z_]\w*", chain.group(0)))
+        for mention in re.finditer(rf"\b{name}\b", source)
+        if (chain := _FIELD_CHAIN.match(source, mention.end())) is not None)
+
+
 def _status_view(value: dict[str, Any], source: str, name: str, fields: tuple[str, ...]
                  ) -> tuple[str, ...] | None:
     """The fields of `name.status` that `source` reads, when it selects the status, the

@@ -9,7 +9,7 @@ first and act after (the write-ahead rule of the architecture page).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from functools import partial
@@ -27,10 +27,12 @@ from engine.controller.reconcile.record import (
     RestartRecord,
     shown_in_history,
 )
+from engine.controller.reconcile.replica_memo import RememberedStep, ReplicaMemo
 from engine.controller.reconcile.variables import (
     Surroundings,
     children_seen,
     common_variables,
+    replica_inputs,
     replica_summary,
     replica_variables,
 )
@@ -123,6 +125,9 @@ class _Progress:
     restarted_job: bool = False
     """Whether `restartJob` ran in this pass: every pod (or child) seen is of the old attempt
     now, and is deleted after the status write."""
+    common: tuple[MachineRecord, bool, dict[str, Any]] | None = None
+    """The job-level variables last made, with the record and `restarted_job` they were
+    made of (the record is immutable: while it is the same object, so are they)."""
 
     def apply_all(self, actions: Sequence[PlannedAction], replica: ReplicaId | None,
                   fired: Sequence[FiredTransition]) -> None:
@@ -165,11 +170,16 @@ def decide(
     now: str,
     transitions_kept: int = LAST_TRANSITIONS,
     surroundings: Surroundings | None = None,
+    memo: ReplicaMemo | None = None,
 ) -> Decision:
     """Step every machine of `job` until nothing fires; see the module docstring.
-    `surroundings`: by default, not gang scheduled and no child object seen yet."""
+    `surroundings`: by default, not gang scheduled and no child object seen yet. `memo`:
+    the job's replica steps remembered from its last passes (none by default: every
+    replica is stepped); the decision is the same with it or without."""
     if surroundings is None:
         surroundings = Surroundings(objects={child.name: {} for child in definition.objects})
+    if memo is not None:
+        memo.begin(definition.replica, spec.replica_types)
     progress = _Progress(
         _within_parallelism(definition, _without_stale_replicas(record, spec), spec, pods),
         now, job)
@@ -188,7 +198,8 @@ def decide(
             replicas_moved = False
         elif state is None or not _holds(definition, state):
             replicas_moved = _step_replicas(definition, cel_job, spec, pods, progress,
-                                            shared=shared, surroundings=surroundings)
+                                            shared=shared, surroundings=surroundings,
+                                            memo=memo)
         else:
             _replay_held_deletions(definition, cel_job, spec, pods, progress,
                                    surroundings=surroundings)
@@ -358,15 +369,19 @@ def _step_replicas(
     *,
     shared: Activation,
     surroundings: Surroundings,
+    memo: ReplicaMemo | None,
 ) -> bool:
-    """Step every replica once; whether any of them changed state."""
+    """Step every replica once; whether any of them changed state. A replica whose inputs
+    are those of a step remembered in `memo` takes that step again as it was."""
     moved = False
     common = _variables_now(definition, job, spec, pods, progress, surroundings=surroundings)
+    job_values = memo.job_values(common) if memo is not None else ()
     for replica_type in spec.replica_types:
         room = _room(definition, replica_type, progress.record)
         for index in range(replica_type.replicas):
             replica = ReplicaId(replica_type.name, index)
-            if progress.record.replica_states.get(replica) is None:
+            current = progress.record.replica_states.get(replica)
+            if current is None:
                 if room <= 0:
                     continue  # a pool member waits for a place (lowest index first)
                 room -= 1
@@ -376,18 +391,29 @@ def _step_replicas(
             if new_ends and facts.observation in _RESTARTED_FIRST:
                 consumed = {"podRestarting": facts.observation}
                 facts = replace(facts, observation="podRestarting")
-            variables = replica_variables(
-                common, replica, desired=replica_type.replicas,
+            variables = _LazyVariables(partial(
+                replica_variables, common, replica, desired=replica_type.replicas,
                 policy=replica_type.restart_policy, record=progress.record, facts=facts,
-                new_restarts=new_ends,
-            )
-            current = progress.record.replica_states.get(replica)
+                new_restarts=new_ends))
+            inputs = (current, tuple(consumed.items()), job_values, *replica_inputs(
+                replica, desired=replica_type.replicas, policy=replica_type.restart_policy,
+                record=progress.record, facts=facts, new_restarts=new_ends))
+            remembered = (memo.recall(replica, inputs) if memo is not None
+                          else RememberedStep(inputs))
             observations = {facts.observation}
-            if current is not None and _timed_out(definition, replica, current, variables,
-                                                  progress):
+            if current is not None and _timed_out(definition, replica, current,
+                                                  variables=variables,
+                                                  remembered=remembered, progress=progress):
                 observations.add("timedOut")
-            replica_facts = Facts(frozenset(observations), variables, consumed, shared)
-            result = step(definition.replica, current, replica_facts)
+            result = remembered.results.get(frozenset(observations))
+            if result is None:
+                replica_facts = Facts(frozenset(observations), variables.get(), consumed, shared)
+                result = step(definition.replica, current, replica_facts)
+                remembered.results[replica_facts.observations] = result
+                if memo is not None:
+                    memo.steps_taken += 1
+            elif memo is not None:
+                memo.steps_recalled += 1
             progress.errors += [f"{replica}: {error}" for error in result.errors]
             _note_ends(replica, facts, bool(result.fired), progress)
             for transition in result.fired:
@@ -400,20 +426,43 @@ def _step_replicas(
                 states = {**progress.record.replica_states, replica: result.state}
                 progress.record = progress.record.with_changes(replica_states=states)
                 _track_backoff(definition, replica, facts, result.state, progress)
-                _restart_timer(definition, replica, result.state, variables, progress)
+                _restart_timer(definition, replica, result.state, variables.get(), progress)
     return moved
+
+
+class _LazyVariables:
+    """One replica's variables, built the first time they are asked for (a step recalled
+    from the memo needs none)."""
+
+    __slots__ = ("_build", "_built")
+
+    def __init__(self, build: Callable[[], dict[str, Any]]) -> None:
+        self._build = build
+        self._built: dict[str, Any] | None = None
+
+    def get(self) -> dict[str, Any]:
+        if self._built is None:
+            self._built = self._build()
+        return self._built
 
 
 def _variables_now(definition: CompiledDefinition, job: Mapping[str, Any], spec: JobSpecView,
                    pods: Mapping[ReplicaId, PodFacts], progress: _Progress, *,
                    surroundings: Surroundings) -> dict[str, Any]:
-    """The job-level CEL variables as the record stands now (replica counts included)."""
+    """The job-level CEL variables as the record stands now (replica counts included): made
+    again only when the record changed since they were last made in this decision (the
+    summary counts every replica)."""
+    made = progress.common
+    if made is not None and made[0] is progress.record and made[1] == progress.restarted_job:
+        return made[2]
     summary = replica_summary(spec, progress.record, pods, definition.replica)
     # After restartJob every child seen is of the old attempt, which no guard should judge.
     children = [] if definition.child is None or progress.restarted_job else children_seen(
         spec, pods)
-    return common_variables(job, spec, progress.record, summary, surroundings,
-                            children=children)
+    variables = common_variables(job, spec, progress.record, summary, surroundings,
+                                 children=children)
+    progress.common = (progress.record, progress.restarted_job, variables)
+    return variables
 
 
 def _replay_held_deletions(
@@ -531,26 +580,44 @@ def _note_ends(replica: ReplicaId, facts: PodFacts, moved: bool, progress: _Prog
 def _timeout_of(
     definition: CompiledDefinition, state: str, variables: Mapping[str, Any], progress: _Progress
 ) -> float | None:
+    seconds, error = _timeout_length(definition, state, variables)
+    if error is not None:
+        progress.errors.append(error)
+    return seconds
+
+
+def _timeout_length(definition: CompiledDefinition, state: str, variables: Mapping[str, Any]
+                    ) -> tuple[float | None, str | None]:
+    """The seconds of the state's timeout (None: none), and the error working it out."""
     try:
-        return state_timeout(definition.replica, state, variables)
+        return state_timeout(definition.replica, state, variables), None
     except CelEvaluationError as exc:
-        progress.errors.append(f"timeout of replica state {state}: {exc}")
-        return None
+        return None, f"timeout of replica state {state}: {exc}"
 
 
 def _timed_out(
     definition: CompiledDefinition,
     replica: ReplicaId,
     state: str,
-    variables: Mapping[str, Any],
+    *,
+    variables: _LazyVariables,
+    remembered: RememberedStep,
     progress: _Progress,
 ) -> bool:
-    """Whether the replica has been in `state` past its timeout (`timedOut` holds).
+    """Whether the replica has been in `state` past its timeout (`timedOut` holds); the
+    timeout's length is worked out once per remembered step.
 
     A replica in a state with a timeout but no timer (the job just resumed, or the
     timeout was turned on) starts one now.
     """
-    seconds = _timeout_of(definition, state, variables, progress)
+    if remembered.timeout is None:
+        compiled = definition.replica.states[state]
+        remembered.timeout = ((compiled.timeout_seconds, None)
+                              if compiled.timeout_expression is None
+                              else _timeout_length(definition, state, variables.get()))
+    seconds, error = remembered.timeout
+    if error is not None:
+        progress.errors.append(error)
     if seconds is None:
         return False
     since = progress.record.replica_timers.get(replica)

@@ -76,6 +76,7 @@ from engine.controller.reconcile.refused import (
     refused_status,
     replica_failure_status,
 )
+from engine.controller.reconcile.replica_memo import ReplicaMemo
 from engine.controller.reconcile.status import build_status, ungoverned_status, write_status
 from engine.controller.reconcile.timeouts import next_look, state_timed_out
 from engine.controller.reconcile.variables import (
@@ -196,6 +197,8 @@ class Reconciler:
         self._unconfirmed = UnconfirmedNotices()
         self._verdicts = ValidationVerdicts()
         self._template_failed: set[str] = set()
+        self._memos: dict[str, ReplicaMemo] = {}
+        """Per job (by key id): its replica steps remembered from its last passes."""
         self._clock = clock
         self._transition_listeners: list[TransitionListener] = []
 
@@ -323,6 +326,7 @@ class Reconciler:
             self._written.forget(key.id)
             self._unconfirmed.forget(key.id)
             self._template_failed.discard(key.id)
+            self._memos.pop(key.id, None)
             self._expectations.forget(key.id)
             self._scheduler.cancel_all(key)
             self._release_orphaned_pods(key)
@@ -350,7 +354,7 @@ class Reconciler:
             return self._finish_deletion(key, job, assignment)
         now = self._clock()
         observed = self._observe(key, job, definition)
-        decision = self._decide(job, definition, observed, now)
+        decision = self._decide(key, job, definition, observed, now)
         if not _ended(definition, decision):  # an ended job needs no clean-up at deletion
             job = self._ensure_finalizer(key, job, definition)
         notices = notices_for(decision.fired, observed.facts)
@@ -508,7 +512,8 @@ class Reconciler:
         return self._references.resolve(key, targets)
 
     def _decide(
-        self, job: Obj, definition: CompiledDefinition, observed: _Observed, now: datetime
+        self, key: JobKey, job: Obj, definition: CompiledDefinition, observed: _Observed,
+        now: datetime,
     ) -> Decision:
         status = job.get("status") or {}
         record = observed.record
@@ -528,6 +533,7 @@ class Reconciler:
             job_observations=observations, now=format_time(now),
             transitions_kept=self._settings.status_last_transitions,
             surroundings=observed.surroundings,
+            memo=self._memos.setdefault(key.id, ReplicaMemo()),
         )
         log = logger.bind(job=f"{job['metadata']['namespace']}/{job['metadata']['name']}")
         for error in decision.errors:
@@ -730,7 +736,7 @@ class Reconciler:
         definition = assignment.definition
         now = self._clock()
         observed = self._observe(key, job, definition)
-        decision = self._decide(job, definition, observed, now)
+        decision = self._decide(key, job, definition, observed, now)
         cleanup = tuple(a for a in decision.actions if a.action.name in _DELETION_ACTIONS)
         decision = replace(decision, actions=cleanup, holds_replicas=True)
         if CLEANUP_FINALIZER not in (job["metadata"].get("finalizers") or []):

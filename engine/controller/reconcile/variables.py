@@ -188,3 +188,20 @@ def replica_variables(
         "failureAction": facts.failure_action,
         "failureCause": facts.failure_cause,
     }
+
+
+def replica_inputs(
+    replica: ReplicaId,
+    *,
+    desired: int,
+    policy: str,
+    record: MachineRecord,
+    facts: PodFacts,
+    new_restarts: int = 0,
+) -> tuple[Any, ...]:
+    """Everything `replica_variables` makes one replica's variables of besides the common
+    ones (the replica itself aside): equal inputs give equal variables, so a step taken on
+    them can be taken again as it was (`replica_memo`)."""
+    restarts = record.replica_restarts.get(replica)
+    return (desired, policy, restarts.count if restarts else 0, facts, new_restarts)
+

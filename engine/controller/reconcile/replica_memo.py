@@ -1,0 +1,164 @@
+"""Replica steps remembered from one pass over a job to the next (issue 33, part 3).
+
+A replica's step is a pure function of its state, the observations that hold for it and
+the values of the variables its machine's expressions read (`engine.definition.step`).
+A pass over a wide job finds most replicas as the last pass left them: same state, same
+pod, same job-level values. For those the step the last pass took is taken again as it
+was, without building the replica's variables or evaluating a guard, so a pass costs per
+replica a comparison of its inputs, not a step.
+
+The inputs compared are everything the step reads, nothing less: the replica's state,
+its pod's facts and the ends not seen yet, its type's size and restart policy, its
+restarts as recorded (`replica_inputs`), and of the job-level variables the values at
+the paths the replica machine's expressions select (`MachineReads`): a PyTorchJob's
+replicas read `job.metadata.name`, `job.metadata.namespace`, `runPolicy.suspend` and
+`runPolicy.pendingTimeoutSeconds`, so a status write or a replica moving elsewhere in the
+job changes none of them. A machine whose replicas read the replica counts (`replicas`)
+steps them all again whenever a count changes. Timers are the decision's own (the clock
+is compared every pass); what a step remembers of a state's timeout is its length.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from engine.controller.reconcile.children import ReplicaId
+from engine.controller.reconcile.jobspec import ReplicaTypeSpec
+from engine.definition import CompiledMachine, StepResult
+from engine.definition.cel import CompiledExpression, selected_paths
+from engine.definition.compiled import CompiledAction
+from engine.definition.templates import TextTemplate
+
+_ABSENT = object()
+"""A path the value does not have (a field left out): no value it could have."""
+
+
+@dataclass(frozen=True)
+class MachineReads:
+    """What a machine's expressions read: per variable, the field paths selected of it
+    (an empty path: the whole value)."""
+
+    paths: Mapping[str, frozenset[tuple[str, ...]]]
+
+    def values(self, variables: Mapping[str, Any]) -> tuple[Any, ...]:
+        """The values at the paths read of each of `variables` the machine reads (a
+        variable the machine reads that is not among them is left out)."""
+        found: list[Any] = []
+        for name in sorted(self.paths):
+            value = variables.get(name, _ABSENT)
+            if value is _ABSENT:
+                continue
+            paths = self.paths[name]
+            found.append((name, value) if () in paths else
+                         (name, tuple(_at(value, path) for path in sorted(paths))))
+        return tuple(found)
+
+
+def _at(value: Any, path: tuple[str, ...]) -> Any:
+    """The value at `path` of `value`: what any selection beginning with that path reads
+    lies within it. Where a step of the path is no map, the value there counts whole."""
+    for key in path:
+        if not isinstance(value, Mapping):
+            return value
+        value = value.get(key, _ABSENT)
+        if value is _ABSENT:
+            return _ABSENT
+    return value
+
+
+def _action_expressions(actions: tuple[CompiledAction, ...]) -> Iterator[CompiledExpression]:
+    for action in actions:
+        yield from action.expressions.values()
+        for template in action.templates.values():
+            yield from _template_expressions(template)
+
+
+def _template_expressions(template: TextTemplate | None) -> Iterator[CompiledExpression]:
+    if template is not None:
+        yield from (part.expression for part in template.parts if part.expression is not None)
+
+
+def machine_expressions(machine: CompiledMachine) -> Iterator[CompiledExpression]:
+    """Every expression a step of `machine` can evaluate: guards, messages, action
+    arguments, and each state's entry actions, condition message, delay and timeout."""
+    for transition in machine.transitions:
+        if transition.guard is not None:
+            yield transition.guard
+        yield from _template_expressions(transition.message)
+        yield from _action_expressions(transition.actions)
+    for state in machine.states.values():
+        yield from _action_expressions(state.on_enter)
+        yield from _template_expressions(state.condition_message)
+        for expression in (state.requeue_expression, state.timeout_expression):
+            if expression is not None:
+                yield expression
+
+
+def machine_reads(machine: CompiledMachine) -> MachineReads:
+    """What `machine`'s expressions read."""
+    paths: dict[str, set[tuple[str, ...]]] = {}
+    for expression in machine_expressions(machine):
+        for name in expression.names:
+            paths.setdefault(name, set()).update(selected_paths(expression.source, name))
+    return MachineReads({name: frozenset(found) for name, found in paths.items()})
+
+
+@dataclass
+class RememberedStep:
+    """One replica's last inputs and what its steps gave on them."""
+
+    inputs: tuple[Any, ...]
+    timeout: tuple[float | None, str | None] | None = None
+    """The length of its state's timeout and the error working it out, once asked."""
+    results: dict[frozenset[str], StepResult] = field(default_factory=dict)
+    """The step's result per set of observations (the timeout's `timedOut` or not)."""
+
+
+class ReplicaMemo:
+    """One job's remembered replica steps, for the machine they were taken with.
+
+    Used by one reconcile of the job at a time (the work queue never runs a key twice at
+    once); a pass over another machine (a new revision) starts afresh."""
+
+    def __init__(self) -> None:
+        self._machine: CompiledMachine | None = None
+        self._reads = MachineReads({})
+        self._steps: dict[ReplicaId, RememberedStep] = {}
+        self._job_values: tuple[Any, ...] | None = None
+        self.steps_taken = 0
+        """Replica steps taken since the memo was made (`recall` found no result)."""
+        self.steps_recalled = 0
+        """Replica steps recalled instead of taken."""
+
+    def begin(self, machine: CompiledMachine, replica_types: Sequence[ReplicaTypeSpec]) -> None:
+        """Start a pass over a job of `machine` with these replica types: the steps of
+        another machine, and of replicas the job no longer has, are forgotten."""
+        if machine is not self._machine:
+            self._machine = machine
+            self._reads = machine_reads(machine)
+            self._steps = {}
+            self._job_values = None
+        if len(self._steps) > sum(t.replicas for t in replica_types):
+            desired = {t.name: t.replicas for t in replica_types}
+            self._steps = {r: s for r, s in self._steps.items()
+                           if r.index < desired.get(r.type, 0)}
+
+    def job_values(self, common: Mapping[str, Any]) -> tuple[Any, ...]:
+        """What the machine's replicas read of the job-level variables `common`; the same
+        object as the last time when equal, so replicas compare it at once."""
+        values = self._reads.values(common)
+        if values != self._job_values:
+            self._job_values = values
+        assert self._job_values is not None
+        return self._job_values
+
+    def recall(self, replica: ReplicaId, inputs: tuple[Any, ...]) -> RememberedStep:
+        """The replica's remembered steps on `inputs`; a fresh, empty entry when its inputs
+        changed (or it was never stepped)."""
+        known = self._steps.get(replica)
+        if known is None or known.inputs != inputs:
+            known = RememberedStep(inputs)
+            self._steps[replica] = known
+        return known

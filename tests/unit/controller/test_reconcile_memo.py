@@ -1,0 +1,234 @@
+"""A pass over a wide job steps only the replicas whose inputs changed (issue 33, part 3).
+
+The replica steps of a job's earlier passes are remembered (`ReplicaMemo`) and taken again
+as they were when nothing they read changed. Random walks of the shipped machines check
+that every decision is the one taken without the memo (the simulated world decides both
+ways, tests/scenarios/reconcile_memo.py), and that the memo recalls steps at all; then the
+inputs one at a time: a job-level value a guard reads, a timer running out, a restart
+counted, a type's replica counts (read by MachineJob's dependsOn).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from engine.controller.reconcile.children import ReplicaId
+from engine.controller.reconcile.replica_memo import ReplicaMemo, machine_reads
+from tests.scenarios.reconcile_memo import RememberingDecide, remembering
+from tests.scenarios.test_batch_limit_scenarios import batch_job
+from tests.scenarios.world import (
+    DEFINITIONS,
+    Pod,
+    World,
+    deleted,
+    ended_in_place,
+    evicted,
+    exited,
+    lost,
+    machine_job,
+    pending,
+    pytorch_job,
+    running,
+    running_again,
+    tf_job,
+    worker,
+)
+
+
+@pytest.fixture
+def checked(monkeypatch: pytest.MonkeyPatch) -> Iterator[RememberingDecide]:
+    with remembering(monkeypatch) as checking:
+        yield checking
+
+
+def _replica(name: str) -> ReplicaId:
+    kind, index = name.rsplit("-", 1)
+    return ReplicaId(kind, int(index))
+
+
+_NEXT: dict[str, list[Callable[[random.Random], Pod | None]]] = {
+    "Pending": [lambda _: running(), lambda _: exited(0), lambda _: evicted()],
+    "Running": [lambda _: exited(0), lambda _: exited(1), lambda _: exited(137),
+                lambda r: ended_in_place(r.choice((1, 2, 137)), r.randint(0, 3)),
+                lambda _: deleted(),
+                lambda _: lost(), lambda r: running_again(r.randint(1, 3))],
+    "Succeeded": [lambda _: None],
+    "Failed": [lambda _: None],
+}
+
+
+def _walk(world: World, rng: random.Random, passes: int) -> None:
+    """`passes` reconciles of `world`, the world moving at random between them: pods the
+    engine created appear, some pods move on, deleted ones go; now and then the job is
+    suspended or resumed, or time passes."""
+    for _ in range(passes):
+        result = world.reconcile()
+        for name in result.made:
+            world.put(_replica(name), pending())
+        for name in result.planned("deletePod"):
+            world.put(_replica(name), None)
+        for replica in rng.sample(sorted(world.pods), min(len(world.pods), rng.randint(0, 2))):
+            phase = world.pods[replica]["status"]["phase"]
+            if world.pods[replica]["metadata"].get("deletionTimestamp"):
+                world.put(replica, None)
+            else:
+                world.put(replica, rng.choice(_NEXT[phase])(rng))
+        roll = rng.random()
+        if roll < 0.05:
+            world.run_policy["suspend"] = not world.run_policy.get("suspend", False)
+        elif roll < 0.15:
+            world.advance(rng.choice((5, 31, 400)))
+
+
+JOBS: dict[str, Callable[[], dict[str, Any]]] = {
+    "PyTorchJob ExitCode": lambda: pytorch_job(workers=6, run_policy={
+        "pendingTimeoutSeconds": 30, "backoffLimit": 20}),
+    "PyTorchJob OnFailure": lambda: pytorch_job(workers=5, policy="OnFailure",
+                                                run_policy={"backoffLimit": 20}),
+    "TFJob": lambda: tf_job(replicas={"Chief": 1, "PS": 2, "Worker": 4}, policy="OnFailure"),
+    "MachineJob": lambda: machine_job(workers=6, policy="OnFailure",
+                                      run_policy={"backoffLimit": 30}),
+    "Job Indexed": lambda: batch_job("Never", completionMode="Indexed", completions=12,
+                                     parallelism=4, backoffLimitPerIndex=1, backoffLimit=30),
+    "Job OnFailure": lambda: batch_job("OnFailure", completions=6, parallelism=3,
+                                       backoffLimit=30),
+}
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("name", sorted(JOBS))
+def test_random_walks_decide_alike_with_and_without_remembered_steps(
+        name: str, seed: int, checked: RememberingDecide) -> None:
+    _walk(World(JOBS[name]()), random.Random(f"{name}/{seed}"), passes=40)
+    assert checked.recalled > 0, "the memo never recalled a step"
+    assert checked.taken > 0
+
+
+def _memo(checked: RememberingDecide) -> ReplicaMemo:
+    (memo,) = checked.memos.values()
+    return memo
+
+
+def test_a_second_pass_over_an_unchanged_wide_job_steps_no_replica(
+        checked: RememberingDecide) -> None:
+    world = World(pytorch_job(workers=50))
+    world.reconcile()
+    for index in range(50):
+        world.put(worker(index), running())
+    world.reconcile()
+    memo = _memo(checked)
+    taken = memo.steps_taken
+    world.reconcile()
+    assert memo.steps_taken == taken
+    world.put(worker(7), exited(0))
+    world.reconcile()
+    # Worker-7's alone: the step that moves it, and the next round's in its new state.
+    assert memo.steps_taken == taken + 2
+
+
+def test_a_job_level_value_the_machine_reads_steps_every_replica_again(
+        checked: RememberingDecide) -> None:
+    world = World(pytorch_job(workers=2, run_policy={"pendingTimeoutSeconds": 300}))
+    world.reconcile()
+    for replica in (ReplicaId("Master", 0), worker(0), worker(1)):
+        world.put(replica, pending())
+    world.reconcile()
+    world.advance(20)
+    assert world.reconcile().replica_states["Worker-1"] == "Pending"
+    world.run_policy["pendingTimeoutSeconds"] = 10  # the Pending state's timeout reads it
+    assert world.reconcile().replica_states["Worker-1"] == "PendingTimedOut"
+
+
+def test_a_status_write_alone_steps_no_replica_again(checked: RememberingDecide) -> None:
+    world = World(pytorch_job(workers=4))
+    world.reconcile()
+    for replica in (ReplicaId("Master", 0), *map(worker, range(4))):
+        world.put(replica, pending())
+    world.reconcile()
+    memo = _memo(checked)
+    taken = memo.steps_taken
+    world.job["metadata"]["resourceVersion"] = "999"
+    world.job["metadata"]["labels"] = {"team": "vision"}
+    world.reconcile()
+    assert memo.steps_taken == taken
+
+
+def test_a_pending_timeout_runs_out_without_the_pod_changing(
+        checked: RememberingDecide) -> None:
+    world = World(pytorch_job(workers=2, run_policy={"pendingTimeoutSeconds": 30}))
+    world.reconcile()
+    for replica in (ReplicaId("Master", 0), worker(0), worker(1)):
+        world.put(replica, pending())
+    world.reconcile()
+    world.advance(20)
+    assert world.reconcile().replica_states["Worker-1"] == "Pending"
+    world.advance(11)
+    assert world.reconcile().replica_states["Worker-1"] == "PendingTimedOut"
+    assert _memo(checked).steps_recalled > 0
+
+
+def test_a_restart_counted_is_an_input_of_the_replica_that_restarted(
+        checked: RememberingDecide) -> None:
+    world = World(pytorch_job(workers=2))
+    world.reconcile()
+    world.put(worker(1), running())
+    world.reconcile()
+    world.put(worker(1), exited(137))  # retryable: Restarting, pod deleted, one restart
+    world.reconcile()
+    world.put(worker(1), None)
+    world.reconcile()
+    world.put(worker(1), running())
+    result = world.reconcile()
+    assert result.replica_states["Worker-1"] == "Running"
+    assert [n.reason for n in result.notices if n.replica == "Worker-1"] == ["Restarted"]
+
+
+def test_a_replica_that_stays_in_its_state_says_what_its_pod_says_now(
+        checked: RememberingDecide) -> None:
+    """Ends in place a failure rule ignores, seen while RestartingInPlace: the same state,
+    observation, count of new ends and of restarts, another exit code each time; each
+    end's Event says its own."""
+    job = pytorch_job(workers=1, policy="OnFailure")
+    job["spec"]["failureRules"] = [
+        {"action": "Ignore", "onExitCodes": {"operator": "In", "values": [1, 2, 3]}}]
+    world = World(job)
+    world.reconcile()
+    world.put(worker(0), running())
+    world.reconcile()
+    said = []
+    for restarts, code in enumerate((1, 2, 3)):
+        world.put(worker(0), ended_in_place(code, restarts))
+        result = world.reconcile()
+        assert result.replica_states["Worker-0"] == "RestartingInPlace"
+        said += [message for _, reason, message in result.posted
+                 if reason == "PodFailureIgnored"]
+    assert [message.split("(")[1][:11] for message in said] == [
+        "exit code 1", "exit code 2", "exit code 3"]
+    assert _memo(checked).steps_recalled > 0
+
+
+def test_machine_jobs_replicas_read_the_replica_counts() -> None:
+    """MachineJob's create loop reads `replicas` (dependsOn), so a count changing anywhere
+    steps its replicas again; the Kubeflow machines read none of it."""
+    machine = machine_reads(DEFINITIONS["MachineJob"].replica)
+    assert "replicas" in machine.paths
+    pytorch = machine_reads(DEFINITIONS["PyTorchJob"].replica)
+    assert "replicas" not in pytorch.paths
+    assert pytorch.paths["job"] == {("metadata", "name"), ("metadata", "namespace")}
+    assert pytorch.paths["runPolicy"] == {("suspend",), ("pendingTimeoutSeconds",)}
+
+
+def test_the_job_values_are_the_values_at_the_paths_read() -> None:
+    reads = machine_reads(DEFINITIONS["PyTorchJob"].replica)
+    job = {"metadata": {"name": "a", "namespace": "n", "resourceVersion": "1"}}
+    moved = {"metadata": {"name": "a", "namespace": "n", "resourceVersion": "2"}}
+    renamed = {"metadata": {"name": "b", "namespace": "n", "resourceVersion": "1"}}
+    common = {"job": job, "runPolicy": {"suspend": False}, "replicas": {"Worker": {}}}
+    assert reads.values(common) == reads.values({**common, "job": moved})
+    assert reads.values(common) != reads.values({**common, "job": renamed})
+    assert reads.values(common) != reads.values({**common, "runPolicy": {}})
+    assert reads.values(common) == reads.values({**common, "replicas": {"Worker": {"a": 1}}})
