@@ -44,6 +44,19 @@ def _set_container(pod: Pod, state: dict[str, Any], *, last: dict[str, Any] | No
     }]
 
 
+def _set_ready(pod: Pod, ready: bool, now: datetime) -> None:
+    """The pod's Ready condition, as the kubelet reports it for a container without a
+    readiness probe: True while it runs, False once it ended (a JobSet's Jobs count their
+    ready pods, and InOrder start-up waits for them)."""
+    value = "True" if ready else "False"
+    conditions = pod["status"].get("conditions") or []
+    before = next((c for c in conditions if c.get("type") == "Ready"), None)
+    since = (before.get("lastTransitionTime") if before and before.get("status") == value
+             else format_time(now))
+    pod["status"]["conditions"] = [*(c for c in conditions if c.get("type") != "Ready"),
+                                   {"type": "Ready", "status": value, "lastTransitionTime": since}]
+
+
 def scheduled(pod: Pod, now: datetime) -> None:
     """A pod the API server just stored: bound to the node, its container being created."""
     pod.setdefault("spec", {})["nodeName"] = NODE
@@ -57,6 +70,7 @@ def start(pod: Pod, now: datetime) -> None:
     pod["status"]["phase"] = "Running"
     pod["status"].setdefault("startTime", format_time(now))
     _set_container(pod, {"running": {"startedAt": format_time(now)}})
+    _set_ready(pod, True, now)
 
 
 def end(pod: Pod, code: int, now: datetime, reason: str = "") -> bool:
@@ -68,6 +82,7 @@ def end(pod: Pod, code: int, now: datetime, reason: str = "") -> bool:
     policy = pod["spec"].get("restartPolicy") or "Always"
     in_place = policy in IN_PLACE_POLICIES and (policy == "Always" or code != 0)
     _set_container(pod, {"terminated": terminated})
+    _set_ready(pod, False, now)
     if not in_place:
         pod["status"]["phase"] = "Succeeded" if code == 0 else "Failed"
     return in_place
@@ -79,6 +94,7 @@ def restart_in_place(pod: Pod, now: datetime) -> None:
     last = {"terminated": statuses["state"]["terminated"]}
     _set_container(pod, {"running": {"startedAt": format_time(now)}}, last=last,
                    restarts=int(statuses.get("restartCount", 0)) + 1)
+    _set_ready(pod, True, now)
 
 
 def restart_delay(pod: Pod) -> float:
@@ -125,6 +141,7 @@ def stop(pod: Pod, now: datetime) -> None:
     else:
         terminated = {"exitCode": 137, "reason": "ContainerStatusUnknown"}
     _set_container(pod, {"terminated": {**terminated, "finishedAt": format_time(now)}})
+    _set_ready(pod, False, now)
     pod["status"]["phase"] = "Failed"
 
 

@@ -64,7 +64,9 @@ class Fact(_Strict):
 
     at: Duration
     replica: str | None = None
-    """Whose pod a pod fact is about: `Worker-1`."""
+    """Whose pod a pod fact is about: `Worker-1`; a pod of a child's own machine by the path
+    of replicas down to it: `workers-0/Job-1` (the Job of the JobSet's replica workers-0,
+    its replica Job-1)."""
     exits: Annotated[int, Field(ge=0, le=255)] | None = None
     """The pod's main container ends with this exit code."""
     reason: str | None = None
@@ -143,6 +145,10 @@ class Scenario(_Strict):
     machine: str | None = None
     """The path of a machine definition file relative to the scenario file (default: the
     shipped machine governing the job's kind)."""
+    objects: list[str | dict[str, Any]] | None = None
+    """The objects of the cluster a job may name (governs.references: a TrainJob's
+    runtime): manifest files relative to the scenario file, or inline objects; default:
+    what `jobmachine up` installs beside the machines (manifests/)."""
     pods: PodTiming = Field(default_factory=PodTiming)
     timeline: list[Fact] = Field(default_factory=list)
     expect: Expectation = Field(default_factory=Expectation)

@@ -49,7 +49,8 @@ def _count(number: int, noun: str) -> str:
 
 
 def json_report(played: Played) -> str:
-    """The same as one JSON document: timeline entries, the end, the status, `expect`."""
+    """The same as one JSON document: timeline entries, the end, the engine's status and
+    the kind's own (a Native layout's: a JobSet's as its API shows it), `expect`."""
     simulation = played.simulation
     outcome = asdict(simulation.outcome)
     outcome["podsCreated"] = outcome.pop("pods_created")
@@ -60,6 +61,7 @@ def json_report(played: Played) -> str:
         "end": {"at": simulation.end, "offset": format_offset(simulation.end),
                 "stopped": simulation.stopped, **outcome},
         "status": simulation.status,
+        "kindStatus": simulation.kind_status,
         "expect": None if not played.scenario.scenario.expects else {
             "met": not played.unmet, "unmet": [str(d) for d in played.unmet]},
     }

@@ -4,6 +4,7 @@ passes in between, and the timeline it keeps."""
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from pathlib import Path
 
 import pytest
@@ -11,7 +12,7 @@ import pytest
 from engine.simulation import run as run_module
 from engine.simulation.result import format_offset
 from engine.simulation.run import NeverSettlesError
-from engine.simulation.world import Pass, PostedEvent, World
+from engine.simulation.world import Pass, World
 from tests.unit.simulation.support import lines, machine_job, run
 
 
@@ -173,10 +174,14 @@ def test_the_ttl_after_finished_deletes_the_job_and_ends_the_run(tmp_path: Path)
 
 def test_a_machine_that_never_settles_is_an_error(tmp_path: Path,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    passes = itertools.count()
+
     class Restless(World):
+        """Writes a new status on every pass (an Event alone wakes no one: not restless)."""
+
         def reconcile(self) -> Pass:
             passed = super().reconcile()
-            return dataclasses.replace(passed, events=(PostedEvent("Normal", "Again", "."),))
+            return dataclasses.replace(passed, status={**passed.status, "pass": next(passes)})
 
     monkeypatch.setattr(run_module, "World", Restless)
     with pytest.raises(NeverSettlesError, match="at 0s it keeps changing the job"):
