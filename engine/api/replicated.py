@@ -236,9 +236,12 @@ def _known_types(
 
 
 def _dependency_problems(specs: Mapping[str, Any], path: str) -> list[str]:
-    """`dependsOn` (where a kind has it) names other types of the job and forms no cycle."""
+    """`dependsOn` entries naming a `replicaType` (MachineJob's) name other types of the job
+    and form no cycle. JobSet's entries name a replicated job by `name` with a status to
+    wait for: its machine checks them."""
     waits = {
-        name: [d.get("replicaType") for d in spec.get("dependsOn") or () if isinstance(d, Mapping)]
+        name: [d["replicaType"] for d in spec.get("dependsOn") or ()
+               if isinstance(d, Mapping) and "replicaType" in d]
         for name, spec in specs.items()
     }
     for name, others in waits.items():

@@ -64,6 +64,20 @@ def test_a_dependency_cycle_is_an_error() -> None:
     assert "dependsOn forms a cycle" in error_of(doc)
 
 
+def test_a_jobsets_depends_on_names_a_replicated_job_and_is_left_to_its_machine() -> None:
+    """JobSet's dependsOn entries are {name, status} (Trainer's initializer runtimes wait
+    so); the replicaType check must not read them as MachineJob's."""
+    job = {"name": "node", "groupName": "default", "replicas": 1, "template": {"spec": {
+        "template": {"spec": {"containers": [{"name": "c", "image": "i"}]}}}}}
+    doc = {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
+           "metadata": {"name": "js", "namespace": "n"},
+           "spec": {"replicatedJobs": [
+               job | {"name": "init"},
+               job | {"dependsOn": [{"name": "init", "status": "Complete"}]}]}}
+
+    assert error_of(doc) == ""
+
+
 def test_the_error_names_the_field() -> None:
     doc = changed(example("PyTorchJob"), "spec.pytorchReplicaSpecs.Worker.template",
                   {"spec": {"containers": [{"name": "pytorch"}]}})
