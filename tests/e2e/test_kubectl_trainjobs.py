@@ -2,8 +2,10 @@
 TrainJob examples unchanged (examples/trainer/, from kubeflow/trainer v2.3.0) on the shipped
 torch-distributed runtime: a suspended TrainJob (the Kueue example) shows State Suspended
 with its JobSet suspended, runs as Kueue would let it once resumed and ends Complete; the
-multi-node example's pods get torchrun's PET_* variables; deleting a TrainJob deletes its
-JobSet (owner references)."""
+multi-node example's pods get torchrun's PET_* variables; the runtime patches example's
+patches reach its Job; the Volcano example makes one PodGroup; the multi-step example is
+refused as Trainer's webhook refuses it; deleting a TrainJob deletes its JobSet (owner
+references)."""
 
 from __future__ import annotations
 
@@ -78,3 +80,77 @@ def test_the_multi_node_example_gives_its_pods_torchruns_variables(
     cluster_kubectl("delete", "trainjob", "multi-node-example", "--timeout=60s", timeout=90)
     cluster_kubectl("wait", "--for=delete", "jobset/multi-node-example", "--timeout=60s",
                     timeout=90)
+
+
+def test_the_runtime_patches_example_reaches_the_jobs_pod_template(
+    cluster_kubectl: Kubectl,
+) -> None:
+    """kubectl apply's strict validation takes the example (the CRD has the patch schema);
+    its patches are on the JobSet and the Job's pod template; they cannot change while the
+    TrainJob runs."""
+    cluster_kubectl("create", "serviceaccount", "training-sa")
+    cluster_kubectl("apply", "-f", str(EXAMPLES / "02-runtime-patches.yaml"))
+    cluster_kubectl("wait", "--for=create", "job/runtime-patches-example-node-0",
+                    "--timeout=60s", timeout=90)
+
+    jobset = cluster_kubectl.get_json("jobset", "runtime-patches-example")
+    labels, annotations = jobset["metadata"]["labels"], jobset["metadata"]["annotations"]
+    assert (labels["team"], labels["cost-center"]) == ("ml-platform", "research")
+    assert annotations["prometheus.io/port"] == "8080"
+    pod = cluster_kubectl.get_json("job", "runtime-patches-example-node-0")["spec"][
+        "template"]["spec"]
+    assert pod["serviceAccountName"] == "training-sa"
+    assert pod["nodeSelector"] == {"node-type": "training"}
+    assert pod["tolerations"] == [{"key": "training-workload", "operator": "Equal",
+                                   "value": "true", "effect": "NoSchedule"}]
+    refused = cluster_kubectl.run("patch", "trainjob", "runtime-patches-example", "--type=json",
+                                  "-p", '[{"op": "remove", "path": "/spec/runtimePatches"}]')
+    assert refused.returncode == 1
+    assert ("spec.runtimePatches: Forbidden: RuntimePatches can only be modified when the "
+            "TrainJob is suspended before or after the update") in refused.stderr
+    cluster_kubectl("delete", "trainjob", "runtime-patches-example", "--timeout=60s", timeout=90)
+
+
+def test_the_multi_step_example_is_refused_as_trainers_webhook_refuses_it(
+    cluster_kubectl: Kubectl,
+) -> None:
+    """Upstream's example sets spec.initializer.dataset on a runtime whose
+    dataset-initializer container mounts no `initializer` volume, which Trainer v2.3's
+    webhook refuses (the JobSet plugin's Validate); here the TrainJob ends Failed so, and
+    no JobSet is made."""
+    cluster_kubectl("apply", "-f", str(EXAMPLES / "05-multi-step.yaml"))
+    cluster_kubectl("wait", "--for=condition=Failed", "trainjob/multi-step-example",
+                    "--timeout=60s", timeout=90)
+
+    trainjob = cluster_kubectl.get_json("trainjob", "multi-step-example")
+    (failed,) = trainjob["status"]["conditions"]
+    assert (failed["reason"], failed["message"]) == ("FailedValidation", (
+        'TrainJob.trainer.kubeflow.org "multi-step-example" is invalid: spec.runtimeRef: '
+        'Invalid value: {"name":"torch-with-dataset-init","apiGroup":"trainer.kubeflow.org",'
+        '"kind":"TrainingRuntime"}: must have volumeMount with name - initializer in '
+        "container dataset-initializer of the dataset-initializer job"))
+    assert cluster_kubectl.run("get", "jobset", "multi-step-example").returncode == 1
+    cluster_kubectl("delete", "trainjob", "multi-step-example", "--timeout=60s", timeout=90)
+    cluster_kubectl("delete", "trainingruntime", "torch-with-dataset-init", "--timeout=60s",
+                    timeout=90)
+
+
+def test_the_volcano_example_makes_one_podgroup_of_its_four_nodes(
+    cluster_kubectl: Kubectl,
+) -> None:
+    cluster_kubectl("apply", "-f", str(EXAMPLES / "04-volcano-integration.yaml"))
+    try:
+        cluster_kubectl("wait", "--for=create", "podgroups.scheduling.volcano.sh/volcano-example",
+                        "--timeout=60s", timeout=90)
+        cluster_kubectl("wait", "--for=create", "job/volcano-example-node-0", "--timeout=60s",
+                        timeout=90)
+        group = cluster_kubectl.get_json("podgroups.scheduling.volcano.sh", "volcano-example")
+        assert group["spec"]["minMember"] == 4
+        assert group["metadata"]["ownerReferences"][0]["kind"] == "TrainJob"
+        template = cluster_kubectl.get_json("job", "volcano-example-node-0")["spec"]["template"]
+        assert template["metadata"]["annotations"]["scheduling.k8s.io/group-name"] == (
+            "volcano-example")
+        cluster_kubectl("delete", "trainjob", "volcano-example", "--timeout=60s", timeout=90)
+    finally:
+        cluster_kubectl("delete", "clustertrainingruntime", "torch-distributed-volcano",
+                        "--ignore-not-found", "--timeout=60s", timeout=90)

@@ -40,7 +40,8 @@ def test_the_shipped_runtimes_are_listed_with_their_framework_and_entrypoint(
 ) -> None:
     listed = run_sdk(cluster, LIST, tmp_path)["runtimes"]
     by_name = {runtime["name"]: runtime for runtime in listed}
-    assert set(by_name) == {"torch-distributed", "jax-distributed", "xgboost-distributed"}
+    assert set(by_name) == {"torch-distributed", "jax-distributed", "xgboost-distributed",
+                            "torch-distributed-with-cache"}
     torch = by_name["torch-distributed"]
     assert torch["kind"] == "ClusterTrainingRuntime"
     assert torch["framework"] == "torch"
@@ -75,7 +76,8 @@ def test_a_runtime_without_the_framework_label_is_skipped_and_a_namespaced_one_w
         cluster.client.delete(CLUSTER_RUNTIMES, "no-framework-label")
         cluster.client.delete(RUNTIMES, "torch-distributed", "default")
     names = sorted(runtime["name"] for runtime in listed)
-    assert names == ["jax-distributed", "torch-distributed", "xgboost-distributed"]
+    assert names == ["jax-distributed", "torch-distributed", "torch-distributed-with-cache",
+                     "xgboost-distributed"]
     torch = next(runtime for runtime in listed if runtime["name"] == "torch-distributed")
     assert (torch["kind"], torch["nodes"]) == ("TrainingRuntime", 3)
     assert got == {"kind": "TrainingRuntime", "nodes": 3}
