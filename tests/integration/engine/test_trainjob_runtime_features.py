@@ -233,3 +233,40 @@ def test_what_trainers_webhook_refuses_ends_the_trainjob_failed_in_its_words(
         'configured with input datasetConfig, spec.runtimePatches.manager: Invalid value: '
         '"kueue.k8s.io/": must be a domain-prefixed path (such as "acme.io/foo")]'))
     assert client.list(JOBSETS, ns)[0] == []
+
+
+def test_the_shipped_runtime_with_cache_runs_its_initializer_then_the_nodes(
+    client: KubeClient, ns: str
+) -> None:
+    """torch-distributed-with-cache (manifests/trainer-runtimes.yaml): its initializer runs
+    first, as the ServiceAccount Trainer's data-cache overlay makes. A TrainJob that sets
+    spec.initializer.dataset on it is refused as Trainer v2.3's webhook refuses it (by
+    reading): the runtime's initializer container mounts no `initializer` volume."""
+    client.create(SERVICE_ACCOUNTS, {"apiVersion": "v1", "kind": "ServiceAccount",
+                                     "metadata": {"name": "kubeflow-trainer-cache-initializer"}},
+                  ns)
+    client.create(TRAINJOBS, trainjob("cached", ns, "torch-distributed-with-cache", numNodes=2),
+                  ns)
+    with_uri = trainjob("with-uri", ns, "torch-distributed-with-cache")
+    with_uri["spec"]["initializer"] = {"dataset": {"storageUri": "cache://schema/table"}}
+    client.create(TRAINJOBS, with_uri, ns)
+
+    done = wait_for_condition(client, ns, "cached", "Complete")
+
+    assert sorted(s["name"] for s in done["status"]["jobsStatus"]) == [
+        "dataset-initializer", "node"]
+    (initializer,) = pods(client, ns, "cached", "dataset-initializer")
+    assert initializer["spec"]["serviceAccountName"] == "kubeflow-trainer-cache-initializer"
+    env = env_of_container(initializer["spec"]["containers"][0])
+    assert (list(env)[:2], env["CACHE_IMAGE"]) == (
+        ["CACHE_IMAGE", "TRAIN_JOB_NAME"], "ghcr.io/kubeflow/trainer/data-cache:v2.3.0")
+    nodes = pods(client, ns, "cached", "node")
+    assert len(nodes) == 2
+    assert all(p["metadata"]["creationTimestamp"] >= container_finished(initializer)
+               for p in nodes)
+    assert env_of(nodes[0])["TRAIN_JOB_NAME"]["fieldRef"]["fieldPath"] == (
+        "metadata.labels['jobset.sigs.k8s.io/jobset-name']")
+    refused = conditions(wait_for_condition(client, ns, "with-uri", "Failed"))["Failed"]
+    assert refused["message"].endswith(
+        "must have volumeMount with name - initializer in container dataset-initializer of "
+        "the dataset-initializer job")
