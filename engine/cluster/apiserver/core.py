@@ -32,6 +32,7 @@ from engine.cluster.apiserver.controllers.grace_periods import GracePeriods
 from engine.cluster.apiserver.controllers.history_expiry import HistoryExpiry
 from engine.cluster.apiserver.controllers.namespaces import NamespaceTerminator
 from engine.cluster.apiserver.controllers.root_ca_publisher import RootCaPublisher
+from engine.cluster.apiserver.patch.managed_fields import share_loaded_fields
 from engine.cluster.apiserver.patch.write_ownership import SERVER_MANAGER
 from engine.cluster.apiserver.registry.builtins import (
     INITIAL_NAMESPACES,
@@ -116,6 +117,8 @@ def open_core(
     journal = Journal(data_dir) if data_dir is not None else None
     if journal is not None:
         journal.load(table)
+        share_loaded_fields(entry.obj for key in table.type_keys()
+                            for entry in table.bucket(key).entries.values())
         journal.compact(table)
     store = Store(registry, reactor, table=table, history=history, history_age=history_age,
                   clock=clock)

@@ -10,6 +10,7 @@ fold into `ancient-changes`) and the 409 an apply conflict is answered with.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import lru_cache
@@ -24,6 +25,7 @@ from engine.cluster.apiserver.patch.field_paths import (
     fields_v1,
     from_fields_v1,
     path_string,
+    shared_fields_v1,
 )
 
 APPLY, UPDATE = "Apply", "Update"
@@ -162,6 +164,20 @@ def _remember(entries: Any, managed: Managed) -> None:
     if len(_KNOWN) >= _KNOWN_LIMIT:
         del _KNOWN[next(iter(_KNOWN))]
     _KNOWN[id(entries)] = (entries, managed)
+
+
+def share_loaded_fields(objects: Iterable[dict[str, Any]]) -> None:
+    """Make the FieldsV1 documents of objects just read from disk the shared nodes that
+    writes produce (`shared_fields_v1`), so a restarted server holds them once, not once
+    per object. Call before anyone else sees the objects: their lists are changed in place."""
+    for obj in objects:
+        entries = obj.get("metadata", {}).get("managedFields")
+        if not isinstance(entries, list):
+            continue
+        for entry in entries:
+            document = entry.get("fieldsV1") if isinstance(entry, dict) else None
+            if isinstance(document, dict):
+                entry["fieldsV1"] = shared_fields_v1(document)
 
 
 def _timestamp(value: Any) -> str | None:
