@@ -4,8 +4,10 @@ The shortest way from a checkout to seeing the engine work: `up` in a temporary
 folder, every example submitted, each recorded state change printed as it
 happens, then the phases, the events and each job's path as a picture. It
 returns whether every job ended as its `demo.jobmachine.dev/expect` annotation
-says, so the same run doubles as a smoke test of the whole engine. `--real` runs
-examples/real instead: replicas that train for real, whose `result:` log lines it prints.
+says (Succeeded or Failed; a TrainJob's success is Complete), so the same run doubles as a
+smoke test of the whole engine. `--real` runs examples/real instead: replicas that train for
+real (a TrainJob's pods too, found through its JobSet's Jobs), whose `result:` log lines it
+prints.
 """
 
 from __future__ import annotations
@@ -35,7 +37,9 @@ from engine.app.up import (
     running_local_cluster,
 )
 from engine.controller.machines.install import crd_resources
+from engine.controller.machines.served import BUILT_IN_JOB_KINDS
 from engine.controller.reconcile.children import JOB_UID_LABEL
+from engine.controller.reconcile.native_status import engine_view
 from engine.controller.reconcile.reconcile import RecordedTransition
 from engine.kube.client import KubeClient
 from engine.kube.errors import ApiError
@@ -43,18 +47,21 @@ from engine.kube.resources import CONFIGMAPS, EVENTS, PODS, Resource
 from engine.shipped import shipped_dir
 
 EXPECT_ANNOTATION = "demo.jobmachine.dev/expect"
-EXPECTATIONS = ("Succeeded", "Failed")
+EXPECTATIONS = ("Succeeded", "Complete", "Failed")
+"""The end phases an example may expect: a job's success (a TrainJob's is Complete) or
+failure."""
 POLL_INTERVAL_S = 0.2
 # Short enough that a restart shows within seconds, long enough to be seen in the timeline.
 DEMO_REPLICA_BACKOFF_S = 2.0
 EVENT_FLUSH_TIMEOUT_S = 5.0
 # What the examples in examples/real import: the `real` extra.
-REAL_MODULES = ("xgboost", "jax", "numpy", "mpi4py")
+REAL_MODULES = ("xgboost", "jax", "numpy", "mpi4py", "torch")
 # What the MPIJob example runs besides Python: Open MPI's launcher, from the machine.
 REAL_PROGRAMS = {"mpirun": "Open MPI (Debian: apt-get install openmpi-bin)"}
 # The examples' scripts (the folder's *.py), mounted by the examples that run them.
 SCRIPTS_CONFIGMAP = "example-scripts"
 RESULT_PREFIX = "result:"
+BATCH_JOBS = BUILT_IN_JOB_KINDS[("batch/v1", "Job")]
 
 
 class DemoError(ValueError):
@@ -120,7 +127,7 @@ def _example(path: Path, document: Any, kinds: Mapping[str, Resource]) -> Exampl
     if not metadata.get("name") or expect not in EXPECTATIONS:
         raise DemoError(
             f"{path}: needs metadata.name and the annotation {EXPECT_ANNOTATION}: "
-            f"{' or '.join(EXPECTATIONS)} (the phase the demo checks it ends in)"
+            f"{', '.join(EXPECTATIONS)} (the phase the demo checks it ends in)"
         )
     return Example(path, document, kinds[str(kind)], expect)
 
@@ -136,7 +143,9 @@ class _Tracked:
 
     @property
     def status(self) -> Mapping[str, Any]:
-        return self.job.get("status") or {}
+        """The engine's status: the job's own, or the annotation a kind with a fixed status
+        schema (a TrainJob) keeps it in."""
+        return engine_view(self.job).get("status") or {}
 
     def row(self) -> JobRow:
         ended = self.finished_at
@@ -308,13 +317,29 @@ def _report(cluster: LocalCluster, tracked: Sequence[_Tracked], output: Path, ou
 
 
 def _result_lines(client: KubeClient, one: _Tracked) -> list[tuple[str, str]]:
-    """(pod, line) for each result line the job's pods logged."""
+    """(pod, line) for each result line the job's pods logged, its children's too (a
+    TrainJob's pods are its JobSet's Jobs')."""
     namespace = one.example.namespace
+    owners = _descendants(client, namespace, str(one.job["metadata"]["uid"]))
     pods, _ = client.list(PODS, namespace,
-                          label_selector=f"{JOB_UID_LABEL}={one.job['metadata']['uid']}")
+                          label_selector=f"{JOB_UID_LABEL} in ({','.join(sorted(owners))})")
     names = sorted(str(pod["metadata"]["name"]) for pod in pods)
     return [(name, line) for name in names for line in _log(client, name, namespace).splitlines()
             if line.startswith(RESULT_PREFIX)]
+
+
+def _descendants(client: KubeClient, namespace: str, uid: str) -> set[str]:
+    """The job's uid and those of the jobs made under it, at any depth: the engine labels
+    each child object with its parent's uid, as it labels pods."""
+    kinds = [r for r in crd_resources(shipped_dir("crds")) if r.namespaced]
+    found, parents = {uid}, {uid}
+    while parents:
+        selector = f"{JOB_UID_LABEL} in ({','.join(sorted(parents))})"
+        parents = {str(child["metadata"]["uid"]) for kind in (*kinds, BATCH_JOBS)
+                   for child in client.list(kind, namespace, label_selector=selector)[0]}
+        parents -= found
+        found |= parents
+    return found
 
 
 def _log(client: KubeClient, pod: str, namespace: str) -> str:

@@ -1,7 +1,8 @@
 """Every example in examples/real trains for real under `jobmachine demo --real`.
 
 One demo run (process mode, every example at once, as a user runs it) must end each
-job Succeeded, and each replica's `result:` line must show that the replicas met
+job Succeeded (the TrainJob Complete), and each replica's `result:` line must show that the
+replicas met
 and trained one model: the same result on every replica, checked by the example
 itself ("(ok)") and here.
 """
@@ -29,6 +30,7 @@ class Trained:
     trainers: tuple[str, ...]
     line: re.Pattern[str]
     others: dict[str, str] = field(default_factory=dict)
+    end: str = "Succeeded"
 
 
 EXAMPLES = [
@@ -54,6 +56,12 @@ EXAMPLES = [
         r"mpi launcher: (?P<shared>2 of 2 ranks in pods mpi-real-worker-0, mpi-real-worker-1, "
         r"pi 3\.1415926536, max weight error (?P<error>[\d.]+), model [0-9a-f]{12} the same "
         r"on every rank \(ok\))$")),
+    Trained("real-trainjob", ("real-trainjob-node-0-job-0", "real-trainjob-node-0-job-1"),
+            re.compile(
+        r"trainjob rank [01] of 2 \(node [01] of 2, master "
+        r"real-trainjob-node-0-0\.real-trainjob\): (?P<shared>rank sum 1, 200 steps, "
+        r"loss [\d.]+, weight 2\.0\d\d, bias -1\.0\d\d, the same on every rank \(ok\))$"),
+            end="Complete"),
 ]
 
 
@@ -68,8 +76,8 @@ def demo_output(tmp_path_factory: pytest.TempPathFactory) -> str:
 def test_demo_real_runs_every_example_to_succeeded(demo_output: str) -> None:
     assert f"all {len(EXAMPLES)} jobs ended as expected" in demo_output, demo_output
     for example in EXAMPLES:
-        assert re.search(rf"^{example.job} +Succeeded +Succeeded +0 ", demo_output, re.M), \
-            demo_output
+        assert re.search(rf"^{example.job} +{example.end} +{example.end} +0 ", demo_output,
+                         re.M), demo_output
 
 
 def test_demo_real_draws_each_job_path(demo_output: str) -> None:
