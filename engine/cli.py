@@ -190,6 +190,12 @@ def graph(
         typer.Option("--rollout", help="With FILE: draw the path of its rollout (spec.rollout) "
                                        "for 3 replicas at the defaults, situation by situation."),
     ] = False,
+    depth: Annotated[
+        int | None,
+        typer.Option(min=0, help="With --job: how many levels of the job's child objects to "
+                                 "draw with their paths (a JobSet's Jobs: 1; default: all; "
+                                 "0: the job alone)."),
+    ] = None,
 ) -> None:
     """Draw a machine definition, or one job's path through it, as DOT, Mermaid, SVG or PNG."""
     from engine.graph.render import RenderError, render_file
@@ -203,7 +209,8 @@ def graph(
                 _fail("--rollout draws a machine FILE's rollout, not a job's")
             data = _rollout_picture(file, machine, fmt)
         elif job is not None:
-            data = _job_picture(job, kubeconfig, machines, level=level.value, fmt=fmt)
+            data = _job_picture(job, kubeconfig, machines, level=level.value, fmt=fmt,
+                                depth=depth)
         else:
             assert file is not None
             data = render_file(file, level=level.value, fmt=fmt, machine=machine)
@@ -300,7 +307,8 @@ def _rollout_picture(file: Path, machine: str | None, fmt: str) -> bytes:
 
 
 def _job_picture(
-    job: str, kubeconfig: Path | None, machines: Path | None, *, level: str, fmt: str
+    job: str, kubeconfig: Path | None, machines: Path | None, *, level: str, fmt: str,
+    depth: int | None,
 ) -> bytes:
     from engine.app.job_graph import JobNotFoundError, job_picture
     from engine.definition import DefinitionError, load_definitions
@@ -316,7 +324,7 @@ def _job_picture(
         definitions = load_definitions([machines]) if machines is not None else []
         return job_picture(
             client, namespace, name, definitions=definitions, level=level, fmt=fmt,
-            system_namespace=EngineSettings.from_env().system_namespace,
+            depth=depth, system_namespace=EngineSettings.from_env().system_namespace,
         )
     except (JobNotFoundError, ApiError, DefinitionError) as exc:
         _fail(str(exc))

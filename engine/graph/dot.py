@@ -73,23 +73,35 @@ def to_dot(
 ) -> str:
     """DOT for the job machine, the replica machine, or both (`all`, one cluster each)."""
     drawn = pictures(definition, level, highlight)
-    caption = {"label": _legend(drawn, highlight is not None), "labelloc": "b",
-               "labeljust": "l", "fontsize": "11"}
-    lines = [f"digraph {quote(definition.name)} {{", *_defaults(), f"  graph {_attrs(caption)}"]
+    lines = [f"digraph {quote(definition.name)} {{", *defaults(),
+             f"  graph {attributes(caption(drawn, highlight is not None))}",
+             *machine_lines(drawn), "}"]
+    return "\n".join(lines) + "\n"
+
+
+def caption(drawn: tuple[Picture, ...], on_path: bool) -> dict[str, str]:
+    """The graph attributes of the legend at the picture's foot."""
+    return {"label": _legend(drawn, on_path), "labelloc": "b", "labeljust": "l",
+            "fontsize": "11"}
+
+
+def machine_lines(drawn: tuple[Picture, ...], prefix: str = "") -> list[str]:
+    """The DOT statements of one definition's machines (`pictures`), each in a cluster of
+    its own when there are several; `prefix` starts every id (node, cluster, group), so
+    the machines of several jobs can share one graph."""
+    lines: list[str] = []
     for one in drawn:
-        body = list(_picture(one))
+        body = list(_picture(one, prefix))
         if len(drawn) == 1:
             lines += body
         else:
-            lines.append(f"  subgraph {quote('cluster_' + one.level)} {{")
+            lines.append(f"  subgraph {quote('cluster_' + prefix + one.level)} {{")
             title = {"label": _TITLES[one.level], "labelloc": "t", "labeljust": "c",
                      "fontsize": "14", "color": "#999999"}
-            lines.append(f"    graph {_attrs(title)}")
+            lines.append(f"    graph {attributes(title)}")
             lines += ["  " + line for line in body]
             lines.append("  }")
-    lines += list(_stacked(drawn))
-    lines.append("}")
-    return "\n".join(lines) + "\n"
+    return lines + list(_stacked(drawn, prefix))
 
 
 def _legend(drawn: tuple[Picture, ...], on_path: bool) -> str:
@@ -109,7 +121,7 @@ def _legend(drawn: tuple[Picture, ...], on_path: bool) -> str:
     return "\n".join(lines)
 
 
-def _stacked(drawn: tuple[Picture, ...]) -> Iterator[str]:
+def _stacked(drawn: tuple[Picture, ...], prefix: str) -> Iterator[str]:
     """Invisible edges from the upper machine's last states to the lower one's start point.
 
     Graphviz puts unconnected clusters side by side; these put the replica
@@ -120,9 +132,9 @@ def _stacked(drawn: tuple[Picture, ...]) -> Iterator[str]:
     for above, below in pairwise(drawn):
         states = [node for node in above.nodes if node.name != WILDCARD]
         last = [node for node in states if node.kind in ("success", "failure")] or states
-        start = quote(f"{below.level}/start")
+        start = start_id(below.level, prefix)
         for node in last:
-            yield f"  {_node_id(above.level, node.name)} -> {start} {_attrs(_STACK)}"
+            yield f"  {node_id(above.level, node.name, prefix)} -> {start} {attributes(_STACK)}"
 
 
 def quote(text: str) -> str:
@@ -131,47 +143,49 @@ def quote(text: str) -> str:
     return f'"{escaped}"'
 
 
-def _defaults() -> list[str]:
+def defaults() -> list[str]:
     return [
-        f"  graph {_attrs(_GRAPH)}",
-        f"  node {_attrs(_NODE)}",
-        f"  edge {_attrs(_EDGE)}",
+        f"  graph {attributes(_GRAPH)}",
+        f"  node {attributes(_NODE)}",
+        f"  edge {attributes(_EDGE)}",
     ]
 
 
-def _picture(one: Picture) -> Iterator[str]:
-    start = quote(f"{one.level}/start")
+def _picture(one: Picture, prefix: str) -> Iterator[str]:
+    start = start_id(one.level, prefix)
     start_attrs = {"shape": "point", "width": "0.15", "label": "", "color": "#1d4ed8"}
     happy = set(one.happy)
     if happy:
-        start_attrs["group"] = f"{one.level}/happy"
-    yield f"  {start} {_attrs(start_attrs)}"
+        start_attrs["group"] = f"{prefix}{one.level}/happy"
+    yield f"  {start} {attributes(start_attrs)}"
     for node in one.nodes:
-        attrs = _node_attrs(node)
+        attrs = _nodeattributes(node)
         if node.name in happy:
-            attrs["group"] = f"{one.level}/happy"
-        yield f"  {_node_id(one.level, node.name)} {_attrs(attrs)}"
-    failures = [_node_id(one.level, n.name) for n in one.nodes if n.kind == "failure"]
+            attrs["group"] = f"{prefix}{one.level}/happy"
+        yield f"  {node_id(one.level, node.name, prefix)} {attributes(attrs)}"
+    failures = [node_id(one.level, n.name, prefix) for n in one.nodes if n.kind == "failure"]
     if len(failures) > 1:
         yield f"  {{ rank={quote('same')}; {'; '.join(failures)} }}"
     start_label = "\n".join(counted(one.start_count, ()))
     start_edge = _path_style(one.start_count, {"label": start_label, "weight": _HAPPY_WEIGHT})
-    yield f"  {start} -> {_node_id(one.level, one.initial)} {_attrs(start_edge)}"
+    yield f"  {start} -> {node_id(one.level, one.initial, prefix)} {attributes(start_edge)}"
     steps = set(pairwise(one.happy))
     for arrow in one.arrows:
         if len(arrow.sources) == 1:
-            yield from _single(arrow, one.kind_of(arrow.target), steps)
+            yield from _single(arrow, one.kind_of(arrow.target), steps, prefix)
     for sources, arrows in _hubs(one.arrows).items():
-        yield from _hub(sources, arrows, one, steps)
+        yield from _hub(sources, arrows, one, steps, prefix)
 
 
-def _single(arrow: Arrow, target_kind: StateKind, steps: set[tuple[str, str]]) -> Iterator[str]:
+def _single(arrow: Arrow, target_kind: StateKind, steps: set[tuple[str, str]], prefix: str
+            ) -> Iterator[str]:
     """The edge of an arrow from one state."""
-    attrs = _out_attrs(arrow, target_kind)
+    attrs = _outattributes(arrow, target_kind)
     if (arrow.sources[0], arrow.target) in steps:
         attrs["weight"] = _HAPPY_WEIGHT
-    source, target = _node_id(arrow.level, arrow.sources[0]), _node_id(arrow.level, arrow.target)
-    yield f"  {source} -> {target} {_attrs(attrs)}"
+    source = node_id(arrow.level, arrow.sources[0], prefix)
+    target = node_id(arrow.level, arrow.target, prefix)
+    yield f"  {source} -> {target} {attributes(attrs)}"
 
 
 def _hubs(arrows: tuple[Arrow, ...]) -> dict[tuple[str, ...], list[Arrow]]:
@@ -184,7 +198,7 @@ def _hubs(arrows: tuple[Arrow, ...]) -> dict[tuple[str, ...], list[Arrow]]:
 
 
 def _hub(sources: tuple[str, ...], arrows: list[Arrow], one: Picture,
-         steps: set[tuple[str, str]]) -> Iterator[str]:
+         steps: set[tuple[str, str]], prefix: str) -> Iterator[str]:
     """A junction point the arrows leaving the same states share: one edge from each of
     those states into it, one labelled edge out of it to each target.
 
@@ -193,15 +207,15 @@ def _hub(sources: tuple[str, ...], arrows: list[Arrow], one: Picture,
     its tooltip, an edge out of it those of its own arrow.
     """
     level = arrows[0].level
-    junction = quote(f"{level}/junction/{arrows[0].index}")
+    junction = quote(f"{prefix}{level}/junction/{arrows[0].index}")
     kinds = {one.kind_of(arrow.target) for arrow in arrows}
     colour = _INTO.get(kinds.pop(), {}) if len(kinds) == 1 else {}
     on_path = any((source, arrow.target) in steps for arrow in arrows for source in sources)
     point = {"shape": "point", "width": "0.06", "label": "", "class": "junction", **colour}
     if on_path:
-        point["group"] = f"{level}/happy"
+        point["group"] = f"{prefix}{level}/happy"
     totals = [arrow.total for arrow in arrows if arrow.total is not None]
-    yield f"  {junction} {_attrs(_path_style(sum(totals) if totals else None, point))}"
+    yield f"  {junction} {attributes(_path_style(sum(totals) if totals else None, point))}"
     tip = _tooltip("\n".join(arrow.detail() for arrow in arrows))
     for source in sources:
         counts = [arrow.counts[_at(arrow, source)] for arrow in arrows if arrow.counts]
@@ -210,20 +224,20 @@ def _hub(sources: tuple[str, ...], arrows: list[Arrow], one: Picture,
                 **colour}
         if any((source, arrow.target) in steps for arrow in arrows):
             into["weight"] = _HAPPY_WEIGHT
-        yield (f"  {_node_id(level, source)} -> {junction} "
-               f"{_attrs(_path_style(count, into))}")
+        yield (f"  {node_id(level, source, prefix)} -> {junction} "
+               f"{attributes(_path_style(count, into))}")
     for arrow in arrows:
-        out = _out_attrs(arrow, one.kind_of(arrow.target))
+        out = _outattributes(arrow, one.kind_of(arrow.target))
         if any((source, arrow.target) in steps for source in sources):
             out["weight"] = _HAPPY_WEIGHT
-        yield f"  {junction} -> {_node_id(level, arrow.target)} {_attrs(out)}"
+        yield f"  {junction} -> {node_id(level, arrow.target, prefix)} {attributes(out)}"
 
 
 def _at(arrow: Arrow, source: str) -> int:
     return arrow.sources.index(source)
 
 
-def _out_attrs(arrow: Arrow, target_kind: StateKind) -> dict[str, str]:
+def _outattributes(arrow: Arrow, target_kind: StateKind) -> dict[str, str]:
     """An arrow's labelled edge into its target: label, tooltip, colour and path style."""
     tip = _tooltip(arrow.detail())
     out = {"label": "\n".join(arrow.label()), "labeltooltip": tip, "tooltip": tip,
@@ -237,7 +251,7 @@ def _tooltip(text: str) -> str:
     return text.replace("\\", "\\\\")
 
 
-def _node_attrs(node: Node) -> dict[str, str]:
+def _nodeattributes(node: Node) -> dict[str, str]:
     style = _WILDCARD if node.name == WILDCARD else _KIND[node.kind]
     kind = "wildcard" if node.name == WILDCARD else node.kind
     attrs = {"label": "\n".join(node_lines(node)), "class": kind, **style}
@@ -252,15 +266,20 @@ def _path_style(count: int | None, attrs: dict[str, str]) -> dict[str, str]:
     return {**attrs, **(_ON_PATH if count else _OFF_PATH)}
 
 
-def _node_id(level: str, name: str) -> str:
-    """`job/s/NAME` for a state, `job/any` for the wildcard.
+def node_id(level: str, name: str, prefix: str = "") -> str:
+    """`job/s/NAME` for a state, `job/any` for the wildcard, after `prefix`.
 
     No state name can collide with the start point (`job/start`) or a junction
     (`job/junction/N`).
     """
-    return quote(f"{level}/any" if name == WILDCARD else f"{level}/s/{name}")
+    return quote(prefix + (f"{level}/any" if name == WILDCARD else f"{level}/s/{name}"))
 
 
-def _attrs(attrs: dict[str, str]) -> str:
+def start_id(level: str, prefix: str = "") -> str:
+    """The point a machine starts from: `job/start`, after `prefix`."""
+    return quote(f"{prefix}{level}/start")
+
+
+def attributes(attrs: dict[str, str]) -> str:
     """`[k="v", ...]` with keys sorted, so equal attributes always give equal text."""
     return "[" + ", ".join(f"{key}={quote(attrs[key])}" for key in sorted(attrs)) + "]"

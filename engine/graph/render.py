@@ -1,7 +1,8 @@
 """One entry point for every picture format: DOT, Mermaid, SVG and PNG.
 
 `jobmachine graph` and the docs generator call `render_file`; code that already
-holds a definition (or a job's recorded path) calls `render_definition`. Every
+holds a definition (or a job's recorded path) calls `render_definition`, and one that
+holds a job's path with its children's `render_job_tree`. Every
 failure is a `RenderError` whose message can be shown to the user as is.
 """
 
@@ -16,6 +17,7 @@ from engine.definition.schema import MachineDefinition
 from engine.graph.dot import to_dot
 from engine.graph.images import ImageError, png_from_svg, svg_from_dot
 from engine.graph.mermaid import to_mermaid
+from engine.graph.nested import JobPath, nested_to_dot
 from engine.graph.parts import DRAW_LEVELS, DrawLevel
 from engine.graph.path import Highlight
 
@@ -47,7 +49,25 @@ def render_definition(
         raise RenderError(f"unknown format {fmt!r}; formats are: {name_list(FORMATS)}")
     if fmt == "mermaid":
         return to_mermaid(definition, level=drawn_level, highlight=highlight).encode()
-    dot = to_dot(definition, level=drawn_level, highlight=highlight)
+    return _from_dot(to_dot(definition, level=drawn_level, highlight=highlight), fmt)
+
+
+def render_job_tree(root: JobPath, *, level: str = "all", fmt: str = "dot") -> bytes:
+    """A job's path with its children's paths (`nested.py`); a job without children is
+    drawn as `render_definition` draws it, in every format. The nested picture is
+    Graphviz's (clusters and links between them): DOT, SVG or PNG."""
+    if not root.children:
+        return render_definition(root.definition, level=level, fmt=fmt,
+                                 highlight=root.highlight)
+    if fmt not in FORMATS:
+        raise RenderError(f"unknown format {fmt!r}; formats are: {name_list(FORMATS)}")
+    if fmt == "mermaid":
+        raise RenderError("a job drawn with its children's paths is a Graphviz picture (dot, "
+                          "svg or png); --depth 0 draws the job alone, in Mermaid too")
+    return _from_dot(nested_to_dot(root, level=_level(level)), fmt)
+
+
+def _from_dot(dot: str, fmt: str) -> bytes:
     if fmt == "dot":
         return dot.encode()
     try:
