@@ -249,7 +249,7 @@ def simulate(
     from engine.logs import configure_logging
     from engine.shipped import ROOT
     from engine.simulation.loading import ScenarioError
-    from engine.simulation.picture import path_picture
+    from engine.simulation.picture import tree_picture
     from engine.simulation.play import play
     from engine.simulation.run import NeverSettlesError
     from engine.simulation.timeline import json_report, text_report
@@ -270,8 +270,7 @@ def simulate(
     typer.echo(json_report(played) if output_format == TimelineFormat.json else text_report(played))
     if output is not None:
         simulation = played.simulation
-        output.write_bytes(path_picture(simulation.world.definition, simulation.status,
-                                        fmt=_format_from_suffix(output)))
+        output.write_bytes(tree_picture(simulation.worlds, fmt=_format_from_suffix(output)))
     for diagnostic in played.unmet:
         typer.echo(str(diagnostic), err=True)
     raise typer.Exit(code=1 if played.unmet else 0)

@@ -16,7 +16,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from engine.app.made_in import state_made_in
 from engine.controller.machines.registry import recorded_revision
 from engine.controller.machines.revisions import CONTROLLER_REVISIONS, compile_revision
 from engine.controller.machines.served import CRDS, served_resources
@@ -33,6 +32,7 @@ from engine.graph.render import render_job_tree
 from engine.kube.client import KubeClient
 from engine.kube.errors import ApiError, NotFound
 from engine.kube.resources import EVENTS, STATE_MACHINES, Resource
+from engine.simulation.made_in import state_made_in
 from engine.simulation.picture import status_highlight
 
 

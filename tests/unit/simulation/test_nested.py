@@ -10,6 +10,7 @@ import pytest
 
 from engine.controller.reconcile.children import ReplicaId
 from engine.simulation.loading import ScenarioError
+from engine.simulation.picture import tree_picture
 from engine.simulation.result import Simulation
 from engine.simulation.tree import written_status
 from tests.kinds import REPO
@@ -184,3 +185,18 @@ def test_a_fact_about_a_pod_of_a_child_not_made_yet_is_ignored(tmp_path: Path) -
         """, until_s=10)
     assert any(line.startswith("0s workers-5/Job-0 note: ignored (") and line.endswith(
         "scenario.yaml:22:5): workers-5/Job-0 has no pod") for line in lines(simulation, "note"))
+
+
+def test_the_path_picture_draws_each_child_with_its_path_linked_from_where_it_was_made(
+    tmp_path: Path,
+) -> None:
+    """`simulate -o`: the picture of `graph --job`, the children's paths included."""
+    simulation = run(tmp_path, pair(), "pods: {succeedAfter: 30s}\n")
+
+    dot = tree_picture(simulation.worlds, fmt="dot").decode()
+
+    assert 'label="Job default/pair-driver-0 (machine batch-job)"' in dot
+    assert ('  "job/s/Running" -> "child2:job/start" [arrowhead="vee", color="#6b7280", '
+            'fontcolor="#4b5563", fontsize="10", label="workers-1 makes it", '
+            'lhead="cluster_child2:", style="dashed"]') in dot
+    assert '"child2:job/s/Complete" [class="success", color="#d97706"' in dot

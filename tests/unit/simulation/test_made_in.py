@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine.app.made_in import state_made_in
 from engine.controller.reconcile.record import MachineRecord
 from engine.definition.loader import load_file
 from engine.definition.schema import MachineSpec
+from engine.simulation.made_in import state_made_in
 from tests.kinds import MACHINES
 
 
