@@ -246,6 +246,7 @@ def simulate(
     """Play a scenario through the engine's decisions on a fake clock; exit 1 if its expect
     is not met, 2 if the scenario is wrong."""
     from engine.definition.durations import parse_duration
+    from engine.graph.render import RenderError
     from engine.logs import configure_logging
     from engine.shipped import ROOT
     from engine.simulation.loading import ScenarioError
@@ -269,8 +270,11 @@ def simulate(
         _fail(str(exc))
     typer.echo(json_report(played) if output_format == TimelineFormat.json else text_report(played))
     if output is not None:
-        simulation = played.simulation
-        output.write_bytes(tree_picture(simulation.worlds, fmt=_format_from_suffix(output)))
+        try:
+            picture = tree_picture(played.simulation.worlds, fmt=_format_from_suffix(output))
+        except RenderError as exc:
+            _fail(str(exc))
+        output.write_bytes(picture)
     for diagnostic in played.unmet:
         typer.echo(str(diagnostic), err=True)
     raise typer.Exit(code=1 if played.unmet else 0)

@@ -62,8 +62,8 @@ def render_job_tree(root: JobPath, *, level: str = "all", fmt: str = "dot") -> b
     if fmt not in FORMATS:
         raise RenderError(f"unknown format {fmt!r}; formats are: {name_list(FORMATS)}")
     if fmt == "mermaid":
-        raise RenderError("a job drawn with its children's paths is a Graphviz picture (dot, "
-                          "svg or png); --depth 0 draws the job alone, in Mermaid too")
+        raise RenderError("a job drawn with its children's paths is a Graphviz picture: dot, "
+                          "svg or png, not mermaid")
     return _from_dot(nested_to_dot(root, level=_level(level)), fmt)
 
 
