@@ -158,3 +158,31 @@ def test_openapi_v2_is_served_as_protobuf_when_asked(server: RunningApiServer) -
     )
     assert response.body.startswith(b"\n\x032.0")  # field 1 (swagger) = "2.0"
     assert raw(server, "GET", "/openapi/v2").json()["swagger"] == "2.0"
+
+
+def test_what_admission_adds_to_a_pod_is_no_managers(core: client.CoreV1Api) -> None:
+    # kube-apiserver's create handler runs the field manager before the mutating admission
+    # plugins: the creator owns what it sent and what defaulting filled in, not the service
+    # account, its token volume or the mounts (nor the priority) the plugins add.
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "owned"},
+           "spec": {"containers": [{"name": "main", "image": "busybox:1"}]}}
+    created = core.create_namespaced_pod("default", pod, field_manager="creator")
+    try:
+        assert created.spec.service_account_name == "default"
+        assert created.spec.volumes[0].name.startswith("kube-api-access-")
+        entry = managers(created)["creator"]
+        assert entry.fields_v1 == {"f:spec": {
+            "f:containers": {'k:{"name":"main"}': {
+                ".": {}, "f:image": {}, "f:imagePullPolicy": {}, "f:name": {},
+                "f:resources": {}, "f:terminationMessagePath": {},
+                "f:terminationMessagePolicy": {}}},
+            "f:dnsPolicy": {}, "f:enableServiceLinks": {}, "f:restartPolicy": {},
+            "f:schedulerName": {}, "f:securityContext": {}, "f:terminationGracePeriodSeconds": {},
+        }}
+        labelled = core.patch_namespaced_pod("owned", "default",
+                                             {"metadata": {"labels": {"a": "b"}}},
+                                             field_manager="labeller")
+        assert managers(labelled)["labeller"].fields_v1 == {
+            "f:metadata": {"f:labels": {".": {}, "f:a": {}}}}
+    finally:
+        core.delete_namespaced_pod("owned", "default", grace_period_seconds=0)

@@ -56,8 +56,13 @@ def with_managed_fields(
     new: Obj,
     subresource: str | None,
     now: str,
+    before_admission: Obj | None = None,
 ) -> Obj:
-    """`new` with the managedFields this write leaves (the key dropped when there are none)."""
+    """`new` with the managedFields this write leaves (the key dropped when there are none).
+
+    `before_admission` is the object as it was before mutating admission changed it, when
+    it did: upstream's field manager runs before the admission plugins, so what they add (a
+    pod's service account, its token volume and mounts) is no manager's."""
     if ownership.applied is not None:
         managed = ownership.applied[0]
     else:
@@ -66,7 +71,7 @@ def with_managed_fields(
             registry.apply_type(rt), rt.api_version, subresource or "",
             reset_fields(rt, subresource), now, empty_object(rt),
         )
-        tracked = as_sent(rt, new, sent)
+        tracked = as_sent(rt, new if before_admission is None else before_admission, sent)
         managed = tracked_update(scope, old, tracked, requested_managed_fields(sent),
                                  ownership.manager)
     metadata = {k: v for k, v in new["metadata"].items() if k != "managedFields"}

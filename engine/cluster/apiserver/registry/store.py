@@ -146,14 +146,16 @@ class Store:
         requested_name = str(metadata.get("name") or metadata.get("generateName") or "")
         if not metadata.get("name"):
             metadata["name"] = self._generate_name(rt, ns, metadata.get("generateName"))
-        obj = apply_defaults(rt.key, decode_typed(rt, obj), None, self._held())
-        obj = self._mutating_admission(rt, obj, None, name=requested_name, namespace=ns)
+        defaulted = apply_defaults(rt.key, decode_typed(rt, obj), None, self._held())
+        obj = self._mutating_admission(rt, defaulted, None, name=requested_name, namespace=ns)
+        before_admission = None if obj is defaulted else defaulted
         obj, warnings = admit(self.registry, rt, obj, None, field_validation=field_validation)
         warnings = [*warnings, *self._validating_admission(rt, obj, None)]
         if rt.key == CRDS.key:
             obj = crds.prepare_crd(obj, None, self.registry, now=self.now())
         obj = with_managed_fields(
-            self.registry, rt, ownership, old=None, new=obj, subresource=None, now=self.now()
+            self.registry, rt, ownership, old=None, new=obj, subresource=None, now=self.now(),
+            before_admission=before_admission,
         )
         if self.table.get(rt.key, ns, metadata["name"]) is not None:
             raise already_exists(rt.group, rt.plural, metadata["name"])
@@ -313,9 +315,12 @@ class Store:
         old = entry.obj
         if subresource in (None, "status"):  # decoded, so defaulted, as a whole
             new = apply_defaults(rt.key, decode_typed(rt, new), old, self._held())
+        before_admission = None
         if subresource is None:
+            defaulted = new
             new = self._mutating_admission(rt, new, old, name=old["metadata"]["name"],
                                            namespace=old["metadata"].get("namespace") or "")
+            before_admission = None if new is defaulted else defaulted
         new, warnings = admit(
             self.registry, rt, new, old, field_validation=field_validation, subresource=subresource
         )
@@ -330,7 +335,7 @@ class Store:
             bump_generation(new, old)
         new = with_managed_fields(
             self.registry, rt, ownership, old=old, new=new, subresource=subresource,
-            now=self.now(),
+            now=self.now(), before_admission=before_admission,
         )
         if unchanged(new, old):
             return Written(entry, warnings)
