@@ -246,6 +246,18 @@ REFUSALS = [
      "[spec.runtimePatches: Invalid value: [...]: must not have envs for the "
      "dataset-initializer, model-initializer, node containers, spec.runtimePatches: Invalid "
      "value: [...]: must not have container that doesn't exist in the runtime job node]"),
+    ("torch's variables in the trainer's env",
+     trainjob(trainer={"env": [{"name": "PET_NNODES", "value": "9"}, {"name": "A", "value": "1"},
+                               {"name": "PET_MASTER_ADDR", "value": "x"}]}),
+     runtime(NODE),
+     "spec.trainer.env: Invalid value: [...]: must not have reserved envs, invalid envs "
+     "configured: [PET_MASTER_ADDR PET_NNODES]"),
+    ("XGBoost's variables in the trainer's env",
+     trainjob(trainer={"env": [{"name": "A", "value": "1"},
+                               {"name": "DMLC_NUM_WORKER", "value": "9"}]}),
+     {**runtime(NODE), "spec": {**runtime(NODE)["spec"],
+                                "mlPolicy": {"numNodes": 1, "xgboost": {}}}},
+     "spec.trainer.env[1]: Forbidden: DMLC_NUM_WORKER is reserved for the XGBoost runtime"),
     ("an empty Volcano queue", trainjob(runtimePatches=[patch("a.io/b", metadata={
         "annotations": {"scheduling.volcano.sh/queue-name": ""}})]),
      runtime(NODE, podGroupPolicy={"volcano": {}}),
