@@ -65,7 +65,8 @@ SIMULATED_REVISION = "simulated"
 ReferenceKey = tuple[str, str, str, str]
 """(apiVersion, kind, namespace or '', name) of an object a job may name."""
 _RECORDS_KEPT = 10_000
-"""Records a world and its copies keep (`World.records`); all are forgotten when full."""
+"""Records (and spec views) a world and its copies keep (`World.records`,
+`World.spec_views`); all are forgotten when full."""
 
 
 def reference_key(target: ReferenceTarget) -> ReferenceKey:
@@ -222,6 +223,8 @@ class World:
     records: dict[bytes, MachineRecord] = field(default_factory=dict, repr=False)
     """Records read from statuses, by the status's JSON: copies of a world share it, and a
     model check reads the few statuses its situations have thousands of times."""
+    spec_views: dict[bytes, JobSpecView] = field(default_factory=dict, repr=False)
+    """Views of the job's spec by the job's JSON but for its status: copies share it."""
     keep_native: bool = False
     """Whether to keep, in `native`, the status a Native-layout machine writes into the
     kind's own status (the model checker reads a child's so)."""
@@ -242,9 +245,26 @@ class World:
         """The job's spec as the engine reads it (read again after each `edit_spec`)."""
         generation = self.job["metadata"].get("generation")
         if self._spec is None or self._spec[0] != generation:
-            self._spec = (generation, read_job_spec(self.job, self.definition,
-                                                    verdicts=self.verdicts))
+            self._spec = (generation, self._read_spec())
         return self._spec[1]
+
+    def _read_spec(self) -> JobSpecView:
+        """`read_job_spec`, answered from `spec_views` for a job read before: the view is a
+        pure function of the job but for its status (read too where a validation rule
+        mentions `status`), and a model check's branches edit their jobs into the few same
+        specs again and again."""
+        definition = self.definition
+        if any("status" in v.rule.source for v in definition.validations):
+            return read_job_spec(self.job, definition, verdicts=self.verdicts)
+        key = orjson.dumps({k: v for k, v in self.job.items() if k != "status"},
+                           option=orjson.OPT_SORT_KEYS)
+        found = self.spec_views.get(key)
+        if found is None:
+            if len(self.spec_views) >= _RECORDS_KEPT:
+                self.spec_views.clear()
+            found = self.spec_views[key] = read_job_spec(self.job, definition,
+                                                         verdicts=self.verdicts)
+        return found
 
     def edit_spec(self, change: Callable[[dict[str, Any]], None]) -> None:
         """Change the job's spec as a user would: the server raises the generation."""
@@ -254,12 +274,18 @@ class World:
         self.verdicts.forget(str(self.job["metadata"].get("uid") or ""))
 
     def copy(self) -> World:
-        """An independent copy (the definition and the verdicts are shared, never changed)."""
-        copied = World(self.definition, _copied(self.job), self.now, self.settings,
+        """An independent copy (the definition and the verdicts are shared, never changed;
+        so is the job's status, which a pass replaces and never changes in place)."""
+        job = _copied({k: v for k, v in self.job.items() if k != "status"})
+        if "status" in self.job:
+            job["status"] = self.job["status"]
+        copied = World(self.definition, job, self.now, self.settings,
                        self.transitions_kept, _copied(self.pods), _copied(self.services),
-                       self.serial, self.verdicts, self.records, self.keep_native,
+                       self.serial, self.verdicts, self.records, self.spec_views,
+                       self.keep_native,
                        _copied(self.native), self.referenced)
         copied._spec = self._spec
+        copied._record = self._record
         return copied
 
     def advance_to(self, when: datetime) -> None:
@@ -315,6 +341,9 @@ class World:
         assignment = Assignment(self.definition.name, SIMULATED_REVISION, self.definition)
         self.job["status"] = build_status(self.job, assignment, spec, decision,
                                           now=format_time(self.now))
+        # The status holds the record the pass decided on (`read_record` of it gives that
+        # record back, field for field): kept as it is rather than parsed back.
+        self._record = (self.job["status"], decision.record)
         if self.keep_native and is_native(self.definition):
             self.native = native_status(self.definition, self.job["status"], decision.variables)
         notices = notices_for(decision.fired, facts)
