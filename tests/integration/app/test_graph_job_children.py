@@ -106,8 +106,10 @@ def test_a_jobset_is_drawn_with_each_of_its_jobs_paths(finished: LocalCluster) -
     assert on_path(drawn, "") == {"job/s/Running", "job/s/Completed", "replica/s/Pending",
                                   "replica/s/Started", "replica/s/Succeeded"}
     for child in ("child0:", "child1:", "child2:"):  # each Job's own path, on its machine
+        # (whether a pod of 0.3 s was seen Running depends on the machine's load)
         assert {"job/s/Active", "job/s/Succeeding", "job/s/Complete", "replica/s/Pending",
-                "replica/s/Running", "replica/s/Succeeded"} <= on_path(drawn, child)
+                "replica/s/Succeeded"} <= on_path(drawn, child)
+        assert not {"job/s/Failed", "replica/s/Failed"} & on_path(drawn, child)
 
 
 def test_a_trainjob_is_drawn_with_its_jobset_and_that_jobsets_job(
