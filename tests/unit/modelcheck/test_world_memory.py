@@ -16,7 +16,7 @@ from tests.kinds import MACHINES
 
 
 @pytest.mark.parametrize(("machine", "shape"), [
-    ("tfjob.yaml", Shape((("Chief", 1), ("PS", 1)), "ExitCode")),
+    ("tfjob.yaml", Shape((("Chief", 1),), "ExitCode")),
     ("batch-job.yaml", Shape((("Job", 1),), "Never", pool=(2, 1))),
 ])
 def test_every_explored_world_keeps_the_record_and_spec_its_job_reads_as(
