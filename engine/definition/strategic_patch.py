@@ -6,12 +6,12 @@ a TrainJob's runtimePatches to its runtime's JobSet spec so). The merge keys are
 with the call, by dotted field path (list items add no segment), as a Go type's
 `patchMergeKey` tags would say; a list without one is replaced whole. The API server's
 own strategic merge (with `$patch`, `$retainKeys` and `$setElementOrder`) lives in
-engine/cluster/apiserver/patch/strategic_merge.py, which this layer cannot import.
+engine/cluster/apiserver/patch/strategic_merge.py and orders lists with `normalized_order`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 
@@ -73,18 +73,27 @@ def _position(items: list[Any], key: str, value: Any) -> int:
 
 
 def _ordered(merged: list[Any], patch: list[Any], target: list[Any], key: str) -> list[Any]:
-    """apimachinery's normalizeElementOrder: a patched entry goes before a target-only one
-    unless both are in `target` and the target-only one comes first there (so an entry new
-    to the list comes before the entries it did not name)."""
-    def in_target(item: Any) -> int:
-        return _position(target, key, item.get(key)) if isinstance(item, Mapping) else -1
+    return normalized_order(merged, patch, target,
+                            lambda items, item: _position(items, key, item.get(key))
+                            if isinstance(item, Mapping) else -1)
 
-    named = sorted((m for m in merged if _position(patch, key, m.get(key)) >= 0),
-                   key=lambda m: _position(patch, key, m.get(key)))
-    others = sorted((m for m in merged if _position(patch, key, m.get(key)) < 0), key=in_target)
+
+def normalized_order(merged: list[Any], patch_order: list[Any], server_order: list[Any],
+                     position: Callable[[list[Any], Any], int]) -> list[Any]:
+    """apimachinery's normalizeElementOrder, shared with the API server's strategic merge:
+    the entries the patch names in the patch's order, the others by their place in the
+    server's list, interleaved so that an entry the patch does not name goes first only
+    when both are in the server's list and it comes first there (so an entry new to the
+    list goes before the entries the patch did not name). `position(items, item)` is the
+    index of the entry with `item`'s identity in `items`, -1 when none has it."""
+    named = sorted((m for m in merged if position(patch_order, m) >= 0),
+                   key=lambda m: position(patch_order, m))
+    others = sorted((m for m in merged if position(patch_order, m) < 0),
+                    key=lambda m: position(server_order, m))
     result: list[Any] = []
     while others or named:
-        if named and (not others or not (0 <= in_target(others[0]) < in_target(named[0]))):
+        if named and (not others or not (
+                0 <= position(server_order, others[0]) < position(server_order, named[0]))):
             result.append(named.pop(0))
         else:
             result.append(others.pop(0))

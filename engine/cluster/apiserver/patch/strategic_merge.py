@@ -14,6 +14,7 @@ from typing import Any
 
 from engine.cluster.apiserver.patch.merge_keys import PRIMITIVE_SET
 from engine.cluster.apiserver.patch.values import PatchError, json_equal
+from engine.definition.strategic_patch import normalized_order
 
 DIRECTIVE = "$patch"
 RETAIN_KEYS = "$retainKeys"
@@ -198,24 +199,5 @@ def _normalize(
     merged: list[Any], patch_order: list[Any], server_order: list[Any], key: str
 ) -> list[Any]:
     """Patch items in patch order, live-only items interleaved by their live order."""
-    in_patch = [m for m in merged if _position(patch_order, m, key) >= 0]
-    server_only = [m for m in merged if _position(patch_order, m, key) < 0]
-    in_patch.sort(key=lambda m: _position(patch_order, m, key))
-    server_only.sort(key=lambda m: _position(server_order, m, key))
-    result: list[Any] = []
-    i = j = 0
-    while i < len(server_only) or j < len(in_patch):
-        if j >= len(in_patch):
-            result.append(server_only[i])
-            i += 1
-            continue
-        if i < len(server_only):
-            left = _position(server_order, server_only[i], key)
-            right = _position(server_order, in_patch[j], key)
-            if left >= 0 and right >= 0 and left < right:
-                result.append(server_only[i])
-                i += 1
-                continue
-        result.append(in_patch[j])
-        j += 1
-    return result
+    return normalized_order(merged, patch_order, server_order,
+                            lambda items, item: _position(items, item, key))
