@@ -9,7 +9,7 @@ first and act after (the write-ahead rule of the architecture page).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from functools import partial
@@ -391,25 +391,23 @@ def _step_replicas(
             if new_ends and facts.observation in _RESTARTED_FIRST:
                 consumed = {"podRestarting": facts.observation}
                 facts = replace(facts, observation="podRestarting")
-            variables = _LazyVariables(partial(
-                replica_variables, common, replica, desired=replica_type.replicas,
-                policy=replica_type.restart_policy, record=progress.record, facts=facts,
-                new_restarts=new_ends))
+            variables = _LazyVariables(common, replica, replica_type, record=progress.record,
+                                       facts=facts, new_ends=new_ends)
             inputs = (current, tuple(consumed.items()), job_values, *replica_inputs(
                 replica, desired=replica_type.replicas, policy=replica_type.restart_policy,
                 record=progress.record, facts=facts, new_restarts=new_ends))
             remembered = (memo.recall(replica, inputs) if memo is not None
                           else RememberedStep(inputs))
-            observations = {facts.observation}
-            if current is not None and _timed_out(definition, replica, current,
-                                                  variables=variables,
-                                                  remembered=remembered, progress=progress):
-                observations.add("timedOut")
-            result = remembered.results.get(frozenset(observations))
+            timed_out = current is not None and _timed_out(
+                definition, replica, current, variables=variables, remembered=remembered,
+                progress=progress)
+            result = remembered.results.get(timed_out)
             if result is None:
-                replica_facts = Facts(frozenset(observations), variables.get(), consumed, shared)
-                result = step(definition.replica, current, replica_facts)
-                remembered.results[replica_facts.observations] = result
+                observations = {facts.observation, "timedOut"} if timed_out else {
+                    facts.observation}
+                result = step(definition.replica, current, Facts(
+                    frozenset(observations), variables.get(), consumed, shared))
+                remembered.results[timed_out] = result
                 if memo is not None:
                     memo.steps_taken += 1
             elif memo is not None:
@@ -431,18 +429,24 @@ def _step_replicas(
 
 
 class _LazyVariables:
-    """One replica's variables, built the first time they are asked for (a step recalled
-    from the memo needs none)."""
+    """One replica's variables (`replica_variables`), made the first time they are asked
+    for: a step recalled from the memo needs none."""
 
-    __slots__ = ("_build", "_built")
+    __slots__ = ("_built", "_common", "_facts", "_new_ends", "_record", "_replica", "_type")
 
-    def __init__(self, build: Callable[[], dict[str, Any]]) -> None:
-        self._build = build
+    def __init__(self, common: Mapping[str, Any], replica: ReplicaId,
+                 replica_type: ReplicaTypeSpec, *, record: MachineRecord, facts: PodFacts,
+                 new_ends: int) -> None:
+        self._common, self._replica, self._type = common, replica, replica_type
+        self._record, self._facts, self._new_ends = record, facts, new_ends
         self._built: dict[str, Any] | None = None
 
     def get(self) -> dict[str, Any]:
         if self._built is None:
-            self._built = self._build()
+            self._built = replica_variables(
+                self._common, self._replica, desired=self._type.replicas,
+                policy=self._type.restart_policy, record=self._record, facts=self._facts,
+                new_restarts=self._new_ends)
         return self._built
 
 

@@ -448,16 +448,27 @@ class Reconciler:
         old_attempt = set()
         min_ready = int(read_path(job, governs.min_ready_seconds) or 0) if (
             governs.min_ready_seconds) else 0
+        memo = self._memos.setdefault(key.id, ReplicaMemo())
+        now = self._clock()
         for replica, obj in owned.by_replica.items():
             if attempt_of(obj) != record.restart_attempt:
                 old_attempt.add(replica)
                 continue
-            observed = self._observe_one(job, definition, spec, replica, obj)
-            if resource == PODS:
-                of_type = spec.replica_type(replica.type)
-                observed = replace(
-                    observed, available_in=availability(obj, min_ready, self._clock()),
-                    labelled=carries_labels(obj, of_type.template if of_type else {}))
+            if resource != PODS:
+                facts[replica] = self._observe_one(job, definition, spec, replica, obj)
+                continue
+            of_type = spec.replica_type(replica.type)
+            template = of_type.template if of_type else {}
+            node = (obj.get("spec") or {}).get("nodeName")
+            # Everything the pod's observation is made of: the same, the same observation.
+            inputs = (obj, spec.failure_rules, main_container_name(definition, template),
+                      not node or self._node_ready(node), spec.judge_deleted_when_ended,
+                      availability(obj, min_ready, now), carries_labels(obj, template))
+            observed = memo.observation(replica, inputs)
+            if observed is None:
+                observed = replace(self._observe_one(job, definition, spec, replica, obj),
+                                   available_in=inputs[5], labelled=inputs[6])
+                memo.observed(replica, inputs, observed)
             facts[replica] = observed
         if definition.child is not None:  # a replica without its object reads childMissing
             for replica_type in spec.replica_types:

@@ -16,6 +16,11 @@ replicas read `job.metadata.name`, `job.metadata.namespace`, `runPolicy.suspend`
 job changes none of them. A machine whose replicas read the replica counts (`replicas`)
 steps them all again whenever a count changes. Timers are the decision's own (the clock
 is compared every pass); what a step remembers of a state's timeout is its length.
+
+The reconcile keeps each pod's observation here too, while the pod (the cache's object, or
+an equal one), the job's failure rules, the main container, the readiness of the pod's
+node, its availability and labels are unchanged: then a step finds the very facts it was
+taken on, and a pass observes only the pods that changed.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from typing import Any
 
 from engine.controller.reconcile.children import ReplicaId
 from engine.controller.reconcile.jobspec import ReplicaTypeSpec
+from engine.controller.reconcile.observe import PodFacts
 from engine.definition import CompiledMachine, StepResult
 from engine.definition.cel import CompiledExpression, selected_paths
 from engine.definition.compiled import CompiledAction
@@ -112,12 +118,14 @@ class RememberedStep:
     inputs: tuple[Any, ...]
     timeout: tuple[float | None, str | None] | None = None
     """The length of its state's timeout and the error working it out, once asked."""
-    results: dict[frozenset[str], StepResult] = field(default_factory=dict)
-    """The step's result per set of observations (the timeout's `timedOut` or not)."""
+    results: dict[bool, StepResult] = field(default_factory=dict)
+    """The step's result with the state's timeout run out (`timedOut` holds) or not: the
+    other observations are of the facts among the inputs."""
 
 
 class ReplicaMemo:
-    """One job's remembered replica steps, for the machine they were taken with.
+    """One job's remembered replica steps, for the machine they were taken with, and its
+    pods' observations (a step compares the facts it was taken on: the same object at once).
 
     Used by one reconcile of the job at a time (the work queue never runs a key twice at
     once); a pass over another machine (a new revision) starts afresh."""
@@ -126,6 +134,7 @@ class ReplicaMemo:
         self._machine: CompiledMachine | None = None
         self._reads = MachineReads({})
         self._steps: dict[ReplicaId, RememberedStep] = {}
+        self._observations: dict[ReplicaId, tuple[tuple[Any, ...], PodFacts]] = {}
         self._job_values: tuple[Any, ...] | None = None
         self.steps_taken = 0
         """Replica steps taken since the memo was made (`recall` found no result)."""
@@ -140,10 +149,13 @@ class ReplicaMemo:
             self._reads = machine_reads(machine)
             self._steps = {}
             self._job_values = None
-        if len(self._steps) > sum(t.replicas for t in replica_types):
+        wanted = sum(t.replicas for t in replica_types)
+        if len(self._steps) > wanted or len(self._observations) > wanted:
             desired = {t.name: t.replicas for t in replica_types}
             self._steps = {r: s for r, s in self._steps.items()
                            if r.index < desired.get(r.type, 0)}
+            self._observations = {r: o for r, o in self._observations.items()
+                                  if r.index < desired.get(r.type, 0)}
 
     def job_values(self, common: Mapping[str, Any]) -> tuple[Any, ...]:
         """What the machine's replicas read of the job-level variables `common`; the same
@@ -162,3 +174,14 @@ class ReplicaMemo:
             known = RememberedStep(inputs)
             self._steps[replica] = known
         return known
+
+    def observation(self, replica: ReplicaId, inputs: tuple[Any, ...]) -> PodFacts | None:
+        """The replica's pod's observation made of equal `inputs` (the pod first, then what
+        else it is made of), or None."""
+        known = self._observations.get(replica)
+        return known[1] if known is not None and known[0] == inputs else None
+
+    def observed(self, replica: ReplicaId, inputs: tuple[Any, ...], facts: PodFacts) -> None:
+        """Remember the replica's pod's observation, made of `inputs`."""
+        self._observations[replica] = (inputs, facts)
+

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from engine.controller.reconcile.children import ReplicaId
+from engine.controller.reconcile.jobspec import read_job_spec
 from engine.controller.reconcile.replica_memo import ReplicaMemo, machine_reads
 from tests.scenarios.reconcile_memo import RememberingDecide, remembering
 from tests.scenarios.test_batch_limit_scenarios import batch_job
@@ -30,6 +31,7 @@ from tests.scenarios.world import (
     exited,
     lost,
     machine_job,
+    observe,
     pending,
     pytorch_job,
     running,
@@ -232,3 +234,19 @@ def test_the_job_values_are_the_values_at_the_paths_read() -> None:
     assert reads.values(common) != reads.values({**common, "job": renamed})
     assert reads.values(common) != reads.values({**common, "runPolicy": {}})
     assert reads.values(common) == reads.values({**common, "replicas": {"Worker": {"a": 1}}})
+
+
+def test_a_pods_observation_is_remembered_while_what_it_is_made_of_is_equal() -> None:
+    memo = ReplicaMemo()
+    pod = running()
+    inputs = (pod, (), "pytorch", True, False, None, True)
+    assert memo.observation(worker(0), inputs) is None
+    facts = observe({worker(0): pod}, read_job_spec(pytorch_job(), DEFINITIONS["PyTorchJob"]),
+                    0)[0][worker(0)]
+    memo.observed(worker(0), inputs, facts)
+    assert memo.observation(worker(0), inputs) is facts
+    assert memo.observation(worker(0), (running(), *inputs[1:])) is facts  # an equal pod
+    assert memo.observation(worker(1), inputs) is None
+    for changed in ((exited(0), *inputs[1:]), (*inputs[:3], False, *inputs[4:]),
+                    (*inputs[:5], 0.0, True), (*inputs[:6], False)):
+        assert memo.observation(worker(0), changed) is None
