@@ -200,3 +200,17 @@ def test_the_path_picture_draws_each_child_with_its_path_linked_from_where_it_wa
             'fontcolor="#4b5563", fontsize="10", label="workers-1 makes it", '
             'lhead="cluster_child2:", style="dashed"]') in dot
     assert '"child2:job/s/Complete" [class="success", color="#d97706"' in dot
+
+
+def test_in_order_start_up_waits_for_the_leaders_job_to_be_ready(tmp_path: Path) -> None:
+    """startupPolicy InOrder: the workers' Jobs are made once the leader's Job is ready (its
+    pod Ready, as the simulated kubelet reports a running container)."""
+    simulation = run(tmp_path, pair("startupPolicy: {startupPolicyOrder: InOrder}"),
+                     "pods: {startAfter: 5s, succeedAfter: 30s}\n")
+    made = [line for line in lines(simulation, "object") if "created" in line]
+    assert made == ["0s workers-0 object: Job pair-workers-0 created",
+                    "0s workers-1 object: Job pair-workers-1 created",
+                    "5s driver-0 object: Job pair-driver-0 created"]
+    assert [line for line in lines(simulation, "condition") if "StartupPolicyCompleted" in line
+            ] == ["10s job condition: StartupPolicyCompleted True (InOrderStartupPolicyCompleted)"]
+    assert simulation.outcome.state == "Completed"
