@@ -70,3 +70,10 @@ def batch(cluster: LocalCluster) -> Iterator[k8s.BatchV1Api]:
     """The official client's batch API, against the module's `jobmachine up`."""
     with official_client(cluster.server.kubeconfig) as api:
         yield k8s.BatchV1Api(api)
+
+
+@pytest.fixture
+def apps(cluster: LocalCluster) -> Iterator[k8s.AppsV1Api]:
+    """The official client's apps API (Deployments, ReplicaSets), against the module's up."""
+    with official_client(cluster.server.kubeconfig) as api:
+        yield k8s.AppsV1Api(api)

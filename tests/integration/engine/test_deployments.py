@@ -9,13 +9,10 @@ starts when its container has a readiness probe (never, with a very long delay).
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from typing import Any
 
-import pytest
 from kubernetes import client as k8s
 
-from engine.app.up import LocalCluster
 from engine.controller.rollouts.numbers import template_hash
 from engine.kube.client import KubeClient
 from engine.kube.resources import Resource
@@ -25,7 +22,6 @@ from tests.integration.engine.helpers import (
     RUN_SECONDS,
     Obj,
     new_namespace,
-    official_client,
     running_engineless,
     start_engine,
     wait_for,
@@ -34,12 +30,6 @@ from tests.integration.engine.helpers import (
 READY_SECONDS = "sim.jobmachine.dev/ready-seconds"
 DEPLOYMENTS = Resource("apps", "v1", "deployments", "Deployment", namespaced=True)
 REPLICASETS = Resource("apps", "v1", "replicasets", "ReplicaSet", namespaced=True)
-
-
-@pytest.fixture
-def apps(cluster: LocalCluster) -> Iterator[k8s.AppsV1Api]:
-    with official_client(cluster.server.kubeconfig) as api:
-        yield k8s.AppsV1Api(api)
 
 
 def deployment(name: str, replicas: int, *, image: str = "nginx:1", ready_s: float = 0.2,

@@ -38,12 +38,6 @@ REPLICASETS = Resource("apps", "v1", "replicasets", "ReplicaSet", namespaced=Tru
 
 
 @pytest.fixture
-def apps(cluster: LocalCluster) -> Iterator[k8s.AppsV1Api]:
-    with official_client(cluster.server.kubeconfig) as api:
-        yield k8s.AppsV1Api(api)
-
-
-@pytest.fixture
 def core(cluster: LocalCluster) -> Iterator[k8s.CoreV1Api]:
     with official_client(cluster.server.kubeconfig) as api:
         yield k8s.CoreV1Api(api)
