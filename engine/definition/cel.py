@@ -26,6 +26,7 @@ from cel_expr_python.ext import ext_encoders, ext_math, ext_strings
 
 from engine.definition.cel_types import UNTYPED_JOB, CelTypes, TypeContext, cel_types
 from engine.definition.errors import name_list, nearest_hint
+from engine.definition.ssh_keys import ssh_key_pair
 from engine.definition.strategic_patch import strategic_patch
 from engine.definition.vocabulary import FUNCTIONS, CelFunction, Level, Variable, variables_for
 
@@ -154,7 +155,7 @@ def _upsert(entries: Any, added: Any, key: Any) -> list[Any]:
 _IMPLEMENTATIONS: dict[str, Callable[..., Any]] = {
     "sum": _sum, "indexes": _indexes, "firstIndex": _first_index, "merge": _merge,
     "sha1": _sha1, "patch": _patch, "upsert": _upsert, "sort": _sort,
-    "strategicPatch": strategic_patch}
+    "strategicPatch": strategic_patch, "sshKeyPair": ssh_key_pair}
 
 
 @dataclass(frozen=True)

@@ -206,6 +206,8 @@ class CompiledObject:
     labels: Mapping[str, CompiledExpression]
     annotations: Mapping[str, CompiledExpression]
     fields: Mapping[str, CompiledExpression]
+    update: str = "Replace"
+    """Replace (rewritten when it renders differently) or Never (made once when missing)."""
 
 
 @dataclass(frozen=True)
@@ -398,6 +400,7 @@ def _object(
         labels=_section(expressions, path, "labels", child.labels),
         annotations=_section(expressions, path, "annotations", child.annotations),
         fields=_section(expressions, path, "fields", child.fields),
+        update=child.update,
     )
 
 

@@ -255,15 +255,20 @@ class RenderedObject:
 
 
 def render_objects(
-    compiled: CompiledDefinition, variables: Mapping[str, Any]
+    compiled: CompiledDefinition, variables: Mapping[str, Any],
+    kept: frozenset[str] = frozenset(),
 ) -> tuple[list[RenderedObject], list[CompiledObject]]:
-    """The job's child objects whose `when` holds, and the machine's objects whose does not."""
+    """The job's child objects whose `when` holds, and the machine's objects whose does not.
+    The objects named in `kept` (made once, `update: Never`, and there) are not rendered: a
+    value made at random each time (`sshKeyPair()`) is computed only for the one creation."""
     activation = Activation(variables)
     wanted: list[RenderedObject] = []
     absent: list[CompiledObject] = []
     for child in compiled.objects:
         if not _wanted(child, activation):
             absent.append(child)
+            continue
+        if child.name in kept:
             continue
         wanted.append(RenderedObject(
             child.name, child.api_version, child.kind, child.suffix,

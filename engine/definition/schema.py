@@ -277,6 +277,9 @@ class ObjectSpec(_Strict):
     annotations: dict[str, str] = Field(default_factory=dict)
     # Top-level fields besides apiVersion, kind and metadata (data, stringData, type, spec...).
     fields: dict[str, str] = Field(default_factory=dict)
+    # Replace: rewritten when what it renders to changes. Never: made once when missing and
+    # never rendered again while it exists (a Secret holding a key pair made at random).
+    update: Literal["Replace", "Never"] = "Replace"
 
 
 class ChildStatus(_Strict):

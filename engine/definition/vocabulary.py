@@ -658,6 +658,15 @@ FUNCTIONS: tuple[CelFunction, ...] = (
         "every time.",
     ),
     CelFunction(
+        "sshKeyPair",
+        (),
+        "map(string, string)",
+        "A new SSH key pair, different at each call, as Kubeflow Trainer's MPI plugin makes "
+        "one: an ECDSA P-521 key, `privateKey` in PEM (`EC PRIVATE KEY`) and `publicKey` in "
+        "OpenSSH's authorized_keys form with its newline. For an object made once and never "
+        "rewritten (`update: Never`): a TrainJob's `<trainjob>-mpi-ssh-auth` Secret.",
+    ),
+    CelFunction(
         "strategicPatch",
         ("map(string, dyn)", "list(dyn)", "map(string, string)"),
         "map(string, dyn)",

@@ -4,7 +4,8 @@ A machine declares the namespaced objects every job of its kind needs (an MPI
 hostfile in a ConfigMap, a Secret, a PodGroup) as CEL templates. Each is named
 `<job>-<name>`, owned by the job (removed with it by the garbage collector),
 created before the pods that may mount it, and replaced when what it is
-rendered from changes (an MPI hostfile when Workers are added). A hash of the
+rendered from changes (an MPI hostfile when Workers are added), unless the machine
+says it is made once (`update: Never`: a Secret holding a key pair). A hash of the
 rendered object in an annotation says whether it changed, so the API server's
 own defaulting never makes it look changed. An object of the same name that
 belongs to someone else is never touched: the job's pods wait and an Event says
@@ -74,7 +75,7 @@ def sync_objects(run: ObjectRun) -> float:
     if not run.definition.objects:
         return READY
     try:
-        wanted, absent = render_objects(run.definition, run.variables)
+        wanted, absent = render_objects(run.definition, run.variables, _kept(run))
     except CelEvaluationError as exc:
         _warn(run, "ObjectTemplateError",
               f"the machine's child objects cannot be computed: {exc}")
@@ -83,6 +84,21 @@ def sync_objects(run: ObjectRun) -> float:
     for child in absent:
         _remove(run, child)
     return wait
+
+
+def _kept(run: ObjectRun) -> frozenset[str]:
+    """The objects made once (`update: Never`) that exist and are this job's: never rendered
+    or written again (Trainer's MPI SSH Secret is immutable)."""
+    kept = set()
+    for child in run.definition.objects:
+        if child.update != "Never":
+            continue
+        cache = run.caches.get((child.api_version, child.kind))
+        existing = None if cache is None else cache.get(
+            run.key.namespace, object_name(run.job, child.suffix, child.naming))
+        if existing is not None and ours(run.job, existing):
+            kept.add(child.name)
+    return frozenset(kept)
 
 
 def object_name(job: Obj, suffix: str, naming: str = "JobNameSuffixed") -> str:

@@ -165,3 +165,20 @@ def test_first_index_says_which_rule_matched_first() -> None:
     assert expression.evaluate({"job": {"rules": []}}) == -1
     with pytest.raises(CelCompileError):
         compile_expression("firstIndex([1, 2])", JOB_SCOPE)
+
+
+def test_ssh_key_pair_is_a_new_ecdsa_p521_pair_as_trainers_mpi_plugin_makes() -> None:
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+
+    source = "[sshKeyPair()].map(k, [k.privateKey, k.publicKey])[0]"
+    private, public = compile_expression(source, Scope("job")).evaluate({"job": {}})
+    again = compile_expression(source, Scope("job")).evaluate({"job": {}})
+    assert private.startswith("-----BEGIN EC PRIVATE KEY-----\n")
+    key = serialization.load_pem_private_key(private.encode(), password=None)
+    assert isinstance(key, ec.EllipticCurvePrivateKey) and key.curve.name == "secp521r1"
+    # The public half in authorized_keys form, with its newline, is the private key's.
+    assert public.startswith("ecdsa-sha2-nistp521 ") and public.endswith("\n")
+    assert serialization.load_ssh_public_key(public.strip().encode()).public_numbers() == (
+        key.public_key().public_numbers())
+    assert again[0] != private
