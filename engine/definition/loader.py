@@ -168,12 +168,13 @@ def missing_bases(raws: Iterable[RawDefinition]) -> set[str]:
     return {raw.extends for raw in raws if raw.extends is not None} - names
 
 
-def folder_bases(path: Path, raws: Iterable[RawDefinition]) -> list[RawDefinition]:
-    """The other documents of `path`'s folder, read only when one of `raws` extends a machine
-    that `raws` do not define."""
+def folder_bases(path: Path, raws: Iterable[RawDefinition], *, besides: Iterable[Path] = ()
+                 ) -> list[RawDefinition]:
+    """The other documents of `path`'s folder (but for the files `besides`, already read),
+    read only when one of `raws` extends a machine that `raws` do not define."""
     if not missing_bases(raws):
         return []
-    return _documents_of(sorted(path.parent.glob("*.y*ml")), besides=[path])
+    return _documents_of(sorted(path.parent.glob("*.y*ml")), besides=[path, *besides])
 
 
 def shipped_bases(raws: Iterable[RawDefinition], read: Iterable[Path]) -> list[RawDefinition]:

@@ -74,7 +74,13 @@ def _load(paths: Iterable[str | Path]) -> _Loaded:
         raws += read
         files.append(item)
         diagnostics += problems
-        bases += folder_bases(item, read)
+    # Each folder once, and only while a base is missing (the Kubeflow machines all extend
+    # one given beside them: `check machines/` read the folder again for each of them).
+    looked_in: set[Path] = set()
+    for item in files:
+        if item.parent not in looked_in:
+            looked_in.add(item.parent)
+            bases += folder_bases(item, [*raws, *bases], besides=files)
     bases += shipped_bases([*raws, *bases], [*files, *(Path(b.path) for b in bases)])
     folders = sorted({str(file.parent) + "/" for file in files})
     searched = ", ".join(["the files given", *folders, f"the shipped machines ({_shipped()})"])
