@@ -148,3 +148,38 @@ def test_each_condition_message_that_fails_to_render_is_said(machine: Machine) -
     assert len(succeeded.decision.errors) == 2, succeeded.decision.errors
     assert all("train" in error for error in succeeded.decision.errors), (
         succeeded.decision.errors)
+
+
+FAILING_SETS_RUNNING = ('- setCondition: {type: Running, status: "False", reason: "JobFailed", '
+                        'message: "MachineJob ${job.metadata.name} has failed."}')
+
+
+def test_a_set_condition_without_a_reason_takes_its_type_as_reason(machine: Machine) -> None:
+    # And one that says only its type is True, with no message.
+    machine({FAILING_SETS_RUNNING: FAILING_SETS_RUNNING.replace(' reason: "JobFailed",', "")
+             + "\n          - setCondition: {type: Cleaned}"})
+    world = running_world(cleanPodPolicy="None")
+    world.pods[worker(0)] = exited(1)
+    failed = world.reconcile()
+    assert failed.decision.errors == ()
+    assert ConditionUpdate("Running", "False", "Running",
+                           "MachineJob train has failed.") in failed.decision.conditions
+    assert [u for u in failed.decision.conditions if u.type == "Cleaned"] == [
+        ConditionUpdate("Cleaned", "True", "Cleaned", "")]
+
+
+def test_a_set_condition_whose_reason_is_no_condition_reason_is_an_error_and_sets_nothing(
+    machine: Machine,
+) -> None:
+    machine({FAILING_SETS_RUNNING: FAILING_SETS_RUNNING.replace(
+        '"JobFailed"', "\"${'Job failed'}\"")})
+    world = running_world(cleanPodPolicy="None")
+    world.pods[worker(0)] = exited(1)
+    failed = world.reconcile()
+    assert failed.decision.errors == (
+        "setCondition Running: reason 'Job failed' is not a condition reason (a letter, then "
+        "letters, digits, _ , :)",)
+    # Running goes False as the job leaves it, not as the refused setCondition says.
+    assert [u.message for u in failed.decision.conditions if u.type == "Running"] == [
+        "MachineJob train has failed because replicas of type [\"Worker\"] failed. Last "
+        "failure: Worker-0 (exit code 1)."]

@@ -116,3 +116,32 @@ def test_a_job_restart_counts_its_count_in_a_new_attempt(machine: Machine, count
     assert (result.decision.record.restart_attempt, result.decision.record.restarts) == (
         1, count)
     assert result.decision.restarts == ((("JobRestarting", count),) if count else ())
+
+
+HELD_RESTART = "        condition: Restarting\n        holdReplicas: true\n"
+
+
+def test_a_job_restart_forgets_every_replicas_back_off_and_timer(machine: Machine) -> None:
+    # Restarting does not hold the replicas here, so the timers the record keeps show too.
+    machine(HELD_RESTART, "        condition: Restarting\n")
+    job = machine_job(workers=2, policy="ExitCode", run_policy={"pendingTimeoutSeconds": 600})
+    job["spec"]["failureRules"] = [
+        {"action": "RestartJob", "onExitCodes": {"operator": "In", "values": [42]}}]
+    world = World(job)
+    world.reconcile()
+    world.put(worker(0), running())
+    world.put(worker(1), running())
+    world.reconcile()
+    world.put(worker(1), exited(137))  # killed: recreated, after a back-off
+    world.reconcile()
+    world.put(worker(1), None)
+    recreated = world.reconcile()
+    assert recreated.decision.record.replica_backoff.keys() == {worker(1)}
+    assert recreated.decision.record.replica_timers.keys() == {worker(1)}  # Pending again
+    world.put(worker(0), exited(42))
+    restarted = world.reconcile()
+    assert restarted.phase == "Restarting"
+    assert restarted.decision.record.restart_attempt == 1
+    assert restarted.decision.record.replica_states == {}
+    assert restarted.decision.record.replica_backoff == {}
+    assert restarted.decision.record.replica_timers == {}
