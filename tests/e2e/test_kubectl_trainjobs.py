@@ -5,7 +5,8 @@ with its JobSet suspended, runs as Kueue would let it once resumed and ends Comp
 multi-node example's pods get torchrun's PET_* variables; the runtime patches example's
 patches reach its Job; the Volcano example makes one PodGroup; the multi-step example is
 refused as Trainer's webhook refuses it; deleting a TrainJob deletes its JobSet (owner
-references)."""
+references); an MPI TrainJob (deepspeed-distributed) gets its SSH Secret and hostfile
+ConfigMap, which go with it."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import json
 from pathlib import Path
 
 from tests.e2e.conftest import Kubectl
+from tests.polling import eventually
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "trainer"
 
@@ -154,3 +156,30 @@ def test_the_volcano_example_makes_one_podgroup_of_its_four_nodes(
     finally:
         cluster_kubectl("delete", "clustertrainingruntime", "torch-distributed-volcano",
                         "--ignore-not-found", "--timeout=60s", timeout=90)
+
+
+def test_an_mpi_trainjob_gets_its_ssh_secret_and_hostfile_which_go_with_it(
+    cluster_kubectl: Kubectl,
+) -> None:
+    # Process mode runs no image, so the nodes' sshd is not expected to serve: only what the
+    # TrainJob makes is looked at (docs/trainer.md, the runtimes table).
+    cluster_kubectl("apply", "-f", "-", stdin=json.dumps({
+        "apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
+        "metadata": {"name": "ds"},
+        "spec": {"runtimeRef": {"name": "deepspeed-distributed"},
+                 "trainer": {"numNodes": 2, "command": ["mpirun", "hostname"]}}}))
+    eventually(lambda: all(cluster_kubectl.run("get", name).returncode == 0 for name in (
+        "secret/ds-mpi-ssh-auth", "configmap/ds-mpi-hostfile")), timeout=60, interval=0.5)
+
+    secret = cluster_kubectl.get_json("secret", "ds-mpi-ssh-auth")
+    assert (secret["type"], secret["immutable"]) == ("kubernetes.io/ssh-auth", True)
+    assert sorted(secret["data"]) == ["ssh-privatekey", "ssh-publickey"]
+    hostfile = cluster_kubectl.get_json("configmap", "ds-mpi-hostfile")
+    assert hostfile["data"] == {"hostfile": "ds-node-0-0.ds slots=1\nds-launcher-0-0.ds slots=1\n"}
+    for made in (secret, hostfile):
+        assert [(r["kind"], r["name"]) for r in made["metadata"]["ownerReferences"]] == [
+            ("TrainJob", "ds")]
+
+    cluster_kubectl("delete", "trainjob", "ds", "--timeout=60s", timeout=90)
+    cluster_kubectl("wait", "--for=delete", "secret/ds-mpi-ssh-auth",
+                    "configmap/ds-mpi-hostfile", "--timeout=60s", timeout=90)

@@ -202,11 +202,13 @@ def test_a_gang_the_node_cannot_hold_binds_none_of_its_pods(client: KubeClient, 
         client.create(TRAINJOBS, trainjob("too-big", ns, name, numNodes=3), ns)
         waiting = wait_for(lambda: pods(client, ns, "too-big"), lambda found: len(found) == 3
                            and all(_unschedulable(p) for p in found), what="3 pods waiting")
+        # Read while the runtime exists: the PodGroup's `when` reads it.
+        group = client.get(PLUGINS_GROUPS, "too-big", ns)
     finally:
         client.delete(CLUSTER_RUNTIMES, name)
     assert [p["spec"].get("nodeName") for p in waiting] == [None, None, None]
     assert "pod group too-big" in _unschedulable(waiting[0])
-    assert client.get(PLUGINS_GROUPS, "too-big", ns)["spec"]["minMember"] == 3
+    assert group["spec"]["minMember"] == 3
 
 
 def _unschedulable(pod: Obj) -> str:

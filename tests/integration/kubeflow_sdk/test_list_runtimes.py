@@ -26,7 +26,8 @@ LIST = '''
 emit({"runtimes": [
     {"name": r.name, "kind": r.kind.value, "framework": r.trainer.framework,
      "nodes": r.trainer.num_nodes, "image": r.trainer.image,
-     "entrypoint": r.trainer.command[2].split()[-2] if len(r.trainer.command) > 2 else None}
+     "command": list(r.trainer.command),
+     "entrypoint": r.trainer.command[-1].split()[-2] if len(r.trainer.command) > 2 else None}
     for r in client.list_runtimes()]})
 '''
 
@@ -41,7 +42,8 @@ def test_the_shipped_runtimes_are_listed_with_their_framework_and_entrypoint(
     listed = run_sdk(cluster, LIST, tmp_path)["runtimes"]
     by_name = {runtime["name"]: runtime for runtime in listed}
     assert set(by_name) == {"torch-distributed", "jax-distributed", "xgboost-distributed",
-                            "torch-distributed-with-cache"}
+                            "torch-distributed-with-cache", "deepspeed-distributed",
+                            "mlx-distributed"}
     torch = by_name["torch-distributed"]
     assert torch["kind"] == "ClusterTrainingRuntime"
     assert torch["framework"] == "torch"
@@ -49,6 +51,11 @@ def test_the_shipped_runtimes_are_listed_with_their_framework_and_entrypoint(
     # The SDK runs a CustomTrainer's function with torchrun on a torch runtime, python else.
     assert torch["entrypoint"] == "torchrun"
     assert by_name["jax-distributed"]["entrypoint"] == "python"
+    # On an MPI runtime the SDK runs it with mpirun over the hostfile the TrainJob mounts.
+    deepspeed = by_name["deepspeed-distributed"]
+    assert deepspeed["framework"] == "deepspeed"
+    assert deepspeed["command"][:3] == ["mpirun", "--hostfile", "/etc/mpi/hostfile"]
+    assert deepspeed["entrypoint"] == "python"
     node = _runtime(cluster, "torch-distributed")["spec"]["template"]["spec"][
         "replicatedJobs"][0]["template"]["spec"]["template"]["spec"]["containers"][0]
     assert torch["image"] == node["image"]
@@ -76,8 +83,8 @@ def test_a_runtime_without_the_framework_label_is_skipped_and_a_namespaced_one_w
         cluster.client.delete(CLUSTER_RUNTIMES, "no-framework-label")
         cluster.client.delete(RUNTIMES, "torch-distributed", "default")
     names = sorted(runtime["name"] for runtime in listed)
-    assert names == ["jax-distributed", "torch-distributed", "torch-distributed-with-cache",
-                     "xgboost-distributed"]
+    assert names == ["deepspeed-distributed", "jax-distributed", "mlx-distributed",
+                     "torch-distributed", "torch-distributed-with-cache", "xgboost-distributed"]
     torch = next(runtime for runtime in listed if runtime["name"] == "torch-distributed")
     assert (torch["kind"], torch["nodes"]) == ("TrainingRuntime", 3)
     assert got == {"kind": "TrainingRuntime", "nodes": 3}
