@@ -172,3 +172,17 @@ def test_what_the_mpi_plugins_webhook_refuses_fails_the_trainjob_in_its_words(
 
 def test_a_valid_mpi_trainjob_is_not_refused() -> None:
     assert refusal(trainjob(numNodes=3), DEEPSPEED) == ("Running", "")
+
+
+def test_an_mpi_implementation_other_than_openmpi_makes_no_jobset_and_says_why() -> None:
+    from tests.scenarios.test_trainjob_guard_scenarios import decide_trainjob
+
+    decision = decide_trainjob(with_mpi(DEEPSPEED, mpiImplementation=""), None)
+    events = [p.action.args for p in decision.actions if p.action.name == "event"]
+    assert [(e["reason"], e["message"]) for e in events] == [(
+        "TrainJobResourcesCreationFailed",
+        'TrainJob resources reconciliation failed: the runtime torch has '
+        'mlPolicy.mpi.mpiImplementation "", which jobmachine\'s TrainJob machine does not '
+        'run yet (docs/trainer.md)')]
+    # The shipped runtime (OpenMPI) is usable: no event.
+    assert [p.action.name for p in decide_trainjob(DEEPSPEED, None).actions] == []
