@@ -45,6 +45,7 @@ DECISION_TESTS: tuple[str, ...] = (
             "decide_conditions",
             "decide_timers",
             "decide_counts",
+            "decide_in_place_ends",
             "release_tracking",
             "slow_start_batches",
             "unfinished_replicas",
