@@ -160,7 +160,9 @@ def test_the_child_is_the_replica_specs_template_as_the_childs_kind(
     assert child["spec"] == made["spec"]["workers"]["Worker"]["template"]["spec"]
 
 
-def test_simulate_refuses_a_machine_of_children_saying_so(tmp_path: Path) -> None:
+def test_simulate_names_the_machine_a_child_kind_lacks(tmp_path: Path) -> None:
+    """simulate plays each child with its own machine (tests/unit/simulation/test_nested.py);
+    with none for the child's kind among the machines given it says which kind and where."""
     machines = tmp_path / "machines"
     machines.mkdir()
     (machines / "jobs.yaml").write_text(TEXT)
@@ -172,8 +174,9 @@ def test_simulate_refuses_a_machine_of_children_saying_so(tmp_path: Path) -> Non
     with pytest.raises(ScenarioError) as raised:
         load_scenario(scenario, machines=machines)
     (problem,) = raised.value.diagnostics
-    assert "replicas are Job objects (spec.child), which simulate does not play yet" in str(
-        problem)
+    assert (f"machine jobsofjobs's replicas are Job objects (spec.child), and no machine in "
+            f"{machines} governs batch/v1 Job: simulate plays a child with its own machine"
+            ) in str(problem)
 
 
 def test_check_explores_a_machine_of_children_with_the_shipped_machine_of_their_kind() -> None:
