@@ -13,7 +13,12 @@ pods as a kubelet's, would hold all but 110 Workers Pending whatever the engine 
 Per round it also reads the CPU seconds of up's process (API server and node) and of its
 engine (a child process) over the workload, from /proc. A warm-up job runs first.
 
+`--passes W,S` runs no server: one PyTorchJob of W Workers decided pass after pass in this
+process, S pods starting per pass, with the job's replica steps remembered and without (the
+engine's CPU of a pass, and the replica steps it took).
+
 Run: python benchmarks/wide.py --pytorch 500,1000 --indexed 10000,500 --rounds 3
+     python benchmarks/wide.py --passes 1000,100 --passes 10000,1000
 """
 
 from __future__ import annotations
@@ -52,6 +57,7 @@ from compare import (
     stop_process,
 )
 
+from engine.controller.reconcile.children import ReplicaId
 from engine.kube.client import KubeClient
 from engine.kube.resources import PODS, Resource
 
@@ -239,6 +245,78 @@ def run_one(kind: str, size: tuple[int, int], args: argparse.Namespace,
                               if key.split(" ")[1] not in ("get", "list", "watch"))}
 
 
+def _sim_pod(job: dict[str, Any], replica: ReplicaId, phase: str) -> dict[str, Any]:
+    """A replica's pod as the API server shows it, Pending (waiting) or Running."""
+    state = ({"running": {"startedAt": "2026-01-01T00:00:00Z"}} if phase == "Running"
+             else {"waiting": {"reason": "ContainerCreating"}})
+    return {"metadata": {"name": f"{job['metadata']['name']}-{replica.type.lower()}-"
+                                 f"{replica.index}", "uid": f"uid-{replica}"},
+            "spec": {"restartPolicy": "Never", "containers": [{"name": "pytorch"}]},
+            "status": {"phase": phase, "containerStatuses": [
+                {"name": "pytorch", "state": state, "restartCount": 0}]}}
+
+
+def decide_passes(workers: int, wave: int, *, remembered: bool) -> dict[str, float]:
+    """One PyTorchJob of `workers` Workers decided in this process, without a server: each
+    pass observes the pods, decides (with the job's replica steps remembered from its last
+    passes or not) and builds the status; the pods it plans appear Pending, and `wave` of
+    them Running per pass, until all run, then two passes more. The engine's CPU (ms) of
+    the first pass (every replica created), of the median pass while `wave` replicas
+    start, and of a pass with nothing changed; for each, the replica steps taken (with the
+    memo: those not recalled)."""
+    from engine.controller.machines.registry import Assignment
+    from engine.controller.reconcile.decide import decide
+    from engine.controller.reconcile.jobspec import read_job_spec
+    from engine.controller.reconcile.manifests import main_container_name
+    from engine.controller.reconcile.observe import job_observations, observe_replica_pod
+    from engine.controller.reconcile.record import read_record
+    from engine.controller.reconcile.replica_memo import ReplicaMemo
+    from engine.controller.reconcile.status import build_status
+    from engine.definition import load_definitions
+
+    (definition,) = [d for d in load_definitions([ROOT / "machines" / "kubeflow.yaml",
+                                                  ROOT / "machines" / "pytorchjob.yaml"])
+                     if d.governs.kind == "PyTorchJob"]
+    job = pytorchjob("passes", workers, 0.1)
+    job["metadata"].update(uid="uid-passes", creationTimestamp="2026-01-01T00:00:00Z")
+    spec = read_job_spec(job, definition)
+    memo = ReplicaMemo()
+    pods: dict[ReplicaId, dict[str, Any]] = {}
+    now = "2026-01-01T00:00:01Z"
+    spent: list[float] = []
+    steps: list[int] = []
+    settled = 0
+    while settled < 2:
+        settled = settled + 1 if pods and all(
+            p["status"]["phase"] == "Running" for p in pods.values()) else 0
+        started = time.process_time()
+        taken = memo.steps_taken
+        facts = {replica: observe_replica_pod(
+            pod, replica_type=replica.type, failure_rules=spec.failure_rules,
+            main_container=main_container_name(definition, {}), node_ready=lambda _: True)
+            for replica, pod in pods.items()}
+        decision = decide(definition, job, spec, read_record(job.get("status") or {}), facts,
+                          now=now, memo=memo if remembered else None,
+                          job_observations=job_observations(job, spec, start_time=None,
+                                                            now=now, terminating_pods=0))
+        job["status"] = build_status(job, Assignment("pytorchjob", "1", definition), spec,
+                                     decision, now=now)
+        spent.append(1000 * (time.process_time() - started))
+        steps.append(memo.steps_taken - taken)
+        for planned in decision.actions:
+            if planned.action.name == "createPod" and planned.replica not in pods:
+                pods[planned.replica] = _sim_pod(job, planned.replica, "Pending")
+        waiting = [r for r, pod in sorted(pods.items()) if pod["status"]["phase"] == "Pending"]
+        for replica in waiting[:wave]:
+            pods[replica] = _sim_pod(job, replica, "Running")
+    found = {"first_pass_ms": spent[0], "wave_pass_ms": statistics.median(spent[2:-1]),
+             "steady_pass_ms": spent[-1]}
+    if remembered:
+        found.update(first_pass_steps=steps[0], wave_pass_steps=statistics.median(steps[2:-1]),
+                     steady_pass_steps=steps[-1])
+    return found
+
+
 def pair(text: str) -> tuple[int, int]:
     completions, parallelism = counts(text)
     return completions, parallelism
@@ -246,8 +324,9 @@ def pair(text: str) -> tuple[int, int]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
-    parser.add_argument("--pytorch", type=counts, default=[500, 1000],
-                        help="comma-separated Worker counts, one PyTorchJob each")
+    parser.add_argument("--pytorch", type=counts, default=None,
+                        help="comma-separated Worker counts, one PyTorchJob each (default "
+                             "500,1000 unless --passes is given)")
     parser.add_argument("--indexed", type=pair, action="append", default=None,
                         help="COMPLETIONS,PARALLELISM of an Indexed Job (repeatable)")
     parser.add_argument("--rounds", type=int, default=1)
@@ -262,8 +341,20 @@ def main() -> None:
                         help="a folder of machines for up instead of the shipped ones")
     parser.add_argument("--profile", type=Path,
                         help="a folder for py-spy's folded stacks of up and of its engine")
+    parser.add_argument("--passes", type=pair, action="append", default=None,
+                        help="WORKERS,WAVE: one PyTorchJob decided in this process, without "
+                             "a server, WAVE pods starting per pass; the engine's CPU per "
+                             "pass with and without its replica steps remembered")
     args = parser.parse_args()
-    workloads = [("pytorch", (m, m)) for m in args.pytorch] + [
+    for workers, wave in args.passes or []:
+        for remembered in (False, True):
+            found = decide_passes(workers, wave, remembered=remembered)
+            print(f"passes of a PyTorchJob x {workers} Workers, {wave} start per pass, "
+                  f"steps {'remembered' if remembered else 'not remembered'}: "
+                  + ", ".join(f"{k} {v:.2f}" for k, v in found.items())
+                  + f"; load {os.getloadavg()[0]:.2f}", flush=True)
+    pytorch = args.pytorch if args.pytorch is not None else [] if args.passes else [500, 1000]
+    workloads = [("pytorch", (m, m)) for m in pytorch] + [
         ("indexed", size) for size in (args.indexed or [])]
     results: dict[str, list[dict[str, float]]] = {}
     with tempfile.TemporaryDirectory() as scratch:
