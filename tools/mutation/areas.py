@@ -46,6 +46,7 @@ DECISION_TESTS: tuple[str, ...] = (
             "decide_timers",
             "decide_counts",
             "decide_in_place_ends",
+            "decide_last_failure",
             "release_tracking",
             "slow_start_batches",
             "unfinished_replicas",
