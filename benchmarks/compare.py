@@ -201,6 +201,25 @@ def stop_process(process: subprocess.Popen[bytes], timeout_s: float) -> None:
         process.wait()
 
 
+def start_up(data_dir: Path, log: Path, *flags: str) -> tuple[subprocess.Popen[bytes], Path]:
+    """`jobmachine up --node-mode simulate` as a user runs it (no JOBMACHINE_* variable set,
+    a free port, its log in `log`) and the kubeconfig it prints once it serves."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("JOBMACHINE_")}
+    with log.open("wb") as err:
+        process = subprocess.Popen(
+            [str(Path(sys.executable).parent / "jobmachine"), "up", "--port", "0",
+             "--node-mode", "simulate", "--quiet", "--data-dir", str(data_dir), *flags],
+            env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=err, start_new_session=True)
+    assert process.stdout is not None
+    kubeconfig = next((line.decode().strip().split("=", 1)[1] for line in process.stdout
+                       if line.startswith(b"export KUBECONFIG=")), None)
+    if kubeconfig is None:
+        process.wait()
+        raise RuntimeError(f"jobmachine up exited with {process.returncode} before serving:\n"
+                           + log.read_text(errors="replace")[-3000:])
+    return process, Path(kubeconfig)
+
+
 def alive_check(process: subprocess.Popen[bytes], log: Path) -> Callable[[], None]:
     def check() -> None:
         if process.poll() is not None:

@@ -17,10 +17,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import signal
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -33,13 +31,13 @@ from compare import (
     HARNESS_AGENT,
     NAMESPACE,
     PYTORCHJOBS,
-    ROOT,
     Endings,
     Workload,
     alive_check,
     counts,
     measure,
     pytorchjob,
+    start_up,
     stop_process,
     submit,
 )
@@ -50,18 +48,9 @@ from engine.kube.client import KubeClient
 def measure_up(workload: Workload, args: argparse.Namespace, data_dir: Path,
                log: Path) -> dict[str, float]:
     """`jobmachine up` as a user runs it; seconds from submission to the last Succeeded."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("JOBMACHINE_")}
-    with log.open("wb") as err:
-        process = subprocess.Popen(
-            [str(Path(sys.executable).parent / "jobmachine"), "up", "--port", "0",
-             "--node-mode", "simulate", "--quiet", "--data-dir", str(data_dir)],
-            env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=err, start_new_session=True,
-        )
+    process, kubeconfig = start_up(data_dir, log)
     try:
-        assert process.stdout is not None
-        kubeconfig = next(line.decode().strip().split("=", 1)[1] for line in process.stdout
-                          if line.startswith(b"export KUBECONFIG="))
-        client = KubeClient.from_kubeconfig(Path(kubeconfig), qps=100_000, burst=100_000,
+        client = KubeClient.from_kubeconfig(kubeconfig, qps=100_000, burst=100_000,
                                             user_agent=HARNESS_AGENT)
         check = alive_check(process, log)
         endings = Endings(client)

@@ -54,6 +54,7 @@ from compare import (
     counts,
     cpu_seconds,
     pytorchjob,
+    start_up,
     stop_process,
 )
 
@@ -181,19 +182,11 @@ def run_one(kind: str, size: tuple[int, int], args: argparse.Namespace,
             data_dir: Path, log: Path) -> dict[str, float]:
     """One workload on a fresh `jobmachine up`; its figures."""
     capacity = size[0] + 50 if kind == "pytorch" else size[1] + 50
-    env = {k: v for k, v in os.environ.items() if not k.startswith("JOBMACHINE_")}
-    with log.open("wb") as err:
-        process = subprocess.Popen(
-            [str(Path(sys.executable).parent / "jobmachine"), "up", "--port", "0",
-             "--node-mode", "simulate", "--quiet", "--data-dir", str(data_dir),
-             "--node-capacity", f"pods={capacity}",
-             *(["--machines", str(args.machines)] if args.machines else [])],
-            env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=err, start_new_session=True)
+    process, kubeconfig = start_up(
+        data_dir, log, "--node-capacity", f"pods={capacity}",
+        *(["--machines", str(args.machines)] if args.machines else []))
     try:
-        assert process.stdout is not None
-        kubeconfig = next(line.decode().strip().split("=", 1)[1] for line in process.stdout
-                          if line.startswith(b"export KUBECONFIG="))
-        client = KubeClient.from_kubeconfig(Path(kubeconfig), qps=100_000, burst=100_000,
+        client = KubeClient.from_kubeconfig(kubeconfig, qps=100_000, burst=100_000,
                                             user_agent=HARNESS_AGENT)
         check = alive_check(process, log)
         resource = PYTORCHJOBS if kind == "pytorch" else JOBS
@@ -211,7 +204,7 @@ def run_one(kind: str, size: tuple[int, int], args: argparse.Namespace,
                          [profiling(pid, args.profile / f"{name}-{kind}-{size[0]}.txt")
                           for name, pid in (("up", process.pid), ("engine", engine))])
             cpu_before = cpu_seconds(process.pid), cpu_seconds(engine)
-            requests_before = requests_by_client(Path(kubeconfig))
+            requests_before = requests_by_client(kubeconfig)
             started = time.monotonic()
             if kind == "pytorch":
                 client.create(resource, pytorchjob("bench", size[0], args.run_seconds),
@@ -223,7 +216,7 @@ def run_one(kind: str, size: tuple[int, int], args: argparse.Namespace,
                 running = pods.wait(workers.started_count(size[1]), args.timeout, check)
             ended = jobs.wait(ends.of("bench"), args.timeout, check)
             cpu_after = cpu_seconds(process.pid), cpu_seconds(engine)
-            requests = requests_by_client(Path(kubeconfig)) - requests_before
+            requests = requests_by_client(kubeconfig) - requests_before
             for profiler in profilers:
                 profiler.send_signal(signal.SIGINT)
                 profiler.wait(60)
