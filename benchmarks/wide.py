@@ -37,6 +37,7 @@ import time
 import urllib.request
 from collections import Counter
 from collections.abc import Callable
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -276,6 +277,7 @@ def decide_passes(workers: int, wave: int, *, remembered: bool) -> dict[str, flo
     memo = ReplicaMemo()
     pods: dict[ReplicaId, dict[str, Any]] = {}
     now = "2026-01-01T00:00:01Z"
+    moment = datetime.fromisoformat(now)
     spent: list[float] = []
     steps: list[int] = []
     settled = 0
@@ -291,13 +293,14 @@ def decide_passes(workers: int, wave: int, *, remembered: bool) -> dict[str, flo
         decision = decide(definition, job, spec, read_record(job.get("status") or {}), facts,
                           now=now, memo=memo if remembered else None,
                           job_observations=job_observations(job, spec, start_time=None,
-                                                            now=now, terminating_pods=0))
+                                                            now=moment, terminating_pods=0))
         job["status"] = build_status(job, Assignment("pytorchjob", "1", definition), spec,
                                      decision, now=now)
         spent.append(1000 * (time.process_time() - started))
         steps.append(memo.steps_taken - taken)
         for planned in decision.actions:
-            if planned.action.name == "createPod" and planned.replica not in pods:
+            if (planned.action.name == "createPod" and planned.replica is not None
+                    and planned.replica not in pods):
                 pods[planned.replica] = _sim_pod(job, planned.replica, "Pending")
         waiting = [r for r, pod in sorted(pods.items()) if pod["status"]["phase"] == "Pending"]
         for replica in waiting[:wave]:
