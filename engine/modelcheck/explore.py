@@ -400,9 +400,8 @@ def _events_only(result: Pass, status: Any) -> bool:
     look while its runtime is missing): no state, pod or status changed, so no watch wakes
     the engine again, and it has settled. A pass that failed to evaluate something posts
     its Warning each time and is looked at again (the engine's back-off): not settled."""
-    return (not result.decision.fired and not result.created and not result.deleted
-            and not result.decision.errors and not result.template_errors
-            and result.status == status)
+    return (not result.wakes_a_watch(status) and not result.decision.errors
+            and not result.template_errors)
 
 
 def _describe(result: Pass) -> list[str]:

@@ -198,8 +198,7 @@ class _Driver:
         self._note_pass(player, result, before)
         player.next_look = result.next_look
         # What a watch would see: a state, a pod or a status written (an Event wakes no one).
-        changed = bool(result.decision.fired or result.created or result.deleted
-                       or result.status != before)
+        changed = result.wakes_a_watch(before)
         if parent is not None:
             changed |= pull_up(parent, player.path[-1])
         for made in adopt(player, self.machines, self.referenced, self.storage):

@@ -108,6 +108,12 @@ class Pass:
         """Whether the pass changed anything: a state, a pod, or an Event."""
         return bool(self.decision.fired or self.created or self.deleted or self.events)
 
+    def wakes_a_watch(self, status_before: Any) -> bool:
+        """Whether a watch would see the pass: a state, a pod or the job's status written
+        (`status_before` is the job's status before it); an Event wakes no one."""
+        return bool(self.decision.fired or self.created or self.deleted
+                    or self.status != status_before)
+
 
 class _WorldApi:
     """The few API calls the action executor makes, answered from the world's objects."""
