@@ -283,6 +283,10 @@ class Activation:
 
     def _read_content(self, source: str, name: str, value: object) -> object:
         """The content of what `source` reads of variable `name` (`inputs`)."""
+        if type(value) is list:
+            paths = _list_entry_paths(source, name)
+            if paths is not None:
+                return self.projected(value, paths)[1]
         if type(value) is dict:
             entry_fields = _entry_fields(source, name)
             if entry_fields is not None:
@@ -307,6 +311,17 @@ class Activation:
                     if type(entry) is dict else entry for key, entry in value.items()}
             known = (value, (view, pickle.dumps(view, pickle.HIGHEST_PROTOCOL)))
             self._contents[(id(value), "entries", fields)] = known
+        return known[1]
+
+    def projected(self, value: list[Any], paths: frozenset[tuple[str, ...]]
+                  ) -> tuple[list[Any], bytes]:
+        """`value` with each entry that is a map cut down to `paths` (`_projected`), and
+        that view's content; kept as `content` is."""
+        known = self._contents.get((id(value), "paths", paths))
+        if known is None or known[0] is not value:
+            view = [_projected(entry, paths) for entry in value]
+            known = (value, (view, pickle.dumps(view, pickle.HIGHEST_PROTOCOL)))
+            self._contents[(id(value), "paths", paths)] = known
         return known[1]
 
     def content(self, value: object) -> bytes:
@@ -445,14 +460,24 @@ class RememberedValues:
         rest stays bound across passes; one it selects the status of is bound with only
         the fields it selects; a map of maps whose entries it only selects fields of
         (`replicas[t].failed`), with only those fields in each entry. Each gives the same
-        value, as the rest is not read. Expressions that read a status (or such a map
-        whole) use a context of their own, so that they do not rebind the others' maps."""
+        value, as the rest is not read. A list of maps it reads only through macros whose
+        variable selects fields (`children.filter(c, c.observation == 'childFailed')`) is
+        bound with only those fields of each entry (`_list_entry_paths`): a JobSet's
+        `children` hold whole Jobs, converted again at every pass that changed one.
+        Expressions that read a status, such a list, or such a map whole use a context of
+        their own, so that they do not rebind the others' values."""
         bindings: list[tuple[str, object, Any]] = []
         whole: list[str] = []
         for name in expression.names:
             value = variables.variables.get(name, _ABSENT)
             if value is _ABSENT:
                 return expression.run(variables)  # says which variable is missing
+            paths = _list_entry_paths(expression.source, name) if type(value) is list else None
+            if paths is not None:
+                whole.append(f"{name}[{','.join(sorted('.'.join(p) for p in paths))}]")
+                cut, cut_content = variables.projected(value, paths)
+                bindings.append((name, cut_content, cut))
+                continue
             entry_fields = _entry_fields(expression.source, name)
             if type(value) is dict and _STATUS not in value and entry_fields is not None:
                 view, view_content = variables.entries(value, entry_fields)
@@ -677,6 +702,107 @@ def _entry_fields(source: str, name: str) -> tuple[str, ...] | None:
                 and not after.lstrip().startswith((".", "["))):
             return None
     return tuple(sorted(fields))
+
+
+_MACRO_CALL = re.compile(r"\s*\.\s*(all|exists|exists_one|filter|map)\s*\(")
+_MACRO_VARIABLE = re.compile(r"\s*([A-Za-z_]\w*)\s*,")
+_MACRO_OPENED = re.compile(r"\.\s*(?:all|exists|exists_one|filter|map)\s*\(\s*$")
+_SIZE_CALLED = re.compile(r"\s*\.\s*size\s*\(\s*\)")
+
+
+@lru_cache(maxsize=4096)
+def _list_entry_paths(source: str, name: str) -> frozenset[tuple[str, ...]] | None:
+    """The paths into the entries of list variable `name` that `source` reads
+    (('object', 'status', 'active') for `c.object.status.active`), when it reads them only
+    so: every mention of the name is counted (`size(children)`) or iterated by macros
+    (`children.filter(c, ...).exists(d, ...)`) whose variables, in their bodies, only
+    select fields (`c.observation`, `has(c.object.status)`), and a filter's result
+    (entries themselves) is only counted, iterated so, or indexed to select fields
+    (`[0].object.metadata.name`); None otherwise, and then the whole list counts. What
+    lies outside these paths is not read, so a view of the entries cut down to them gives
+    the expression the same value. Names in string literals are no mentions (`_code`)."""
+    code = _code(source)
+    paths: set[tuple[str, ...]] = set()
+    for mention in re.finditer(rf"\b{name}\b", code):
+        if not _entries_read(code, mention.start(), mention.end(), paths):
+            return None
+    return frozenset(paths)
+
+
+def _entries_read(code: str, start: int, end: int, paths: set[tuple[str, ...]]) -> bool:
+    """Whether the list that `code[start:end]` gives is read only as `_list_entry_paths`
+    allows, adding to `paths` the paths read into its entries."""
+    while True:
+        call = _MACRO_CALL.match(code, end)
+        if call is not None:
+            variable = _MACRO_VARIABLE.match(code, call.end())
+            close = _closing(code, call.end())
+            if variable is None or close is None:
+                return False
+            body = code[variable.end():close]
+            for use in re.finditer(rf"\b{variable.group(1)}\b", body):
+                if _MACRO_OPENED.search(body, 0, use.start()):
+                    continue  # a macro within names its own variable so (shadowing it)
+                fields = _chain(body, use.end())
+                if not fields:
+                    return False
+                paths.add(fields)
+            if call.group(1) != "filter":
+                return True  # a truth, or a list made of the fields selected
+            end = close + 1  # the entries the filter keeps: read on
+            continue
+        if _SIZE_CALLED.match(code, end):
+            return True
+        index = re.compile(r"\s*\[").match(code, end)
+        if index is not None:
+            close = _closing(code, index.end())
+            fields = _chain(code, close + 1) if close is not None else ()
+            if fields:
+                paths.add(fields)
+                return True
+            return False
+        before, after = code[:start].rstrip(), code[end:]
+        if not (before.endswith("(") and after.lstrip().startswith(")")):
+            return False
+        called = before[:-1].rstrip()
+        if re.search(r"(?<![\w.])size$", called):
+            return True
+        if called and (called[-1].isalnum() or called[-1] in "_.])"):
+            return False  # an argument of some other function
+        # Parentheses that only group it: read on around them.
+        start, end = len(before) - 1, end + (len(after) - len(after.lstrip())) + 1
+
+
+def _chain(code: str, at: int) -> tuple[str, ...]:
+    """The fields selected one after another from `at` (`.object.status`), () for none."""
+    chain = _FIELD_CHAIN.match(code, at)
+    return tuple(re.findall(r"[A-Za-z_]\w*", chain.group(0))) if chain else ()
+
+
+def _closing(code: str, at: int) -> int | None:
+    """Where the bracket opened just before `at` closes (string literals blanked)."""
+    depth = 1
+    for index in range(at, len(code)):
+        char = code[index]
+        if char in "([{":
+            depth += 1
+        elif char in ")]}":
+            depth -= 1
+            if depth == 0:
+                return index
+    return None
+
+
+def _projected(value: Any, paths: frozenset[tuple[str, ...]]) -> Any:
+    """`value` with only what lies at `paths` (a map cut down to the fields they begin
+    with, each cut down to the rest of its paths; anything else whole)."""
+    if () in paths or type(value) is not dict:
+        return value
+    heads: dict[str, set[tuple[str, ...]]] = {}
+    for path in paths:
+        heads.setdefault(path[0], set()).add(path[1:])
+    return {key: _projected(item, frozenset(heads[key]))
+            for key, item in value.items() if key in heads}
 
 
 def combine(expressions: list[CompiledExpression]) -> CompiledExpression:

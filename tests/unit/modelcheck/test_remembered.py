@@ -15,6 +15,7 @@ from engine.definition.cel import (
     Scope,
     _code,
     _entry_fields,
+    _list_entry_paths,
     _selected_fields,
     _status_fields,
     compile_expression,
@@ -83,6 +84,77 @@ def test_the_status_fields_an_expression_reads_or_none_when_it_reads_more(
     source: str, fields: tuple[str, ...] | None,
 ) -> None:
     assert _status_fields(source, "job") == fields
+
+
+@pytest.mark.parametrize(("source", "paths"), [
+    ("size(children) == 0", set()),
+    ("!has(job.spec.x) && size((children.filter(c, c.observation == 'childFailed'))) > 0",
+     {("observation",)}),
+    ("children.filter(c, c.type == n && has(c.object.status) && c.object.status.active > 0)"
+     ".size()", {("type",), ("object", "status"), ("object", "status", "active")}),
+    # A filter's entries iterated again, or indexed only to select fields.
+    ("(children.filter(c, c.observation == 'childFailed')).exists(c, c.reason in ['x'])",
+     {("observation",), ("reason",)}),
+    ("children.filter(c, c.observation == 'F').filter(c, children.all(d, d.object.t >= "
+     "c.object.t))[0].object.metadata.name",
+     {("observation",), ("object", "t"), ("object", "metadata", "name")}),
+    ("children.map(c, c.object.metadata.name)", {("object", "metadata", "name")}),
+    ("children.exists(c, c.object.conditions.exists(c, c.type == 'Failed'))",
+     {("object", "conditions"), ("type",)}),
+    # An entry read whole, or a filter's entries handed on: every field counts.
+    ("children.filter(c, c.observation == 'childFailed')", None),
+    ("dyn(children.filter(c, c.observation == 'childFailed'))", None),
+    ("children.filter(c, c.observation == 'childFailed')[0]", None),
+    ("children.exists(c, c == {})", None),
+    ("children.exists(c, c.object.conditions.exists(c, c == 'Failed'))", None),
+    ("children[0] == {}", None),
+    ("size(children.filter(c, c.a)) + size(children.filter(c, c.b).map(d, d))", None),
+    ("'children' in x && children == []", None),
+])
+def test_the_paths_an_expression_reads_into_list_entries_or_none_when_it_reads_more(
+    source: str, paths: set[tuple[str, ...]] | None,
+) -> None:
+    found = _list_entry_paths(source, "children")
+    assert (None if found is None else set(found)) == paths
+
+
+def test_a_list_cut_down_to_the_paths_read_gives_each_value_as_the_whole_list() -> None:
+    """The expressions of JobSet's machine over children cut down to what they read, then
+    over children whose unread fields change: the same values as without remembering."""
+    scope = Scope("job")
+    sources = [
+        "size(children.filter(c, c.observation == 'childFailed')) > 0",
+        "children.filter(c, has(c.object.status) && has(c.object.status.active)"
+        " && c.object.status.active > 0).size()",
+        "(children.filter(c, c.observation == 'childFailed')).exists(c, c.reason == 'B')",
+        "children.filter(c, c.observation == 'childFailed')[0].object.metadata.name",
+        "children.map(c, c.object.metadata.name)",
+        "size(children)",
+    ]
+    for source in sources:
+        assert _list_entry_paths(source, "children") is not None, source
+    guards = [compile_expression(source, scope) for source in sources]
+
+    def child(name: str, observation: str, status: dict[str, object], noise: int
+              ) -> dict[str, object]:
+        return {"type": "w", "index": 0, "observation": observation, "reason": "B",
+                "message": f"m{noise}", "object": {"metadata": {"name": name, "uid": noise},
+                                                   "spec": {"n": noise}, "status": status}}
+
+    rounds = [{"job": {"metadata": {"name": "a"}, "spec": {}},
+               "children": [child("a", first, status, noise),
+                            child("b", "childFailed", {"active": noise}, noise)]}
+              for first in ("childReady", "childFailed") for noise in (0, 1)
+              for status in ({}, {"active": 1}, {"active": 0, "ready": noise})]
+
+    def values(variables: dict[str, object]) -> list[object]:
+        activation = Activation(variables)
+        return [guard.evaluate(activation) for guard in guards]
+
+    afresh = [values(variables) for variables in rounds]
+    with remembering_values():
+        remembered = [values(variables) for variables in rounds + rounds]
+    assert remembered == afresh + afresh
 
 
 def summary(failed: int, states: dict[str, int]) -> dict[str, dict[str, object]]:
