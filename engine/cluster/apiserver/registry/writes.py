@@ -11,6 +11,7 @@ from __future__ import annotations
 import secrets
 import uuid
 from datetime import UTC, datetime
+from functools import lru_cache
 from typing import Any
 
 from engine.cluster.apiserver.errors import Cause, bad_request, conflict, invalid
@@ -37,7 +38,15 @@ LATEST_RV_MESSAGE = (
 
 def timestamp(seconds: float) -> str:
     """RFC 3339 in whole seconds, UTC, as Kubernetes writes its timestamps."""
-    return datetime.fromtimestamp(int(seconds), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return _whole_seconds(int(seconds))
+
+
+@lru_cache(maxsize=64)
+def _whole_seconds(seconds: int) -> str:
+    """Formatted once per second: a write reads the clock several times (creation time,
+    managed fields), and datetime's strftime takes 10-17 µs each on the 2-core build
+    machine."""
+    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def parse_timestamp(text: str) -> float:
