@@ -51,8 +51,29 @@ def _diff(a: Any, b: Any) -> Any:
 def test_merge_patch_of_diff_gives_target(a: dict[str, Any], b: dict[str, Any]) -> None:
     b = _strip_nulls(b)
     before = copy.deepcopy(a)
-    assert merge_patch(a, _diff(a, b)) == b
+    patch = _diff(a, b)
+    sent = copy.deepcopy(patch)
+    assert merge_patch(a, patch) == b
     assert a == before
+    assert patch == sent
+
+
+def _depth(value: Any) -> int:
+    """Levels of nested objects and lists, as check_depth counts them (a scalar adds none)."""
+    if isinstance(value, dict):
+        return 1 + max(map(_depth, value.values()), default=0)
+    if isinstance(value, list):
+        return 1 + max(map(_depth, value), default=0)
+    return 0
+
+
+@given(DOCS, JSON)
+def test_merge_patch_nests_no_deeper_than_its_target_or_itself(target: dict[str, Any],
+                                                               patch: Any) -> None:
+    """Why the server checks the depth of a merge patch and not of its result (the target
+    is a stored object, within the limit)."""
+    result = merge_patch(target, patch)
+    assert _depth(result) <= max(_depth(target), _depth(patch))
 
 
 def test_merge_patch_rfc_examples() -> None:
