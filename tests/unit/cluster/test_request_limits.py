@@ -4,6 +4,7 @@ a list is), else a 400 worded as Go's decoder words it."""
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import pytest
@@ -59,6 +60,39 @@ def test_a_body_of_the_wrong_shape_is_400_naming_the_field(body: dict[str, Any],
                                                            message: str) -> None:
     with pytest.raises(ApiError) as refused:
         decode_typed(PODS, body)
+    assert refused.value.code == 400
+    assert refused.value.message == f'Pod in version "v1" cannot be handled as a Pod: {message}'
+
+
+_STORED_POD = {"metadata": {"name": "p", "labels": {"a": "b"}},
+               "spec": {"containers": [{"name": "a", "env": [{"name": "E"}]}, {"name": "b"}]},
+               "status": {"phase": "Pending", "conditions": [{"type": "PodScheduled"}]}}
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    (lambda pod: pod["metadata"].update(labels=["a"]),
+     "json: cannot unmarshal array into Go struct field Pod.metadata.labels of type object"),
+    (lambda pod: pod["spec"]["containers"][0].update(env=[[]]),
+     "json: cannot unmarshal array into Go struct field Pod.spec.containers.env of type object"),
+    (lambda pod: pod["spec"]["containers"][1].update(name={"x": 1}),
+     "json: cannot unmarshal object into Go struct field Pod.spec.containers.name of type a "
+     "scalar"),
+    (lambda pod: pod["spec"]["containers"].append({"name": "c", "ports": {}}),
+     "json: cannot unmarshal object into Go struct field Pod.spec.containers.ports of type "
+     "array"),
+    (lambda pod: pod["status"].update(conditions={"type": "Ready"}),
+     "json: cannot unmarshal object into Go struct field Pod.status.conditions of type array"),
+])
+def test_an_update_of_the_wrong_shape_is_400_whatever_it_leaves_as_stored(
+        change: Any, message: str) -> None:
+    """An update's shapes are checked where it differs from the stored object (the rest was
+    checked when stored): a misfit anywhere it changed, the second item of a list included,
+    is refused as on create."""
+    body = copy.deepcopy(_STORED_POD)
+    change(body)
+    decode_typed(PODS, copy.deepcopy(_STORED_POD), _STORED_POD)
+    with pytest.raises(ApiError) as refused:
+        decode_typed(PODS, body, _STORED_POD)
     assert refused.value.code == 400
     assert refused.value.message == f'Pod in version "v1" cannot be handled as a Pod: {message}'
 

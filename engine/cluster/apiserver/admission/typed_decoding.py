@@ -47,12 +47,14 @@ _PRIORITY_CLASS_FIELDS = (
 )
 
 
-def decode_typed(rt: ResourceType, obj: Obj) -> Obj:
-    """`obj` as the real server holds it after decoding; the body is never changed in place."""
+def decode_typed(rt: ResourceType, obj: Obj, stored: Obj | None = None) -> Obj:
+    """`obj` as the real server holds it after decoding; the body is never changed in place.
+    `stored` is the object an update replaces: what the write leaves equal to it has the
+    shapes it was stored with, so only what changed is walked again."""
     decoder = _DECODERS.get(rt.key)
     decoded = obj if decoder is None else decoder(rt, obj)
     if rt.schema is None:
-        _check_shape(rt, decoded)
+        _check_shape(rt, decoded, stored)
     return decoded
 
 
@@ -74,23 +76,27 @@ def _unmarshal_error(kind: str, version: str, field: str, value: Any, go_type: s
 _SHAPE_NAMES = {MAP: "object", LIST: "array", SCALAR: "a scalar"}
 
 
-def _check_shape(rt: ResourceType, obj: Obj) -> None:
+def _check_shape(rt: ResourceType, obj: Obj, stored: Obj | None) -> None:
     """400 where a value's JSON shape (object, array, scalar) cannot be the Go field's, found
     by the kind's server-side apply schema, so later validation meets only the right shapes.
-    Fields the schema does not know are left to pruning. Every write runs this over the whole
-    object, so a quick pass decides; only a misfit walks again to word the error."""
+    Fields the schema does not know are left to pruning. Every write runs this, so a quick
+    pass decides; only a misfit walks again to word the error (over the whole object)."""
     root = builtin_type(rt.group, rt.kind)
-    if not _shapes_fit(root, obj):
+    if not _shapes_fit(root, obj, stored):
         _raise_misfit(rt, root, obj)
 
 
-def _shapes_fit(root: TypeNode, obj: Obj) -> bool:
+def _shapes_fit(root: TypeNode, obj: Obj, stored: Obj | None = None) -> bool:
     """Whether every value under `obj` has its node's shape (the walk of `_raise_misfit`,
-    without the paths). An untyped node takes any value, and so does everything below it."""
-    stack: list[tuple[TypeNode, Any]] = [(root, obj)]
+    without the paths). An untyped node takes any value, and so does everything below it.
+    A field whose value equals the `stored` object's at that place is not walked: equal JSON
+    values have the same shape everywhere (an object never equals an array or a scalar), and
+    the stored one was checked when it was written. A status write so walks its status, not
+    the pod's spec again."""
+    stack: list[tuple[TypeNode, Any, Any]] = [(root, obj, stored)]
     pop, push = stack.pop, stack.append
     while stack:
-        node, value = pop()
+        node, value, before = pop()
         kind = node.kind
         if kind == UNTYPED:
             continue
@@ -98,6 +104,7 @@ def _shapes_fit(root: TypeNode, obj: Obj) -> bool:
             if kind != MAP:
                 return False
             field_type = node.field_type
+            old = before if isinstance(before, dict) else _NOTHING
             for name, child in value.items():
                 if child is None:
                     continue
@@ -108,17 +115,28 @@ def _shapes_fit(root: TypeNode, obj: Obj) -> bool:
                     if isinstance(child, (dict, list)):
                         return False
                     continue
-                push((child_node, child))
+                was = old.get(name)
+                if was is not None and (was is child or was == child):
+                    continue
+                push((child_node, child, was))
         elif isinstance(value, list):
             if kind != LIST:
                 return False
             item = node.item_type()
-            for child in value:
-                if child is not None:
-                    push((item, child))
+            earlier = before if isinstance(before, list) else []
+            for index, child in enumerate(value):
+                if child is None:
+                    continue
+                was = earlier[index] if index < len(earlier) else None
+                if was is not None and (was is child or was == child):
+                    continue
+                push((item, child, was))
         elif kind != SCALAR:
             return False
     return True
+
+
+_NOTHING: dict[str, Any] = {}
 
 
 def _raise_misfit(rt: ResourceType, root: TypeNode, obj: Obj) -> None:

@@ -314,7 +314,7 @@ class Store:
     ) -> Written:
         old = entry.obj
         if subresource in (None, "status"):  # decoded, so defaulted, as a whole
-            new = apply_defaults(rt.key, decode_typed(rt, new), old, self._held())
+            new = apply_defaults(rt.key, decode_typed(rt, new, old), old, self._held())
         before_admission = None
         if subresource is None:
             defaulted = new
