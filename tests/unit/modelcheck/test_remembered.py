@@ -12,6 +12,7 @@ import pytest
 from engine.definition import load_definitions
 from engine.definition.cel import (
     Activation,
+    CelCompileError,
     Scope,
     _code,
     _entry_fields,
@@ -155,6 +156,20 @@ def test_a_list_cut_down_to_the_paths_read_gives_each_value_as_the_whole_list() 
     with remembering_values():
         remembered = [values(variables) for variables in rounds + rounds]
     assert remembered == afresh + afresh
+
+
+def test_an_expression_is_compiled_once_per_source_and_scope_and_a_failure_every_time(
+) -> None:
+    """Loading a folder compiles the same sources under the same scopes many times (check
+    then validates and compiles each machine): the compiled expression is kept."""
+    source = "replicas.all(t, replicas[t].failed == 0) && job.metadata.name != 'x'"
+    first = compile_expression(source, Scope("job"))
+    assert compile_expression(source, Scope("job")) is first
+    assert compile_expression(source, Scope("replica")) is not first
+    assert compile_expression(source, Scope("replica")).program is first.program
+    for _ in range(2):
+        with pytest.raises(CelCompileError, match="unknown variable 'replicaz'"):
+            compile_expression("replicaz.all(t, true)", Scope("job"))
 
 
 def summary(failed: int, states: dict[str, int]) -> dict[str, dict[str, object]]:
