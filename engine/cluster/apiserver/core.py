@@ -32,7 +32,7 @@ from engine.cluster.apiserver.controllers.grace_periods import GracePeriods
 from engine.cluster.apiserver.controllers.history_expiry import HistoryExpiry
 from engine.cluster.apiserver.controllers.namespaces import NamespaceTerminator
 from engine.cluster.apiserver.controllers.root_ca_publisher import RootCaPublisher
-from engine.cluster.apiserver.patch.managed_fields import share_loaded_fields
+from engine.cluster.apiserver.patch.managed_fields import forget, share_loaded_fields
 from engine.cluster.apiserver.patch.write_ownership import SERVER_MANAGER
 from engine.cluster.apiserver.registry.builtins import (
     INITIAL_NAMESPACES,
@@ -43,7 +43,7 @@ from engine.cluster.apiserver.registry.priority_classes import SYSTEM_CLASSES
 from engine.cluster.apiserver.registry.reactor import Reactor
 from engine.cluster.apiserver.registry.registry import Registry
 from engine.cluster.apiserver.registry.store import Store
-from engine.cluster.apiserver.storage.objects import ObjectTable
+from engine.cluster.apiserver.storage.objects import Change, ObjectTable
 from engine.cluster.apiserver.storage.persistence import Journal
 from engine.cluster.apiserver.storage.watch import DEFAULT_HISTORY, DEFAULT_HISTORY_AGE
 
@@ -97,6 +97,17 @@ class Core:
             await self.journal.close()
 
 
+def _forget_replaced_managed_fields(change: Change) -> None:
+    """The managedFields list a write or a delete left behind is read no more."""
+    if change.prev is None:
+        return
+    before = change.prev.obj["metadata"].get("managedFields")
+    after = None if change.type == "DELETED" else change.entry.obj["metadata"].get(
+        "managedFields")
+    if before is not None and before is not after:
+        forget(before)
+
+
 def open_core(
     reactor: Reactor,
     *,
@@ -124,6 +135,7 @@ def open_core(
                   clock=clock)
     if journal is not None:
         journal.attach(table)
+    table.listen(_forget_replaced_managed_fields)
     crds = CrdLifecycle(store)
     collector = GarbageCollector(store)
     terminator = NamespaceTerminator(store)
