@@ -15,10 +15,12 @@ engine (a child process) over the workload, from /proc. A warm-up job runs first
 
 `--passes W,S` runs no server: one PyTorchJob of W Workers decided pass after pass in this
 process, S pods starting per pass, with the job's replica steps remembered and without (the
-engine's CPU of a pass, and the replica steps it took).
+engine's CPU of a pass, and the replica steps it took). `--indexed-passes C,P,E` likewise
+decides one Indexed Job of C completions, P at a time, E of its pods ending per pass.
 
 Run: python benchmarks/wide.py --pytorch 500,1000 --indexed 10000,500 --rounds 3
      python benchmarks/wide.py --passes 1000,100 --passes 10000,1000
+     python benchmarks/wide.py --indexed-passes 10000,500,20
 """
 
 from __future__ import annotations
@@ -313,6 +315,87 @@ def decide_passes(workers: int, wave: int, *, remembered: bool) -> dict[str, flo
     return found
 
 
+def _sim_job_pod(replica: ReplicaId, phase: str) -> dict[str, Any]:
+    """An Indexed Job's pod as the API server shows it, Pending (waiting) or Succeeded."""
+    state = ({"terminated": {"exitCode": 0, "reason": "Completed"}} if phase == "Succeeded"
+             else {"waiting": {"reason": "ContainerCreating"}})
+    return {"metadata": {"name": f"passes-{replica.index}", "uid": f"uid-{replica.index}"},
+            "spec": {"restartPolicy": "Never", "containers": [{"name": "shard"}]},
+            "status": {"phase": phase, "containerStatuses": [
+                {"name": "shard", "state": state, "restartCount": 0}]}}
+
+
+def indexed_passes(completions: int, parallelism: int, ending: int, *,
+                   remembered: bool) -> dict[str, float]:
+    """One Indexed Job decided in this process, without a server, as `decide_passes` does a
+    PyTorchJob: each pass observes the pods (an unchanged pod keeps its observation, as the
+    reconciler keeps it), decides and builds the status; the pods it plans appear Pending
+    and `ending` of them succeed per pass, until the Job is Complete. The engine's CPU per
+    completion and of the median pass (ms), the passes, and per pass the replicas visited
+    and the steps taken (with the memo)."""
+    from engine.controller.machines.registry import Assignment
+    from engine.controller.reconcile.decide import decide
+    from engine.controller.reconcile.jobspec import read_job_spec
+    from engine.controller.reconcile.observe import (
+        PodFacts,
+        job_observations,
+        observe_replica_pod,
+    )
+    from engine.controller.reconcile.record import read_record
+    from engine.controller.reconcile.replica_memo import ReplicaMemo
+    from engine.controller.reconcile.status import build_status
+    from engine.definition import load_definitions
+
+    (definition,) = [d for d in load_definitions([ROOT / "machines" / "batch-job.yaml"])
+                     if d.governs.kind == "Job"]
+    job = indexed_job("passes", completions, parallelism, 0.1)
+    job["metadata"].update(uid="uid-passes", creationTimestamp="2026-01-01T00:00:00Z")
+    spec = read_job_spec(job, definition)
+    memo = ReplicaMemo()
+    pods: dict[ReplicaId, dict[str, Any]] = {}
+    observed: dict[ReplicaId, tuple[dict[str, Any], PodFacts]] = {}
+    now = "2026-01-01T00:00:01Z"
+    moment = datetime.fromisoformat(now)
+    spent: list[float] = []
+    visits: list[int] = []
+    steps: list[int] = []
+    while len(spent) < 10 * completions:
+        started = time.process_time()
+        taken, recalled = memo.steps_taken, memo.steps_recalled
+        facts = {}
+        for replica, pod in pods.items():
+            kept = observed.get(replica)
+            if kept is None or kept[0] is not pod:
+                kept = observed[replica] = (pod, observe_replica_pod(
+                    pod, replica_type=replica.type, failure_rules=spec.failure_rules,
+                    main_container=None, node_ready=lambda _: True))
+            facts[replica] = kept[1]
+        decision = decide(definition, job, spec, read_record(job.get("status") or {}), facts,
+                          now=now, memo=memo if remembered else None,
+                          job_observations=job_observations(job, spec, start_time=None,
+                                                            now=moment, terminating_pods=0))
+        job["status"] = build_status(job, Assignment("batch-job", "1", definition), spec,
+                                     decision, now=now)
+        spent.append(1000 * (time.process_time() - started))
+        steps.append(memo.steps_taken - taken)
+        visits.append(steps[-1] + memo.steps_recalled - recalled)
+        if decision.record.state != "Active":
+            break
+        for planned in decision.actions:
+            if (planned.action.name == "createPod" and planned.replica is not None
+                    and planned.replica not in pods):
+                pods[planned.replica] = _sim_job_pod(planned.replica, "Pending")
+        waiting = [r for r, pod in pods.items() if pod["status"]["phase"] == "Pending"]
+        for replica in sorted(waiting)[:ending]:
+            pods[replica] = _sim_job_pod(replica, "Succeeded")
+    found = {"per_completion_ms": sum(spent) / completions,
+             "median_pass_ms": statistics.median(spent), "passes": len(spent)}
+    if remembered:
+        found.update(median_visits=statistics.median(visits),
+                     median_steps=statistics.median(steps))
+    return found
+
+
 def pair(text: str) -> tuple[int, int]:
     completions, parallelism = counts(text)
     return completions, parallelism
@@ -341,7 +424,18 @@ def main() -> None:
                         help="WORKERS,WAVE: one PyTorchJob decided in this process, without "
                              "a server, WAVE pods starting per pass; the engine's CPU per "
                              "pass with and without its replica steps remembered")
+    parser.add_argument("--indexed-passes", type=counts, action="append", default=None,
+                        help="COMPLETIONS,PARALLELISM,ENDING: one Indexed Job decided in this "
+                             "process, without a server, ENDING pods succeeding per pass")
     args = parser.parse_args()
+    for completions, parallelism, ending in args.indexed_passes or []:
+        for remembered in (False, True):
+            found = indexed_passes(completions, parallelism, ending, remembered=remembered)
+            print(f"passes of an Indexed Job of {completions} completions, parallelism "
+                  f"{parallelism}, {ending} end per pass, steps "
+                  f"{'remembered' if remembered else 'not remembered'}: "
+                  + ", ".join(f"{k} {v:.2f}" for k, v in found.items())
+                  + f"; load {os.getloadavg()[0]:.2f}", flush=True)
     for workers, wave in args.passes or []:
         for remembered in (False, True):
             found = decide_passes(workers, wave, remembered=remembered)
@@ -349,7 +443,8 @@ def main() -> None:
                   f"steps {'remembered' if remembered else 'not remembered'}: "
                   + ", ".join(f"{k} {v:.2f}" for k, v in found.items())
                   + f"; load {os.getloadavg()[0]:.2f}", flush=True)
-    pytorch = args.pytorch if args.pytorch is not None else [] if args.passes else [500, 1000]
+    only_passes = args.passes or args.indexed_passes
+    pytorch = args.pytorch if args.pytorch is not None else [] if only_passes else [500, 1000]
     workloads = [("pytorch", (m, m)) for m in pytorch] + [
         ("indexed", size) for size in (args.indexed or [])]
     results: dict[str, list[dict[str, float]]] = {}

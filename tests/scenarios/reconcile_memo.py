@@ -3,7 +3,10 @@ remembered from its earlier passes (as the engine's reconciler decides) and with
 two must be equal (engine/controller/reconcile/replica_memo.py).
 
 `RememberingDecide` stands in for `decide` where the simulated world calls it, keeps one
-memo per job (by uid) for as long as it is in place, and counts the steps it recalled.
+memo per job (by uid) for as long as it is in place, and counts the steps it recalled. As
+the reconciler keeps one observation per unchanged pod, it hands the remembering decide the
+very observation of the last pass where the pod's is equal to it, so a replica whose last
+visit did nothing is not visited again (`ReplicaMemo.quiet`) and is checked to be right.
 """
 
 from __future__ import annotations
@@ -15,7 +18,9 @@ from typing import Any
 import pytest
 
 from engine.controller.reconcile import decide as deciding
+from engine.controller.reconcile.children import ReplicaId
 from engine.controller.reconcile.decide import Decision
+from engine.controller.reconcile.observe import PodFacts
 from engine.controller.reconcile.replica_memo import ReplicaMemo
 from engine.simulation import world as simulated
 
@@ -25,21 +30,38 @@ class RememberingDecide:
 
     def __init__(self) -> None:
         self.memos: dict[str, ReplicaMemo] = {}
+        self._observed: dict[str, dict[ReplicaId, PodFacts]] = {}
 
-    def __call__(self, definition: Any, job: Mapping[str, Any], *args: Any,
-                 **kwargs: Any) -> Decision:
-        plain = deciding.decide(definition, job, *args, **kwargs)
-        memo = self.memos.setdefault(str(job["metadata"].get("uid")), ReplicaMemo())
-        remembered = deciding.decide(definition, job, *args, memo=memo, **kwargs)
+    def __call__(self, definition: Any, job: Mapping[str, Any], spec: Any, record: Any,
+                 pods: Mapping[ReplicaId, PodFacts], **kwargs: Any) -> Decision:
+        plain = deciding.decide(definition, job, spec, record, pods, **kwargs)
+        uid = str(job["metadata"].get("uid"))
+        memo = self.memos.setdefault(uid, ReplicaMemo())
+        remembered = deciding.decide(definition, job, spec, record,
+                                     self._kept(uid, pods), memo=memo, **kwargs)
         assert remembered == plain, (
             f"{job['metadata'].get('name')}: the decision with remembered replica steps "
             f"differs from the one without")
         return plain
 
+    def _kept(self, uid: str, pods: Mapping[ReplicaId, PodFacts]
+              ) -> dict[ReplicaId, PodFacts]:
+        """`pods`, each observation equal to the last pass's being that very object."""
+        last = self._observed.get(uid, {})
+        kept = {replica: last[replica] if last.get(replica) == facts else facts
+                for replica, facts in pods.items()}
+        self._observed[uid] = kept
+        return kept
+
     @property
     def recalled(self) -> int:
         """Replica steps recalled instead of taken, over every job."""
         return sum(memo.steps_recalled for memo in self.memos.values())
+
+    @property
+    def spared(self) -> int:
+        """Replica visits left out as quiet, over every job."""
+        return sum(memo.visits_spared for memo in self.memos.values())
 
     @property
     def taken(self) -> int:

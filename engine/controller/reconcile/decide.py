@@ -27,7 +27,7 @@ from engine.controller.reconcile.record import (
     RestartRecord,
     shown_in_history,
 )
-from engine.controller.reconcile.replica_memo import RememberedStep, ReplicaMemo
+from engine.controller.reconcile.replica_memo import QuietKey, RememberedStep, ReplicaMemo
 from engine.controller.reconcile.variables import (
     Surroundings,
     children_seen,
@@ -372,20 +372,20 @@ def _step_replicas(
     memo: ReplicaMemo | None,
 ) -> bool:
     """Step every replica once; whether any of them changed state. A replica whose inputs
-    are those of a step remembered in `memo` takes that step again as it was."""
+    are those of a step remembered in `memo` takes that step again as it was, and one whose
+    last visit did nothing on what it is now is not visited (`ReplicaMemo.quiet`)."""
     moved = False
     common = _variables_now(definition, job, spec, pods, progress, surroundings=surroundings)
     job_values = memo.job_values(common) if memo is not None else ()
+    quiet = memo.quiet_in(job_values, spec.replica_types) if memo is not None else {}
     for replica_type in spec.replica_types:
-        room = _room(definition, replica_type, progress.record)
-        for index in range(replica_type.replicas):
-            replica = ReplicaId(replica_type.name, index)
+        visits, spared = _to_visit(definition, replica_type, progress.record, pods, quiet)
+        if memo is not None:
+            memo.visits_spared += spared
+        for replica in visits:
             current = progress.record.replica_states.get(replica)
-            if current is None:
-                if room <= 0:
-                    continue  # a pool member waits for a place (lowest index first)
-                room -= 1
-            facts = pods.get(replica, MISSING)
+            seen_ends = progress.record.in_place_ends.get(replica)
+            facts = observed = pods.get(replica, MISSING)
             new_ends = _new_ends(progress.record, replica, facts)
             consumed = {}
             if new_ends and facts.observation in _RESTARTED_FIRST:
@@ -425,7 +425,54 @@ def _step_replicas(
                 progress.record = progress.record.with_changes(replica_states=states)
                 _track_backoff(definition, replica, facts, result.state, progress)
                 _restart_timer(definition, replica, result.state, variables.get(), progress)
+            if (memo is not None and current is not None and result.state == current
+                    and not consumed and remembered.timeout == (None, None)
+                    and not (result.fired or result.actions or result.errors or result.replays
+                             or result.replay_errors)
+                    and progress.record.in_place_ends.get(replica) is seen_ends):
+                quiet[replica] = (current, observed, progress.record.replica_restarts.get(
+                    replica), seen_ends)
+            else:
+                quiet.pop(replica, None)
     return moved
+
+
+def _to_visit(definition: CompiledDefinition, replica_type: ReplicaTypeSpec,
+              record: MachineRecord, pods: Mapping[ReplicaId, PodFacts],
+              quiet: Mapping[ReplicaId, QuietKey]) -> tuple[list[ReplicaId], int]:
+    """The replicas of a type a round visits, by index: each started one, and the first
+    members not started that have a place (all of a fixed set; a pool's members wait for
+    one, lowest index first), less those `quiet` on what they are now: their state, their
+    pod's observation (the same object), their restarts and ends seen as recorded. With
+    them, how many started ones were left out as quiet."""
+    name, size = replica_type.name, replica_type.replicas
+    restarts, ends = record.replica_restarts, record.in_place_ends
+    visits: list[ReplicaId] = []
+    started: set[int] = set()
+    spared = 0
+    for replica, state in record.replica_states.items():
+        if replica.type != name or replica.index >= size:
+            continue
+        started.add(replica.index)
+        known = quiet.get(replica)
+        if (known is None or known[1] is not pods.get(replica, MISSING) or known[0] != state
+                or known[2] != restarts.get(replica) or known[3] != ends.get(replica)):
+            visits.append(replica)
+        else:
+            spared += 1
+    room = _room(definition, replica_type, record)
+    for index in range(size):
+        if room <= 0:
+            break
+        if index not in started:
+            visits.append(ReplicaId(name, index))
+            room -= 1
+    visits.sort(key=_index_of)
+    return visits, spared
+
+
+def _index_of(replica: ReplicaId) -> int:
+    return replica.index
 
 
 class _LazyVariables:

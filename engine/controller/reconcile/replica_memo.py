@@ -17,6 +17,12 @@ job changes none of them. A machine whose replicas read the replica counts (`rep
 steps them all again whenever a count changes. Timers are the decision's own (the clock
 is compared every pass); what a step remembers of a state's timeout is its length.
 
+A pass does not even visit a replica whose last visit did nothing (no transition, action,
+replay, error or timer) while what that visit read is unchanged: its state, its pod's
+observation (the very object: the reconcile keeps one per pod, below), its restarts and
+ends seen as recorded, and the job's values and replica types (`quiet`). So a pass over a
+wide job steps the replicas that changed, and only looks up the others.
+
 The reconcile keeps each pod's observation here too, while the pod (the cache's object, or
 an equal one), the job's failure rules, the main container, the readiness of the pod's
 node, its availability and labels are unchanged: then a step finds the very facts it was
@@ -32,6 +38,7 @@ from typing import Any
 from engine.controller.reconcile.children import ReplicaId
 from engine.controller.reconcile.jobspec import ReplicaTypeSpec
 from engine.controller.reconcile.observe import PodFacts
+from engine.controller.reconcile.record import InPlaceEnds, RestartRecord
 from engine.definition import CompiledMachine, StepResult
 from engine.definition.cel import CompiledExpression, selected_paths
 from engine.definition.compiled import CompiledAction
@@ -111,6 +118,11 @@ def machine_reads(machine: CompiledMachine) -> MachineReads:
     return MachineReads({name: frozenset(found) for name, found in paths.items()})
 
 
+QuietKey = tuple[str, PodFacts, RestartRecord | None, InPlaceEnds | None]
+"""What a quiet replica's last visit read besides the job's values: its state, its pod's
+observation, its restarts and its container's ends seen, as recorded."""
+
+
 @dataclass
 class RememberedStep:
     """One replica's last inputs and what its steps gave on them."""
@@ -136,10 +148,16 @@ class ReplicaMemo:
         self._steps: dict[ReplicaId, RememberedStep] = {}
         self._observations: dict[ReplicaId, tuple[tuple[Any, ...], PodFacts]] = {}
         self._job_values: tuple[Any, ...] | None = None
+        self._quiet_context: tuple[Any, ...] | None = None
+        self.quiet: dict[ReplicaId, QuietKey] = {}
+        """Replicas whose last visit did nothing, with what it read (`QuietKey`): a visit
+        on the same, of the same context, would do nothing again."""
         self.steps_taken = 0
         """Replica steps taken since the memo was made (`recall` found no result)."""
         self.steps_recalled = 0
         """Replica steps recalled instead of taken."""
+        self.visits_spared = 0
+        """Replica visits left out: the replica was quiet."""
 
     def begin(self, machine: CompiledMachine, replica_types: Sequence[ReplicaTypeSpec]) -> None:
         """Start a pass over a job of `machine` with these replica types: the steps of
@@ -149,13 +167,26 @@ class ReplicaMemo:
             self._reads = machine_reads(machine)
             self._steps = {}
             self._job_values = None
+            self.quiet = {}
         wanted = sum(t.replicas for t in replica_types)
-        if len(self._steps) > wanted or len(self._observations) > wanted:
+        if max(len(self._steps), len(self._observations), len(self.quiet)) > wanted:
             desired = {t.name: t.replicas for t in replica_types}
             self._steps = {r: s for r, s in self._steps.items()
                            if r.index < desired.get(r.type, 0)}
             self._observations = {r: o for r, o in self._observations.items()
                                   if r.index < desired.get(r.type, 0)}
+            self.quiet = {r: q for r, q in self.quiet.items() if r.index < desired.get(r.type, 0)}
+
+    def quiet_in(self, job_values: tuple[Any, ...],
+                 replica_types: Sequence[ReplicaTypeSpec]) -> dict[ReplicaId, QuietKey]:
+        """The quiet replicas, for a round with these job values and replica types: none
+        when either changed since the quiet were noted (every replica reads them)."""
+        context = (job_values, tuple((t.name, t.replicas, t.restart_policy)
+                                     for t in replica_types))
+        if context != self._quiet_context:
+            self._quiet_context = context
+            self.quiet = {}
+        return self.quiet
 
     def job_values(self, common: Mapping[str, Any]) -> tuple[Any, ...]:
         """What the machine's replicas read of the job-level variables `common`; the same

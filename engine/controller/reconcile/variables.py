@@ -13,7 +13,7 @@ from typing import Any
 
 from engine.controller.reconcile.children import ReplicaId
 from engine.controller.reconcile.jobspec import JobSpecView
-from engine.controller.reconcile.observe import MISSING, PodFacts
+from engine.controller.reconcile.observe import PodFacts
 from engine.controller.reconcile.record import MachineRecord, format_ranges
 from engine.definition import CompiledMachine
 from engine.definition.vocabulary import lower_camel
@@ -33,9 +33,16 @@ def replica_summary(
     states, completedIndexes and failedIndexes.
 
     `waiting` counts a pool's members not started that have no place now (0 for a fixed
-    set); the index lists are in the Job API's interval format (`0-3,7`)."""
-    summary: dict[str, dict[str, Any]] = {}
-    phase_words = {lower_camel(s.phase) for s in machine.states.values()}
+    set); the index lists are in the Job API's interval format (`0-3,7`); `states` lists
+    each state by the lowest index in it.
+
+    Made of the replicas the record and the pods name, not of every index a type has: a
+    replica without a state, restarts or pod counts nowhere, and a pool of thousands of
+    members not started yet costs nothing (issue 33.3)."""
+    phases = {name: lower_camel(state.phase) for name, state in machine.states.items()}
+    phase_words = set(phases.values())
+    entries: dict[str, dict[str, Any]] = {}
+    sizes: dict[str, int] = {}
     for position, replica_type in enumerate(spec.replica_types):
         entry: dict[str, Any] = {word: 0 for word in phase_words}
         entry.update(
@@ -44,44 +51,58 @@ def replica_summary(
             fullyLabeled=0, live=0, terminating=0, waiting=0, succeeded=0, failed=0,
             restarts=0,
         )
-        states: dict[str, int] = {}
-        ended: dict[str, list[int]] = {"success": [], "failure": []}
-        unstarted = 0
-        for index in range(replica_type.replicas):
-            replica = ReplicaId(replica_type.name, index)
-            state = record.replica_states.get(replica)
-            restarts = record.replica_restarts.get(replica)
-            entry["restarts"] += restarts.count if restarts else 0
-            facts = pods.get(replica, MISSING)
-            if facts.active:
-                entry["active"] += 1
-                entry["ready"] += facts.ready
-                entry["available"] += facts.ready and facts.available_in == 0
-            if facts.observation in _LIVE and not facts.deleting:
-                entry["fullyLabeled"] += facts.labelled
-            entry["terminating"] += facts.terminating
-            if facts.observation in _LIVE and not facts.deleting:
-                entry["live"] += 1
-            if state is None:
-                unstarted += 1
-                continue
-            compiled = machine.states[state]
-            states[state] = states.get(state, 0) + 1
-            entry[lower_camel(compiled.phase)] += 1
-            if compiled.terminal in ("success", "failure"):
-                ended[compiled.terminal].append(index)
-                terminal_key = "succeeded" if compiled.terminal == "success" else "failed"
-                if lower_camel(compiled.phase) != terminal_key:
-                    entry[terminal_key] += 1
-        entry["states"] = states
+        entries[replica_type.name] = entry
+        sizes[replica_type.name] = replica_type.replicas
+    for replica, restarts in record.replica_restarts.items():
+        if replica.index < sizes.get(replica.type, 0):
+            entries[replica.type]["restarts"] += restarts.count
+    for replica, facts in pods.items():
+        if replica.index >= sizes.get(replica.type, 0):
+            continue
+        entry = entries[replica.type]
+        if facts.active:
+            entry["active"] += 1
+            entry["ready"] += facts.ready
+            entry["available"] += facts.ready and facts.available_in == 0
+        if facts.observation in _LIVE and not facts.deleting:
+            entry["fullyLabeled"] += facts.labelled
+            entry["live"] += 1
+        entry["terminating"] += facts.terminating
+    firsts: dict[str, dict[str, int]] = {name: {} for name in entries}
+    counted: dict[str, dict[str, int]] = {name: {} for name in entries}
+    ended: dict[str, dict[str, list[int]]] = {
+        name: {"success": [], "failure": []} for name in entries}
+    for replica, state in record.replica_states.items():
+        if replica.index >= sizes.get(replica.type, 0):
+            continue
+        first = firsts[replica.type]
+        if replica.index < first.get(state, replica.index + 1):
+            first[state] = replica.index
+        found = counted[replica.type]
+        found[state] = found.get(state, 0) + 1
+        terminal = machine.states[state].terminal
+        if terminal in ("success", "failure"):
+            ended[replica.type][terminal].append(replica.index)
+    for replica_type in spec.replica_types:
+        entry, found = entries[replica_type.name], counted[replica_type.name]
+        first = firsts[replica_type.name]
+        for state, count in found.items():
+            entry[phases[state]] += count
+            terminal = machine.states[state].terminal
+            if terminal in ("success", "failure"):
+                terminal_key = "succeeded" if terminal == "success" else "failed"
+                if phases[state] != terminal_key:
+                    entry[terminal_key] += count
+        entry["states"] = {state: found[state] for state in sorted(found, key=first.__getitem__)}
+        finished = ended[replica_type.name]
+        unstarted = replica_type.replicas - sum(found.values())
         # Members not started that have no place now (a fixed set always has room).
-        in_flight = replica_type.replicas - unstarted - len(ended["success"]) - len(
-            ended["failure"])
+        in_flight = replica_type.replicas - unstarted - len(finished["success"]) - len(
+            finished["failure"])
         entry["waiting"] = max(0, unstarted - max(0, replica_type.at_once - in_flight))
-        entry["completedIndexes"] = format_ranges(ended["success"], job_api=True)
-        entry["failedIndexes"] = format_ranges(ended["failure"], job_api=True)
-        summary[replica_type.name] = entry
-    return summary
+        entry["completedIndexes"] = format_ranges(finished["success"], job_api=True)
+        entry["failedIndexes"] = format_ranges(finished["failure"], job_api=True)
+    return entries
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ counted, a type's replica counts (read by MachineJob's dependsOn).
 
 from __future__ import annotations
 
+import copy
 import random
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -106,7 +107,7 @@ JOBS: dict[str, Callable[[], dict[str, Any]]] = {
 def test_random_walks_decide_alike_with_and_without_remembered_steps(
         name: str, seed: int, checked: RememberingDecide) -> None:
     _walk(World(JOBS[name]()), random.Random(f"{name}/{seed}"), passes=40)
-    assert checked.recalled > 0, "the memo never recalled a step"
+    assert checked.recalled + checked.spared > 0, "the memo never recalled a step"
     assert checked.taken > 0
 
 
@@ -130,6 +131,62 @@ def test_a_second_pass_over_an_unchanged_wide_job_steps_no_replica(
     world.reconcile()
     # Worker-7's alone: the step that moves it, and the next round's in its new state.
     assert memo.steps_taken == taken + 2
+
+
+def test_a_pass_over_an_unchanged_wide_job_visits_no_replica(
+        checked: RememberingDecide) -> None:
+    """Each replica's last visit did nothing, on the very observation it has now: the pass
+    looks them up and steps none (a pass costs what changed, not the job's width)."""
+    world = World(pytorch_job(workers=50))
+    world.reconcile()
+    for replica in (ReplicaId("Master", 0), *map(worker, range(50))):
+        world.put(replica, running())
+    world.reconcile()
+    world.reconcile()
+    memo = _memo(checked)
+    visited, spared = memo.steps_taken + memo.steps_recalled, memo.visits_spared
+    world.reconcile()
+    assert memo.steps_taken + memo.steps_recalled == visited
+    assert memo.visits_spared == spared + 51
+    world.put(worker(7), exited(0))
+    world.reconcile()
+    # Worker-7's alone: the step that moves it, and the next round's in its new state.
+    assert memo.steps_taken + memo.steps_recalled == visited + 2
+
+
+def test_a_pass_that_reads_an_older_record_steps_its_replicas_on_it(
+        checked: RememberingDecide) -> None:
+    """The last pass's status write did not land (or the record was edited): a replica is
+    visited on the state the record read gives it, not on the one its quiet visit saw."""
+    world = World(pytorch_job(workers=2))
+    world.reconcile()
+    for replica in (ReplicaId("Master", 0), worker(0), worker(1)):
+        world.put(replica, pending())
+    world.reconcile()
+    before = copy.deepcopy(world.job["status"])
+    world.put(worker(1), running())
+    assert world.reconcile().replica_states["Worker-1"] == "Running"
+    world.reconcile()  # Worker-1 quiet in Running
+    world.job["status"] = before
+    assert world.reconcile().replica_states["Worker-1"] == "Running"
+
+
+def test_a_pass_that_reads_an_older_record_counts_a_restart_in_place_again(
+        checked: RememberingDecide) -> None:
+    """The pass that saw a restart in place was lost: its replica, quiet since on the same
+    pod, state and observation, has neither the restart nor the end seen in the record read,
+    so it is visited and counts them again."""
+    world = World(pytorch_job(workers=1, policy="OnFailure"))
+    world.reconcile()
+    world.put(worker(0), running())
+    world.reconcile()
+    before = copy.deepcopy(world.job["status"])
+    world.put(worker(0), running_again(1))
+    world.reconcile()
+    world.reconcile()
+    assert world.reconcile().status.get("restarts") == 1
+    world.job["status"] = before
+    assert world.reconcile().status.get("restarts") == 1
 
 
 def test_a_job_level_value_the_machine_reads_steps_every_replica_again(
@@ -250,3 +307,4 @@ def test_a_pods_observation_is_remembered_while_what_it_is_made_of_is_equal() ->
     for changed in ((exited(0), *inputs[1:]), (*inputs[:3], False, *inputs[4:]),
                     (*inputs[:5], 0.0, True), (*inputs[:6], False)):
         assert memo.observation(worker(0), changed) is None
+
