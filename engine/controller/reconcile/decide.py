@@ -236,7 +236,9 @@ def decide(
         tuple(progress.fired),
         tuple(progress.conditions),
         actions,
-        tuple(progress.errors),
+        # Each once: a replica stepped in several rounds meets its errors in each, and a
+        # failing timeout is met entering the state and again checking its timer.
+        tuple(dict.fromkeys(progress.errors)),
         variables,
         holds,
         None if holds else progress.timer_due,
