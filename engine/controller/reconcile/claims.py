@@ -84,6 +84,26 @@ class AdoptionGuard:
         return same and not deleting
 
 
+class ClaimedBefore:
+    """One job's children as its last claim found them: each that was ours already, named
+    a replica and needed no patch, by uid, with the very object the cache held then. While
+    the cache holds that object (it replaces it on every change) and the job's name, uid
+    and replica types are those of then, the child is the same replica's, unpatched, and
+    a claim need not work it out again (issue 33.3: a pass over a wide job)."""
+
+    def __init__(self) -> None:
+        self._of: tuple[Any, ...] = ()
+        self.children: dict[str, tuple[Obj, ReplicaId]] = {}
+
+    def for_job(self, job: Obj, replica_types: Sequence[str]) -> dict[str, tuple[Obj, ReplicaId]]:
+        """The children kept for this job and these replica types (none after a change)."""
+        metadata = job["metadata"]
+        of = (metadata["name"], metadata["uid"], tuple(replica_types))
+        if of != self._of:
+            self._of, self.children = of, {}
+        return self.children
+
+
 def claim(
     client: KubeClient,
     resource: Resource,
@@ -93,26 +113,30 @@ def claim(
     replica_types: Sequence[str],
     guard: AdoptionGuard,
     selector: Mapping[str, Any] | None = None,
+    before: ClaimedBefore | None = None,
 ) -> Claimed:
     """The job's children of `resource`, adopting matching orphans and relabelling drifted ones.
 
     With a `selector` (governs.selector; its one replica type's pods are interchangeable)
     the claim is upstream's PodControllerRefManager's: an orphan in the namespace that the
     selector matches is adopted, one of ours that it no longer matches is released, and
-    ours without an index of their own are `spare`."""
+    ours without an index of their own are `spare`. `before`: the job's children as its
+    last claim found them (without a selector), kept up to date here."""
     metadata = job["metadata"]
     uid = metadata["uid"]
-    candidates: dict[str, Obj] = {o["metadata"]["uid"]: o for o in cache.by_owner(uid)}
-    for labelled in cache.by_label(metadata["namespace"], JOB_NAME_LABEL, metadata["name"]):
-        candidates.setdefault(labelled["metadata"]["uid"], labelled)
-    if selector is not None:
-        for orphan in cache.list(metadata["namespace"]):
-            if controller_uid(orphan) is None and _selected(orphan, selector):
-                candidates.setdefault(orphan["metadata"]["uid"], orphan)
+    candidates = _candidates(cache, job, selector)
+    kept = ({} if before is None or selector is not None
+            else before.for_job(job, replica_types))
+    found: dict[str, tuple[Obj, ReplicaId]] = {}
     by_replica: dict[ReplicaId, Obj] = {}
     unplaced: list[Obj] = []
     spare: list[Obj] = []
     for candidate in candidates.values():
+        known = kept.get(candidate["metadata"]["uid"])
+        if known is not None and known[0] is candidate:
+            found[candidate["metadata"]["uid"]] = known
+            _place(by_replica, known[1], candidate, metadata["name"])
+            continue
         owner = controller_uid(candidate)
         if owner is not None and owner != uid:
             continue
@@ -138,13 +162,38 @@ def claim(
         if replica is None:
             unplaced.append(obj)
             continue
-        obj = relabel_if_drifted(client, resource, obj, job, replica)
-        current = by_replica.get(replica)
-        if current is not None and selector is not None:
+        relabelled = relabel_if_drifted(client, resource, obj, job, replica)
+        if owner is not None and relabelled is obj:
+            found[obj["metadata"]["uid"]] = (obj, replica)
+        obj = relabelled
+        if by_replica.get(replica) is not None and selector is not None:
             spare.append(obj)  # two pods labelled with one index: placement sorts them out
-        elif current is None or obj["metadata"]["name"] == child_name(metadata["name"], replica):
-            by_replica[replica] = obj
+        else:
+            _place(by_replica, replica, obj, metadata["name"])
+    if before is not None and selector is None:
+        before.children = found
     return Claimed(by_replica, tuple(unplaced), resource, spare=tuple(spare))
+
+
+def _place(by_replica: dict[ReplicaId, Obj], replica: ReplicaId, obj: Obj, job_name: str
+           ) -> None:
+    """The replica's child is the first found, unless another has the replica's own name."""
+    if replica not in by_replica or obj["metadata"]["name"] == child_name(job_name, replica):
+        by_replica[replica] = obj
+
+
+def _candidates(cache: Cache, job: Obj, selector: Mapping[str, Any] | None) -> dict[str, Obj]:
+    """By uid, the children the job's controller reference names, those labelled with its
+    name, and with a selector the orphans of its namespace it matches."""
+    metadata = job["metadata"]
+    found: dict[str, Obj] = {o["metadata"]["uid"]: o for o in cache.by_owner(metadata["uid"])}
+    for labelled in cache.by_label(metadata["namespace"], JOB_NAME_LABEL, metadata["name"]):
+        found.setdefault(labelled["metadata"]["uid"], labelled)
+    if selector is not None:
+        for orphan in cache.list(metadata["namespace"]):
+            if controller_uid(orphan) is None and _selected(orphan, selector):
+                found.setdefault(orphan["metadata"]["uid"], orphan)
+    return found
 
 
 def _selected(obj: Obj, selector: Mapping[str, Any]) -> bool:

@@ -32,7 +32,7 @@ from engine.controller.reconcile.children import (
     ReplicaId,
     attempt_of,
 )
-from engine.controller.reconcile.claims import AdoptionGuard, Claimed, claim
+from engine.controller.reconcile.claims import AdoptionGuard, Claimed, ClaimedBefore, claim
 from engine.controller.reconcile.decide import Decision, decide
 from engine.controller.reconcile.jobspec import (
     JobSpecView,
@@ -435,21 +435,31 @@ class Reconciler:
         resource, cache = self._replica_objects(definition)
         governs = definition.definition.governs
         selector = None if governs.selector is None else read_path(job, governs.selector)
+        memo = self._memos.setdefault(key.id, ReplicaMemo())
         owned = claim(self._client, resource, cache, job, replica_types=types, guard=guard,
-                      selector=None if governs.selector is None else selector or {})
+                      selector=None if governs.selector is None else selector or {},
+                      before=memo.claimed.setdefault(resource.plural, ClaimedBefore()))
         if definition.definition.spec.pod.naming == "Generated" and resource == PODS:
             for replica_type in spec.replica_types:
                 owned = place(self._client, owned, job, replica_type=replica_type.name,
                               replicas=replica_type.replicas, now=self._clock())
         services = claim(self._client, SERVICES, self._caches.services, job,
-                         replica_types=types, guard=guard)
+                         replica_types=types, guard=guard,
+                         before=memo.claimed.setdefault(SERVICES.plural, ClaimedBefore()))
         record = read_record(job.get("status") or {})
         facts = {}
         old_attempt = set()
         min_ready = int(read_path(job, governs.min_ready_seconds) or 0) if (
             governs.min_ready_seconds) else 0
-        memo = self._memos.setdefault(key.id, ReplicaMemo())
         now = self._clock()
+        # What every pod's observation is made of besides the pod and its node's readiness;
+        # while it is unchanged, so is the observation of an unchanged pod (not with
+        # minReadySeconds: availability changes with the clock).
+        same = memo.pods_observed_in(None if min_ready else (
+            spec.failure_rules, spec.judge_deleted_when_ended,
+            definition.definition.spec.pod.container,
+            [(t.name, t.template) for t in spec.replica_types]))
+        nodes: dict[str, bool] = {}
         for replica, obj in owned.by_replica.items():
             if attempt_of(obj) != record.restart_attempt:
                 old_attempt.add(replica)
@@ -457,12 +467,19 @@ class Reconciler:
             if resource != PODS:
                 facts[replica] = self._observe_one(job, definition, spec, replica, obj)
                 continue
+            node = (obj.get("spec") or {}).get("nodeName")
+            if node and node not in nodes:
+                nodes[node] = self._node_ready(node)
+            ready = not node or nodes[node]
+            kept = memo.observation_of(replica, obj, ready) if same else None
+            if kept is not None:
+                facts[replica] = kept
+                continue
             of_type = spec.replica_type(replica.type)
             template = of_type.template if of_type else {}
-            node = (obj.get("spec") or {}).get("nodeName")
             # Everything the pod's observation is made of: the same, the same observation.
             inputs = (obj, spec.failure_rules, main_container_name(definition, template),
-                      not node or self._node_ready(node), spec.judge_deleted_when_ended,
+                      ready, spec.judge_deleted_when_ended,
                       availability(obj, min_ready, now), carries_labels(obj, template))
             observed = memo.observation(replica, inputs)
             if observed is None:

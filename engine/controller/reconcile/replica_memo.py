@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engine.controller.reconcile.children import ReplicaId
+from engine.controller.reconcile.claims import ClaimedBefore
 from engine.controller.reconcile.jobspec import ReplicaTypeSpec
 from engine.controller.reconcile.observe import PodFacts
 from engine.controller.reconcile.record import InPlaceEnds, RestartRecord
@@ -136,8 +137,9 @@ class RememberedStep:
 
 
 class ReplicaMemo:
-    """One job's remembered replica steps, for the machine they were taken with, and its
-    pods' observations (a step compares the facts it was taken on: the same object at once).
+    """One job's remembered replica steps, for the machine they were taken with, its pods'
+    observations (a step compares the facts it was taken on: the same object at once), and
+    its children as its last claims found them.
 
     Used by one reconcile of the job at a time (the work queue never runs a key twice at
     once); a pass over another machine (a new revision) starts afresh."""
@@ -148,6 +150,7 @@ class ReplicaMemo:
         self._steps: dict[ReplicaId, RememberedStep] = {}
         self._observations: dict[ReplicaId, tuple[tuple[Any, ...], PodFacts]] = {}
         self._job_values: tuple[Any, ...] | None = None
+        self._pod_context: Any = None
         self._quiet_context: tuple[Any, ...] | None = None
         self.quiet: dict[ReplicaId, QuietKey] = {}
         """Replicas whose last visit did nothing, with what it read (`QuietKey`): a visit
@@ -158,6 +161,9 @@ class ReplicaMemo:
         """Replica steps recalled instead of taken."""
         self.visits_spared = 0
         """Replica visits left out: the replica was quiet."""
+        self.claimed: dict[str, ClaimedBefore] = {}
+        """The job's children of each resource (by its plural) as its last claim found
+        them (`claim`'s `before`)."""
 
     def begin(self, machine: CompiledMachine, replica_types: Sequence[ReplicaTypeSpec]) -> None:
         """Start a pass over a job of `machine` with these replica types: the steps of
@@ -211,6 +217,22 @@ class ReplicaMemo:
         else it is made of), or None."""
         known = self._observations.get(replica)
         return known[1] if known is not None and known[0] == inputs else None
+
+    def pods_observed_in(self, context: Any) -> bool:
+        """Whether the observations kept were made in this `context` (what every pod's is
+        made of besides the pod and its node's readiness), None: one they cannot be kept
+        across; the context is noted for the next pass."""
+        same = context is not None and context == self._pod_context
+        self._pod_context = context
+        return same
+
+    def observation_of(self, replica: ReplicaId, pod: Any, node_ready: bool) -> PodFacts | None:
+        """The replica's pod's observation, kept while the pod is the very object it was made
+        of and its node's readiness unchanged (in the same context: `pods_observed_in`)."""
+        known = self._observations.get(replica)
+        if known is None or known[0][0] is not pod or known[0][3] != node_ready:
+            return None
+        return known[1]
 
     def observed(self, replica: ReplicaId, inputs: tuple[Any, ...], facts: PodFacts) -> None:
         """Remember the replica's pod's observation, made of `inputs`."""

@@ -9,13 +9,14 @@ from typing import Any
 
 import pytest
 
+from engine.controller.reconcile import claims
 from engine.controller.reconcile.children import (
     JOB_NAME_LABEL,
     ReplicaId,
     child_labels,
     owner_reference,
 )
-from engine.controller.reconcile.claims import AdoptionGuard, Claimed, claim
+from engine.controller.reconcile.claims import AdoptionGuard, Claimed, ClaimedBefore, claim
 from engine.controller.reconcile.objects import OBJECT_LABEL
 from engine.kube.cache import Cache
 from engine.kube.errors import Conflict, NotFound
@@ -323,3 +324,59 @@ def test_only_a_job_being_deleted_is_logged_as_the_reason_not_to_adopt(
     assert [(r["extra"].get("job"), r["message"]) for r in records] == (
         [("ns/pt", "not adopting orphans: the job is being deleted")] if deleting else []
     )
+
+
+def _claim_twice(children: list[dict[str, Any]], second_job: dict[str, Any] = JOB,
+                 change: dict[str, Any] | None = None) -> tuple[Claimed, FakeClient]:
+    """Claim `children` with a `ClaimedBefore`, put `change` in the cache (a watch event),
+    and claim again for `second_job` with what the first claim kept."""
+    cache = Cache(indexed_label=JOB_NAME_LABEL)
+    cache.replace(copy.deepcopy(children))
+    before = ClaimedBefore()
+    client = FakeClient(None, children)
+    guard = AdoptionGuard(client, JOBS, JOB)  # type: ignore[arg-type]
+    claim(client, PODS, cache, JOB, replica_types=TYPES, guard=guard,  # type: ignore[arg-type]
+          before=before)
+    if change is not None:
+        cache.apply("MODIFIED", change)
+    client.calls.clear()
+    second = AdoptionGuard(client, JOBS, second_job)  # type: ignore[arg-type]
+    claimed = claim(client, PODS, cache, second_job, replica_types=TYPES,  # type: ignore[arg-type]
+                    guard=second, before=before)
+    return claimed, client
+
+
+def test_a_claim_does_not_work_out_again_a_child_unchanged_since_the_last(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The cache holds the very object the last claim placed: it is the same replica's."""
+    children = [ours("pt-worker-1"), ours("pt-master-0", ReplicaId("Master", 0))]
+    cache = Cache(indexed_label=JOB_NAME_LABEL)
+    cache.replace(copy.deepcopy(children))
+    before = ClaimedBefore()
+    client = FakeClient(None, children)
+    guard = AdoptionGuard(client, JOBS, JOB)  # type: ignore[arg-type]
+    first = claim(client, PODS, cache, JOB, replica_types=TYPES, guard=guard,  # type: ignore[arg-type]
+                  before=before)
+
+    def worked_out(*_: Any) -> None:
+        raise AssertionError("an unchanged child was placed again")
+
+    monkeypatch.setattr(claims, "_replica", worked_out)
+    again = claim(client, PODS, cache, JOB, replica_types=TYPES, guard=guard,  # type: ignore[arg-type]
+                  before=before)
+    assert again == first and names(again) == {"Worker-1": "pt-worker-1",
+                                               "Master-0": "pt-master-0"}
+    assert client.calls == []
+
+
+def test_a_child_changed_since_the_last_claim_is_claimed_afresh() -> None:
+    drifted = ours("pt-worker-1")
+    drifted["metadata"]["labels"]["jobmachine.dev/job-uid"] = "someone-else"
+    claimed, client = _claim_twice([ours("pt-worker-1")], change=drifted)
+    assert [call[0] for call in client.calls] == ["patch"]
+    assert claimed.by_replica[WORKER_1]["metadata"]["labels"] == child_labels(JOB, WORKER_1)
+
+
+def test_a_job_made_again_under_its_name_claims_nothing_the_last_one_kept() -> None:
+    claimed, _ = _claim_twice([ours("pt-worker-1")], second_job=fresh(uid="new-uid"))
+    assert claimed.by_replica == {}

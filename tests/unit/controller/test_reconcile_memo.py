@@ -19,6 +19,7 @@ import pytest
 
 from engine.controller.reconcile.children import ReplicaId
 from engine.controller.reconcile.jobspec import read_job_spec
+from engine.controller.reconcile.observe import PodFacts
 from engine.controller.reconcile.replica_memo import ReplicaMemo, machine_reads
 from tests.scenarios.reconcile_memo import RememberingDecide, remembering
 from tests.scenarios.test_batch_limit_scenarios import batch_job
@@ -308,3 +309,20 @@ def test_a_pods_observation_is_remembered_while_what_it_is_made_of_is_equal() ->
                     (*inputs[:5], 0.0, True), (*inputs[:6], False)):
         assert memo.observation(worker(0), changed) is None
 
+
+def test_a_pod_s_observation_is_kept_for_that_very_pod_on_a_node_as_ready_and_in_its_context(
+) -> None:
+    """The reconcile takes a pod's observation as it was while the cache holds the object it
+    was made of, its node is as ready, and what else every observation is made of (failure
+    rules, main container, templates) is unchanged; not across minReadySeconds' clock."""
+    memo, facts = ReplicaMemo(), PodFacts("podPending")
+    pod = {"metadata": {"name": "pt-worker-0"}}
+    memo.observed(worker(0), (pod, (), "pytorch", True, False, None, True), facts)
+    assert not memo.pods_observed_in(("rules", "templates"))  # the first pass
+    assert memo.pods_observed_in(("rules", "templates"))
+    assert memo.observation_of(worker(0), pod, True) is facts
+    assert memo.observation_of(worker(0), copy.deepcopy(pod), True) is None
+    assert memo.observation_of(worker(0), pod, False) is None
+    assert memo.observation_of(worker(1), pod, True) is None
+    assert not memo.pods_observed_in(("other rules", "templates"))
+    assert not memo.pods_observed_in(None) and not memo.pods_observed_in(None)
