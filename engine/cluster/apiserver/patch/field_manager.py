@@ -162,12 +162,17 @@ def _take_changes(
 
 
 def _update(scope: Scope, live: Obj, new: Obj, managed: Managed, key: str) -> None:
+    held = managed.managers.get(key)
     changed = _take_changes(scope, live, new, managed, _CURRENT_OPERATION, force=True)
     mine = changed.difference(_STRIPPED)
     if mine.empty():
         return
     previous = managed.managers.get(key)
     owned = mine.union(previous.fields) if previous is not None else mine
+    if held is not None and owned == held.fields:
+        # It changed only what it owned (a node writing a pod's status again): the very set
+        # it held, so `encode` writes its FieldsV1 back as it was instead of encoding it.
+        owned = held.fields
     managed.managers[key] = ManagerFields(owned, scope.api_version, False)
     managed.times[key] = scope.now
 
