@@ -287,6 +287,8 @@ class Activation:
             paths = _list_entry_paths(source, name)
             if paths is not None:
                 return self.projected(value, paths)[1]
+        if type(value) is dict and _only_counted(source, name):
+            return ("size", len(value))
         if type(value) is dict:
             entry_fields = _entry_fields(source, name)
             if entry_fields is not None:
@@ -477,6 +479,11 @@ class RememberedValues:
                 whole.append(f"{name}[{','.join(sorted('.'.join(p) for p in paths))}]")
                 cut, cut_content = variables.projected(value, paths)
                 bindings.append((name, cut_content, cut))
+                continue
+            if type(value) is dict and _only_counted(expression.source, name):
+                # Only its size is read (TrainJob's `size(child) == 0`): its keys will do.
+                whole.append(f"size({name})")
+                bindings.append((name, ("size", len(value)), dict.fromkeys(value)))
                 continue
             entry_fields = _entry_fields(expression.source, name)
             if type(value) is dict and _STATUS not in value and entry_fields is not None:
@@ -727,6 +734,18 @@ def _list_entry_paths(source: str, name: str) -> frozenset[tuple[str, ...]] | No
         if not _entries_read(code, mention.start(), mention.end(), paths):
             return None
     return frozenset(paths)
+
+
+@lru_cache(maxsize=4096)
+def _only_counted(source: str, name: str) -> bool:
+    """Whether every mention of variable `name` in `source` is `size(name)`: only the
+    number of its entries is read (a TrainJob renders its JobSet's spec while
+    `size(child) == 0`, and the child's status changes every pass). Names in string
+    literals are no mentions (`_code`)."""
+    code = _code(source)
+    mentions = len(re.findall(rf"\b{name}\b", code))
+    counted = len(re.findall(rf"(?<![\w.])size\s*\(\s*{name}\s*\)", code))
+    return mentions > 0 and mentions == counted
 
 
 def _entries_read(code: str, start: int, end: int, paths: set[tuple[str, ...]]) -> bool:

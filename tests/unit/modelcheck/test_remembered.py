@@ -17,6 +17,7 @@ from engine.definition.cel import (
     _code,
     _entry_fields,
     _list_entry_paths,
+    _only_counted,
     _selected_fields,
     _status_fields,
     compile_expression,
@@ -147,6 +148,39 @@ def test_a_list_cut_down_to_the_paths_read_gives_each_value_as_the_whole_list() 
                             child("b", "childFailed", {"active": noise}, noise)]}
               for first in ("childReady", "childFailed") for noise in (0, 1)
               for status in ({}, {"active": 1}, {"active": 0, "ready": noise})]
+
+    def values(variables: dict[str, object]) -> list[object]:
+        activation = Activation(variables)
+        return [guard.evaluate(activation) for guard in guards]
+
+    afresh = [values(variables) for variables in rounds]
+    with remembering_values():
+        remembered = [values(variables) for variables in rounds + rounds]
+    assert remembered == afresh + afresh
+
+
+@pytest.mark.parametrize(("source", "counted"), [
+    ("size(child) == 0 || runPolicy.suspend ? dyn({'a': job.spec}) : null", True),
+    ("size(child) > 0 && 'child' in job.metadata.labels", True),
+    ("size(child) == 0 && has(child.status)", False),
+    ("size(child.status) == 0", False),
+    ("child == {}", False),
+])
+def test_a_map_only_counted_or_more(source: str, counted: bool) -> None:
+    assert _only_counted(source, "child") is counted
+
+
+def test_a_map_only_counted_gives_each_value_as_the_whole_map() -> None:
+    """TrainJob's JobSet spec is rendered while `size(child) == 0`: remembered by the
+    child's size, over children of every size and status, as the evaluator gives it."""
+    guards = [compile_expression(source, Scope("replica")) for source in (
+        "size(child) == 0 ? 'render ' + string(size(job.spec)) : 'kept'",
+        "size(child) > 1",
+        "has(child.status) ? size(child) : -1")]
+    rounds = [{"job": {"metadata": {"name": "a"}, "spec": spec}, "child": child}
+              for spec in ({}, {"x": 1}) for child in (
+                  {}, {"metadata": {"name": "c"}}, {"metadata": {}, "status": {"n": 1}},
+                  {"metadata": {}, "status": {"n": 2}}, {"spec": {}, "status": {}})]
 
     def values(variables: dict[str, object]) -> list[object]:
         activation = Activation(variables)
