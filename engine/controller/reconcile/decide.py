@@ -125,6 +125,8 @@ class _Progress:
     restarted_job: bool = False
     """Whether `restartJob` ran in this pass: every pod (or child) seen is of the old attempt
     now, and is deleted after the status write."""
+    timeouts_said: set[tuple[ReplicaId, str]] = field(default_factory=set)
+    """Replicas (and states) whose timeout's error this decision has said."""
     common: tuple[MachineRecord, bool, dict[str, Any]] | None = None
     """The job-level variables last made, with the record and `restarted_job` they were
     made of (the record is immutable: while it is the same object, so are they)."""
@@ -236,9 +238,7 @@ def decide(
         tuple(progress.fired),
         tuple(progress.conditions),
         actions,
-        # Each once: a replica stepped in several rounds meets its errors in each, and a
-        # failing timeout is met entering the state and again checking its timer.
-        tuple(dict.fromkeys(progress.errors)),
+        tuple(progress.errors),
         variables,
         holds,
         None if holds else progress.timer_due,
@@ -631,12 +631,21 @@ def _note_ends(replica: ReplicaId, facts: PodFacts, moved: bool, progress: _Prog
 
 
 def _timeout_of(
-    definition: CompiledDefinition, state: str, variables: Mapping[str, Any], progress: _Progress
+    definition: CompiledDefinition, replica: ReplicaId, state: str,
+    variables: Mapping[str, Any], progress: _Progress,
 ) -> float | None:
     seconds, error = _timeout_length(definition, state, variables)
-    if error is not None:
-        progress.errors.append(error)
+    _say_timeout_error(replica, state, error, progress)
     return seconds
+
+
+def _say_timeout_error(replica: ReplicaId, state: str, error: str | None,
+                       progress: _Progress) -> None:
+    """The error working out the replica's timeout in `state`, once a decision: entering
+    the state meets it, and so does checking its timer in the next round."""
+    if error is not None and (replica, state) not in progress.timeouts_said:
+        progress.timeouts_said.add((replica, state))
+        progress.errors.append(error)
 
 
 def _timeout_length(definition: CompiledDefinition, state: str, variables: Mapping[str, Any]
@@ -669,8 +678,7 @@ def _timed_out(
                               if compiled.timeout_expression is None
                               else _timeout_length(definition, state, variables.get()))
     seconds, error = remembered.timeout
-    if error is not None:
-        progress.errors.append(error)
+    _say_timeout_error(replica, state, error, progress)
     if seconds is None:
         return False
     since = progress.record.replica_timers.get(replica)
@@ -692,7 +700,7 @@ def _restart_timer(
     progress: _Progress,
 ) -> None:
     """Entering a state starts its timeout afresh; a state without one has no timer."""
-    seconds = _timeout_of(definition, state, variables, progress)
+    seconds = _timeout_of(definition, replica, state, variables, progress)
     if seconds is not None:
         _set_timer(replica, seconds, progress)
     elif replica in progress.record.replica_timers:
