@@ -32,6 +32,7 @@ from engine.controller.reconcile.variables import (
     Surroundings,
     children_seen,
     common_variables,
+    pod_counts,
     replica_inputs,
     replica_summary,
     replica_variables,
@@ -127,6 +128,9 @@ class _Progress:
     now, and is deleted after the status write."""
     timeouts_said: set[tuple[ReplicaId, str]] = field(default_factory=set)
     """Replicas (and states) whose timeout's error this decision has said."""
+    pod_counts: dict[str, dict[str, int]] | None = None
+    """What the replica counts take of the pods alone (`pod_counts`): made once, as the
+    pods do not change in a decision."""
     common: tuple[MachineRecord, bool, dict[str, Any]] | None = None
     """The job-level variables last made, with the record and `restarted_job` they were
     made of (the record is immutable: while it is the same object, so are they)."""
@@ -508,7 +512,10 @@ def _variables_now(definition: CompiledDefinition, job: Mapping[str, Any], spec:
     made = progress.common
     if made is not None and made[0] is progress.record and made[1] == progress.restarted_job:
         return made[2]
-    summary = replica_summary(spec, progress.record, pods, definition.replica)
+    if progress.pod_counts is None:
+        progress.pod_counts = pod_counts(spec, pods)
+    summary = replica_summary(spec, progress.record, pods, definition.replica,
+                              of_pods=progress.pod_counts)
     # After restartJob every child seen is of the old attempt, which no guard should judge.
     children = [] if definition.child is None or progress.restarted_job else children_seen(
         spec, pods)

@@ -27,6 +27,8 @@ def replica_summary(
     record: MachineRecord,
     pods: Mapping[ReplicaId, PodFacts],
     machine: CompiledMachine,
+    *,
+    of_pods: Mapping[str, Mapping[str, int]] | None = None,
 ) -> dict[str, dict[str, Any]]:
     """Per replica type: position, desired, parallelism, active, ready, available,
     fullyLabeled, live, terminating, waiting, succeeded, failed, restarts, per-phase counts,
@@ -38,9 +40,11 @@ def replica_summary(
 
     Made of the replicas the record and the pods name, not of every index a type has: a
     replica without a state, restarts or pod counts nowhere, and a pool of thousands of
-    members not started yet costs nothing (issue 33.3)."""
+    members not started yet costs nothing (issue 33.3). `of_pods`: `pod_counts` of `pods`
+    made already (a decision makes them once: its pods do not change)."""
     phases = {name: lower_camel(state.phase) for name, state in machine.states.items()}
     phase_words = set(phases.values())
+    counts = of_pods if of_pods is not None else pod_counts(spec, pods)
     entries: dict[str, dict[str, Any]] = {}
     sizes: dict[str, int] = {}
     for position, replica_type in enumerate(spec.replica_types):
@@ -51,23 +55,12 @@ def replica_summary(
             fullyLabeled=0, live=0, terminating=0, waiting=0, succeeded=0, failed=0,
             restarts=0,
         )
+        entry.update(counts[replica_type.name])
         entries[replica_type.name] = entry
         sizes[replica_type.name] = replica_type.replicas
     for replica, restarts in record.replica_restarts.items():
         if replica.index < sizes.get(replica.type, 0):
             entries[replica.type]["restarts"] += restarts.count
-    for replica, facts in pods.items():
-        if replica.index >= sizes.get(replica.type, 0):
-            continue
-        entry = entries[replica.type]
-        if facts.active:
-            entry["active"] += 1
-            entry["ready"] += facts.ready
-            entry["available"] += facts.ready and facts.available_in == 0
-        if facts.observation in _LIVE and not facts.deleting:
-            entry["fullyLabeled"] += facts.labelled
-            entry["live"] += 1
-        entry["terminating"] += facts.terminating
     firsts: dict[str, dict[str, int]] = {name: {} for name in entries}
     counted: dict[str, dict[str, int]] = {name: {} for name in entries}
     ended: dict[str, dict[str, list[int]]] = {
@@ -103,6 +96,29 @@ def replica_summary(
         entry["completedIndexes"] = format_ranges(finished["success"], job_api=True)
         entry["failedIndexes"] = format_ranges(finished["failure"], job_api=True)
     return entries
+
+
+def pod_counts(spec: JobSpecView, pods: Mapping[ReplicaId, PodFacts]
+               ) -> dict[str, dict[str, int]]:
+    """Per replica type, what `replica_summary` counts of the pods alone: active, ready,
+    available, fullyLabeled, live and terminating."""
+    counts = {t.name: dict.fromkeys(
+        ("active", "ready", "available", "fullyLabeled", "live", "terminating"), 0)
+        for t in spec.replica_types}
+    sizes = {t.name: t.replicas for t in spec.replica_types}
+    for replica, facts in pods.items():
+        if replica.index >= sizes.get(replica.type, 0):
+            continue
+        entry = counts[replica.type]
+        if facts.active:
+            entry["active"] += 1
+            entry["ready"] += facts.ready
+            entry["available"] += facts.ready and facts.available_in == 0
+        if facts.observation in _LIVE and not facts.deleting:
+            entry["fullyLabeled"] += facts.labelled
+            entry["live"] += 1
+        entry["terminating"] += facts.terminating
+    return counts
 
 
 @dataclass(frozen=True)
