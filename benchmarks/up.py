@@ -8,7 +8,9 @@ Per round and workload (N single-replica PyTorchJobs submitted at once, pods "ru
     with no JOBMACHINE_* variable set (its server and node in one process, the engine in a
     child: two processes in all); this script only submits and watches.
 Lifecycles/s is N divided by the time from the first submission to the last Succeeded, as
-seen by this script's watch; a warm-up job runs first on each.
+seen by this script's watch; a warm-up job runs first on each. CPU per lifecycle over the
+same span: kopf's server and node (this script's process, its watches and submissions
+included) and operator; up's own process (API server and node) and its engine.
 
 Run: python benchmarks/up.py [--jobs 300,1000] [--rounds 2] [--json up.json]
 """
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import signal
 import statistics
 import sys
@@ -35,6 +38,7 @@ from compare import (
     Workload,
     alive_check,
     counts,
+    cpu_seconds,
     measure,
     pytorchjob,
     start_up,
@@ -45,9 +49,19 @@ from compare import (
 from engine.kube.client import KubeClient
 
 
+def engine_pid(up_pid: int) -> int:
+    """The engine: `up`'s child process."""
+    for task in Path(f"/proc/{up_pid}/task").iterdir():
+        children = (task / "children").read_text().split()
+        if children:
+            return int(children[0])
+    raise RuntimeError(f"jobmachine up ({up_pid}) has no engine process")
+
+
 def measure_up(workload: Workload, args: argparse.Namespace, data_dir: Path,
                log: Path) -> dict[str, float]:
-    """`jobmachine up` as a user runs it; seconds from submission to the last Succeeded."""
+    """`jobmachine up` as a user runs it; seconds from submission to the last Succeeded and
+    the CPU seconds of up's process (server and node) and of its engine meanwhile."""
     process, kubeconfig = start_up(data_dir, log)
     try:
         client = KubeClient.from_kubeconfig(kubeconfig, qps=100_000, burst=100_000,
@@ -57,16 +71,20 @@ def measure_up(workload: Workload, args: argparse.Namespace, data_dir: Path,
         try:
             client.create(PYTORCHJOBS, pytorchjob("warmup", 1, args.run_seconds), NAMESPACE)
             endings.wait({"warmup"}, args.startup_timeout, check)
+            engine = engine_pid(process.pid)
+            cpu_before = cpu_seconds(process.pid), cpu_seconds(engine)
             started = time.monotonic()
             names = submit(client, workload, args.run_seconds)
             elapsed = endings.wait(names, args.timeout, check) - started
+            cpu_after = cpu_seconds(process.pid), cpu_seconds(engine)
         finally:
             endings.close()
             client.close()
     finally:
         process.send_signal(signal.SIGINT)
         stop_process(process, args.stop_timeout)
-    return {"seconds": elapsed}
+    return {"seconds": elapsed, "up_cpu_seconds": cpu_after[0] - cpu_before[0],
+            "engine_cpu_seconds": cpu_after[1] - cpu_before[1]}
 
 
 def main() -> None:
@@ -83,6 +101,7 @@ def main() -> None:
     args = parser.parse_args()
     kopf = next(c for c in CONTROLLERS if c.name == "kopf")
     results: dict[int, dict[str, list[float]]] = {}
+    cpu: dict[int, dict[str, list[float]]] = {}  # ms per lifecycle
     with tempfile.TemporaryDirectory() as scratch:
         for jobs in args.jobs:
             workload = Workload(jobs, 1)
@@ -93,14 +112,27 @@ def main() -> None:
                 up = measure_up(workload, args, Path(scratch) / f"up-{jobs}-{round_}",
                                 Path(scratch) / f"up-{jobs}-{round_}.log")
                 found["jobmachine up"].append(jobs / up["seconds"])
+                per = cpu.setdefault(jobs, {})
+                for key, seconds in (("kopf server+node", run["harness_cpu_seconds"]),
+                                     ("kopf operator", run["cpu_seconds"]),
+                                     ("up server+node", up["up_cpu_seconds"]),
+                                     ("up engine", up["engine_cpu_seconds"])):
+                    per.setdefault(key, []).append(1000 * seconds / jobs)
                 print(f"{jobs} jobs, round {round_ + 1}: kopf {found['kopf'][-1]:.1f}/s, "
-                      f"jobmachine up {found['jobmachine up'][-1]:.1f}/s", flush=True)
+                      f"jobmachine up {found['jobmachine up'][-1]:.1f}/s; CPU ms per "
+                      "lifecycle: " + ", ".join(f"{k} {v[-1]:.1f}" for k, v in per.items())
+                      + f"; load {os.getloadavg()[0]:.2f}", flush=True)
     print("\n| jobs | kopf lifecycles/s | `jobmachine up` lifecycles/s | ratio |")
     print("| --- | --- | --- | --- |")
     for jobs, found in results.items():
         kopf_rate = statistics.median(found["kopf"])
         up_rate = statistics.median(found["jobmachine up"])
         print(f"| {jobs} | {kopf_rate:.1f} | {up_rate:.1f} | {up_rate / kopf_rate:.2f} |")
+    print("\n| jobs | CPU ms per lifecycle (median) | kopf server+node | kopf operator "
+          "| up server+node | up engine |\n| --- | --- | ---: | ---: | ---: | ---: |")
+    for jobs, per in cpu.items():
+        print(f"| {jobs} | | " + " | ".join(f"{statistics.median(v):.1f}" for v in per.values())
+              + " |")
     if args.json is not None:
         args.json.write_text(json.dumps({str(k): v for k, v in results.items()}, indent=2))
 
