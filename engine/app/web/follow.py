@@ -42,6 +42,9 @@ class Follower:
     """Keeps `model` current: one informer per governed kind, one for pods, one for events.
 
     `namespace` limits jobs, pods and events to one namespace (as `run --namespace`).
+    Nothing is watched until `follow` is first called: `up` serves the view by default,
+    and watches nobody looks at would decode every pod, event and job write again in
+    the process that serves them (issue 33).
     """
 
     def __init__(self, client: KubeClient, model: LiveJobs, *, namespace: str | None) -> None:
@@ -50,6 +53,7 @@ class Follower:
         self._namespace = namespace
         self._lock = threading.Lock()
         self._stopped = False
+        self._started = False
         self._machines = Cache(_project_machine)
         self._crds = Cache(project_crd)
         self._kinds: dict[Resource, Informer] = {}
@@ -61,9 +65,20 @@ class Follower:
         ]
 
     def start(self) -> None:
-        """Start every watch (each on its own thread)."""
+        """Start every watch (each on its own thread); a second call does nothing."""
+        with self._lock:
+            if self._started or self._stopped:
+                return
+            self._started = True
         for informer in self._fixed:
             informer.start()
+
+    def follow(self, timeout: float) -> bool:
+        """Start watching if nothing is yet, and wait up to `timeout` seconds for the first
+        lists, so the first page a viewer opens shows the cluster, not an empty list.
+        Whether everything had listed in time (the view fills in from the watches if not)."""
+        self.start()
+        return self.wait_synced(timeout)
 
     def wait_synced(self, timeout: float) -> bool:
         """Whether every watch, those of job kinds known by then included, listed in time."""

@@ -44,6 +44,8 @@ JOB_TICK_S = 2.0
 """A job's page is redrawn at least this often (ages, and the log tails of running pods)."""
 _SHUTDOWN_S = 5.0
 _START_TIMEOUT_S = 30.0
+_FIRST_LIST_S = 10.0
+"""The first viewer's page waits this long at most for the watches' first lists."""
 
 _HEADERS = {
     "Content-Security-Policy": (
@@ -113,8 +115,9 @@ class WebView:
     """The routes of the web view over one live model and one API server."""
 
     def __init__(self, model: LiveJobs, reviews: ApiReviews, pictures: Pictures, *,
-                 cookie: str) -> None:
+                 cookie: str, follow: Callable[[], object]) -> None:
         self._model = model
+        self._follow = follow
         self._reviews = reviews
         self._gate = Gate(reviews)
         self._pictures = pictures
@@ -159,6 +162,7 @@ class WebView:
                 self._sessions.end(session)
             raise self._refused(request, "The API server no longer accepts that token: log "
                                          "in again.")
+        await _blocking(self._follow)  # the cluster is watched once someone looks
         return Viewer(token, user)
 
     async def _who(self, token: str) -> str | None:
@@ -427,9 +431,9 @@ def serving_web_view(client: KubeClient, options: WebOptions) -> Iterator[Runnin
     reviews = ApiReviews(client)
     pictures = Pictures(client, system_namespace=options.system_namespace,
                         drawn=model.picture_drawn)
-    view = WebView(model, reviews, pictures, cookie=f"jobmachine-session-{port}")
     follower = Follower(client, model, namespace=options.namespace)
-    follower.start()
+    view = WebView(model, reviews, pictures, cookie=f"jobmachine-session-{port}",
+                   follow=lambda: follower.follow(_FIRST_LIST_S))
     try:
         with _serving(view.app(), sock):
             url = _url(options.address, port)
