@@ -51,6 +51,7 @@ DECISION_TESTS: tuple[str, ...] = (
             "release_tracking_passes",
             "actions_existing_objects",
             "actions_stale_children",
+            "actions_creates",
             "slow_start_batches",
             "unfinished_replicas",
             "kubeflow_exit_zero",
