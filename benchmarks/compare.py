@@ -220,6 +220,15 @@ def start_up(data_dir: Path, log: Path, *flags: str) -> tuple[subprocess.Popen[b
     return process, Path(kubeconfig)
 
 
+def engine_pid(up_pid: int) -> int:
+    """The engine: `up`'s child process."""
+    for task in Path(f"/proc/{up_pid}/task").iterdir():
+        children = (task / "children").read_text().split()
+        if children:
+            return int(children[0])
+    raise RuntimeError(f"jobmachine up ({up_pid}) has no engine process")
+
+
 def alive_check(process: subprocess.Popen[bytes], log: Path) -> Callable[[], None]:
     def check() -> None:
         if process.poll() is not None:

@@ -39,6 +39,7 @@ from compare import (
     alive_check,
     counts,
     cpu_seconds,
+    engine_pid,
     measure,
     pytorchjob,
     start_up,
@@ -47,15 +48,6 @@ from compare import (
 )
 
 from engine.kube.client import KubeClient
-
-
-def engine_pid(up_pid: int) -> int:
-    """The engine: `up`'s child process."""
-    for task in Path(f"/proc/{up_pid}/task").iterdir():
-        children = (task / "children").read_text().split()
-        if children:
-            return int(children[0])
-    raise RuntimeError(f"jobmachine up ({up_pid}) has no engine process")
 
 
 def measure_up(workload: Workload, args: argparse.Namespace, data_dir: Path,

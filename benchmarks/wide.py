@@ -56,6 +56,7 @@ from compare import (
     alive_check,
     counts,
     cpu_seconds,
+    engine_pid,
     pytorchjob,
     start_up,
     stop_process,
@@ -160,15 +161,6 @@ def requests_by_client(kubeconfig: Path) -> Counter[str]:
             resource += f"/{labels['subresource']}"
         found[f"{labels.get('client')} {labels['verb']} {resource}"] += int(value)
     return found
-
-
-def engine_pid(up_pid: int) -> int:
-    """The engine: `up`'s child process."""
-    for task in Path(f"/proc/{up_pid}/task").iterdir():
-        children = (task / "children").read_text().split()
-        if children:
-            return int(children[0])
-    raise RuntimeError(f"jobmachine up ({up_pid}) has no engine process")
 
 
 def profiling(pid: int, out: Path) -> subprocess.Popen[bytes]:
