@@ -5,6 +5,8 @@ each problem carries, and a mapping key that is no plain value."""
 
 from __future__ import annotations
 
+from engine.definition.errors import Position
+from engine.definition.positions import PositionIndex
 from engine.definition.validate import validate_text
 from tests.unit.definition.texts import JOB, document
 
@@ -41,3 +43,9 @@ def test_a_key_that_is_no_plain_value_is_an_error_at_the_key() -> None:
     assert [str(d)[:34] for d in after] == ["d.yaml:10:25: error: unknown field",
                                             "d.yaml:10:25: warning: unquoted ke"]
     assert problem.position.path == ("spec", "job", "states", "Done")
+
+
+def test_an_index_without_the_node_or_any_above_it_points_at_the_files_start() -> None:
+    empty = PositionIndex("f.yaml")
+    assert empty.value(("spec", "job")) == Position("f.yaml", 1, 1)
+    assert str(empty.key(("spec",))) == "f.yaml:1:1"
