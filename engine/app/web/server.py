@@ -118,6 +118,7 @@ class WebView:
                  cookie: str, follow: Callable[[], object]) -> None:
         self._model = model
         self._follow = follow
+        self._following = False
         self._reviews = reviews
         self._gate = Gate(reviews)
         self._pictures = pictures
@@ -162,7 +163,9 @@ class WebView:
                 self._sessions.end(session)
             raise self._refused(request, "The API server no longer accepts that token: log "
                                          "in again.")
-        await _blocking(self._follow)  # the cluster is watched once someone looks
+        if not self._following:  # the cluster is watched once someone looks
+            await _blocking(self._follow)
+            self._following = True
         return Viewer(token, user)
 
     async def _who(self, token: str) -> str | None:
