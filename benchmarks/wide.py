@@ -244,6 +244,36 @@ def _sim_pod(job: dict[str, Any], replica: ReplicaId, phase: str) -> dict[str, A
                 {"name": "pytorch", "state": state, "restartCount": 0}]}}
 
 
+def _pass(definition: Any, job: dict[str, Any], spec: Any, facts: dict[ReplicaId, Any],
+          memo: Any, *, remembered: bool, machine: str) -> Any:
+    """One in-process pass as the reconciler makes it: decide on `facts` (with the replica
+    memo when `remembered`) and write the status back into `job`; the decision."""
+    from engine.controller.machines.registry import Assignment
+    from engine.controller.reconcile.decide import decide
+    from engine.controller.reconcile.observe import job_observations
+    from engine.controller.reconcile.record import read_record
+    from engine.controller.reconcile.status import build_status
+
+    now = "2026-01-01T00:00:01Z"
+    decision = decide(definition, job, spec, read_record(job.get("status") or {}), facts,
+                      now=now, memo=memo if remembered else None,
+                      job_observations=job_observations(
+                          job, spec, start_time=None, now=datetime.fromisoformat(now),
+                          terminating_pods=0))
+    job["status"] = build_status(job, Assignment(machine, "1", definition), spec, decision,
+                                 now=now)
+    return decision
+
+
+def _created(decision: Any, pods: dict[ReplicaId, dict[str, Any]],
+             make: Callable[[ReplicaId], dict[str, Any]]) -> None:
+    """The pods `decision` plans to create, made Pending in `pods`."""
+    for planned in decision.actions:
+        if (planned.action.name == "createPod" and planned.replica is not None
+                and planned.replica not in pods):
+            pods[planned.replica] = make(planned.replica)
+
+
 def decide_passes(workers: int, wave: int, *, remembered: bool) -> dict[str, float]:
     """One PyTorchJob of `workers` Workers decided in this process, without a server: each
     pass observes the pods, decides (with the job's replica steps remembered from its last
@@ -252,14 +282,10 @@ def decide_passes(workers: int, wave: int, *, remembered: bool) -> dict[str, flo
     the first pass (every replica created), of the median pass while `wave` replicas
     start, and of a pass with nothing changed; for each, the replica steps taken (with the
     memo: those not recalled)."""
-    from engine.controller.machines.registry import Assignment
-    from engine.controller.reconcile.decide import decide
     from engine.controller.reconcile.jobspec import read_job_spec
     from engine.controller.reconcile.manifests import main_container_name
-    from engine.controller.reconcile.observe import job_observations, observe_replica_pod
-    from engine.controller.reconcile.record import read_record
+    from engine.controller.reconcile.observe import observe_replica_pod
     from engine.controller.reconcile.replica_memo import ReplicaMemo
-    from engine.controller.reconcile.status import build_status
     from engine.definition import load_definitions
 
     (definition,) = [d for d in load_definitions([ROOT / "machines" / "kubeflow.yaml",
@@ -270,8 +296,6 @@ def decide_passes(workers: int, wave: int, *, remembered: bool) -> dict[str, flo
     spec = read_job_spec(job, definition)
     memo = ReplicaMemo()
     pods: dict[ReplicaId, dict[str, Any]] = {}
-    now = "2026-01-01T00:00:01Z"
-    moment = datetime.fromisoformat(now)
     spent: list[float] = []
     steps: list[int] = []
     settled = 0
@@ -284,18 +308,11 @@ def decide_passes(workers: int, wave: int, *, remembered: bool) -> dict[str, flo
             pod, replica_type=replica.type, failure_rules=spec.failure_rules,
             main_container=main_container_name(definition, {}), node_ready=lambda _: True)
             for replica, pod in pods.items()}
-        decision = decide(definition, job, spec, read_record(job.get("status") or {}), facts,
-                          now=now, memo=memo if remembered else None,
-                          job_observations=job_observations(job, spec, start_time=None,
-                                                            now=moment, terminating_pods=0))
-        job["status"] = build_status(job, Assignment("pytorchjob", "1", definition), spec,
-                                     decision, now=now)
+        decision = _pass(definition, job, spec, facts, memo, remembered=remembered,
+                         machine="pytorchjob")
         spent.append(1000 * (time.process_time() - started))
         steps.append(memo.steps_taken - taken)
-        for planned in decision.actions:
-            if (planned.action.name == "createPod" and planned.replica is not None
-                    and planned.replica not in pods):
-                pods[planned.replica] = _sim_pod(job, planned.replica, "Pending")
+        _created(decision, pods, lambda replica: _sim_pod(job, replica, "Pending"))
         waiting = [r for r, pod in sorted(pods.items()) if pod["status"]["phase"] == "Pending"]
         for replica in waiting[:wave]:
             pods[replica] = _sim_pod(job, replica, "Running")
@@ -325,17 +342,12 @@ def indexed_passes(completions: int, parallelism: int, ending: int, *,
     and `ending` of them succeed per pass, until the Job is Complete. The engine's CPU per
     completion and of the median pass (ms), the passes, and per pass the replicas visited
     and the steps taken (with the memo)."""
-    from engine.controller.machines.registry import Assignment
-    from engine.controller.reconcile.decide import decide
     from engine.controller.reconcile.jobspec import read_job_spec
     from engine.controller.reconcile.observe import (
         PodFacts,
-        job_observations,
         observe_replica_pod,
     )
-    from engine.controller.reconcile.record import read_record
     from engine.controller.reconcile.replica_memo import ReplicaMemo
-    from engine.controller.reconcile.status import build_status
     from engine.definition import load_definitions
 
     (definition,) = [d for d in load_definitions([ROOT / "machines" / "batch-job.yaml"])
@@ -346,8 +358,6 @@ def indexed_passes(completions: int, parallelism: int, ending: int, *,
     memo = ReplicaMemo()
     pods: dict[ReplicaId, dict[str, Any]] = {}
     observed: dict[ReplicaId, tuple[dict[str, Any], PodFacts]] = {}
-    now = "2026-01-01T00:00:01Z"
-    moment = datetime.fromisoformat(now)
     spent: list[float] = []
     visits: list[int] = []
     steps: list[int] = []
@@ -362,21 +372,14 @@ def indexed_passes(completions: int, parallelism: int, ending: int, *,
                     pod, replica_type=replica.type, failure_rules=spec.failure_rules,
                     main_container=None, node_ready=lambda _: True))
             facts[replica] = kept[1]
-        decision = decide(definition, job, spec, read_record(job.get("status") or {}), facts,
-                          now=now, memo=memo if remembered else None,
-                          job_observations=job_observations(job, spec, start_time=None,
-                                                            now=moment, terminating_pods=0))
-        job["status"] = build_status(job, Assignment("batch-job", "1", definition), spec,
-                                     decision, now=now)
+        decision = _pass(definition, job, spec, facts, memo, remembered=remembered,
+                         machine="batch-job")
         spent.append(1000 * (time.process_time() - started))
         steps.append(memo.steps_taken - taken)
         visits.append(steps[-1] + memo.steps_recalled - recalled)
         if decision.record.state != "Active":
             break
-        for planned in decision.actions:
-            if (planned.action.name == "createPod" and planned.replica is not None
-                    and planned.replica not in pods):
-                pods[planned.replica] = _sim_job_pod(planned.replica, "Pending")
+        _created(decision, pods, lambda replica: _sim_job_pod(replica, "Pending"))
         waiting = [r for r, pod in pods.items() if pod["status"]["phase"] == "Pending"]
         for replica in sorted(waiting)[:ending]:
             pods[replica] = _sim_job_pod(replica, "Succeeded")

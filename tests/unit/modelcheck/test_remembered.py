@@ -13,6 +13,7 @@ from engine.definition import load_definitions
 from engine.definition.cel import (
     Activation,
     CelCompileError,
+    CompiledExpression,
     Scope,
     _code,
     _entry_fields,
@@ -120,6 +121,27 @@ def test_the_paths_an_expression_reads_into_list_entries_or_none_when_it_reads_m
     assert (None if found is None else set(found)) == paths
 
 
+def assert_remembered_as_afresh(guards: list[CompiledExpression],
+                                rounds: list[dict[str, object]]) -> None:
+    """Each guard's value (or error, as said) over `rounds`, twice over with the check's
+    memory on, is what the evaluator gives afresh."""
+
+    def values(variables: dict[str, object]) -> list[object]:
+        found: list[object] = []
+        activation = Activation(variables)
+        for guard in guards:
+            try:
+                found.append(guard.evaluate(activation))
+            except Exception as exc:  # the error, as said
+                found.append(str(exc))
+        return found
+
+    afresh = [values(variables) for variables in rounds]
+    with remembering_values():
+        remembered = [values(variables) for variables in rounds + rounds]
+    assert remembered == afresh + afresh
+
+
 def test_a_list_cut_down_to_the_paths_read_gives_each_value_as_the_whole_list() -> None:
     """The expressions of JobSet's machine over children cut down to what they read, then
     over children whose unread fields change: the same values as without remembering."""
@@ -149,14 +171,7 @@ def test_a_list_cut_down_to_the_paths_read_gives_each_value_as_the_whole_list() 
               for first in ("childReady", "childFailed") for noise in (0, 1)
               for status in ({}, {"active": 1}, {"active": 0, "ready": noise})]
 
-    def values(variables: dict[str, object]) -> list[object]:
-        activation = Activation(variables)
-        return [guard.evaluate(activation) for guard in guards]
-
-    afresh = [values(variables) for variables in rounds]
-    with remembering_values():
-        remembered = [values(variables) for variables in rounds + rounds]
-    assert remembered == afresh + afresh
+    assert_remembered_as_afresh(guards, rounds)
 
 
 @pytest.mark.parametrize(("source", "counted"), [
@@ -182,14 +197,7 @@ def test_a_map_only_counted_gives_each_value_as_the_whole_map() -> None:
                   {}, {"metadata": {"name": "c"}}, {"metadata": {}, "status": {"n": 1}},
                   {"metadata": {}, "status": {"n": 2}}, {"spec": {}, "status": {}})]
 
-    def values(variables: dict[str, object]) -> list[object]:
-        activation = Activation(variables)
-        return [guard.evaluate(activation) for guard in guards]
-
-    afresh = [values(variables) for variables in rounds]
-    with remembering_values():
-        remembered = [values(variables) for variables in rounds + rounds]
-    assert remembered == afresh + afresh
+    assert_remembered_as_afresh(guards, rounds)
 
 
 def test_an_expression_is_compiled_once_per_source_and_scope_and_a_failure_every_time(
@@ -229,20 +237,7 @@ def test_a_remembered_value_is_the_value_over_every_change_of_what_is_read() -> 
     rounds = [{"job": job, "replicas": summary(failed, states)} for job in jobs
               for failed in (0, 1) for states in ({"Running": 1}, {"Failed": 1})]
 
-    def values(variables: dict[str, object]) -> list[object]:
-        found: list[object] = []
-        activation = Activation(variables)
-        for guard in guards:
-            try:
-                found.append(guard.evaluate(activation))
-            except Exception as exc:  # the error, as said
-                found.append(str(exc))
-        return found
-
-    afresh = [values(variables) for variables in rounds]
-    with remembering_values():
-        remembered = [values(variables) for variables in rounds + rounds]
-    assert remembered == afresh + afresh
+    assert_remembered_as_afresh(guards, rounds)
 
 
 def explored(path: Path, shape: Shape, *, remembering: bool) -> ShapeResult:
