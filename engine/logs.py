@@ -19,10 +19,8 @@ import orjson
 from loguru import logger
 
 LogFormat = Literal["text", "json"]
-_TEXT = (
-    "<green>{time:HH:mm:ss.SSS}</green> <level>{level: <7}</level> "
-    "<cyan>{extra[context]}</cyan>{message}"
-)
+_TEXT_TIME_AND_LEVEL = "<green>{time:HH:mm:ss.SSS}</green> <level>{level: <7}</level> "
+_CONTEXT_KEYS = ("job", "replica", "pod")
 _QUIET_LIBRARIES = {"apscheduler": logging.WARNING, "urllib3": logging.WARNING,
                     "kubernetes": logging.WARNING, "transitions": logging.WARNING}
 
@@ -48,9 +46,9 @@ def configure_logging(*, log_format: LogFormat = "text", level: str = "INFO") ->
     if log_format == "json":
         _ours.append(logger.add(_json_sink, level=level, diagnose=False, backtrace=False))
     else:
-        _ours.append(logger.add(_StderrSink(sys.stderr), level=level, format=_TEXT,
-                                colorize=sys.stderr.isatty(), filter=_with_context,
-                                diagnose=False, backtrace=False))
+        _ours.append(logger.add(_StderrSink(sys.stderr), level=level, format=_text_format,
+                                colorize=sys.stderr.isatty(), diagnose=False,
+                                backtrace=False))
     logging.basicConfig(handlers=[_Intercept()], level=0, force=True)
     for name, library_level in _QUIET_LIBRARIES.items():
         logging.getLogger(name).setLevel(library_level)
@@ -80,11 +78,19 @@ class _StderrSink:
             self._stream.write(str(message))
 
 
-def _with_context(record: Any) -> bool:
+def _text_format(record: Any) -> str:
+    """The text line's format for `record`: its bound job, replica and pod in brackets
+    before the message. Worked out here rather than written into the record's `extra`,
+    which every sink shares (a test's sink or an embedding program's would see a
+    `context` key it never bound). The names go into the format itself, so braces are
+    doubled and `<` escaped for loguru's markup."""
     extra = record["extra"]
-    parts = [str(extra[k]) for k in ("job", "replica", "pod") if k in extra]
-    extra["context"] = f"[{' '.join(parts)}] " if parts else ""
-    return True
+    parts = [str(extra[k]) for k in _CONTEXT_KEYS if k in extra]
+    context = ""
+    if parts:
+        escaped = f"[{' '.join(parts)}]".replace("{", "{{").replace("}", "}}").replace("<", r"\<")
+        context = f"<cyan>{escaped}</cyan> "
+    return _TEXT_TIME_AND_LEVEL + context + "{message}\n{exception}"
 
 
 def _json_sink(message: Any) -> None:
@@ -95,7 +101,7 @@ def _json_sink(message: Any) -> None:
         "message": record["message"],
         "logger": record["name"],
         **{k: v if isinstance(v, str | int | float | bool) else str(v)
-           for k, v in record["extra"].items() if k != "context"},
+           for k, v in record["extra"].items()},
     }
     failure = record["exception"]
     if failure is not None:

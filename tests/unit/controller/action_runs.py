@@ -147,14 +147,11 @@ def obj(name: str, *, uid: str | None = None, owner: str | None = JOB_UID,
 @contextmanager
 def logged(job: str = "team/train") -> Iterator[list[tuple[str, str, dict[str, Any]]]]:
     """Every log line about `job` (bound to it) written meanwhile, as (level, message, bound
-    values). Loguru's sinks are process-wide: only that job's lines, and without the
-    `context` that the stderr sink of `configure_logging` writes into a record's extra as
-    it filters (a test in the same xdist worker that configured logging leaves it on every
-    record after, which once failed the NameConflict test in a full run)."""
+    values). Loguru's sinks are process-wide: only that job's lines."""
     lines: list[tuple[str, str, dict[str, Any]]] = []
     sink = logger.add(lambda m: lines.append(
         (m.record["level"].name, m.record["message"],
-         {k: v for k, v in m.record["extra"].items() if k != "context"})), level="DEBUG",
+         dict(m.record["extra"]))), level="DEBUG",
         filter=lambda record: record["extra"].get("job") == job)
     try:
         yield lines
