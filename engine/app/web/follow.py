@@ -42,9 +42,10 @@ class Follower:
     """Keeps `model` current: one informer per governed kind, one for pods, one for events.
 
     `namespace` limits jobs, pods and events to one namespace (as `run --namespace`).
-    Nothing is watched until `follow` is first called: `up` serves the view by default,
-    and watches nobody looks at would decode every pod, event and job write again in
-    the process that serves them (issue 33).
+    Nothing is watched until `follow` is first called, and `pause` stops watching when
+    nobody looks any more: `up` serves the view by default, and watches nobody looks at
+    would decode every pod, event and job write again in the process that serves them
+    (issue 33).
     """
 
     def __init__(self, client: KubeClient, model: LiveJobs, *, namespace: str | None) -> None:
@@ -57,21 +58,29 @@ class Follower:
         self._machines = Cache(_project_machine)
         self._crds = Cache(project_crd)
         self._kinds: dict[Resource, Informer] = {}
-        self._fixed = [
-            Informer(client, STATE_MACHINES, cache=self._machines, handler=self._kinds_changed),
-            Informer(client, CRDS, cache=self._crds, handler=self._kinds_changed),
-            self._informer(PODS, model.pod_feed(), label_selector=JOB_NAME_LABEL),
-            self._informer(EVENTS, model.event_feed()),
-        ]
+        self._fixed: list[Informer] = []
+        self._switch = threading.Lock()
+        """Held while watches start or stop (never by an informer's thread, which `pause`
+        waits for), so a start and a pause never interleave."""
 
     def start(self) -> None:
-        """Start every watch (each on its own thread); a second call does nothing."""
-        with self._lock:
-            if self._started or self._stopped:
-                return
-            self._started = True
-        for informer in self._fixed:
-            informer.start()
+        """Start every watch (each on its own thread); while watching, this does nothing.
+        After `pause`, the watches start afresh (new informers list everything again)."""
+        with self._switch:
+            with self._lock:
+                if self._started or self._stopped:
+                    return
+                self._started = True
+                self._fixed = [
+                    Informer(self._client, STATE_MACHINES, cache=self._machines,
+                             handler=self._kinds_changed),
+                    Informer(self._client, CRDS, cache=self._crds, handler=self._kinds_changed),
+                    self._informer(PODS, self._model.pod_feed(), label_selector=JOB_NAME_LABEL),
+                    self._informer(EVENTS, self._model.event_feed()),
+                ]
+                fixed = list(self._fixed)
+            for informer in fixed:
+                informer.start()
 
     def follow(self, timeout: float) -> bool:
         """Start watching if nothing is yet, and wait up to `timeout` seconds for the first
@@ -82,16 +91,34 @@ class Follower:
 
     def wait_synced(self, timeout: float) -> bool:
         """Whether every watch, those of job kinds known by then included, listed in time."""
-        fixed = all(informer.wait_synced(timeout) for informer in self._fixed)
+        with self._lock:
+            fixed = list(self._fixed)
+        listed = all(informer.wait_synced(timeout) for informer in fixed)
         with self._lock:
             kinds = list(self._kinds.values())
-        return fixed and all(informer.wait_synced(timeout) for informer in kinds)
+        return listed and all(informer.wait_synced(timeout) for informer in kinds)
+
+    def pause(self) -> None:
+        """Stop every watch, wait for their threads and forget what they cached (nobody is
+        looking; `start` or `follow` lists everything again)."""
+        with self._switch:
+            self._stop_watches()
+            self._model.forget()
+            self._machines.replace([])
+            self._crds.replace([])
 
     def stop(self) -> None:
-        """Stop every watch and wait for their threads."""
+        """Stop every watch for good and wait for their threads."""
+        with self._switch:
+            with self._lock:
+                self._stopped = True
+            self._stop_watches()
+
+    def _stop_watches(self) -> None:
         with self._lock:
-            self._stopped = True
+            self._started = False
             informers = [*self._fixed, *self._kinds.values()]
+            self._fixed = []
             self._kinds.clear()
         for informer in informers:
             informer.stop()
@@ -108,7 +135,7 @@ class Follower:
                     if (kind := _governs(machine)) is not None}
         wanted = {served[kind] for kind in governed if kind in served}
         with self._lock:
-            if self._stopped:
+            if self._stopped or not self._started:  # a handler of a watch being stopped
                 return
             gone = [(r, self._kinds.pop(r)) for r in list(self._kinds) if r not in wanted]
             new = [r for r in wanted if r not in self._kinds]

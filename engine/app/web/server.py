@@ -10,7 +10,9 @@ Every page and stream needs a token the API server accepts; without one the answ
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import socket
+import time
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -69,6 +71,9 @@ class WebOptions:
     """Where the engine keeps machine revisions (a job's picture is drawn from its own)."""
     namespace: str | None = None
     """Follow jobs of this namespace only (None: all)."""
+    idle_s: float = 300.0
+    """Stop watching the cluster once nobody has asked for a page or held a stream open
+    for this long (the next viewer's page lists everything again)."""
 
 
 @dataclass(frozen=True)
@@ -115,10 +120,21 @@ class WebView:
     """The routes of the web view over one live model and one API server."""
 
     def __init__(self, model: LiveJobs, reviews: ApiReviews, pictures: Pictures, *,
-                 cookie: str, follow: Callable[[], object]) -> None:
+                 cookie: str, follow: Callable[[], object], pause: Callable[[], object],
+                 idle_s: float) -> None:
+        """`follow` starts watching the cluster (and waits for the first lists), `pause`
+        stops it; both block, so they run on worker threads. They are called when the
+        first viewer asks for a page, and when nobody has for `idle_s` seconds."""
         self._model = model
         self._follow = follow
+        self._pause = pause
+        self._idle_s = idle_s
         self._following = False
+        self._switching = asyncio.Lock()
+        self._last_viewer = time.monotonic()
+        self._answering = 0
+        """Requests being answered (a page's live stream is one for as long as it is open)."""
+        self._idle_watch: asyncio.Task[None] | None = None
         self._reviews = reviews
         self._gate = Gate(reviews)
         self._pictures = pictures
@@ -128,9 +144,11 @@ class WebView:
 
     def app(self) -> web.Application:
         """The aiohttp application."""
-        app = web.Application(middlewares=[self._api_errors])
+        app = web.Application(middlewares=[self._looking, self._api_errors])
         app.on_response_prepare.append(self._secure)
+        app.on_startup.append(self._watch_idleness)
         app.on_shutdown.append(self._close_streams)
+        app.on_cleanup.append(self._stop_watching_idleness)
         app.router.add_get("/", self._jobs_page)
         app.router.add_get("/stream", self._jobs_stream)
         app.router.add_get("/jobs/{namespace}/{resource}/{name}", self._job_page)
@@ -163,10 +181,58 @@ class WebView:
                 self._sessions.end(session)
             raise self._refused(request, "The API server no longer accepts that token: log "
                                          "in again.")
-        if not self._following:  # the cluster is watched once someone looks
-            await _blocking(self._follow)
-            self._following = True
+        await self._watching()
         return Viewer(token, user)
+
+    # --- watching the cluster while someone looks ----------------------------------------
+
+    async def _watching(self) -> None:
+        """Watch the cluster from the first viewer's request on (or again after a rest)."""
+        if self._following:
+            return
+        async with self._switching:
+            if not self._following:
+                await _blocking(self._follow)
+                self._following = True
+
+    @web.middleware
+    async def _looking(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+        """Count the requests being answered, so the watches never rest under one (a
+        page's first request may wait on a worker thread before its stream opens)."""
+        self._answering += 1
+        try:
+            return await handler(request)
+        finally:
+            self._answering -= 1
+            self._last_viewer = time.monotonic()
+
+    async def _rest_if_idle(self) -> None:
+        """Stop watching when no request is being answered (no page's stream is open) and
+        none was for `idle_s` seconds."""
+        async with self._switching:
+            if self._answering:  # someone is looking now
+                self._last_viewer = time.monotonic()
+            idle = time.monotonic() - self._last_viewer
+            if not self._following or idle < self._idle_s:
+                return
+            self._following = False  # a request meanwhile waits for the pause, then follows
+            await _blocking(self._pause)
+        logger.info(f"web view: nobody looked for {idle:.0f}s: stopped watching the "
+                    "cluster until someone does")
+
+    async def _watch_idleness(self, _app: web.Application) -> None:
+        async def every_while() -> None:
+            while True:
+                await asyncio.sleep(self._idle_s / 4)
+                await self._rest_if_idle()
+
+        self._idle_watch = asyncio.create_task(every_while())
+
+    async def _stop_watching_idleness(self, _app: web.Application) -> None:
+        if self._idle_watch is not None:
+            self._idle_watch.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._idle_watch
 
     async def _who(self, token: str) -> str | None:
         return await _blocking(lambda: self._gate.who(token))
@@ -436,7 +502,8 @@ def serving_web_view(client: KubeClient, options: WebOptions) -> Iterator[Runnin
                         drawn=model.picture_drawn)
     follower = Follower(client, model, namespace=options.namespace)
     view = WebView(model, reviews, pictures, cookie=f"jobmachine-session-{port}",
-                   follow=lambda: follower.follow(_FIRST_LIST_S))
+                   follow=lambda: follower.follow(_FIRST_LIST_S), pause=follower.pause,
+                   idle_s=options.idle_s)
     try:
         with _serving(view.app(), sock):
             url = _url(options.address, port)

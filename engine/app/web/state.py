@@ -320,6 +320,15 @@ class LiveJobs:
 
         return Feed(self._events, changed)
 
+    def forget(self) -> None:
+        """Empty every cache (the watches that fed them stopped: nobody was looking)."""
+        for resource in self.kinds():
+            self.drop_kind(resource)
+        self._pods.replace([])
+        self._events.replace([])
+        with self._lock:
+            self._events_by_uid.clear()
+
     def picture_drawn(self, key: JobKey) -> None:
         """Tell listeners that the job's picture of its latest path is ready."""
         self._tell(key, "picture")
