@@ -28,6 +28,7 @@ from typing import Any
 
 from engine.api.kind_schemas import kind_schema_lookup
 from engine.collector import GC_THRESHOLDS
+from engine.controller.reconcile.variables import Summaries, remembering_summaries
 from engine.definition import CompiledDefinition, Diagnostic, LoadedDefinition, Position
 from engine.definition.cel import RememberedValues, remembering_values
 from engine.definition.cel_types import SchemaLookup
@@ -235,9 +236,10 @@ def _explore(definition: CompiledDefinition, shape: Shape, bounds: Bounds,
     # The engine evaluates the same expressions over the same values in most of the
     # thousands of passes of a shape: remembered, they cost a lookup (values, not verdicts:
     # every pass still decides with the engine's code).
-    values, steps = _MEMORY.setdefault((definition.path, definition.name),
-                                       (RememberedValues(), RememberedSteps()))
-    with remembering_values(values), remembering_steps(steps), _collecting_seldom():
+    values, steps, summaries = _MEMORY.setdefault((definition.path, definition.name),
+                                                  (RememberedValues(), RememberedSteps(), {}))
+    with (remembering_values(values), remembering_steps(steps),
+          remembering_summaries(summaries), _collecting_seldom()):
         if definition.child is not None:
             return explore(definition, shape, bounds, (),
                            replica_moves=_child_moves(definition, machines, bounds, schemas))
@@ -277,10 +279,11 @@ def _explore_loaded(task: tuple[tuple[str, ...], str, Shape, Bounds]) -> ShapeRe
     return _explore(definitions[name], shape, bounds, _by_kind(definitions.values()), schemas)
 
 
-_MEMORY: dict[tuple[str, str], tuple[RememberedValues, RememberedSteps]] = {}
+_MEMORY: dict[tuple[str, str], tuple[RememberedValues, RememberedSteps, Summaries]] = {}
 """What a process remembers of each machine it explores (by its file and name), kept from
-one shape to the next: values and steps are remembered by content, whichever shape saw
-them first, and a machine's shapes share most of them (its job's metadata, its states)."""
+one shape to the next: values, steps and replica summaries are remembered by content,
+whichever shape saw them first, and a machine's shapes share most of them (its job's
+metadata, its states)."""
 
 _CHILDREN: dict[tuple[str, str, Bounds], ChildMoves] = {}
 """What a process found of each machine's children (`ChildMoves`), kept across shapes."""

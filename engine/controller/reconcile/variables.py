@@ -7,7 +7,9 @@ lists each variable; engine.definition.vocabulary declares them).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Hashable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -41,10 +43,53 @@ def replica_summary(
     Made of the replicas the record and the pods name, not of every index a type has: a
     replica without a state, restarts or pod counts nowhere, and a pool of thousands of
     members not started yet costs nothing (issue 33.3). `of_pods`: `pod_counts` of `pods`
-    made already (a decision makes them once: its pods do not change)."""
+    made already (a decision makes them once: its pods do not change).
+
+    Within `remembering_summaries` (the model checker) a summary made before of equal
+    inputs is handed out again, the very object: it must not be changed."""
+    counts = of_pods if of_pods is not None else pod_counts(spec, pods)
+    remembered = _SUMMARIES.get()
+    if remembered is None:
+        return _summary(spec, record, counts, machine)
+    # Everything the summary is made of: the types' sizes, the replicas' states (in the
+    # record's order, as they are counted) and restarts, and the pods' counts.
+    key = (id(machine), tuple((t.name, t.replicas, t.at_once) for t in spec.replica_types),
+           tuple(record.replica_states.items()),
+           tuple((r, e.count) for r, e in record.replica_restarts.items()),
+           tuple(tuple(c.values()) for c in counts.values()))
+    found = remembered.get(key)
+    if found is None or found[0] is not machine:  # (an id is only unique while it lives)
+        if len(remembered) >= _SUMMARIES_KEPT:
+            remembered.clear()
+        found = remembered[key] = (machine, _summary(spec, record, counts, machine))
+    return found[1]
+
+
+Summaries = dict[Hashable, tuple[CompiledMachine, dict[str, dict[str, Any]]]]
+"""Replica summaries by what they are made of (`remembering_summaries`)."""
+_SUMMARIES: ContextVar[Summaries | None] = ContextVar("summaries", default=None)
+_SUMMARIES_KEPT = 100_000
+"""Summaries `remembering_summaries` keeps at most; all are forgotten when full."""
+
+
+@contextmanager
+def remembering_summaries(remembered: Summaries | None = None) -> Iterator[None]:
+    """Within this block (in this thread or task), `replica_summary` hands out the summary
+    it made before of equal inputs (the model checker's thousands of passes over the few
+    same counts): `remembered`, to go on with one kept from an earlier block, else a new
+    one. The summaries handed out are shared, so their users must not change them."""
+    token = _SUMMARIES.set({} if remembered is None else remembered)
+    try:
+        yield
+    finally:
+        _SUMMARIES.reset(token)
+
+
+def _summary(spec: JobSpecView, record: MachineRecord, counts: Mapping[str, Mapping[str, int]],
+             machine: CompiledMachine) -> dict[str, dict[str, Any]]:
+    """`replica_summary`, made."""
     phases = {name: lower_camel(state.phase) for name, state in machine.states.items()}
     phase_words = set(phases.values())
-    counts = of_pods if of_pods is not None else pod_counts(spec, pods)
     entries: dict[str, dict[str, Any]] = {}
     sizes: dict[str, int] = {}
     for position, replica_type in enumerate(spec.replica_types):

@@ -11,6 +11,7 @@ from engine.controller.reconcile.record import MachineRecord, RestartRecord
 from engine.controller.reconcile.variables import (
     common_variables,
     lower_camel,
+    remembering_summaries,
     replica_summary,
     replica_variables,
 )
@@ -123,3 +124,26 @@ def test_a_pod_being_deleted_is_terminating_not_active_even_when_judged_once_it_
     summary = replica_summary(spec, record, pods, PYTORCH.replica)
     assert (summary["Worker"]["active"], summary["Worker"]["live"],
             summary["Worker"]["terminating"], terminating) == (1, 1, 1, 1)
+
+
+def test_a_remembered_summary_is_the_one_made_afresh_and_handed_out_again() -> None:
+    """Within `remembering_summaries` (the model checker) a summary of equal inputs is the
+    very object made before; any input changed (a state, a restart, a pod, a type's size)
+    makes another, equal to the summary made without memory."""
+    job = pytorch_job(workers=2)
+    spec = read_job_spec(job, PYTORCH)
+    record = MachineRecord(replica_states={MASTER: "Running", worker(0): "Running"})
+    pods, _ = observe({MASTER: running(), worker(0): running()}, spec, 0)
+    restarted = record.with_changes(replica_restarts={worker(0): RestartRecord(1, "t")})
+    moved = record.with_changes(replica_states={**record.replica_states, worker(1): "Pending"})
+    ended, _ = observe({MASTER: running(), worker(0): exited(0)}, spec, 0)
+    wider = read_job_spec(pytorch_job(workers=3), PYTORCH)
+    cases = [(spec, record, pods), (spec, restarted, pods), (spec, moved, pods),
+             (spec, record, ended), (wider, record, pods)]
+    with remembering_summaries():
+        first = replica_summary(spec, record, pods, PYTORCH.replica)
+        again = replica_summary(spec, dataclasses.replace(record), dict(pods), PYTORCH.replica)
+        remembered = [replica_summary(s, r, p, PYTORCH.replica) for s, r, p in cases]
+    assert again is first
+    assert [replica_summary(s, r, p, PYTORCH.replica) for s, r, p in cases] == remembered
+    assert len({id(summary) for summary in remembered}) == len(cases)
