@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 import orjson
@@ -121,8 +121,19 @@ class MachineRecord:
     """What failure rule that failure matched, in the Job API's words ('' for none)."""
 
     def with_changes(self, **changes: Any) -> MachineRecord:
-        """A copy with some fields replaced."""
-        return replace(self, **changes)
+        """A copy with some fields replaced: `dataclasses.replace` without running
+        `__init__` again (a decision makes several per replica and round, and `replace`
+        was about 3% of a model check's CPU)."""
+        unknown = changes.keys() - _RECORD_FIELDS
+        if unknown:
+            raise TypeError(f"MachineRecord has no field {sorted(unknown)[0]!r}")
+        copied = object.__new__(MachineRecord)
+        copied.__dict__.update(self.__dict__)
+        copied.__dict__.update(changes)
+        return copied
+
+
+_RECORD_FIELDS = frozenset(f.name for f in fields(MachineRecord))
 
 
 RECORD_FIELD = "record"
@@ -320,24 +331,56 @@ def transition_text(entry: Mapping[str, Any]) -> str:
 
 def _stored(record: MachineRecord) -> dict[str, Any]:
     """The record's bookkeeping, without what status shows in its own fields."""
-    states: dict[str, dict[str, list[int]]] = defaultdict(lambda: defaultdict(list))
-    for replica, state in record.replica_states.items():
-        states[replica.type][state].append(replica.index)
     stored: dict[str, Any] = {
         "v": _FORMAT,
         "since": record.state_since,
-        "replicas": {
-            replica_type: {state: format_ranges(indexes) for state, indexes in sorted(by.items())}
-            for replica_type, by in sorted(states.items())
-        },
-        "restarts": _by_index({r: [e.count, e.last] for r, e in record.replica_restarts.items()}),
-        "backoff": _by_index({r: [e.count, e.last] for r, e in record.replica_backoff.items()}),
-        "timers": _by_index(dict(record.replica_timers)),
-        "inPlace": _by_index({r: [e.pod_uid, e.seen] for r, e in record.in_place_ends.items()}),
-        "counts": _counts_to(record.transition_counts),
+        "replicas": _written(record.replica_states, "replicas", _states_to),
+        "restarts": _written(record.replica_restarts, "restarts", _restarts_to),
+        "backoff": _written(record.replica_backoff, "backoff", _restarts_to),
+        "timers": _written(record.replica_timers, "timers", _timers_to),
+        "inPlace": _written(record.in_place_ends, "inPlace", _ends_to),
+        "counts": _written(record.transition_counts, "counts", _counts_to),
         "cause": record.last_failure_cause,
     }
     return {key: value for key, value in stored.items() if value not in (None, "", {}, [])}
+
+
+def _states_to(replica_states: Mapping[ReplicaId, str]) -> dict[str, dict[str, str]]:
+    states: dict[str, dict[str, list[int]]] = defaultdict(lambda: defaultdict(list))
+    for replica, state in replica_states.items():
+        states[replica.type][state].append(replica.index)
+    return {replica_type: {state: format_ranges(indexes) for state, indexes in sorted(by.items())}
+            for replica_type, by in sorted(states.items())}
+
+
+def _restarts_to(restarts: Mapping[ReplicaId, RestartRecord]) -> Any:
+    return _by_index({r: [e.count, e.last] for r, e in restarts.items()})
+
+
+def _timers_to(timers: Mapping[ReplicaId, str]) -> Any:
+    return _by_index(dict(timers))
+
+
+def _ends_to(ends: Mapping[ReplicaId, InPlaceEnds]) -> Any:
+    return _by_index({r: [e.pod_uid, e.seen] for r, e in ends.items()})
+
+
+_WRITTEN: dict[tuple[int, str], tuple[object, Any]] = {}
+_WRITTEN_KEPT = 4096
+
+
+def _written(value: Mapping[Any, Any], part: str, write: Callable[[Any], Any]) -> Any:
+    """`write(value)`, the stored form of one part of a record, made once per mapping:
+    a record's mappings are never changed once it holds them, and the next pass's record
+    holds most of the last one's (a pass writes every part of its record again, and the
+    model checker makes thousands). The form handed out is shared: orjson only reads it."""
+    key = (id(value), part)
+    known = _WRITTEN.get(key)
+    if known is None or known[0] is not value:  # an id is only unique while it lives
+        if len(_WRITTEN) >= _WRITTEN_KEPT:
+            _WRITTEN.clear()
+        known = _WRITTEN[key] = (value, write(value))
+    return known[1]
 
 
 def record_fields(record: MachineRecord) -> dict[str, Any]:

@@ -287,3 +287,30 @@ def test_the_state_is_read_from_the_phase_where_it_is_the_phases_word() -> None:
     assert state_of({"state": "Warming", "phase": "Running"}) == "Warming"
     assert state_of({}) is None
     assert read_record({"phase": "Succeeded", "record": '{"v":1}'}).state == "Succeeded"
+
+
+def test_a_record_written_again_is_written_from_each_of_its_own_mappings() -> None:
+    """Each part is written once per mapping and handed out again while the record holds
+    that very mapping: a record that shares some of the last one's mappings and replaces
+    others writes the new ones."""
+    record = _sample_record()
+    first = json.loads(record_fields(record)["record"])
+    worker = ReplicaId("Worker", 1)
+    changed = record.with_changes(
+        replica_states={**record.replica_states, worker: "Succeeded"},
+        transition_counts={**record.transition_counts,
+                           ("replica", "Restarting", "Succeeded", "PodSucceeded"): 1})
+    second = json.loads(record_fields(changed)["record"])
+    assert second["replicas"]["Worker"]["Succeeded"] == "1"
+    assert ["Restarting", "Succeeded", "PodSucceeded", 1] in second["counts"]["replica"]
+    assert (second["timers"], second["restarts"]) == (first["timers"], first["restarts"])
+    assert json.loads(record_fields(read_record(record_fields(changed)))["record"]) == second
+
+
+def test_a_changed_record_is_a_copy_and_an_unknown_field_an_error() -> None:
+    record = _sample_record()
+    changed = record.with_changes(state="Failed", restarts=4)
+    assert changed == replace(record, state="Failed", restarts=4)
+    assert (record.state, record.restarts) == ("Running", 3)
+    with pytest.raises(TypeError, match="no field 'stat'"):
+        record.with_changes(stat="Failed")
