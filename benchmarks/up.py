@@ -5,12 +5,12 @@ Per round and workload (N single-replica PyTorchJobs submitted at once, pods "ru
   - kopf: as in compare.py, the operator as its own process against a fresh embedded API
     server and simulated node run by this script (two processes in all);
   - jobmachine: `jobmachine up --node-mode simulate --quiet` exactly as a user starts it,
-    with no JOBMACHINE_* variable set (its server and node in one process, the engine in a
-    child: two processes in all); this script only submits and watches.
+    with no JOBMACHINE_* variable set (its server in one process, its node and its engine
+    each in a child: three processes in all); this script only submits and watches.
 Lifecycles/s is N divided by the time from the first submission to the last Succeeded, as
 seen by this script's watch; a warm-up job runs first on each. CPU per lifecycle over the
 same span: kopf's server and node (this script's process, its watches and submissions
-included) and operator; up's own process (API server and node) and its engine.
+included) and operator; up's own process (the API server), its node and its engine.
 
 Run: python benchmarks/up.py [--jobs 300,1000] [--rounds 2] [--json up.json]
 """
@@ -39,13 +39,13 @@ from compare import (
     alive_check,
     counts,
     cpu_seconds,
-    engine_pid,
     measure,
     pytorchjob,
     start_up,
     stop_process,
     submit,
 )
+from wide import up_children
 
 from engine.kube.client import KubeClient
 
@@ -53,7 +53,7 @@ from engine.kube.client import KubeClient
 def measure_up(workload: Workload, args: argparse.Namespace, data_dir: Path,
                log: Path) -> dict[str, float]:
     """`jobmachine up` as a user runs it; seconds from submission to the last Succeeded and
-    the CPU seconds of up's process (server and node) and of its engine meanwhile."""
+    the CPU seconds of up's process (the server), of its node and of its engine meanwhile."""
     process, kubeconfig = start_up(data_dir, log)
     try:
         client = KubeClient.from_kubeconfig(kubeconfig, qps=100_000, burst=100_000,
@@ -63,12 +63,13 @@ def measure_up(workload: Workload, args: argparse.Namespace, data_dir: Path,
         try:
             client.create(PYTORCHJOBS, pytorchjob("warmup", 1, args.run_seconds), NAMESPACE)
             endings.wait({"warmup"}, args.startup_timeout, check)
-            engine = engine_pid(process.pid)
-            cpu_before = cpu_seconds(process.pid), cpu_seconds(engine)
+            children = up_children(process.pid)
+            pids = (process.pid, children["node"], children["engine"])
+            cpu_before = [cpu_seconds(pid) for pid in pids]
             started = time.monotonic()
             names = submit(client, workload, args.run_seconds)
             elapsed = endings.wait(names, args.timeout, check) - started
-            cpu_after = cpu_seconds(process.pid), cpu_seconds(engine)
+            cpu_after = [cpu_seconds(pid) for pid in pids]
         finally:
             endings.close()
             client.close()
@@ -76,7 +77,8 @@ def measure_up(workload: Workload, args: argparse.Namespace, data_dir: Path,
         process.send_signal(signal.SIGINT)
         stop_process(process, args.stop_timeout)
     return {"seconds": elapsed, "up_cpu_seconds": cpu_after[0] - cpu_before[0],
-            "engine_cpu_seconds": cpu_after[1] - cpu_before[1]}
+            "node_cpu_seconds": cpu_after[1] - cpu_before[1],
+            "engine_cpu_seconds": cpu_after[2] - cpu_before[2]}
 
 
 def main() -> None:
@@ -107,7 +109,8 @@ def main() -> None:
                 per = cpu.setdefault(jobs, {})
                 for key, seconds in (("kopf server+node", run["harness_cpu_seconds"]),
                                      ("kopf operator", run["cpu_seconds"]),
-                                     ("up server+node", up["up_cpu_seconds"]),
+                                     ("up server", up["up_cpu_seconds"]),
+                                     ("up node", up["node_cpu_seconds"]),
                                      ("up engine", up["engine_cpu_seconds"])):
                     per.setdefault(key, []).append(1000 * seconds / jobs)
                 print(f"{jobs} jobs, round {round_ + 1}: kopf {found['kopf'][-1]:.1f}/s, "
@@ -121,7 +124,7 @@ def main() -> None:
         up_rate = statistics.median(found["jobmachine up"])
         print(f"| {jobs} | {kopf_rate:.1f} | {up_rate:.1f} | {up_rate / kopf_rate:.2f} |")
     print("\n| jobs | CPU ms per lifecycle (median) | kopf server+node | kopf operator "
-          "| up server+node | up engine |\n| --- | --- | ---: | ---: | ---: | ---: |")
+          "| up server | up node | up engine |\n| --- | --- | ---: | ---: | ---: | ---: | ---: |")
     for jobs, per in cpu.items():
         print(f"| {jobs} | | " + " | ".join(f"{statistics.median(v):.1f}" for v in per.values())
               + " |")

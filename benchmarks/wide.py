@@ -10,8 +10,9 @@ pods as a kubelet's, would hold all but 110 Workers Pending whatever the engine 
   - `--indexed C,P`: one Indexed batch/v1 Job of C completions, P at a time, pods "run"
     `--run-seconds`; seconds from submission until P pods were seen started (the first
     wave), and to `Complete`; completions per second.
-Per round it also reads the CPU seconds of up's process (API server and node) and of its
-engine (a child process) over the workload, from /proc. A warm-up job runs first.
+Per round it also reads the CPU seconds of up's process (the API server), of its node and of
+its engine (each a child process of up) over the workload, from /proc. A warm-up job runs
+first.
 
 `--passes W,S` runs no server: one PyTorchJob of W Workers decided pass after pass in this
 process, S pods starting per pass, with the job's replica steps remembered and without (the
@@ -56,7 +57,6 @@ from compare import (
     alive_check,
     counts,
     cpu_seconds,
-    engine_pid,
     pytorchjob,
     start_up,
     stop_process,
@@ -163,6 +163,22 @@ def requests_by_client(kubeconfig: Path) -> Counter[str]:
     return found
 
 
+def up_children(up_pid: int) -> dict[str, int]:
+    """up's child processes by what they run: "engine" (`jobmachine run`) and "node"
+    (`jobmachine node`)."""
+    found: dict[str, int] = {}
+    for task in Path(f"/proc/{up_pid}/task").iterdir():
+        for child in (task / "children").read_text().split():
+            argv = Path(f"/proc/{child}/cmdline").read_bytes().split(b"\0")
+            for name, command in (("engine", b"run"), ("node", b"node")):
+                if b"engine.cli" in argv and command in argv:
+                    found[name] = int(child)
+    if set(found) != {"engine", "node"}:
+        raise RuntimeError(f"jobmachine up ({up_pid}) has children {found}, not an engine "
+                           "and a node")
+    return found
+
+
 def profiling(pid: int, out: Path) -> subprocess.Popen[bytes]:
     """py-spy sampling `pid` in GIL mode (CPU, not waiting) until interrupted: its folded
     stacks (`--format raw`) go to `out`."""
@@ -194,11 +210,12 @@ def run_one(kind: str, size: tuple[int, int], args: argparse.Namespace,
                       else indexed_job("warmup", 1, 1, args.run_seconds))
             client.create(resource, warmup, NAMESPACE)
             jobs.wait(ends.of("warmup"), args.startup_timeout, check)
-            engine = engine_pid(process.pid)
+            children = up_children(process.pid)
+            pids = (process.pid, children["node"], children["engine"])
             profilers = ([] if args.profile is None else
                          [profiling(pid, args.profile / f"{name}-{kind}-{size[0]}.txt")
-                          for name, pid in (("up", process.pid), ("engine", engine))])
-            cpu_before = cpu_seconds(process.pid), cpu_seconds(engine)
+                          for name, pid in zip(("up", "node", "engine"), pids, strict=True)])
+            cpu_before = [cpu_seconds(pid) for pid in pids]
             requests_before = requests_by_client(kubeconfig)
             started = time.monotonic()
             if kind == "pytorch":
@@ -210,7 +227,7 @@ def run_one(kind: str, size: tuple[int, int], args: argparse.Namespace,
                                                     args.run_seconds), NAMESPACE)
                 running = pods.wait(workers.started_count(size[1]), args.timeout, check)
             ended = jobs.wait(ends.of("bench"), args.timeout, check)
-            cpu_after = cpu_seconds(process.pid), cpu_seconds(engine)
+            cpu_after = [cpu_seconds(pid) for pid in pids]
             requests = requests_by_client(kubeconfig) - requests_before
             for profiler in profilers:
                 profiler.send_signal(signal.SIGINT)
@@ -226,7 +243,8 @@ def run_one(kind: str, size: tuple[int, int], args: argparse.Namespace,
         print(", ".join(f"{key} {n}" for key, n in requests.most_common()), flush=True)
     return {"running_s": running - started, "ended_s": ended - started,
             "server_cpu_s": cpu_after[0] - cpu_before[0],
-            "engine_cpu_s": cpu_after[1] - cpu_before[1],
+            "node_cpu_s": cpu_after[1] - cpu_before[1],
+            "engine_cpu_s": cpu_after[2] - cpu_before[2],
             "engine_requests": sum(n for key, n in requests.items()
                                    if key.startswith("jobmachine ")),
             "all_writes": sum(n for key, n in requests.items()

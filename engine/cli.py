@@ -852,6 +852,43 @@ def up(
         _fail(str(exc))
 
 
+@app.command(hidden=True)
+def node(
+    url: Annotated[str, typer.Option(help="The embedded API server's address.")],
+    logs_dir: Annotated[Path, typer.Option(help="Where containers' logs are written.")],
+    state_dir: Annotated[Path, typer.Option(help="Where the node keeps its own state.")],
+    ca_file: Annotated[
+        Path | None, typer.Option(help="The CA that signed the server's certificate.")
+    ] = None,
+    mode: Annotated[
+        NodeMode, typer.Option(help="process: run containers' commands; simulate: no processes.")
+    ] = NodeMode.process,
+    capacity: Annotated[
+        str | None, typer.Option(help="What the node offers pods (as up's --node-capacity).")
+    ] = None,
+    ready_fd: Annotated[
+        int | None, typer.Option(help="Write a line to this descriptor once registered.")
+    ] = None,
+    parent_pid: Annotated[
+        int | None, typer.Option(help="Stop when this process is gone (`up`).")
+    ] = None,
+) -> None:
+    """The local node `up` runs as its own process; reads its bearer token from stdin."""
+    from engine.cluster.node import Capacity, RestartBackoff
+    from engine.cluster.node.child import NodeSpec, serve_node
+
+    token = sys.stdin.readline().strip()
+    if not token:
+        _fail("the node reads its bearer token from its standard input; none was given")
+    try:
+        spec = NodeSpec(url=url, ca_file=ca_file, logs_dir=logs_dir, state_dir=state_dir,
+                        mode=mode.value, restart_backoff=RestartBackoff.from_env(),
+                        capacity=Capacity.parse(capacity) if capacity is not None else None)
+    except ValueError as exc:
+        _fail(str(exc))
+    serve_node(spec, token=token, ready_fd=ready_fd, parent_pid=parent_pid)
+
+
 @app.command()
 def demo(
     output: Annotated[

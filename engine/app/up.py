@@ -1,8 +1,10 @@
 """`jobmachine up`: the API server with the CRDs, the local node and the engine.
 
-The command runs the engine as a child process (`jobmachine run --live` against the
-server), so the engine and the server each have a core; `running_local_cluster` runs all
-three in one process, for tests and the demo, which look into the engine.
+The node runs as a process of its own, as a kubelet does (`jobmachine node`, started and
+stopped by `up`: `engine.cluster.node.child`), and the command runs the engine as another
+child (`jobmachine run --live` against the server), so the server is not charged for the
+node's or the engine's side of their requests; `running_local_cluster` runs the engine in
+this process instead, for tests and the demo, which look into the engine.
 With a data dir everything persists (objects, the node's state, the token and
 CA), so stopping and starting again resumes every job where it was: the engine
 reads each job's state back from its status, the write-ahead log.
@@ -28,7 +30,8 @@ from engine.cluster.apiserver.admission.pod_security import default_namespace_la
 from engine.cluster.apiserver.controllers.event_expiry import DEFAULT_EVENT_TTL
 from engine.cluster.apiserver.core import DEFAULT_COMPACTION_INTERVAL
 from engine.cluster.apiserver.endpoints.serve import RunningApiServer, ServerOptions
-from engine.cluster.node import Capacity, RestartBackoff, running_node
+from engine.cluster.node import Capacity, RestartBackoff
+from engine.cluster.node.child import NodeSpec, node_process
 from engine.collector import freeze_start_up, tune_collector
 from engine.controller.machines.install import prepare_cluster
 from engine.controller.runtime.manager import Engine
@@ -101,10 +104,19 @@ class LocalCluster:
 
 @contextmanager
 def running_local_server(options: UpOptions) -> Iterator[tuple[RunningApiServer, KubeClient]]:
+    """The local server and node (no engine); see `_serving`."""
+    with _serving(options) as (server, client, _):
+        yield server, client
+
+
+@contextmanager
+def _serving(
+    options: UpOptions,
+) -> Iterator[tuple[RunningApiServer, KubeClient, subprocess.Popen[bytes]]]:
     """Start the server, install the CRDs (the job kinds', and the PodGroups' of the two gang
     schedulers the local node stands in for), apply the machines as StateMachine objects
-    and the shipped manifests (Kubeflow Trainer's default runtimes), and start the node (no
-    engine); stop all on exit."""
+    and the shipped manifests (Kubeflow Trainer's default runtimes), and start the node as
+    a process of its own (`engine.cluster.node.child`; no engine); stop all on exit."""
     crds = [shipped_dir("crds"), shipped_dir("crds") / "podgroups"]
     machines = options.machines or shipped_dir("machines")
     node_dir = options.data_dir / "node" if options.data_dir else None
@@ -124,10 +136,12 @@ def running_local_server(options: UpOptions) -> Iterator[tuple[RunningApiServer,
                 "metadata": {"labels": default_namespace_labels(options.pod_security)}})
             prepare_cluster(client, crds=crds, machines=machines,
                             manifests=shipped_dir_if_present("manifests"))
-            with running_node(server, mode=options.node_mode, state_dir=node_dir,
-                              restart_backoff=options.restart_backoff,
-                              capacity=options.node_capacity):
-                yield server, client
+            with node_process(NodeSpec(
+                url=server.url, ca_file=server.ca_file, logs_dir=server.logs_dir,
+                state_dir=node_dir or server.data_dir / "node", mode=options.node_mode,
+                restart_backoff=options.restart_backoff, capacity=options.node_capacity,
+            ), server.token) as node:
+                yield server, client, node
         finally:
             client.close()
 
@@ -158,7 +172,7 @@ def serve_until_interrupted(
     stop = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda *_: stop.set())
-    with running_local_server(options) as (server, client), _web_view(client, options) as view:
+    with _serving(options) as (server, client, node), _web_view(client, options) as view:
         engine = (_start_engine_process(server, options.settings, live=not quiet)
                   if with_engine else None)
         try:
@@ -175,8 +189,11 @@ def serve_until_interrupted(
                   "to resume.", flush=True)
             freeze_start_up()
             while not stop.wait(1.0):
-                if engine is not None and engine.poll() is not None:
-                    print(f"the engine exited with code {engine.returncode}; stopping",
+                gone = next(((name, child) for name, child in (("engine", engine),
+                                                               ("node", node))
+                             if child is not None and child.poll() is not None), None)
+                if gone is not None:
+                    print(f"the {gone[0]} exited with code {gone[1].returncode}; stopping",
                           file=sys.stderr, flush=True)
                     break
             print("stopping...", flush=True)

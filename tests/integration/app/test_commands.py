@@ -92,32 +92,59 @@ def _alive(pid: int) -> bool:
 
 
 @pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="needs Linux's /proc")
-def test_up_runs_the_engine_as_its_own_process_which_ends_when_up_is_killed(
+def test_up_runs_the_node_and_the_engine_as_processes_which_end_when_up_is_killed(
     tmp_path: Path,
 ) -> None:
-    """The engine has a core of its own, and `kill -9` of `up` leaves no engine behind."""
+    """The node and the engine each have a process (and a core) of their own, as a kubelet
+    and a controller do, and `kill -9` of `up` leaves neither behind."""
     process = _up(tmp_path)
-    engine: set[int] = set()
+    children: set[int] = set()
     try:
         _read_line(process, "export KUBECONFIG=")
-        # A child caught in its exec has no command line yet: wait for the engine's.
+        # A child caught in its exec has no command line yet: wait for both.
         commands = wait_until(lambda: _commands(_children(process.pid)),
-                              lambda found: len(found) == 1 and all(found.values()),
-                              what="one child of up with its command line", timeout_s=30)
-        engine = set(commands)
-        (pid,) = engine
-        assert b"run" in commands[pid]
+                              lambda found: len(found) == 2 and all(found.values()),
+                              what="two children of up with their command lines", timeout_s=30)
+        children = set(commands)
+        assert sorted(next(arg for arg in argv if arg in (b"run", b"node"))
+                      for argv in commands.values()) == [b"node", b"run"]
         process.kill()
         process.wait()
-        wait_until(lambda: _alive(pid), lambda alive: not alive,
-                   what="the engine to stop once up is gone", timeout_s=30)
+        for pid in children:
+            wait_until(lambda pid=pid: _alive(pid), lambda alive: not alive,
+                       what=f"up's child {commands[pid]} to stop once up is gone",
+                       timeout_s=30)
     finally:
         if process.poll() is None:
             process.kill()
             process.wait()
-        for pid in engine:
+        for pid in children:
             if _alive(pid):
                 os.kill(pid, signal.SIGKILL)
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="needs Linux's /proc")
+def test_up_stops_when_its_node_process_dies(tmp_path: Path) -> None:
+    """A node that is gone runs no pod: `up` says so and stops, as it does for its engine."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "engine.cli", "up", "--data-dir", str(tmp_path / "data"),
+         "--port", "0", "--node-mode", "simulate"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        _read_line(process, "export KUBECONFIG=")
+        commands = wait_until(lambda: _commands(_children(process.pid)),
+                              lambda found: len(found) == 2 and all(found.values()),
+                              what="two children of up with their command lines", timeout_s=30)
+        (node,) = [pid for pid, argv in commands.items() if b"node" in argv]
+        os.kill(node, signal.SIGKILL)
+        out, err = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert "the node exited with code -9; stopping" in err
+    assert "stopping..." in out
 
 
 def _up(tmp_path: Path, *flags: str) -> subprocess.Popen[str]:
