@@ -24,7 +24,7 @@ from engine.api.replicated import (
 from engine.api.runpolicy import MANAGED_BY_JOBMACHINE
 from engine.controller.machines.served import BUILT_IN_JOB_KINDS
 from engine.definition import CompiledDefinition, broken_rules, render_replacement_policy
-from engine.definition.cel import CelEvaluationError
+from engine.definition.cel import CelEvaluationError, selected_paths
 
 
 @dataclass(frozen=True)
@@ -204,9 +204,32 @@ def validation_error(job: Mapping[str, Any], definition: CompiledDefinition) -> 
 
 _FINGERPRINT = ("generation", "labels", "annotations", "finalizers", "deletionTimestamp",
                 "ownerReferences")
-"""What of a job's metadata a verdict depends on besides its uid: the spec (through the
+"""What of a job's metadata a verdict may depend on besides its uid: the spec (through the
 generation, which the server raises at every spec change) and the metadata others may edit.
 The status is left out: it changes at every reconcile."""
+
+
+def fingerprint_fields(definition: CompiledDefinition) -> tuple[str, ...]:
+    """The fields of `_FINGERPRINT` a verdict under `definition` depends on: the generation,
+    and of the rest those its rules read (`job.metadata.labels`), all of them where a rule
+    reads the metadata whole or the job itself whole. The shared model reads no metadata
+    but the name, which a job keeps. So the engine's own finalizer, added and removed,
+    has a job judged once, not three times."""
+    read: set[str] = {"generation"}
+    for validation in definition.validations:
+        for expression in (validation.rule, validation.message_expression):
+            if expression is None:
+                continue
+            for path in selected_paths(expression.source, "job"):
+                if path in ((), ("metadata",)):
+                    return _FINGERPRINT
+                if path[0] == "metadata" and path[1] in _FINGERPRINT:
+                    read.add(path[1])
+    return tuple(name for name in _FINGERPRINT if name in read)
+
+
+_REVISIONS_KEPT = 1024
+"""Machine revisions whose fingerprint fields are kept at most (all are forgotten past it)."""
 
 
 class ValidationVerdicts:
@@ -224,6 +247,8 @@ class ValidationVerdicts:
         self._verdicts: OrderedDict[str, tuple[tuple[Any, ...], CompiledDefinition, str]] = (
             OrderedDict())
         self._lock = threading.Lock()
+        self._fields: dict[int, tuple[CompiledDefinition, tuple[str, ...]]] = {}
+        """Per machine revision (by identity), what of the metadata its verdicts read."""
 
     def error(self, job: Mapping[str, Any], definition: CompiledDefinition) -> str:
         """`validation_error(job, definition)`, remembered."""
@@ -231,7 +256,7 @@ class ValidationVerdicts:
         uid = metadata.get("uid")
         if not uid or not metadata.get("generation") or _reads_status(definition):
             return validation_error(job, definition)
-        fingerprint = tuple(metadata.get(name) for name in _FINGERPRINT)
+        fingerprint = tuple(metadata.get(name) for name in self._fingerprint(definition))
         with self._lock:
             known = self._verdicts.get(uid)
             if known is not None and known[1] is definition and known[0] == fingerprint:
@@ -245,6 +270,16 @@ class ValidationVerdicts:
                 self._verdicts.popitem(last=False)
         return error
 
+
+    def _fingerprint(self, definition: CompiledDefinition) -> tuple[str, ...]:
+        known = self._fields.get(id(definition))
+        if known is None or known[0] is not definition:
+            known = (definition, fingerprint_fields(definition))
+            with self._lock:
+                if len(self._fields) > _REVISIONS_KEPT:
+                    self._fields.clear()
+                self._fields[id(definition)] = known
+        return known[1]
 
     def forget(self, uid: str) -> None:
         """Judge this job afresh next time (its spec changed in a way its generation does

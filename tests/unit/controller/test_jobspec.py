@@ -106,17 +106,55 @@ def test_a_verdict_is_judged_once_per_spec_generation() -> None:
         job, PYTORCH, verdicts=verdicts).error
 
 
-@pytest.mark.parametrize("change", [
+METADATA_EDITS = [
     {"labels": {"team": "a"}}, {"annotations": {"note": "x"}}, {"finalizers": ["f"]},
-    {"deletionTimestamp": "2026-11-25T10:00:00Z"},
-])
-def test_metadata_others_edit_is_judged_again(change: dict[str, Any]) -> None:
+    {"deletionTimestamp": "2026-11-25T10:00:00Z"}, {"ownerReferences": [{"uid": "o"}]},
+]
+
+
+def reading(source: str) -> Any:
+    """PyTorchJob's machine with `source` or-ed into its first rule's words (the verdict reads
+    the words to know what the rules read; the rule evaluated stays PyTorchJob's)."""
+    first = PYTORCH.validations[0]
+    rule = dataclasses.replace(first.rule, source=f"{first.rule.source} || {source}")
+    return dataclasses.replace(PYTORCH, validations=(
+        dataclasses.replace(first, rule=rule), *PYTORCH.validations[1:]))
+
+
+@pytest.mark.parametrize("change", METADATA_EDITS)
+def test_metadata_no_rule_reads_keeps_the_verdict(change: dict[str, Any]) -> None:
+    """PyTorchJob's rules read only the spec: the engine's own finalizer, added at the first
+    pass and removed at the end, does not have the job judged again (nor does a label)."""
     verdicts = ValidationVerdicts()
     job = judged(pytorch_job())
     assert verdicts.error(job, PYTORCH) == ""
+    job["spec"]["pytorchReplicaSpecs"]["Master"]["replicas"] = 2  # not a real server: same gen
+    job["metadata"] = {**job["metadata"], **change}
+    assert verdicts.error(job, PYTORCH) == ""
+
+
+@pytest.mark.parametrize(("field", "change"), [(next(iter(c)), c) for c in METADATA_EDITS])
+def test_metadata_a_rule_reads_is_judged_again(field: str, change: dict[str, Any]) -> None:
+    machine = reading(f"has(job.metadata.{field})")
+    verdicts = ValidationVerdicts()
+    job = judged(pytorch_job())
+    assert verdicts.error(job, machine) == ""
     job["spec"]["pytorchReplicaSpecs"]["Master"]["replicas"] = 2
     job["metadata"] = {**job["metadata"], **change}
-    assert "Master must have exactly 1 replica" in verdicts.error(job, PYTORCH)
+    assert "Master must have exactly 1 replica" in verdicts.error(job, machine)
+
+
+@pytest.mark.parametrize("whole", ["job.metadata == {}", "job == {}", "size(job) == 0"])
+@pytest.mark.parametrize("change", METADATA_EDITS)
+def test_a_rule_reading_the_metadata_whole_is_judged_again_at_any_edit(
+        whole: str, change: dict[str, Any]) -> None:
+    machine = reading(whole)
+    verdicts = ValidationVerdicts()
+    job = judged(pytorch_job())
+    assert verdicts.error(job, machine) == ""
+    job["spec"]["pytorchReplicaSpecs"]["Master"]["replicas"] = 2
+    job["metadata"] = {**job["metadata"], **change}
+    assert "Master must have exactly 1 replica" in verdicts.error(job, machine)
 
 
 def test_another_machine_revision_is_judged_again() -> None:
