@@ -6,6 +6,7 @@ each problem carries, and a mapping key that is no plain value."""
 from __future__ import annotations
 
 from engine.definition.errors import Position
+from engine.definition.loader import read_text
 from engine.definition.positions import PositionIndex
 from engine.definition.validate import validate_text
 from tests.unit.definition.texts import JOB, document
@@ -49,3 +50,26 @@ def test_an_index_without_the_node_or_any_above_it_points_at_the_files_start() -
     empty = PositionIndex("f.yaml")
     assert empty.value(("spec", "job")) == Position("f.yaml", 1, 1)
     assert str(empty.key(("spec",))) == "f.yaml:1:1"
+
+
+def test_a_key_that_reads_as_no_plain_value_is_kept_as_its_text() -> None:
+    # YAML reads `2024-01-01` as a date; a key of the data is its text, a `null` key stays.
+    (raw,), problems = read_text("a:\n  2024-01-01: x\n  ~: y\n", "f.yaml")
+    assert problems == []
+    assert raw.data == {"a": {"2024-01-01": "x", None: "y"}}
+    assert [type(k) for k in raw.data["a"]] == [str, type(None)]
+
+
+def test_a_key_carries_the_field_path_of_its_entry() -> None:
+    (raw,), _ = read_text("a:\n  b: 1\n  c:\n    - d: 2\n", "f.yaml")
+    assert raw.positions.key(("a", "c")) == Position("f.yaml", 3, 3, ("a", "c"))
+    assert raw.positions.key(("a", "c", 0, "d")).path == ("a", "c", 0, "d")
+
+
+def test_an_empty_block_scalar_on_the_files_last_line_maps_no_column() -> None:
+    # Its one line holds the indicator (`|`, `>`), not the expression's text.
+    for indicator in ("|", ">"):
+        (raw,), _ = read_text(f"x: 1\na: {indicator}", "f.yaml")
+        assert raw.positions.expression(("a",), 1, 1) is None
+        assert raw.positions.value(("a",)) == Position("f.yaml", 2, 4, ("a",))
+        assert raw.positions.key(("a",)) == Position("f.yaml", 2, 1, ("a",))
