@@ -13,7 +13,7 @@ from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from functools import partial
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from loguru import logger
 
@@ -140,6 +140,10 @@ class ActionRun:
     _pending: list[PendingCreate] = field(default_factory=list, init=False, repr=False)
     """Creates built by a slow-start pass and not sent yet (`flush_creates` sends them)."""
     _queued: set[tuple[str, ReplicaId]] = field(default_factory=set, init=False, repr=False)
+    renderings: dict[tuple[ReplicaId, Callable[..., Any]], Any] = field(
+        default_factory=dict, init=False, repr=False)
+    """Each replica's decorations as rendered in this run, by how: its service and its pod
+    are made of one rendering (the machine's values are the same within a run)."""
 
     @property
     def slow_starting(self) -> bool:
@@ -435,7 +439,11 @@ def _decorations(
     render: Callable[[CompiledDefinition, Mapping[str, Any]], Rendered],
 ) -> Rendered | None:
     """The machine's values for the replica's pod (env, labels, annotations...) or its child
-    (name, labels, annotations); None (reported) if they fail."""
+    (name, labels, annotations); None (reported) if they fail. Rendered once per run and
+    replica: a replica's service takes its labels from the rendering its pod is built of."""
+    known = run.renderings.get((replica, render))
+    if known is not None:
+        return cast(Rendered, known)
     variables = replica_variables(
         run.decision.variables, replica, desired=replica_type.replicas,
         policy=replica_type.restart_policy, record=run.decision.record,
@@ -443,7 +451,7 @@ def _decorations(
     )
     variables.update(run.template_variables())
     try:
-        return render(run.definition, variables)
+        rendered = render(run.definition, variables)
     except CelEvaluationError as exc:
         revision = (run.job.get("status") or {}).get(MACHINE_STATUS_FIELD) or "?"
         message = (f"{replica}: the pod values of machine {run.definition.name} (revision "
@@ -454,6 +462,8 @@ def _decorations(
         _log(run, replica).warning(f"pod values cannot be computed: {exc}")
         run.wait_s.append(_TEMPLATE_RETRY_S)
         return None
+    run.renderings[(replica, render)] = rendered
+    return rendered
 
 
 def _backoff_remaining(run: ActionRun, replica: ReplicaId) -> float:
