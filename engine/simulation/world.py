@@ -162,6 +162,8 @@ class _WorldApi:
               namespace: str | None = None) -> dict[str, Any]:
         """A JSON merge patch of a child (the machine's forced fields, spec.child.fields)."""
         obj = self.get(res, name, namespace)
+        if "spec" in body and "spec" in obj:  # its spec's values may be a copy's too
+            obj["spec"] = _copied(obj["spec"])
         merge_patch(obj, body)
         return obj
 
@@ -189,6 +191,22 @@ def _copied(value: Any) -> Any:
     if isinstance(value, dict) and value and isinstance(next(iter(value)), ReplicaId):
         return {replica: orjson.loads(orjson.dumps(obj)) for replica, obj in value.items()}
     return orjson.loads(orjson.dumps(value))
+
+
+def _pods_copied(pods: dict[ReplicaId, Pod]) -> dict[ReplicaId, Pod]:
+    """A copy of the pods in which each pod's spec is a map of its own whose values (the
+    containers, volumes... the bulk of a pod) are shared: nothing changes a pod's spec but
+    the kubelet placing it on a node or losing that node (`nodeName`, a key of the spec
+    itself) and a patch (`_WorldApi.patch`, which copies the spec first); the rest of each
+    pod is copied deep."""
+    copied: dict[ReplicaId, Pod] = {}
+    for replica, pod in pods.items():
+        spec = pod.get("spec")
+        copied[replica] = orjson.loads(orjson.dumps(
+            {key: value for key, value in pod.items() if key != "spec"}))
+        if spec is not None:
+            copied[replica]["spec"] = dict(spec)
+    return copied
 
 
 def merge_patch(target: dict[str, Any], patch: Mapping[str, Any]) -> None:
@@ -281,12 +299,14 @@ class World:
 
     def copy(self) -> World:
         """An independent copy (the definition and the verdicts are shared, never changed;
-        so is the job's status, which a pass replaces and never changes in place)."""
+        so is the job's status, which a pass replaces and never changes in place, and the
+        values of each pod's spec: `_pods_copied`)."""
         job = _copied({k: v for k, v in self.job.items() if k != "status"})
         if "status" in self.job:
             job["status"] = self.job["status"]
+        pods = _pods_copied(self.pods) if self.definition.child is None else _copied(self.pods)
         copied = World(self.definition, job, self.now, self.settings,
-                       self.transitions_kept, _copied(self.pods), _copied(self.services),
+                       self.transitions_kept, pods, _copied(self.services),
                        self.serial, self.verdicts, self.records, self.spec_views,
                        self.keep_native,
                        _copied(self.native), self.referenced)

@@ -5,13 +5,18 @@ situation a check explores."""
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 
 from engine.controller.reconcile.jobspec import read_job_spec
 from engine.controller.reconcile.record import read_record
 from engine.definition import load_definitions
+from engine.kube.resources import PODS
 from engine.modelcheck.explore import _Explorer
 from engine.modelcheck.shapes import Bounds, Shape
+from engine.simulation import kubelet
+from engine.simulation.world import _WorldApi
 from tests.kinds import MACHINES
 
 
@@ -48,3 +53,28 @@ def test_a_copy_shares_the_status_a_pass_replaces_and_nothing_it_changes() -> No
     copied.reconcile()
     assert world.record == read_record(world.job["status"])
     assert "suspend" not in world.job["spec"]
+
+
+def test_a_copys_pods_share_their_specs_values_and_nothing_a_move_or_patch_changes() -> None:
+    """A copy's pods are its own but for the values of their specs (containers...), which
+    nothing changes in place: losing a node sets the copy's `nodeName` only, and a patch of
+    the spec copies it first."""
+    (definition,) = load_definitions([MACHINES / "tfjob.yaml"])
+    explorer = _Explorer(definition, Shape((("Chief", 1),), "ExitCode"), Bounds(), (0, 1, 128))
+    explorer.run()
+    world = next(n.world for n in explorer.nodes if n.world.pods)
+    replica, pod = next(iter(world.pods.items()))
+    pod["spec"]["securityContext"] = {"runAsUser": 1000}
+    before = copy.deepcopy(pod)
+    copied = world.copy()
+    mine = copied.pods[replica]
+    assert mine == pod and mine is not pod and mine["spec"] is not pod["spec"]
+    assert mine["spec"]["containers"] is pod["spec"]["containers"]
+    assert mine["metadata"] is not pod["metadata"] and mine["status"] is not pod["status"]
+    kubelet.lose(mine)
+    kubelet.end(mine, 1, copied.now)
+    kubelet.mark_deleted(mine, copied.now)
+    _WorldApi(copied).patch(PODS, mine["metadata"]["name"],
+                            {"spec": {"securityContext": {"runAsUser": 0}}})
+    assert mine["spec"]["securityContext"] == {"runAsUser": 0}
+    assert pod == before
