@@ -306,13 +306,21 @@ class Activation:
     def entries(self, value: dict[str, Any], fields: tuple[str, ...]
                 ) -> tuple[dict[str, Any], bytes]:
         """`value` with each of its entries that is a map cut down to `fields`, and that
-        view's content; kept as `content` is."""
-        known = self._contents.get((id(value), "entries", fields))
+        view's content; kept as `content` is, and with the value itself while remembering
+        values when it never changes (`unchanging`: a remembered replica summary, handed
+        to thousands of activations)."""
+        kept = (id(value), "entries", fields)
+        known = self._contents.get(kept)
         if known is None or known[0] is not value:
-            view = {key: {f: entry[f] for f in fields if f in entry}
-                    if type(entry) is dict else entry for key, entry in value.items()}
-            known = (value, (view, pickle.dumps(view, pickle.HIGHEST_PROTOCOL)))
-            self._contents[(id(value), "entries", fields)] = known
+            lasting = _unchanging_contents(value)
+            known = None if lasting is None else lasting.get(kept)
+            if known is None:
+                view = {key: {f: entry[f] for f in fields if f in entry}
+                        if type(entry) is dict else entry for key, entry in value.items()}
+                known = (value, (view, pickle.dumps(view, pickle.HIGHEST_PROTOCOL)))
+                if lasting is not None:
+                    lasting[kept] = known
+            self._contents[kept] = known
         return known[1]
 
     def projected(self, value: list[Any], paths: frozenset[tuple[str, ...]]
@@ -328,10 +336,16 @@ class Activation:
 
     def content(self, value: object) -> bytes:
         """`value` pickled: equal bytes unpickle to equal values, so they convert alike.
-        Kept per object, which must not change while the activation is in use."""
+        Kept per object, which must not change while the activation is in use (and with
+        an `unchanging` value for as long as it lives)."""
         known = self._contents.get(id(value))
         if known is None or known[0] is not value:
-            known = (value, pickle.dumps(value, pickle.HIGHEST_PROTOCOL))
+            lasting = _unchanging_contents(value)
+            known = None if lasting is None else lasting.get(id(value))
+            if known is None:
+                known = (value, pickle.dumps(value, pickle.HIGHEST_PROTOCOL))
+                if lasting is not None:
+                    lasting[id(value)] = known
             self._contents[id(value)] = known
         return known[1]
 
@@ -407,6 +421,9 @@ class RememberedValues:
         self._values: dict[Hashable, Any] = {}
         self._contexts: dict[tuple[str, ...], _BoundByContent] = {}
         self._tape: Tape | None = None
+        self.unchanging: dict[int, tuple[object, dict[Hashable, Any]]] = {}
+        """Values declared never to change (`unchanging`), by id, each with the contents
+        activations worked out of it (`Activation.entries`, `Activation.content`)."""
 
     @contextmanager
     def recording(self, tape: Tape) -> Iterator[None]:
@@ -581,6 +598,27 @@ def remembering_values(remembered: RememberedValues | None = None) -> Iterator[N
         yield
     finally:
         _REMEMBERED.reset(token)
+
+
+def unchanging(value: object) -> None:
+    """Declare that `value` will never change (a replica summary the model checker
+    remembers and hands to many decisions): while remembering values, the contents worked
+    out of it are kept with it across activations, not worked out again by each. It is
+    held as long as the memory (at most `RememberedValues.LIMIT` such values)."""
+    remembered = _REMEMBERED.get()
+    if remembered is not None:
+        if len(remembered.unchanging) >= RememberedValues.LIMIT:
+            remembered.unchanging.clear()
+        remembered.unchanging[id(value)] = (value, {})
+
+
+def _unchanging_contents(value: object) -> dict[Hashable, Any] | None:
+    """The contents kept with `value` if it was declared `unchanging`, else None."""
+    remembered = _REMEMBERED.get()
+    if remembered is None:
+        return None
+    known = remembered.unchanging.get(id(value))
+    return known[1] if known is not None and known[0] is value else None
 
 
 def _fresh(value: Any) -> Any:

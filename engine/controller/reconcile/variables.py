@@ -18,6 +18,7 @@ from engine.controller.reconcile.jobspec import JobSpecView
 from engine.controller.reconcile.observe import PodFacts
 from engine.controller.reconcile.record import MachineRecord, format_ranges
 from engine.definition import CompiledMachine
+from engine.definition.cel import unchanging
 from engine.definition.vocabulary import lower_camel
 
 _LIVE = frozenset({"podPending", "podRunning", "podLost", "childPending", "childReady"})
@@ -62,6 +63,7 @@ def replica_summary(
         if len(remembered) >= _SUMMARIES_KEPT:
             remembered.clear()
         found = remembered[key] = (machine, _summary(spec, record, counts, machine))
+        unchanging(found[1])  # what expressions read of it is worked out once
     return found[1]
 
 

@@ -23,6 +23,7 @@ from engine.definition.cel import (
     _status_fields,
     compile_expression,
     remembering_values,
+    unchanging,
 )
 from engine.definition.remembered_steps import remembering_steps
 from engine.modelcheck.explore import ShapeResult, explore
@@ -262,3 +263,21 @@ def test_remembering_finds_what_the_engine_run_afresh_finds(path: Path, shape: S
     assert [(v.rule, v.where, v.trace) for v in remembered.violations] == [
         (v.rule, v.where, v.trace) for v in afresh.violations]
     assert remembered.failed_expressions == afresh.failed_expressions
+
+
+def test_what_is_read_of_an_unchanging_value_is_worked_out_once_across_activations() -> None:
+    """A value declared `unchanging` (a remembered replica summary) keeps the contents
+    activations work out of it: a later activation finds them, the very bytes, and
+    evaluates as afresh; a value not declared is worked out again by each activation."""
+    guard = compile_expression("replicas.Worker.failed > 0", Scope("job"))
+    declared, other = summary(1, {"Failed": 1}), summary(1, {"Failed": 1})
+    with remembering_values():
+        unchanging(declared)
+        contents = [Activation({"replicas": value}).inputs(guard)
+                    for value in (declared, declared, other, other)]
+        assert guard.evaluate(Activation({"replicas": declared})) is True
+        assert guard.evaluate(Activation({"replicas": summary(0, {})})) is False
+    assert contents[0] == contents[1] == contents[2] == contents[3]
+    assert contents[0][2][0] is contents[1][2][0]
+    assert contents[2][2][0] is not contents[3][2][0]
+    assert contents[0][2][0] is not contents[2][2][0]
