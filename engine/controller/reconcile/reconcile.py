@@ -66,6 +66,7 @@ from engine.controller.reconcile.observe import (
     observe_replica_pod,
 )
 from engine.controller.reconcile.placement import place
+from engine.controller.reconcile.quiet_decisions import DecisionInputs, QuietDecisions
 from engine.controller.reconcile.record import MachineRecord, RecordError, read_record
 from engine.controller.reconcile.refused import (
     TEMPLATE_ERROR_REASON,
@@ -199,6 +200,8 @@ class Reconciler:
         self._template_failed: set[str] = set()
         self._memos: dict[str, ReplicaMemo] = {}
         """Per job (by key id): its replica steps remembered from its last passes."""
+        self._quiet = QuietDecisions()
+        """Per job: its last decision while it changed nothing, taken again on the same."""
         self._clock = clock
         self._transition_listeners: list[TransitionListener] = []
 
@@ -327,6 +330,7 @@ class Reconciler:
             self._unconfirmed.forget(key.id)
             self._template_failed.discard(key.id)
             self._memos.pop(key.id, None)
+            self._quiet.forget(key.id)
             self._expectations.forget(key.id)
             self._scheduler.cancel_all(key)
             self._release_orphaned_pods(key)
@@ -556,13 +560,18 @@ class Reconciler:
         if state_timed_out(definition, job, spec=observed.spec, record=record,
                            facts=observed.facts, surroundings=observed.surroundings, now=now):
             observations |= {"timedOut"}
-        decision = decide(
-            definition, job, observed.spec, record, observed.facts,
-            job_observations=observations, now=format_time(now),
-            transitions_kept=self._settings.status_last_transitions,
-            surroundings=observed.surroundings,
-            memo=self._memos.setdefault(key.id, ReplicaMemo()),
-        )
+        inputs = DecisionInputs(definition, job, observed.facts, observations,
+                                observed.surroundings)
+        decision = self._quiet.recall(key.id, inputs)
+        if decision is None:
+            decision = decide(
+                definition, job, observed.spec, record, observed.facts,
+                job_observations=observations, now=format_time(now),
+                transitions_kept=self._settings.status_last_transitions,
+                surroundings=observed.surroundings,
+                memo=self._memos.setdefault(key.id, ReplicaMemo()),
+            )
+            self._quiet.note(key.id, inputs, decision, record)
         log = logger.bind(job=f"{job['metadata']['namespace']}/{job['metadata']['name']}")
         for error in decision.errors:
             log.warning(f"machine evaluation error: {error}")
