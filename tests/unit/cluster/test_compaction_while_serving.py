@@ -53,7 +53,9 @@ def test_writes_during_a_compaction_all_survive_and_the_journal_shrinks(tmp_path
         return state, before, compacted, after
 
     state, before, compacted, after = asyncio.run(body())
-    assert compacted == before > 0
+    # The size the compaction found: what was flushed, and perhaps the first new line, which
+    # the journal's writer thread may have written before the compaction looked.
+    assert before <= compacted < before + 1_000 and before > 0
     assert after < before / 10
     assert _configmaps(_load(tmp_path.parent / "crashed")) == state
     assert len(state) == 70

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import errno
+import threading
 from pathlib import Path
 
 import pytest
@@ -74,3 +76,58 @@ def test_corruption_before_the_end_is_an_error(tmp_path: Path) -> None:
     (tmp_path / JOURNAL).write_bytes(b"garbage\n" + (tmp_path / JOURNAL).read_bytes())
     with pytest.raises(JournalCorruptError):
         _load(tmp_path)
+
+
+def test_a_write_is_acknowledged_only_once_the_journal_holds_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The writer thread's fdatasync comes before the acknowledgement: `flushed` waits while
+    the write is held back, and once it returns the journal on disk holds the change."""
+    gate = threading.Event()
+    original = Journal._write
+
+    def held(self: Journal, data: bytes) -> None:
+        gate.wait(10)
+        original(self, data)
+
+    async def body() -> tuple[bool, bytes]:
+        core = make_core(ManualReactor(), data_dir=tmp_path)
+        await core.flushed()
+        monkeypatch.setattr(Journal, "_write", held)
+        core.store.create(CONFIGMAPS, "default", {"metadata": {"name": "held"}})
+        waiting = asyncio.ensure_future(core.flushed())
+        await asyncio.sleep(0.2)
+        early = waiting.done()
+        gate.set()
+        await waiting
+        on_disk = (tmp_path / JOURNAL).read_bytes()
+        await core.close()
+        return early, on_disk
+
+    early, on_disk = asyncio.run(body())
+    assert not early
+    assert b'"name":"held"' in on_disk
+
+
+def test_a_failed_write_is_never_acknowledged(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def failing(self: Journal, data: bytes) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    async def body() -> list[str]:
+        core = make_core(ManualReactor(), data_dir=tmp_path)
+        await core.flushed()
+        monkeypatch.setattr(Journal, "_write", failing)
+        said = []
+        for name in ("first", "second"):
+            core.store.create(CONFIGMAPS, "default", {"metadata": {"name": name}})
+            try:
+                await core.flushed()
+            except OSError as exc:
+                said.append(exc.strerror)
+        monkeypatch.undo()
+        await core.close()
+        return said
+
+    assert asyncio.run(body()) == ["No space left on device"] * 2

@@ -19,7 +19,7 @@ import asyncio
 import functools
 import os
 import shlex
-from concurrent.futures import ThreadPoolExecutor
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -381,8 +381,26 @@ def _replay(table: ObjectTable, reader: JournalReader, snapshot_rv: int | None) 
         table.rv = max(table.rv, record.rv)
 
 
+class _Swap:
+    """A compaction queued behind the journal lines before it: the objects as of `counter`,
+    and the loop's future for the journal's size before."""
+
+    def __init__(self, counter: int, objects: list[tuple[TypeKey, bytes]],
+                 done: asyncio.Future[None]) -> None:
+        self.counter = counter
+        self.objects = objects
+        self.done = done
+
+
 class Journal:
-    """The durable log of one data directory."""
+    """The durable log of one data directory.
+
+    Its writer is one thread of its own, started by `attach`: the loop queues each change's
+    line (and each compaction) under a lock and wakes the thread only when it sleeps; the
+    thread takes every line queued so far, writes and fdatasyncs them at once (group commit),
+    and tells the loop how many lines are durable. A thread pool's hand-off per commit (a
+    future and a work item each way) was 6% of `up`'s CPU under wide jobs.
+    """
 
     def __init__(self, directory: Path) -> None:
         self._directory = directory
@@ -390,12 +408,14 @@ class Journal:
         self._snapshot_path = directory / SNAPSHOT
         self._fd: int | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="journal")
-        self._pending: list[bytes] = []
+        self._queue: list[bytes | _Swap] = []
+        self._ready = threading.Condition()
+        self._writer: threading.Thread | None = None
+        self._writer_waits = False
+        self._closing = False
         self._appended = 0
         self._durable = 0
         self._waiters: list[tuple[int, asyncio.Future[None]]] = []
-        self._flushing = False
         self._failure: BaseException | None = None
         self._log = logger.bind(component="apiserver.journal", directory=str(directory))
 
@@ -416,12 +436,11 @@ class Journal:
         journal's size before, in bytes (nothing is done when it was empty).
 
         The objects are taken as of now, on the loop, with the table's counter R. Writing
-        them and emptying the journal is one task on the journal's single writer thread,
-        queued behind the appends already handed to it (all at or below R): the appends
-        after it land in the emptied journal. An append at or below R still pending lands
-        there too, and loading skips it, since the snapshot holds it. A crash between the
-        snapshot's rename and the emptying leaves a journal whose records the snapshot
-        already holds: loading skips them as well.
+        them and emptying the journal is queued on the journal's writer thread behind the
+        lines already queued (all at or below R): it writes those first, and the lines
+        queued after land in the emptied journal. A crash between the snapshot's rename and
+        the emptying leaves a journal whose records the snapshot already holds: loading
+        skips them.
         """
         if self._fd is None or self._failure is not None:
             return 0
@@ -429,8 +448,9 @@ class Journal:
         if size == 0:
             return 0
         assert self._loop is not None
-        counter, objects = table.rv, _stored_objects(table)
-        await self._loop.run_in_executor(self._executor, self._swap, counter, objects)
+        done: asyncio.Future[None] = self._loop.create_future()
+        self._enqueue(_Swap(table.rv, _stored_objects(table), done))
+        await done
         return size
 
     def _swap(self, counter: int, objects: list[tuple[TypeKey, bytes]]) -> None:
@@ -455,6 +475,8 @@ class Journal:
         """Start journaling the table's changes (call on the loop that owns the table)."""
         self._loop = asyncio.get_running_loop()
         self._fd = os.open(self._journal_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        self._writer = threading.Thread(target=self._write_queued, name="journal", daemon=True)
+        self._writer.start()
         table.listen(self._record)
 
     async def flushed(self) -> None:
@@ -469,12 +491,16 @@ class Journal:
         await future
 
     async def close(self) -> None:
-        while self._flushing or self._pending:
-            await self.flushed()
+        """Write what is queued, stop the writer thread and close the journal."""
+        if self._writer is not None:
+            with self._ready:
+                self._closing = True
+                self._ready.notify()
+            await asyncio.to_thread(self._writer.join)
+            self._writer = None
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
-        self._executor.shutdown(wait=True)
 
     def _record(self, change: Change) -> None:
         metadata = change.entry.obj["metadata"]
@@ -490,31 +516,58 @@ class Journal:
             line = seal(orjson.dumps(head)) + b"\n"
         else:
             line = seal(orjson.dumps(head)[:-1] + b',"o":' + change.entry.raw() + b"}") + b"\n"
-        self._pending.append(line)
         self._appended += 1
-        if not self._flushing:
-            self._flushing = True
-            assert self._loop is not None
-            self._loop.create_task(self._flush())
+        self._enqueue(line)
 
-    async def _flush(self) -> None:
+    def _enqueue(self, item: bytes | _Swap) -> None:
+        with self._ready:
+            self._queue.append(item)
+            if self._writer_waits:
+                self._writer_waits = False
+                self._ready.notify()
+
+    def _write_queued(self) -> None:
+        """The writer thread: every line queued so far (up to a compaction) in one write and
+        one fdatasync, then the compaction, until `close` and the queue is empty."""
         assert self._loop is not None
-        try:
-            while self._pending:
-                data = b"".join(self._pending)
-                self._pending.clear()
-                upto = self._appended
-                await self._loop.run_in_executor(self._executor, self._write, data)
-                self._durable = upto
-                self._release(upto, None)
-        except OSError as exc:
-            self._failure = exc
-            self._log.exception("journal write failed; writes can no longer be acknowledged")
-            self._release(self._appended, exc)
-        finally:
-            self._flushing = False
+        loop, written = self._loop, 0
+        while True:
+            with self._ready:
+                while not self._queue and not self._closing:
+                    self._writer_waits = True
+                    self._ready.wait()
+                if not self._queue:
+                    return
+                cut = next((i for i, item in enumerate(self._queue) if isinstance(item, _Swap)),
+                           len(self._queue))
+                lines = self._queue[:cut]
+                swap = self._queue[cut] if cut < len(self._queue) else None
+                del self._queue[:cut + 1]
+            if lines:
+                written += len(lines)
+                try:
+                    self._write(b"".join(lines))  # type: ignore[arg-type]
+                    loop.call_soon_threadsafe(self._release, written, None)
+                except OSError as exc:
+                    loop.call_soon_threadsafe(self._fail, exc)
+            if isinstance(swap, _Swap):
+                try:
+                    self._swap(swap.counter, swap.objects)
+                    loop.call_soon_threadsafe(_settle, swap.done, None)
+                except OSError as exc:
+                    loop.call_soon_threadsafe(_settle, swap.done, exc)
+
+    def _fail(self, error: OSError) -> None:
+        """On the loop: a write failed, so no write queued so far (nor after) is acknowledged."""
+        if self._failure is None:
+            self._failure = error
+            self._log.opt(exception=error).error(
+                "journal write failed; writes can no longer be acknowledged")
+        self._release(self._appended, error)
 
     def _release(self, upto: int, error: BaseException | None) -> None:
+        if error is None:
+            self._durable = max(self._durable, upto)
         keep: list[tuple[int, asyncio.Future[None]]] = []
         for target, future in self._waiters:
             if target > upto:
@@ -536,6 +589,16 @@ class Journal:
 
     def _sync_directory(self) -> None:
         sync_directory(self._directory)
+
+
+def _settle(future: asyncio.Future[None], error: BaseException | None) -> None:
+    """On the loop: a compaction's end (its waiter may have been cancelled meanwhile)."""
+    if future.done():
+        return
+    if error is None:
+        future.set_result(None)
+    else:
+        future.set_exception(error)
 
 
 def _stored_objects(table: ObjectTable) -> list[tuple[TypeKey, bytes]]:
