@@ -69,6 +69,10 @@ _RECORDS_KEPT = 10_000
 `World.spec_views`); all are forgotten when full."""
 
 
+_SHARED = frozenset({"spec", "status"})
+"""The parts of the job copies of a world share: nothing changes them in place."""
+
+
 def reference_key(target: ReferenceTarget) -> ReferenceKey:
     """Where a world keeps the object a reference names."""
     return (target.api_version, target.kind, target.namespace or "", target.name)
@@ -162,7 +166,11 @@ class _WorldApi:
               namespace: str | None = None) -> dict[str, Any]:
         """A JSON merge patch of a child (the machine's forced fields, spec.child.fields)."""
         obj = self.get(res, name, namespace)
-        if "spec" in body and "spec" in obj:  # its spec's values may be a copy's too
+        if res == SERVICES:  # a service is shared by copies of the world: patch its own
+            store = self._world.services
+            replica = next(r for r, o in store.items() if o is obj)
+            obj = store[replica] = _copied(obj)
+        elif "spec" in body and "spec" in obj:  # its spec's values may be a copy's too
             obj["spec"] = _copied(obj["spec"])
         merge_patch(obj, body)
         return obj
@@ -291,7 +299,9 @@ class World:
         return found
 
     def edit_spec(self, change: Callable[[dict[str, Any]], None]) -> None:
-        """Change the job's spec as a user would: the server raises the generation."""
+        """Change the job's spec as a user would: the server raises the generation. The
+        spec changed is a copy (copies of a world share the one they were made with)."""
+        self.job["spec"] = _copied(self.job["spec"])
         change(self.job["spec"])
         self.job["metadata"]["generation"] = int(self.job["metadata"].get("generation") or 0) + 1
         # Copies share the verdicts, and two branches' edits reach the same generation.
@@ -299,14 +309,15 @@ class World:
 
     def copy(self) -> World:
         """An independent copy (the definition and the verdicts are shared, never changed;
-        so is the job's status, which a pass replaces and never changes in place, and the
-        values of each pod's spec: `_pods_copied`)."""
-        job = _copied({k: v for k, v in self.job.items() if k != "status"})
-        if "status" in self.job:
-            job["status"] = self.job["status"]
+        so are the job's status, which a pass replaces and never changes in place, its spec,
+        which `edit_spec` replaces, the services, which are made and deleted but changed
+        only by a patch (which copies one first), and the values of each pod's spec:
+        `_pods_copied`)."""
+        job = _copied({k: v for k, v in self.job.items() if k not in _SHARED})
+        job.update({k: v for k, v in self.job.items() if k in _SHARED})
         pods = _pods_copied(self.pods) if self.definition.child is None else _copied(self.pods)
         copied = World(self.definition, job, self.now, self.settings,
-                       self.transitions_kept, pods, _copied(self.services),
+                       self.transitions_kept, pods, dict(self.services),
                        self.serial, self.verdicts, self.records, self.spec_views,
                        self.keep_native,
                        _copied(self.native), self.referenced)

@@ -12,7 +12,7 @@ import pytest
 from engine.controller.reconcile.jobspec import read_job_spec
 from engine.controller.reconcile.record import read_record
 from engine.definition import load_definitions
-from engine.kube.resources import PODS
+from engine.kube.resources import PODS, SERVICES
 from engine.modelcheck.explore import _Explorer
 from engine.modelcheck.shapes import Bounds, Shape
 from engine.simulation import kubelet
@@ -45,11 +45,12 @@ def test_a_copy_shares_the_status_a_pass_replaces_and_nothing_it_changes() -> No
     world = explorer.nodes[1].world
     copied = world.copy()
     assert copied.job["status"] is world.job["status"]
-    assert copied.job["spec"] == world.job["spec"]
-    assert copied.job["spec"] is not world.job["spec"]
+    assert copied.job["spec"] is world.job["spec"]
+    assert copied.job["metadata"] is not world.job["metadata"]
     assert all(copied.pods[r] is not p for r, p in world.pods.items())
     copied.reconcile()
     copied.edit_spec(lambda spec: spec.update(suspend=True))
+    assert copied.job["spec"] is not world.job["spec"]
     copied.reconcile()
     assert world.record == read_record(world.job["status"])
     assert "suspend" not in world.job["spec"]
@@ -58,7 +59,7 @@ def test_a_copy_shares_the_status_a_pass_replaces_and_nothing_it_changes() -> No
 def test_a_copys_pods_share_their_specs_values_and_nothing_a_move_or_patch_changes() -> None:
     """A copy's pods are its own but for the values of their specs (containers...), which
     nothing changes in place: losing a node sets the copy's `nodeName` only, and a patch of
-    the spec copies it first."""
+    the spec copies it first. Its services are the original's until a patch copies one."""
     (definition,) = load_definitions([MACHINES / "tfjob.yaml"])
     explorer = _Explorer(definition, Shape((("Chief", 1),), "ExitCode"), Bounds(), (0, 1, 128))
     explorer.run()
@@ -78,3 +79,10 @@ def test_a_copys_pods_share_their_specs_values_and_nothing_a_move_or_patch_chang
                             {"spec": {"securityContext": {"runAsUser": 0}}})
     assert mine["spec"]["securityContext"] == {"runAsUser": 0}
     assert pod == before
+    service = world.services[replica]
+    served = copy.deepcopy(service)
+    assert copied.services[replica] is service
+    _WorldApi(copied).patch(SERVICES, service["metadata"]["name"],
+                            {"metadata": {"labels": {"patched": "yes"}}})
+    assert copied.services[replica]["metadata"]["labels"]["patched"] == "yes"
+    assert service == served
