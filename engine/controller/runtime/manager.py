@@ -28,6 +28,7 @@ from engine.controller.machines.served import STAND_IN_ONLY, served_resources
 from engine.controller.reconcile.children import (
     JOB_NAME_LABEL,
     REPLICA_TYPE_LABEL,
+    TRACKING_FINALIZER,
     JobKey,
     controller_uid,
 )
@@ -269,9 +270,11 @@ class Engine:
 
     def _on_replica_object(self, event: str, old: Obj | None, new: Obj | None) -> None:
         """A pod, or a child object: one with replica labels (a pod, a spec.child object)
-        lowers its job's expectations; every one queues its job at once."""
+        lowers its job's expectations; every one queues its job at once, but for a pod
+        that only lost the engine's tracking finalizer (the echo of its release: nothing a
+        reconcile reads changed)."""
         obj = new or old
-        if obj is None:
+        if obj is None or _only_tracking_released(old, new):
             return
         keys = self._owners(obj) or self._selecting(obj)
         replica_type = (obj["metadata"].get("labels") or {}).get(REPLICA_TYPE_LABEL)
@@ -579,6 +582,30 @@ def _only_ours_changed(old: Obj | None, new: Obj | None) -> bool:
 
 _NOT_OURS = ("generation", "labels", "annotations", "deletionTimestamp")
 """Job metadata only others change (the engine writes status and its own finalizer)."""
+
+
+def _only_tracking_released(old: Obj | None, new: Obj | None) -> bool:
+    """Whether `new` is `old` without the tracking finalizer and nothing else changed (but
+    its resourceVersion): a pod whose outcome the job's status holds, released by the
+    engine (or by someone else: either way no reconcile reads the finalizer of a pod that
+    has none). Its job's passes after a release found nothing to do, and, the job's own
+    write not yet seen, put themselves off for another pass."""
+    if old is None or new is None:
+        return False
+    before, after = old["metadata"], new["metadata"]
+    had = tuple(before.get("finalizers") or ())
+    if TRACKING_FINALIZER not in had or tuple(after.get("finalizers") or ()) != tuple(
+            f for f in had if f != TRACKING_FINALIZER):
+        return False
+    if old.keys() != new.keys() or before.keys() - _RELEASE_CHANGES != (
+            after.keys() - _RELEASE_CHANGES):
+        return False
+    return (all(old[part] == new[part] for part in old if part != "metadata")
+            and all(before[field] == after[field] for field in before.keys() - _RELEASE_CHANGES))
+
+
+_RELEASE_CHANGES = frozenset({"finalizers", "resourceVersion", "managedFields"})
+"""What a pod's metadata changes by when a finalizer is removed."""
 
 
 def _started_deleting(old: Obj | None, new: Obj | None) -> bool:

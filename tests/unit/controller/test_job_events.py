@@ -1,4 +1,4 @@
-"""Which job watch events queue a reconcile: not the echo of the engine's own write.
+"""Which job and pod watch events queue a reconcile: not the echo of the engine's own write.
 
 The reconcile that wrote a job's status (or its finalizer) already acted on what it wrote;
 reconciling again for the watch event of that version costs CPU and finds nothing to do.
@@ -15,8 +15,9 @@ from typing import Any
 import pytest
 from kubernetes.client import Configuration
 
-from engine.controller.reconcile.children import JobKey
+from engine.controller.reconcile.children import TRACKING_FINALIZER, JobKey
 from engine.controller.runtime.manager import Engine
+from engine.kube.cache import Cache
 from engine.kube.client import KubeClient
 from engine.settings import EngineSettings
 
@@ -73,3 +74,53 @@ def test_added_and_deleted_events_always_queue_the_job(engine: Engine) -> None:
     engine.written.wrote(KEY.id, "12")
     deliver(engine, "ADDED", None, job("12"))
     assert len(engine.queue) == 1
+
+
+def pod(version: str, *finalizers: str, phase: str = "Succeeded", **metadata: Any
+        ) -> dict[str, Any]:
+    """A pod of the job, controlled by it."""
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "train-master-0", "namespace": "default",
+                         "resourceVersion": version, "uid": "pod-uid",
+                         "labels": {"jobmachine.dev/replica-type": "Master"},
+                         "finalizers": list(finalizers),
+                         "ownerReferences": [{"controller": True, "kind": KEY.kind,
+                                              "name": KEY.name, "uid": "job-uid"}],
+                         **metadata},
+            "spec": {"nodeName": "node-1"}, "status": {"phase": phase}}
+
+
+def deliver_pod(engine: Engine, event: str, old: dict[str, Any] | None,
+                new: dict[str, Any] | None) -> None:
+    engine.caches.jobs.setdefault(KEY.kind, Cache())  # the kind is watched
+    engine._on_replica_object(event, old, new)  # what the pod watch calls
+
+
+def test_a_pod_that_only_lost_the_tracking_finalizer_queues_nothing(engine: Engine) -> None:
+    """The echo of the engine's release of a pod whose outcome the status holds: the pass
+    that released it acted, and one more found nothing (then put itself off, the job's own
+    write not yet in the cache, for a third)."""
+    deliver_pod(engine, "MODIFIED", pod("5", TRACKING_FINALIZER, "other/keep"),
+                pod("6", "other/keep"))
+    assert len(engine.queue) == 0
+
+
+@pytest.mark.parametrize(("old", "new"), [
+    (pod("5", TRACKING_FINALIZER), pod("6", TRACKING_FINALIZER)),  # nothing released
+    (pod("5", "other/keep"), pod("6")),  # another's finalizer
+    (pod("5", TRACKING_FINALIZER), pod("6", phase="Failed")),  # and it ended otherwise
+    (pod("5", TRACKING_FINALIZER), pod("6", deletionTimestamp="2026-11-25T10:00:00Z")),
+    (pod("5", TRACKING_FINALIZER), pod("6", labels={"jobmachine.dev/replica-type": "W"})),
+    (pod("5", TRACKING_FINALIZER, "other/keep"), pod("6", "other/keep", "other/new")),
+])
+def test_a_pod_that_changed_otherwise_queues_its_job(
+        engine: Engine, old: dict[str, Any], new: dict[str, Any]) -> None:
+    deliver_pod(engine, "MODIFIED", old, new)
+    assert len(engine.queue) == 1
+
+
+def test_a_pod_added_or_deleted_queues_its_job(engine: Engine) -> None:
+    deliver_pod(engine, "ADDED", None, pod("5", TRACKING_FINALIZER))
+    deliver_pod(engine, "DELETED", pod("6"), None)
+    assert len(engine.queue) == 1  # one key, queued once
+    assert engine.queue.get(timeout=0) == KEY
