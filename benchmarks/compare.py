@@ -15,6 +15,8 @@ client rate limit `--qps` (its events too); kopf has none.
 
 Run: python benchmarks/compare.py --jobs 100,300,1000,3000 --wide 100,500 --rounds 1 \
          --out docs/images/performance-scaling.png --json compare.json
+`--profile DIR` has py-spy sample each controller (GIL mode) over the measured span and write
+its profile as speedscope JSON into DIR.
 """
 
 from __future__ import annotations
@@ -229,6 +231,16 @@ def engine_pid(up_pid: int) -> int:
     raise RuntimeError(f"jobmachine up ({up_pid}) has no engine process")
 
 
+def profiling(pid: int, out: Path) -> subprocess.Popen[bytes]:
+    """py-spy sampling `pid` in GIL mode (CPU, not waiting) until interrupted, written to `out`
+    as speedscope JSON (https://www.speedscope.app, or `py-spy`'s own viewer)."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    return subprocess.Popen(
+        [str(Path(sys.executable).parent / "py-spy"), "record", "--pid", str(pid), "--gil",
+         "--nonblocking", "--rate", "100", "--format", "speedscope", "--output", str(out)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
 def alive_check(process: subprocess.Popen[bytes], log: Path) -> Callable[[], None]:
     def check() -> None:
         if process.poll() is not None:
@@ -393,10 +405,13 @@ def measure_running(*, controller: Controller, workload: Workload, args: argpars
                     process: subprocess.Popen[bytes], log: Path) -> dict[str, Any]:
     check = alive_check(process, log)
     endings, pod_endings = Endings(client), Endings(client, PODS)
+    profiler: subprocess.Popen[bytes] | None = None
     try:
         client.create(PYTORCHJOBS, pytorchjob("warmup", 1, args.run_seconds), NAMESPACE)
         endings.wait({"warmup"}, args.startup_timeout, check)
         before = wait_quiet(server, controller.clients, args.quiet, check)
+        profiler = (None if args.profile is None else profiling(
+            process.pid, args.profile / f"{log.stem}.json"))
         cpu_before, harness_before = cpu_seconds(process.pid), time.process_time()
         started = time.monotonic()
         names = submit(client, workload, args.run_seconds)
@@ -408,6 +423,9 @@ def measure_running(*, controller: Controller, workload: Workload, args: argpars
         memory = peak_memory_mib(process.pid)
         lags = end_lags(names, endings, pod_endings)
     finally:
+        if profiler is not None:  # it writes its profile once interrupted
+            profiler.send_signal(signal.SIGINT)
+            profiler.wait(60)
         endings.close()
         pod_endings.close()
     requests = after - before
@@ -551,6 +569,9 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--out", type=Path, help="PNG of the scaling curves")
     parser.add_argument("--json", type=Path, help="raw results")
     parser.add_argument("--logs", type=Path, help="controllers' logs (default: a temp folder)")
+    parser.add_argument("--profile", type=Path,
+                        help="a folder for py-spy profiles (speedscope) of each controller, "
+                             "from submission until it is quiet")
     return parser.parse_args()
 
 
