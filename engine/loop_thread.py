@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Awaitable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from typing import TypeVar
 
@@ -15,10 +15,13 @@ _JOIN_S = 30.0
 
 
 @contextmanager
-def running_loop(name: str) -> Iterator[asyncio.AbstractEventLoop]:
-    """A loop running in a daemon thread named `name` for the `with` block; stopped, joined
-    and closed after it (what runs on it must have been stopped first)."""
-    loop = asyncio.new_event_loop()
+def running_loop(
+    name: str, *, new_loop: Callable[[], asyncio.AbstractEventLoop] = asyncio.new_event_loop,
+) -> Iterator[asyncio.AbstractEventLoop]:
+    """A loop (made by `new_loop`) running in a daemon thread named `name` for the `with`
+    block; stopped, joined and closed after it (what runs on it must have been stopped
+    first)."""
+    loop = new_loop()
     thread = threading.Thread(target=loop.run_forever, name=name, daemon=True)
     thread.start()
     try:

@@ -3,7 +3,9 @@
 Both ways bind the address, write a kubeconfig (context `jobmachine`, the
 bearer token, and the CA when serving TLS) and keep serving until stopped;
 `running_apiserver` runs the server on its own asyncio loop in a background
-thread and stops it cleanly (journal flushed and closed) on exit.
+thread and stops it cleanly (journal flushed and closed) on exit. The loop is uvloop's
+(libuv, with its TLS layer in C): asyncio's own loop and pure-Python SSL layer cost about
+a third of the server's CPU per request (docs/performance.md).
 """
 
 from __future__ import annotations
@@ -17,7 +19,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import uvloop
 from aiohttp import web
+from loguru import logger
 
 from engine.cluster.apiserver.auth.audit import AuditLog
 from engine.cluster.apiserver.auth.authentication import load_or_create_token, load_token_users
@@ -140,6 +144,9 @@ async def _start(
     )
     await site.start()
     bound_port = runner.addresses[0][1]
+    logger.bind(component="apiserver").debug(
+        f"serving on port {bound_port}, on {type(asyncio.get_running_loop()).__module__}'s "
+        "event loop")
     url = f"{'https' if tls else 'http'}://{_url_host(host)}:{bound_port}"
     ca_file = tls_files.ca_cert if tls_files else None
     config_path = kubeconfig or files_dir / "kubeconfig"
@@ -161,9 +168,9 @@ def serve_forever(
     """Serve until SIGINT or SIGTERM, printing the URL and the kubeconfig path. The
     process's garbage collector is tuned for a server's long-lived objects."""
     tune_collector()
-    asyncio.run(
-        _serve_forever(host, port, data_dir, kubeconfig, tls, options=options or ServerOptions())
-    )
+    with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+        runner.run(_serve_forever(host, port, data_dir, kubeconfig, tls,
+                                  options=options or ServerOptions()))
 
 
 async def _serve_forever(
@@ -206,7 +213,7 @@ def running_apiserver(
     scratch folder behind)."""
     files_dir = data_dir or Path(tempfile.mkdtemp(prefix="jobmachine-apiserver-"))
     try:
-        with running_loop("jobmachine-apiserver") as loop:
+        with running_loop("jobmachine-apiserver", new_loop=uvloop.new_event_loop) as loop:
             server = run_on(loop, _start(
                 host=host, port=port, data_dir=data_dir, files_dir=files_dir,
                 kubeconfig=None, tls=tls, options=options or ServerOptions(),

@@ -21,7 +21,7 @@ import struct
 import termios
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import IO, Any
+from typing import IO, Any, Protocol
 
 from engine.cluster.apiserver.exec.channels import STDERR, STDOUT, TerminalSize
 from engine.cluster.apiserver.exec.entry import Entry
@@ -39,11 +39,23 @@ class Streams:
     tty: bool
 
 
+class Input(Protocol):
+    """Where a command's input is written: a pipe's stream writer, or a terminal."""
+
+    def is_closing(self) -> bool: ...
+
+    def write(self, data: bytes) -> None: ...
+
+    async def drain(self) -> None: ...
+
+    def close(self) -> None: ...
+
+
 class ExecProcess:
     """A started command: `outputs` maps channels to what the command writes on them."""
 
     def __init__(self, process: asyncio.subprocess.Process, *,
-                 stdin: asyncio.StreamWriter | None,
+                 stdin: Input | None,
                  outputs: dict[int, asyncio.StreamReader], terminal: int | None = None,
                  terminal_output: asyncio.BaseTransport | None = None) -> None:
         self._process = process
@@ -142,11 +154,55 @@ async def _start_on_terminal(entry: Entry, argv: list[str], size: TerminalSize |
     reader = asyncio.StreamReader(limit=_READ_CHUNK)
     output, _ = await loop.connect_read_pipe(lambda: _TerminalOutput(reader),
                                              _file(os.dup(main), "rb"))
-    transport, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin,
-                                                        _file(os.dup(main), "wb"))
-    writer = asyncio.StreamWriter(transport, protocol, None, loop)
-    return ExecProcess(process, stdin=writer, outputs={STDOUT: reader}, terminal=main,
-                       terminal_output=output)
+    return ExecProcess(process, stdin=_TerminalInput(loop, os.dup(main)),
+                       outputs={STDOUT: reader}, terminal=main, terminal_output=output)
+
+
+class _TerminalInput:
+    """What is typed into a terminal: written to its main side as the fd takes it.
+
+    Not a write-pipe transport: uvloop's reads from its fd to notice the other end closing,
+    which on a terminal takes the command's output from the terminal's reader.
+    """
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, fd: int) -> None:
+        os.set_blocking(fd, False)
+        self._loop = loop
+        self._fd: int | None = fd
+        self._pending = bytearray()
+
+    def is_closing(self) -> bool:
+        return self._fd is None
+
+    def write(self, data: bytes) -> None:
+        """Queue `data`; OSError once the terminal is gone (the command has ended)."""
+        self._pending += data
+        self._flush()
+
+    async def drain(self) -> None:
+        """Wait until the terminal has taken everything queued."""
+        while self._pending and self._fd is not None:
+            ready = self._loop.create_future()
+            self._loop.add_writer(self._fd, ready.set_result, None)
+            try:
+                await ready
+            finally:
+                if self._fd is not None:
+                    self._loop.remove_writer(self._fd)
+            self._flush()
+
+    def close(self) -> None:
+        if self._fd is not None:
+            self._loop.remove_writer(self._fd)
+            os.close(self._fd)
+            self._fd = None
+
+    def _flush(self) -> None:
+        if self._fd is None:
+            raise BrokenPipeError(errno.EPIPE, "the terminal is closed")
+        with contextlib.suppress(BlockingIOError):
+            while self._pending:
+                del self._pending[:os.write(self._fd, self._pending)]
 
 
 class _TerminalOutput(asyncio.StreamReaderProtocol):
