@@ -92,6 +92,9 @@ def main() -> None:
     parser.add_argument("--startup-timeout", type=float, default=120.0)
     parser.add_argument("--stop-timeout", type=float, default=40.0)
     parser.add_argument("--qps", type=float, default=1000.0)
+    parser.add_argument("--profile", type=Path,
+                        help="a folder for py-spy profiles (speedscope) of kopf's operator, "
+                             "as compare.py takes them")
     args = parser.parse_args()
     kopf = next(c for c in CONTROLLERS if c.name == "kopf")
     results: dict[int, dict[str, list[float]]] = {}
