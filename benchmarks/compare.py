@@ -222,22 +222,16 @@ def start_up(data_dir: Path, log: Path, *flags: str) -> tuple[subprocess.Popen[b
     return process, Path(kubeconfig)
 
 
-def engine_pid(up_pid: int) -> int:
-    """The engine: `up`'s child process."""
-    for task in Path(f"/proc/{up_pid}/task").iterdir():
-        children = (task / "children").read_text().split()
-        if children:
-            return int(children[0])
-    raise RuntimeError(f"jobmachine up ({up_pid}) has no engine process")
-
-
-def profiling(pid: int, out: Path) -> subprocess.Popen[bytes]:
-    """py-spy sampling `pid` in GIL mode (CPU, not waiting) until interrupted, written to `out`
-    as speedscope JSON (https://www.speedscope.app, or `py-spy`'s own viewer)."""
+def profiling(pid: int, out: Path, *, output_format: str = "speedscope",
+              rate: int = 100) -> subprocess.Popen[bytes]:
+    """py-spy sampling `pid` in GIL mode (CPU, not waiting) `rate` times a second until
+    interrupted, written to `out` in `output_format`: speedscope JSON
+    (https://www.speedscope.app, or `py-spy`'s own viewer), or `raw` folded stacks."""
     out.parent.mkdir(parents=True, exist_ok=True)
     return subprocess.Popen(
         [str(Path(sys.executable).parent / "py-spy"), "record", "--pid", str(pid), "--gil",
-         "--nonblocking", "--rate", "100", "--format", "speedscope", "--output", str(out)],
+         "--nonblocking", "--rate", str(rate), "--format", output_format, "--output",
+         str(out)],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 

@@ -33,7 +33,6 @@ import os
 import signal
 import ssl
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -57,6 +56,7 @@ from compare import (
     alive_check,
     counts,
     cpu_seconds,
+    profiling,
     pytorchjob,
     start_up,
     stop_process,
@@ -179,16 +179,6 @@ def up_children(up_pid: int) -> dict[str, int]:
     return found
 
 
-def profiling(pid: int, out: Path) -> subprocess.Popen[bytes]:
-    """py-spy sampling `pid` in GIL mode (CPU, not waiting) until interrupted: its folded
-    stacks (`--format raw`) go to `out`."""
-    out.parent.mkdir(parents=True, exist_ok=True)
-    return subprocess.Popen(
-        [str(Path(sys.executable).parent / "py-spy"), "record", "--pid", str(pid), "--gil",
-         "--nonblocking", "--rate", "50", "--format", "raw", "--output", str(out)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-
-
 def run_one(kind: str, size: tuple[int, int], args: argparse.Namespace,
             data_dir: Path, log: Path) -> dict[str, float]:
     """One workload on a fresh `jobmachine up`; its figures."""
@@ -213,7 +203,8 @@ def run_one(kind: str, size: tuple[int, int], args: argparse.Namespace,
             children = up_children(process.pid)
             pids = (process.pid, children["node"], children["engine"])
             profilers = ([] if args.profile is None else
-                         [profiling(pid, args.profile / f"{name}-{kind}-{size[0]}.txt")
+                         [profiling(pid, args.profile / f"{name}-{kind}-{size[0]}.txt",
+                                    output_format="raw", rate=50)
                           for name, pid in zip(("up", "node", "engine"), pids, strict=True)])
             cpu_before = [cpu_seconds(pid) for pid in pids]
             requests_before = requests_by_client(kubeconfig)
