@@ -39,6 +39,7 @@ from engine.kube.client import KubeClient
 from engine.kube.resources import NAMESPACES
 from engine.settings import ENV_PREFIX, EngineSettings
 from engine.shipped import shipped_dir, shipped_dir_if_present
+from engine.subprocesses import stop_gracefully
 
 NodeMode = Literal["process", "simulate"]
 
@@ -199,7 +200,9 @@ def serve_until_interrupted(
             print("stopping...", flush=True)
         finally:
             if engine is not None:
-                _stop_engine_process(engine, options.settings)
+                # The engine's own grace (its queued events are posted), then SIGKILL.
+                stop_gracefully(engine, options.settings.shutdown_grace_s + 5,
+                                "the engine process")
 
 
 @contextmanager
@@ -226,14 +229,3 @@ def _start_engine_process(
                str(server.kubeconfig), "--parent-pid", str(os.getpid()),
                *(["--live"] if live else [])]
     return subprocess.Popen(command, env=env)
-
-
-def _stop_engine_process(engine: subprocess.Popen[bytes], settings: EngineSettings) -> None:
-    """SIGTERM, and the engine's own grace (its queued events are posted) before SIGKILL."""
-    if engine.poll() is None:
-        engine.send_signal(signal.SIGTERM)
-    try:
-        engine.wait(settings.shutdown_grace_s + 5)
-    except subprocess.TimeoutExpired:
-        engine.kill()
-        engine.wait()

@@ -31,6 +31,7 @@ from engine.cluster.node.scheduling.capacity import Capacity
 from engine.cluster.node.status.backoff import INITIAL_ENV, MAX_ENV, RestartBackoff
 from engine.cluster.node.worker import STOP_GRACE_S
 from engine.collector import freeze_start_up, tune_collector
+from engine.subprocesses import stop_gracefully
 
 READY = b"ready\n"
 """What the child writes to its readiness pipe once the Node is registered and watching."""
@@ -102,7 +103,7 @@ def node_process(spec: NodeSpec, token: str) -> Iterator[subprocess.Popen[bytes]
         yield child
     finally:
         os.close(read_end)
-        stop_node_process(child)
+        stop_gracefully(child, _STOP_WITHIN_S, "the node process")
 
 
 def _wait_ready(child: subprocess.Popen[bytes], read_end: int) -> None:
@@ -119,18 +120,6 @@ def _wait_ready(child: subprocess.Popen[bytes], read_end: int) -> None:
                 raise NodeProcessError(
                     f"the node process exited with code {child.wait()} before it registered")
             said += chunk
-
-
-def stop_node_process(child: subprocess.Popen[bytes]) -> None:
-    """SIGTERM, then SIGKILL if the node has not stopped in time."""
-    if child.poll() is None:
-        child.send_signal(signal.SIGTERM)
-    try:
-        child.wait(_STOP_WITHIN_S)
-    except subprocess.TimeoutExpired:
-        logger.warning(f"the node process did not stop within {_STOP_WITHIN_S:g}s: killing it")
-        child.kill()
-        child.wait()
 
 
 def serve_node(spec: NodeSpec, *, token: str, ready_fd: int | None,
