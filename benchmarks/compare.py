@@ -55,6 +55,7 @@ from engine.controller.machines.install import crd_resources, prepare_cluster  #
 from engine.kube.client import KubeClient  # noqa: E402
 from engine.kube.errors import ApiError, Gone  # noqa: E402
 from engine.kube.resources import PODS, Resource  # noqa: E402
+from engine.subprocesses import stop_gracefully  # noqa: E402
 
 CRDS, MACHINES = ROOT / "crds", ROOT / "machines"
 PYTORCHJOBS = next(r for r in crd_resources(CRDS) if r.kind == "PyTorchJob")
@@ -192,15 +193,8 @@ def running_controller(controller: Controller, server: RunningApiServer,
 
 
 def stop_process(process: subprocess.Popen[bytes], timeout_s: float) -> None:
-    if process.poll() is not None:
-        return
-    process.send_signal(signal.SIGTERM)
-    try:
-        process.wait(timeout_s)
-    except subprocess.TimeoutExpired:
-        logger.error(f"process {process.pid} ignored SIGTERM for {timeout_s:.0f} s: killing it")
-        process.kill()
-        process.wait()
+    """SIGTERM, `timeout_s` to stop, then SIGKILL (as `up` stops its own children)."""
+    stop_gracefully(process, timeout_s, f"process {process.pid}")
 
 
 def start_up(data_dir: Path, log: Path, *flags: str) -> tuple[subprocess.Popen[bytes], Path]:

@@ -628,6 +628,11 @@ class NodeMode(StrEnum):
     simulate = "simulate"
 
 
+NodeModeOption = Annotated[
+    NodeMode, typer.Option(help="process: run containers' commands; simulate: no processes.")
+]
+
+
 class PodSecurityLevel(StrEnum):
     privileged = "privileged"
     baseline = "baseline"
@@ -764,9 +769,7 @@ def up(
         Path(".jobmachine")
     ),
     port: Annotated[int, typer.Option(help="API server port; 0 picks a free one.")] = 6443,
-    node_mode: Annotated[
-        NodeMode, typer.Option(help="process: run containers' commands; simulate: no processes.")
-    ] = NodeMode.process,
+    node_mode: NodeModeOption = NodeMode.process,
     machines: Annotated[
         Path | None, typer.Option(help="Folder of machine definitions (default: shipped).")
     ] = None,
@@ -860,9 +863,7 @@ def node(
     ca_file: Annotated[
         Path | None, typer.Option(help="The CA that signed the server's certificate.")
     ] = None,
-    mode: Annotated[
-        NodeMode, typer.Option(help="process: run containers' commands; simulate: no processes.")
-    ] = NodeMode.process,
+    mode: NodeModeOption = NodeMode.process,
     capacity: Annotated[
         str | None, typer.Option(help="What the node offers pods (as up's --node-capacity).")
     ] = None,
