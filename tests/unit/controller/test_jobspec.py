@@ -133,28 +133,28 @@ def test_metadata_no_rule_reads_keeps_the_verdict(change: dict[str, Any]) -> Non
     assert verdicts.error(job, PYTORCH) == ""
 
 
-@pytest.mark.parametrize(("field", "change"), [(next(iter(c)), c) for c in METADATA_EDITS])
-def test_metadata_a_rule_reads_is_judged_again(field: str, change: dict[str, Any]) -> None:
-    machine = reading(f"has(job.metadata.{field})")
+def assert_judged_again(rule: str, change: dict[str, Any]) -> None:
+    """A job judged valid under a machine whose rule reads `rule` is judged again (and found
+    invalid, as its spec now is) once its metadata changes by `change`."""
+    machine = reading(rule)
     verdicts = ValidationVerdicts()
     job = judged(pytorch_job())
     assert verdicts.error(job, machine) == ""
     job["spec"]["pytorchReplicaSpecs"]["Master"]["replicas"] = 2
     job["metadata"] = {**job["metadata"], **change}
     assert "Master must have exactly 1 replica" in verdicts.error(job, machine)
+
+
+@pytest.mark.parametrize(("field", "change"), [(next(iter(c)), c) for c in METADATA_EDITS])
+def test_metadata_a_rule_reads_is_judged_again(field: str, change: dict[str, Any]) -> None:
+    assert_judged_again(f"has(job.metadata.{field})", change)
 
 
 @pytest.mark.parametrize("whole", ["job.metadata == {}", "job == {}", "size(job) == 0"])
 @pytest.mark.parametrize("change", METADATA_EDITS)
 def test_a_rule_reading_the_metadata_whole_is_judged_again_at_any_edit(
         whole: str, change: dict[str, Any]) -> None:
-    machine = reading(whole)
-    verdicts = ValidationVerdicts()
-    job = judged(pytorch_job())
-    assert verdicts.error(job, machine) == ""
-    job["spec"]["pytorchReplicaSpecs"]["Master"]["replicas"] = 2
-    job["metadata"] = {**job["metadata"], **change}
-    assert "Master must have exactly 1 replica" in verdicts.error(job, machine)
+    assert_judged_again(whole, change)
 
 
 def test_another_machine_revision_is_judged_again() -> None:
