@@ -55,19 +55,57 @@ _FRAGMENT_CALL = re.compile(r"(?<![\w.])([a-z][A-Za-z0-9]*)\(\s*\)")
 """A call of a named expression: a name not after a dot (not a method), with no arguments."""
 
 
+MAX_EXPANDED_CHARS = 1 << 20
+"""The longest an expression may grow with its named expressions put in (the shipped
+machines' longest is about 64,000 characters): named expressions that each call the next
+twice double it at every level, and thirty levels would take gigabytes."""
+
+
 def expand_fragments(source: str, fragments: Mapping[str, str]) -> str:
     """`source` with every `name()` of `fragments` replaced by `(its expression)`, the
-    fragments' own calls too; raises ValueError when they call each other in a loop."""
+    fragments' own calls too; raises ValueError when they call each other in a loop, or
+    when the result would be longer than MAX_EXPANDED_CHARS (said before it is built)."""
     if not fragments:
         return source
     for _ in range(len(fragments) + 1):
-        expanded = _FRAGMENT_CALL.sub(
+        calls = [call for call in _FRAGMENT_CALL.finditer(source) if call[1] in fragments]
+        if not calls:
+            return source
+        size = len(source) + sum(len(fragments[call[1]]) + 2 - len(call[0]) for call in calls)
+        if size > MAX_EXPANDED_CHARS:
+            raise ValueError(f"with its named expressions put in, this expression would be "
+                             f"{size:,} characters long, more than the {MAX_EXPANDED_CHARS:,} "
+                             "allowed: call fewer named expressions, or each fewer times")
+        source = _FRAGMENT_CALL.sub(
             lambda m: f"({fragments[m[1]]})" if m[1] in fragments else m[0], source)
-        if expanded == source:
-            return expanded
-        source = expanded
-    raise ValueError(f"the named expressions call each other in a loop: "
-                     f"{', '.join(sorted(n for n in fragments if f'{n}()' in source))}")
+    raise ValueError("the named expressions call each other in a loop: "
+                     + " -> ".join(f"{name}()" for name in _loop(source, fragments)))
+
+
+def _loop(source: str, fragments: Mapping[str, str]) -> list[str]:
+    """A loop of calls among `fragments` that `source` reaches, as the names along it with
+    the first again at the end (a depth-first walk of who calls whom)."""
+    calls = {name: [call[1] for call in _FRAGMENT_CALL.finditer(body) if call[1] in fragments]
+             for name, body in fragments.items()}
+    on_path, finished = set[str](), set[str]()
+    for start in (call[1] for call in _FRAGMENT_CALL.finditer(source) if call[1] in fragments):
+        if start in finished:
+            continue
+        path, walks = [start], [iter(calls[start])]
+        on_path.add(start)
+        while walks:
+            called = next(walks[-1], None)
+            if called is None:
+                finished.add(path[-1])
+                on_path.discard(path.pop())
+                walks.pop()
+            elif called in on_path:
+                return [*path[path.index(called):], called]
+            elif called not in finished:
+                path.append(called)
+                walks.append(iter(calls[called]))
+                on_path.add(called)
+    raise AssertionError("expansion kept changing without a loop among the named expressions")
 
 
 class _Compiler:

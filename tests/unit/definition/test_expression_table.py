@@ -11,7 +11,12 @@ import re
 
 import pytest
 
-from engine.definition.expressions import compile_expressions, expand_fragments, type_context
+from engine.definition.expressions import (
+    MAX_EXPANDED_CHARS,
+    compile_expressions,
+    expand_fragments,
+    type_context,
+)
 from engine.definition.loader import load_text
 from engine.definition.validate import validate_text
 from tests.unit.definition.test_child_section import TEXT as CHILD_TEXT
@@ -55,10 +60,31 @@ def test_each_expression_and_template_keeps_the_scope_it_was_checked_in() -> Non
             if path[:-1] == transition} == {"when": ("job", False), "message": ("job", False)}
 
 
-def test_a_loop_lists_the_named_expressions_still_called() -> None:
+def test_a_loop_is_said_as_the_calls_around_it() -> None:
     with pytest.raises(ValueError) as raised:
         expand_fragments("a() + b()", {"a": "b()", "b": "a()", "c": "1"})
-    assert str(raised.value) == "the named expressions call each other in a loop: a, b"
+    assert str(raised.value) == "the named expressions call each other in a loop: a() -> b() -> a()"
+
+
+def test_a_loop_further_down_is_said_without_the_calls_that_lead_to_it() -> None:
+    fragments = {"x": "y() + z()", "y": "1", "z": "w() > 0", "w": "size(z())"}
+    with pytest.raises(ValueError) as raised:
+        expand_fragments("x()", fragments)
+    assert str(raised.value).endswith(": z() -> w() -> z()")
+
+
+def test_named_expressions_that_would_grow_past_the_limit_are_refused_before_they_do() -> None:
+    doubling = {f"f{i}": f"f{i + 1}() + f{i + 1}()" for i in range(21)} | {"f21": "1"}
+    with pytest.raises(ValueError) as raised:  # 2**21 copies of "(1)", about 16 MB, were it built
+        expand_fragments("f0()", doubling)
+    assert f"more than the {MAX_EXPANDED_CHARS:,} allowed" in str(raised.value)
+
+
+def test_an_expansion_up_to_the_limit_is_built() -> None:
+    body = "x" * (MAX_EXPANDED_CHARS - 2)
+    assert expand_fragments("big()", {"big": body}) == f"({body})"
+    with pytest.raises(ValueError):
+        expand_fragments("big()", {"big": body + "x"})
 
 
 def test_the_actions_after_an_unknown_one_are_still_compiled() -> None:
