@@ -144,10 +144,10 @@ class _Converter:
             if key in result:
                 self.diagnostics.append(error(key_position, _duplicate_message(path, key)))
                 continue
+            key_position = replace(key_position, path=(*path, key))
             plain = not key_node.style  # None from the pure parser, '' from libyaml's
             if plain and str(key).lower() in _YAML_1_1_BOOLEANS:
                 self.diagnostics.append(warning(key_position, _boolean_key_message(str(key))))
-            key_position = replace(key_position, path=(*path, key))
             result[key] = self.convert(value_node, (*path, key), key_position)
         return result
 

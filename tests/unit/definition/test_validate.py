@@ -114,5 +114,7 @@ def test_a_plain_on_key_warns_that_kubectl_reads_it_as_a_boolean(tmp_path: Path)
         'them, read it as a boolean, so `kubectl apply` of this file would fail; write "on": '
         "instead",
     ]
+    (warned,) = validate_paths([path])
+    assert warned.position.path == ("spec", "job", "transitions", 1, "on")  # the key's own
     quoted = write(tmp_path, "q.yaml", text.replace(" on: deleting", ' "on": deleting'))
     assert validate_paths([quoted]) == []
