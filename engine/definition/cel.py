@@ -211,6 +211,14 @@ class CelEvaluationError(Exception):
     """An expression that failed at run time (a missing key, a division by zero, ...)."""
 
 
+def failure_words(exc: Exception) -> str:
+    """Why an evaluation failed, in words: a missing map key or field is `no such key: x`
+    (as Kubernetes' CEL says it), not the bare key a Python KeyError prints."""
+    if isinstance(exc, KeyError) and len(exc.args) == 1:
+        return f"no such key: {exc.args[0]}"
+    return str(exc)
+
+
 @dataclass(frozen=True)
 class Scope:
     """Where an expression is written: which level's variables it sees."""
@@ -400,7 +408,7 @@ class CompiledExpression:
         try:
             return self.program.execute(variables.context_for(self))
         except Exception as exc:
-            raise CelEvaluationError(f"{self.source!r}: {exc}") from exc
+            raise CelEvaluationError(f"{self.source!r}: {failure_words(exc)}") from exc
 
 
 class RememberedValues:
@@ -543,7 +551,7 @@ class RememberedValues:
         try:
             return expression.program.execute(bound.context)
         except Exception as exc:
-            raise CelEvaluationError(f"{expression.source!r}: {exc}") from exc
+            raise CelEvaluationError(f"{expression.source!r}: {failure_words(exc)}") from exc
 
 
 _STATUS = "status"

@@ -44,6 +44,17 @@ class ExpressionTable:
     """The scope each expression and template was checked in (its variables' types), so a
     second CEL implementation can check it in the same one."""
 
+    def quoted_by(self, error: str) -> tuple[Path, str] | None:
+        """The expression an evaluation error is about, as (its path, its source): a
+        `CelEvaluationError` says the source it failed on, quoted (`repr`), then `: ` and
+        why. The longest source quoted so wins (a short one may be quoted inside a
+        longer); None when the error quotes none (a count of the wrong type, say)."""
+        sources = [(path, e.source) for path, e in self.expressions.items()]
+        sources += [(path, part.expression.source) for path, t in self.templates.items()
+                    for part in t.parts if part.expression is not None]
+        quoted = [(path, source) for path, source in sources if f"{source!r}: " in error]
+        return max(quoted, key=lambda found: len(found[1])) if quoted else None
+
 
 def action_path(positions: PositionIndex, base: Path, index: int, action: ActionSpec) -> Path:
     """The YAML path of an action's argument mapping (`- name: {args}` or `args:`)."""

@@ -84,6 +84,7 @@ from engine.controller.reconcile.variables import (
     Surroundings,
     gang_scheduler_of,
 )
+from engine.controller.reporting.evaluation_errors import EvaluationErrors
 from engine.controller.reporting.events import EventRecorder
 from engine.controller.reporting.metrics import Metrics
 from engine.controller.rollouts.revisions import ROLLOUT_STATUS_FIELDS
@@ -198,6 +199,7 @@ class Reconciler:
         self._unconfirmed = UnconfirmedNotices()
         self._verdicts = ValidationVerdicts()
         self._template_failed: set[str] = set()
+        self._evaluation_errors = EvaluationErrors(recorder)
         self._memos: dict[str, ReplicaMemo] = {}
         """Per job (by key id): its replica steps remembered from its last passes."""
         self._quiet = QuietDecisions()
@@ -331,6 +333,7 @@ class Reconciler:
             self._template_failed.discard(key.id)
             self._memos.pop(key.id, None)
             self._quiet.forget(key.id)
+            self._evaluation_errors.forget(key.id)
             self._expectations.forget(key.id)
             self._scheduler.cancel_all(key)
             self._release_orphaned_pods(key)
@@ -358,7 +361,7 @@ class Reconciler:
             return self._finish_deletion(key, job, assignment)
         now = self._clock()
         observed = self._observe(key, job, definition)
-        decision = self._decide(key, job, definition, observed, now)
+        decision = self._decide(key, job, assignment, observed, now)
         if not _ended(definition, decision):  # an ended job needs no clean-up at deletion
             job = self._ensure_finalizer(key, job, definition)
         notices = notices_for(decision.fired, observed.facts)
@@ -544,9 +547,10 @@ class Reconciler:
         return self._references.resolve(key, targets)
 
     def _decide(
-        self, key: JobKey, job: Obj, definition: CompiledDefinition, observed: _Observed,
+        self, key: JobKey, job: Obj, assignment: Assignment, observed: _Observed,
         now: datetime,
     ) -> Decision:
+        definition = assignment.definition
         status = job.get("status") or {}
         record = observed.record
         _check_states_exist(definition, record)
@@ -572,9 +576,8 @@ class Reconciler:
                 memo=self._memos.setdefault(key.id, ReplicaMemo()),
             )
             self._quiet.note(key.id, inputs, decision, record)
-        log = logger.bind(job=f"{job['metadata']['namespace']}/{job['metadata']['name']}")
-        for error in decision.errors:
-            log.warning(f"machine evaluation error: {error}")
+        self._evaluation_errors.report(key, key.id, job, definition=definition,
+                                       revision=assignment.revision, errors=decision.errors)
         return decision
 
     def _write_status(
@@ -773,7 +776,7 @@ class Reconciler:
         definition = assignment.definition
         now = self._clock()
         observed = self._observe(key, job, definition)
-        decision = self._decide(key, job, definition, observed, now)
+        decision = self._decide(key, job, assignment, observed, now)
         cleanup = tuple(a for a in decision.actions if a.action.name in _DELETION_ACTIONS)
         decision = replace(decision, actions=cleanup, holds_replicas=True)
         if CLEANUP_FINALIZER not in (job["metadata"].get("finalizers") or []):

@@ -30,7 +30,8 @@ def failing_timeout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator
     yield
 
 
-SAID = ("timeout of replica state Pending: \"{'other': 60}[job.metadata.name]\": 'train'")
+SAID = ("timeout of replica state Pending: \"{'other': 60}[job.metadata.name]\": "
+        "no such key: train")
 """The error (the job is named `train`): the state, the expression, and why it failed."""
 
 

@@ -34,10 +34,10 @@ def test_a_step_reports_every_error_it_met_in_order() -> None:
     result = step(compiled(replica=ERRORS).replica, "Pending", facts("podRunning"))
     assert result.state == "Running"
     assert result.errors == (
-        "'pod.name': 'name'",
-        "'pod.phase': 'phase'",
-        "action countRestart argument count: 'pod.restartCount': 'restartCount'",
-        "transition 2 guard: \"pod.name == 'x'\": 'name'",
+        "'pod.name': no such key: name",
+        "'pod.phase': no such key: phase",
+        "action countRestart argument count: 'pod.restartCount': no such key: restartCount",
+        "transition 2 guard: \"pod.name == 'x'\": no such key: name",
     )
     assert result.actions == (
         PlannedAction("event", {"reason": "Up", "message": "${pod.phase} now"}, transition=0),
