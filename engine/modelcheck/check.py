@@ -20,7 +20,6 @@ from __future__ import annotations
 import gc
 import json
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,6 +41,7 @@ from engine.modelcheck.explore import ShapeResult, Violation, explore
 from engine.modelcheck.referenced import referenced_variants
 from engine.modelcheck.rollouts import RolloutReport, check_rollout
 from engine.modelcheck.shapes import Bounds, Shape, build_job, exit_codes, shapes
+from engine.modelcheck.workers import explore_by_machine
 from engine.shipped import shipped_dir_if_present
 
 
@@ -135,14 +135,13 @@ def check_paths(paths: Iterable[str | Path], bounds: Bounds, *, jobs: int = 1,
         # YAML and compiling each); spawned ones load them once each.
         _LOADED[named] = {definition.name: definition
                           for definition in [*helpers, *(d for _, d in loaded)]}
-        # The likely longest first, so no worker is left with a long shape at the end
-        # while the others idle; the results are put back in order.
-        order = sorted(range(len(work)), key=lambda i: -_weight(work[i][1], work[i][2]))
-        with ProcessPoolExecutor(min(jobs, len(work))) as pool:
-            done = list(pool.map(_explore_loaded, [(named, work[i][1].name, work[i][2], bounds)
-                                                   for i in order]))
-        results = [result for _, result in sorted(zip(order, done, strict=True),
-                                                  key=lambda pair: pair[0])]
+        # Each worker kept on one machine while it has shapes left, the likely longest
+        # first, so none warms every machine's memories nor is left with a long shape at
+        # the end while the others idle (`workers.py`).
+        results = explore_by_machine([(named, d.name, shape, bounds) for _, d, shape in work],
+                                     _explore_loaded, jobs=jobs,
+                                     machines=[d.name for _, d, _ in work],
+                                     weights=[_weight(d, shape) for _, d, shape in work])
     else:
         results = [_explore(d, shape, bounds, machines, schemas) for _, d, shape in work]
     for source, definition in loaded:
