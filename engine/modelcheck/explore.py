@@ -9,7 +9,6 @@ terminal state stays reachable is judged on the whole graph at the end.
 
 from __future__ import annotations
 
-import re
 from collections import deque
 from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -19,6 +18,7 @@ from typing import Any
 from engine.controller.reconcile.children import ReplicaId, attempt_of
 from engine.controller.reconcile.decide import Planned
 from engine.controller.reconcile.record import MachineRecord, read_record
+from engine.controller.reporting.evaluation_errors import without_replica
 from engine.definition import CompiledDefinition
 from engine.definition.positions import Path
 from engine.modelcheck.moves import Move, ReplicaMoves, moves, situation
@@ -90,13 +90,10 @@ class ShapeResult:
     in how many passes: the cause of what breaks after, said once."""
 
 
-_REPLICA_PREFIX = re.compile(r"^[A-Za-z][\w-]*-\d+: ")
-
-
 def evaluation_gists(result: Pass) -> list[str]:
     """The pass's evaluation errors without what varies between situations (the replica a
     guard was for): failed guards and messages, and pod values that could not be built."""
-    return [*(_REPLICA_PREFIX.sub("", error) for error in result.decision.errors),
+    return [*map(without_replica, result.decision.errors),
             *(f"pod value: {cause}" for cause in result.template_errors)]
 
 
