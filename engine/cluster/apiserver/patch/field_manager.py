@@ -19,6 +19,7 @@ from typing import Any
 import orjson
 
 from engine.cluster.apiserver.patch.apply_schema import TypeNode
+from engine.cluster.apiserver.patch.created_fields import remembered
 from engine.cluster.apiserver.patch.field_paths import FieldSet, field
 from engine.cluster.apiserver.patch.managed_fields import (
     APPLY,
@@ -120,9 +121,34 @@ def tracked_update(
     if not managed.managers and live_uid:
         return None  # upstream never starts tracking an existing object on an update
     key = identifier(manager or "unknown", UPDATE, scope.api_version, scope.subresource)
+    if live is None and not managed.managers:
+        return _created(scope, without_managed_fields(new), key)
     before = without_managed_fields(live) if live is not None else scope.empty
     _update(scope, before, without_managed_fields(new), managed, key)
     cap_update_managers(managed)
+    return encode(managed)
+
+
+def _created(scope: Scope, new: Obj, key: str) -> list[dict[str, Any]] | None:
+    """What `_update` leaves a create by one manager with no managedFields of its own: the
+    set and its FieldsV1 document from an earlier create of the same shape when there was
+    one (`created_fields`)."""
+
+    def work_out() -> FieldSet:
+        managed = Managed()
+        _update(scope, scope.empty, new, managed, key)
+        owner = managed.managers.get(key)
+        return owner.fields if owner is not None else FieldSet()
+
+    scope_key = (scope.api_version, scope.subresource, orjson.dumps(scope.empty),
+                 tuple(scope.ignored.paths()), key)
+    fields, document = remembered(scope_key, scope.node, new, scope.empty, work_out)
+    if fields.empty():
+        return None
+    managed = Managed()
+    managed.managers[key] = ManagerFields(fields, scope.api_version, False)
+    managed.times[key] = scope.now
+    managed.sources[key] = (fields, document)
     return encode(managed)
 
 

@@ -81,7 +81,7 @@ def _shape(value: Any, node: TypeNode) -> str:
     return "leaf"
 
 
-def _elements(items: list[Any], node: TypeNode) -> list[PathElement] | None:
+def list_elements(items: list[Any], node: TypeNode) -> list[PathElement] | None:
     """Each item's element, or None when one cannot be named (the list is then a leaf)."""
     try:
         return [list_element(item, node) for item in items]
@@ -107,7 +107,7 @@ def _field_set(value: Any, node: TypeNode, path: Path, out: FieldSet) -> None:
         return
     if shape == "list":
         items = value or []
-        elements = _elements(items, node)
+        elements = list_elements(items, node)
         if elements is None:
             out.insert(path)
             return
@@ -220,7 +220,7 @@ def _add_every(value: Any, node: TypeNode, parent: FieldSet, element: PathElemen
             else:  # a scalar is a leaf whatever its type says: no walk below it
                 below.members.add(("f", key))
         return
-    elements = _elements(value, node)
+    elements = list_elements(value, node)
     if elements is None:
         return
     counts: dict[PathElement, int] = {}
@@ -254,7 +254,7 @@ def _group(items: list[Any], elements: list[PathElement]) -> dict[PathElement, l
 def _compare_lists(lhs: Any, rhs: Any, node: TypeNode, path: Path, out: Comparison) -> bool:
     left_items = lhs if isinstance(lhs, list) else []
     right_items = rhs if isinstance(rhs, list) else []
-    left_pes, right_pes = _elements(left_items, node), _elements(right_items, node)
+    left_pes, right_pes = list_elements(left_items, node), list_elements(right_items, node)
     if left_pes is None or right_pes is None:
         return False
     left, right = _group(left_items, left_pes), _group(right_items, right_pes)
@@ -313,7 +313,7 @@ def _merge_lists(lhs: Any, rhs: Any, node: TypeNode) -> list[Any] | None:
     items where they were. None when an item cannot be named."""
     left = lhs if isinstance(lhs, list) else []
     right = rhs if isinstance(rhs, list) else []
-    left_pes, right_pes = _elements(left, node), _elements(right, node)
+    left_pes, right_pes = list_elements(left, node), list_elements(right, node)
     if left_pes is None or right_pes is None:
         return None
     observed_left: dict[PathElement, Any] = {}
@@ -372,7 +372,7 @@ def remove_items(value: Any, fields: FieldSet, node: TypeNode) -> Any:
     node = node.for_value(value)
     shape = _shape(value, node)
     if shape == "list" and value:
-        elements = _elements(value, node)
+        elements = list_elements(value, node)
         if elements is None:
             return value
         items = []
