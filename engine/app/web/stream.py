@@ -4,7 +4,7 @@ A stream redraws its page's parts when the live model says something it shows ch
 (and every few seconds, for ages and log tails), and sends only the parts whose HTML
 differs from what it sent last. It ends when the viewer loses access (`denied`: the
 page reloads and says why), when the job is gone (`gone`), when the browser goes
-away, or when the server stops.
+away (seen at the next redraw, `browser_gone`), or when the server stops.
 """
 
 from __future__ import annotations
@@ -46,6 +46,15 @@ Wanted = Callable[[JobKey, Change], bool]
 def event(name: str, data: object) -> bytes:
     """One server-sent event whose data is JSON (one line, so one `data:` field)."""
     return b"event: " + name.encode() + b"\ndata: " + orjson.dumps(data) + b"\n\n"
+
+
+def browser_gone(request: web.BaseRequest) -> bool:
+    """Whether the browser closed the stream's connection. aiohttp does not cancel a
+    handler when its client goes (3.9 on), and a write only fails at the next keep-alive,
+    up to `KEEPALIVE_S` later: looked at before each redraw, so a closed stream renders
+    nothing more and lets the view's watches rest."""
+    transport = request.transport
+    return transport is None or transport.is_closing()
 
 
 class Changes:
@@ -94,7 +103,7 @@ class Streams:
         stop_listening = model.listen(changed)
         self._wakes.add(wake)
         try:
-            await self._push(response, wake, render, tick_s)
+            await self._push(request, response, wake, render, tick_s)
         except ConnectionError:
             pass  # the browser went away
         finally:
@@ -103,12 +112,13 @@ class Streams:
         return response
 
     async def _push(
-        self, response: web.StreamResponse, wake: asyncio.Event, render: Render, tick_s: float,
+        self, request: web.BaseRequest, response: web.StreamResponse, wake: asyncio.Event,
+        render: Render, tick_s: float,
     ) -> None:
         changes = Changes()
         loop = asyncio.get_running_loop()
         quiet_since = loop.time()
-        while not self.closing:
+        while not self.closing and not browser_gone(request):
             update = await render()
             if isinstance(update, Denied):
                 await response.write(event("denied", True))

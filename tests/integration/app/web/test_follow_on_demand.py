@@ -139,5 +139,5 @@ def test_an_open_stream_keeps_the_watches(server: tuple[KubeClient, SeenRequests
             time.sleep(1.0)  # five idle periods with the stream open: still watching
             assert seen.watching() >= FOLLOWED
             assert seen.listed("pods") == 1
-        # The server sees the stream gone at its next write (every few seconds).
+        # The server sees the stream gone at its next redraw (every few seconds).
         eventually(lambda: not seen.watching(), timeout=60)
