@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.api.kind_schemas import kind_schema_lookup
-from engine.collector import GC_THRESHOLDS
+from engine.collector import GC_THRESHOLDS, tune_collector
 from engine.controller.reconcile.variables import Summaries, remembering_summaries
 from engine.definition import CompiledDefinition, Diagnostic, LoadedDefinition, Position
 from engine.definition.cel import RememberedValues, remembering_values
@@ -143,7 +143,8 @@ def check_paths(paths: Iterable[str | Path], bounds: Bounds, *, jobs: int = 1,
                                      machines=[d.name for _, d, _ in work],
                                      weights=[_weight(d, shape) for _, d, shape in work])
     else:
-        results = [_explore(d, shape, bounds, machines, schemas) for _, d, shape in work]
+        with _collecting_seldom():
+            results = [_explore(d, shape, bounds, machines, schemas) for _, d, shape in work]
     for source, definition in loaded:
         mine = [r for (_, d, _), r in zip(work, results, strict=True) if d is definition]
         machine = _machine_report(source, definition, mine)
@@ -232,7 +233,7 @@ def _explore(definition: CompiledDefinition, shape: Shape, bounds: Bounds,
     values, steps, summaries = _MEMORY.setdefault((definition.path, definition.name),
                                                   (RememberedValues(), RememberedSteps(), {}))
     with (remembering_values(values), remembering_steps(steps),
-          remembering_summaries(summaries), _collecting_seldom()):
+          remembering_summaries(summaries)):
         if definition.child is not None:
             return explore(definition, shape, bounds, (),
                            replica_moves=_child_moves(definition, machines, bounds, schemas))
@@ -255,7 +256,9 @@ def _collecting_seldom() -> Iterator[None]:
     """Collect garbage less often within the block (`GC_THRESHOLDS`, as the long-running
     processes do), as before after. Every situation found is kept to the end (thousands of
     worlds, none of them garbage), so CPython's defaults (700, 10, 10) rescan them over and
-    over: a tenth of machines/job.yaml's CPU went to it."""
+    over: a tenth of machines/job.yaml's CPU went to it. Around all the shapes, not each:
+    put back after each shape, the defaults collected at once what the shape had counted
+    (up to 50,000 allocations, with the memories the process keeps), 2-40 ms a shape."""
     before = gc.get_threshold()
     gc.set_threshold(*GC_THRESHOLDS)
     try:
@@ -267,6 +270,7 @@ def _collecting_seldom() -> Iterator[None]:
 def _explore_loaded(task: tuple[tuple[str, ...], str, Shape, Bounds]) -> ShapeResult:
     """In a worker process: the same, with the machines loaded there (once per process)."""
     paths, name, shape, bounds = task
+    tune_collector()  # for the worker's whole life: it only explores (`_collecting_seldom`)
     definitions = _definitions(paths)
     schemas = _SCHEMAS.get(paths) or kind_schema_lookup([Path(p) for p in paths])
     return _explore(definitions[name], shape, bounds, _by_kind(definitions.values()), schemas)
