@@ -21,6 +21,7 @@ from loguru import logger
 
 from engine.cluster.node.config.sources import SourceRef, Sources, fetch_sources
 from engine.cluster.node.config.tokens import Tokens, request_tokens
+from engine.cluster.node.config.watched_config_maps import WatchedConfigMaps
 from engine.cluster.node.events import EventPoster
 from engine.cluster.node.layout import NodeFiles
 from engine.cluster.node.lease import renew_lease
@@ -105,6 +106,8 @@ class LocalNode:
         self._pods = Cache(self._view)
         self._pod_informer = Informer(self._api, PODS, cache=self._pods,
                                       handler=self._on_pod_event, name=f"{name} pods")
+        # The ConfigMaps containers read, from a watch (public: tests see what it holds).
+        self.config_maps = WatchedConfigMaps(self._api, name)
         # Pods whose worker runs, by uid; then, until the pod is deleted, only its uid in
         # `_ended`: a pod is never run twice, and a finished one costs the node no worker.
         self._workers: dict[str, PodWorker] = {}
@@ -126,6 +129,7 @@ class LocalNode:
             leftovers.kill_leftovers(self._files.processes_dir)
         self._register_while_refused()
         self._scheduler.start()
+        self.config_maps.start()
         self._pod_informer.start()
         self._heartbeat.start()
         self._log.info(f"local node {self.name} is ready ({self.mode} mode)")
@@ -134,6 +138,7 @@ class LocalNode:
         """Stop watching, end every container (SIGTERM, then SIGKILL), join the threads."""
         self._stopping.set()
         self._pod_informer.stop()
+        self.config_maps.stop()
         self._scheduler.stop()
         if self._heartbeat.is_alive():
             self._heartbeat.join(10)
@@ -285,9 +290,9 @@ class LocalNode:
         self._attempts.forget_pod(namespace, name, uid)
 
     def _read_sources(self, namespace: str, refs: Iterable[SourceRef]) -> Sources:
-        """The ConfigMaps and Secrets a container refers to, read fresh (a newly started
-        container sees their current content)."""
-        return fetch_sources(self._api, namespace, refs)
+        """The ConfigMaps and Secrets a container refers to: Secrets read fresh, ConfigMaps
+        from the node's watch when it holds them (as a kubelet reads them)."""
+        return fetch_sources(self._api, namespace, refs, self.config_maps.get)
 
     def _request_tokens(self, pod: Mapping[str, Any]) -> Tokens:
         """Tokens for the pod's serviceAccountToken sources, bound to the pod."""

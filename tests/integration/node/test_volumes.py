@@ -5,6 +5,7 @@ ConfigMap or Secret and start once it exists; simulated pods wait the same way."
 from __future__ import annotations
 
 import base64
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -193,3 +194,38 @@ def test_a_simulated_pod_waits_for_its_config_map_too(simulated: Cluster) -> Non
     assert state["message"] == 'configmap "sim" not found'
     config_map(simulated, "sim", {"x": "1"})
     assert finished(simulated, "simulated") == "Succeeded"
+
+
+def _node_config_map_reads(cluster: Cluster) -> int:
+    """The GETs of ConfigMaps the node sent, by the server's request counts."""
+    configuration = cluster.api.configuration
+    response = cluster.api.call_api(
+        "GET", configuration.host + "/metrics",
+        header_params={"Authorization": configuration.get_api_key_with_prefix("BearerToken")})
+    pattern = re.compile(r'client="jobmachine-node",verb="get",resource="configmaps",'
+                         r'subresource="",code="\d+"\} (\d+)')
+    response.read()
+    return sum(int(count) for count in pattern.findall(response.data.decode()))
+
+
+def test_a_container_reads_config_maps_from_the_nodes_watch(simulated: Cluster) -> None:
+    """As a kubelet at its default (Watch): a ConfigMap the watch delivered is read from it,
+    a change reaches it, and once deleted the node asks the server again (not found: the
+    container waits, as before)."""
+    config_map(simulated, "watched", {"x": "1"})
+    held = simulated.node.config_maps.get
+    eventually(lambda: (held(NS, "watched") or {}).get("data") == {"x": "1"})
+    eventually(lambda: held(NS, "kube-root-ca.crt") is not None)  # every pod's token volume
+    reads = _node_config_map_reads(simulated)
+    env = [{"name": "X", "valueFrom": {"configMapKeyRef": {"name": "watched", "key": "x"}}}]
+    simulated.create(pod("reader", {"name": "main", "image": "busybox", "env": env}))
+    assert finished(simulated, "reader") == "Succeeded"
+    assert _node_config_map_reads(simulated) == reads
+    simulated.core.patch_namespaced_config_map("watched", NS, {"data": {"x": "2"}})
+    eventually(lambda: (held(NS, "watched") or {}).get("data") == {"x": "2"})
+    simulated.core.delete_namespaced_config_map("watched", NS)
+    eventually(lambda: held(NS, "watched") is None)
+    simulated.create(pod("late", {"name": "main", "image": "busybox", "env": env}))
+    state = waiting_with(simulated, "late", "reason", "CreateContainerConfigError")
+    assert state["message"] == 'configmap "watched" not found'
+    assert _node_config_map_reads(simulated) > reads

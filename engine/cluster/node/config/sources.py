@@ -1,5 +1,6 @@
-"""The ConfigMaps and Secrets a pod refers to (volumes, env, envFrom), read fresh from the API
-server at each container start, as the kubelet reads them before it creates a container.
+"""The ConfigMaps and Secrets a pod refers to (volumes, env, envFrom), read at each container
+start, as the kubelet reads them before it creates a container: Secrets from the API server,
+ConfigMaps from the node's watch when it holds them (`watched_config_maps.py`).
 
 `Sources` is what the server answered, decoded (ConfigMap `data` and `binaryData`, Secret
 `data` from base64); a name it does not hold is simply absent, and what that means (wait,
@@ -9,7 +10,7 @@ or skip an optional reference) is decided by env.py and volumes.py.
 from __future__ import annotations
 
 import base64
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, NamedTuple
 
@@ -119,11 +120,21 @@ RESOURCES: Mapping[Kind, Resource] = {"configmap": CONFIGMAPS, "secret": SECRETS
 """The API resource of each kind of source."""
 
 
-def fetch_sources(api: KubeClient, namespace: str, refs: Iterable[SourceRef]) -> Sources:
-    """Read each referenced object once; NotFound means absent, any other failure is an
-    ApiError."""
+Cached = Callable[[str, str], Mapping[str, Any] | None]
+"""A ConfigMap by namespace and name from a watch-fed cache (None: not held there)."""
+
+
+def fetch_sources(api: KubeClient, namespace: str, refs: Iterable[SourceRef],
+                  config_maps: Cached | None = None) -> Sources:
+    """Read each referenced object once, a ConfigMap from `config_maps` when it holds it;
+    NotFound means absent, any other failure is an ApiError."""
     found: dict[SourceRef, SourceObject] = {}
     for ref in dict.fromkeys(refs):
+        cached = config_maps(namespace, ref.name) if (
+            config_maps is not None and ref.kind == "configmap") else None
+        if cached is not None:
+            found[ref] = source_object(ref.kind, cached)
+            continue
         try:
             obj = api.get(RESOURCES[ref.kind], ref.name, namespace)
         except NotFound:
