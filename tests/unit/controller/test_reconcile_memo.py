@@ -282,6 +282,17 @@ def test_machine_jobs_replicas_read_the_replica_counts() -> None:
     assert pytorch.paths["runPolicy"] == {("suspend",), ("pendingTimeoutSeconds",)}
 
 
+def test_what_a_machine_reads_is_worked_out_once_per_machine() -> None:
+    """Every job's memo asks when it begins; the answer is the one worked out first."""
+    pytorch, machinejob = DEFINITIONS["PyTorchJob"].replica, DEFINITIONS["MachineJob"].replica
+    assert machine_reads(pytorch) is machine_reads(pytorch)
+    assert machine_reads(machinejob) is not machine_reads(pytorch)
+    assert ReplicaMemo()._reads is not machine_reads(pytorch)
+    memo = ReplicaMemo()
+    memo.begin(pytorch, [])
+    assert memo._reads is machine_reads(pytorch)
+
+
 def test_the_job_values_are_the_values_at_the_paths_read() -> None:
     reads = machine_reads(DEFINITIONS["PyTorchJob"].replica)
     job = {"metadata": {"name": "a", "namespace": "n", "resourceVersion": "1"}}
