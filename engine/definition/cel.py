@@ -427,6 +427,8 @@ class RememberedValues:
 
     def __init__(self) -> None:
         self._values: dict[Hashable, Any] = {}
+        self._outcomes: dict[Hashable, Hashable] = {}
+        """Values' outcomes (`outcome`) by the same keys: a replayed step asks for them."""
         self._contexts: dict[tuple[str, ...], _BoundByContent] = {}
         self._tape: Tape | None = None
         self.unchanging: dict[int, tuple[object, dict[Hashable, Any]]] = {}
@@ -444,12 +446,25 @@ class RememberedValues:
 
     def outcome(self, expression: CompiledExpression, variables: Activation) -> Hashable:
         """What evaluating `expression` gives, as a comparable outcome: the value's content,
-        or the error's message."""
+        or the error's message. A value's outcome found before over equal contents is handed
+        out again, not copied and pickled anew (a replayed step asks for one outcome per
+        expression it passes, nearly all of them found before); errors are evaluated each
+        time, as values' errors are."""
+        key = variables.inputs(expression)
+        if key is not None:
+            found = self._outcomes.get(key)
+            if found is not None:
+                return found
         try:
-            value = self._remembered(expression, variables)
+            value = self._value(key, expression, variables)
         except CelEvaluationError as exc:
             return ("error", str(exc))
-        return ("value", pickle.dumps(value, pickle.HIGHEST_PROTOCOL))
+        found = ("value", pickle.dumps(value, pickle.HIGHEST_PROTOCOL))
+        if key is not None:
+            if len(self._outcomes) >= self.LIMIT:
+                self._outcomes.clear()
+            self._outcomes[key] = found
+        return found
 
     def evaluate(self, expression: CompiledExpression, variables: Activation) -> Any:
         tape = self._tape
@@ -465,7 +480,12 @@ class RememberedValues:
         return value
 
     def _remembered(self, expression: CompiledExpression, variables: Activation) -> Any:
-        key = variables.inputs(expression)
+        return self._value(variables.inputs(expression), expression, variables)
+
+    def _value(self, key: Hashable | None, expression: CompiledExpression,
+               variables: Activation) -> Any:
+        """The value of `expression`, remembered under `key` (its `inputs`; None: not
+        remembered)."""
         if key is None:
             return expression.run(variables)
         found = self._values.get(key, _ABSENT)

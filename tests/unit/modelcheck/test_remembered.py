@@ -4,6 +4,7 @@ engine's code run afresh every time."""
 
 from __future__ import annotations
 
+import pickle
 from contextlib import ExitStack
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from engine.definition.cel import (
     Activation,
     CelCompileError,
     CompiledExpression,
+    RememberedValues,
     Scope,
     _code,
     _entry_fields,
@@ -281,3 +283,20 @@ def test_what_is_read_of_an_unchanging_value_is_worked_out_once_across_activatio
     assert contents[0][2][0] is contents[1][2][0]
     assert contents[2][2][0] is not contents[3][2][0]
     assert contents[0][2][0] is not contents[2][2][0]
+
+
+def test_an_outcome_found_before_is_handed_out_again_and_an_error_evaluated_each_time() -> None:
+    """A replayed step asks for outcomes: one found before over equal contents is the very
+    outcome kept (not pickled anew), equal to the value's; an error is evaluated again."""
+    guard = compile_expression("replicas.Worker.failed > 0", Scope("job"))
+    failing = compile_expression("replicas.Chief.failed > 0", Scope("job"))
+    values = RememberedValues()
+    first, again, other = (values.outcome(guard, Activation({"replicas": replicas}))
+                           for replicas in (summary(1, {}), summary(1, {}), summary(0, {})))
+    assert first == again == ("value", pickle.dumps(True, pickle.HIGHEST_PROTOCOL))
+    assert again is first
+    assert other == ("value", pickle.dumps(False, pickle.HIGHEST_PROTOCOL))
+    errors = [values.outcome(failing, Activation({"replicas": summary(1, {})}))
+              for _ in range(2)]
+    assert errors[0] == errors[1] and errors[0][0] == "error"
+    assert errors[1] is not errors[0]
