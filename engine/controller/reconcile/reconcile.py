@@ -8,6 +8,7 @@ state change; say when to look again. Every module called here owns its step.
 from __future__ import annotations
 
 import contextlib
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
@@ -97,6 +98,7 @@ from engine.controller.runtime.workers import Done, Outcome, RequeueAfter, Retry
 from engine.controller.schedules.plan import SCHEDULE_STATUS_FIELDS
 from engine.controller.schedules.run import ScheduleRun, sync_schedule
 from engine.definition import CompiledDefinition, StepError, reference_targets
+from engine.definition.cel import RememberedValues, remembering_values
 from engine.kube.cache import Cache
 from engine.kube.client import KubeClient
 from engine.kube.errors import ApiError, Conflict, Forbidden, Invalid, NotFound
@@ -109,6 +111,14 @@ Obj = Mapping[str, Any]
 _CACHE_CATCH_UP_S = 1.0
 """A backstop: the watch event of our own write queues the job again sooner."""
 _DELETION_ACTIONS = frozenset({"deletePod", "deleteService", "cleanupPods", "event"})
+
+
+class _PassValues(RememberedValues):
+    """Remembered values of a worker thread, fewer than the model checker keeps: about
+    half a kilobyte each (the bytes of what the expression read), so at most about 5 MB
+    a worker; all are forgotten when full."""
+
+    LIMIT = 10_000
 
 
 @dataclass(frozen=True)
@@ -204,6 +214,8 @@ class Reconciler:
         """Per job (by key id): its replica steps remembered from its last passes."""
         self._quiet = QuietDecisions()
         """Per job: its last decision while it changed nothing, taken again on the same."""
+        self._values = threading.local()
+        """Per worker thread: the values of expressions by what they read (`_remembered`)."""
         self._clock = clock
         self._transition_listeners: list[TransitionListener] = []
 
@@ -212,7 +224,8 @@ class Reconciler:
         deleted under a reconcile, the job itself included, is a stale read too: the next
         look sees it gone)."""
         try:
-            outcome = self.reconcile(key)
+            with remembering_values(self._remembered()):
+                outcome = self.reconcile(key)
         except (Conflict, NotFound) as exc:
             return Retry(exc)
         except Invalid as exc:  # a webhook's or a ValidatingAdmissionPolicy's denial is 422
@@ -228,6 +241,19 @@ class Reconciler:
             return Terminal(exc)
         self._refusal_lifted(key)
         return outcome
+
+    def _remembered(self) -> RememberedValues:
+        """This worker thread's remembered values (an evaluator context serves one thread).
+
+        A guard, a message or a pod's value reads a few fields of the job, the replica
+        counts and the run policy, and most passes, of one job and of jobs of one shape,
+        evaluate it over equal ones: answered by content (`RememberedValues`: the bytes of
+        what it reads), it is not converted into the evaluator nor run again. Errors are
+        evaluated each time."""
+        values: RememberedValues | None = getattr(self._values, "remembered", None)
+        if values is None:
+            values = self._values.remembered = _PassValues()
+        return values
 
     def _refused(self, key: JobKey, exc: ApiError) -> Outcome:
         """The API server refused the engine; what helps depends on who refused.
