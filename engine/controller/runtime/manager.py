@@ -324,17 +324,25 @@ class Engine:
         return found
 
     def _on_declared_object(self, _event: str, old: Obj | None, new: Obj | None) -> None:
-        """A declared object (spec.objects), or a replica's Service: its job looks at once."""
+        """A declared object (spec.objects): its job looks at once. A replica's Service,
+        watched here too when a machine declares Services, is the services' watch's
+        (`_on_child`): each of its events queued the job twice."""
         obj = new or old
-        if obj is not None:
+        if obj is not None and not _replica_service(obj):
             for key in self._owners(obj):
                 self.queue.add(key, urgent=True)
 
-    def _on_child(self, _event: str, old: Obj | None, new: Obj | None) -> None:
+    def _on_child(self, event: str, old: Obj | None, new: Obj | None) -> None:
+        """A Service queues its job, but for a replica's Service that appeared with its
+        job as controller: the engine's own create (no decision reads a Service; the pass
+        it queued found the replica's pod not yet seen and put itself off). An orphan
+        (adopted), a change and a deletion (made again) still queue it."""
         obj = new or old
-        if obj is not None:
-            for key in self._owners(obj):
-                self.queue.add(key)
+        if obj is None or (event == "ADDED" and _replica_service(obj)
+                           and controller_uid(obj) is not None):
+            return
+        for key in self._owners(obj):
+            self.queue.add(key)
 
     def _on_node(self, _event: str, old: Obj | None, new: Obj | None) -> None:
         if node_is_ready(old) != node_is_ready(new):
@@ -606,6 +614,13 @@ def _only_tracking_released(old: Obj | None, new: Obj | None) -> bool:
 
 _RELEASE_CHANGES = frozenset({"finalizers", "resourceVersion", "managedFields"})
 """What a pod's metadata changes by when a finalizer is removed."""
+
+
+def _replica_service(obj: Obj) -> bool:
+    """Whether `obj` is a Service createService made for a replica (it has the replica's
+    labels)."""
+    return obj.get("kind") == "Service" and REPLICA_TYPE_LABEL in (
+        obj["metadata"].get("labels") or {})
 
 
 def _started_deleting(old: Obj | None, new: Obj | None) -> bool:

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from kubernetes.client import Configuration
 
-from engine.controller.reconcile.children import TRACKING_FINALIZER, JobKey
+from engine.controller.reconcile.children import JOB_NAME_LABEL, TRACKING_FINALIZER, JobKey
 from engine.controller.runtime.manager import Engine
 from engine.kube.cache import Cache
 from engine.kube.client import KubeClient
@@ -123,4 +123,56 @@ def test_a_pod_added_or_deleted_queues_its_job(engine: Engine) -> None:
     deliver_pod(engine, "ADDED", None, pod("5", TRACKING_FINALIZER))
     deliver_pod(engine, "DELETED", pod("6"), None)
     assert len(engine.queue) == 1  # one key, queued once
+    assert engine.queue.get(timeout=0) == KEY
+
+
+def service(version: str, *, owned: bool = True, replica: bool = True) -> dict[str, Any]:
+    labels = {JOB_NAME_LABEL: KEY.name}
+    if replica:
+        labels["jobmachine.dev/replica-type"] = "Master"
+    metadata: dict[str, Any] = {"name": "train-master-0", "namespace": "default",
+                                "resourceVersion": version, "labels": labels}
+    if owned:
+        metadata["ownerReferences"] = [{"controller": True, "kind": KEY.kind,
+                                        "name": KEY.name, "uid": "job-uid"}]
+    return {"apiVersion": "v1", "kind": "Service", "metadata": metadata,
+            "spec": {"clusterIP": "None"}}
+
+
+def watching(engine: Engine) -> Engine:
+    """The engine watching the job's kind, with the job in its cache."""
+    jobs = engine.caches.jobs.setdefault(KEY.kind, Cache())
+    jobs.apply("ADDED", job("1"))
+    return engine
+
+
+def test_a_replica_service_its_job_made_queues_nothing_when_it_appears(engine: Engine) -> None:
+    """The engine's own create: no decision reads a Service, and the pass it queued found
+    the replica's pod not yet seen and put itself off."""
+    watching(engine)
+    engine._on_child("ADDED", None, service("5"))
+    assert len(engine.queue) == 0
+
+
+@pytest.mark.parametrize(("event", "old", "new"), [
+    ("ADDED", None, service("5", owned=False)),  # an orphan: adopted
+    ("ADDED", None, service("5", replica=False)),  # a declared Service (a JobSet's)
+    ("MODIFIED", service("5"), service("6")),
+    ("DELETED", service("5"), None),  # made again
+])
+def test_any_other_service_event_queues_its_job(
+        engine: Engine, event: str, old: dict[str, Any] | None,
+        new: dict[str, Any] | None) -> None:
+    watching(engine)._on_child(event, old, new)
+    assert engine.queue.get(timeout=0) == KEY
+
+
+def test_a_replica_service_is_left_to_the_services_watch_by_the_declared_objects(
+        engine: Engine) -> None:
+    """Where a machine declares Services, replicas' Services are watched twice: each of
+    their events queued the job twice."""
+    watching(engine)
+    engine._on_declared_object("DELETED", service("5"), None)
+    assert len(engine.queue) == 0
+    engine._on_declared_object("ADDED", None, service("5", replica=False))
     assert engine.queue.get(timeout=0) == KEY
