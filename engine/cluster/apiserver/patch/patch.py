@@ -61,7 +61,7 @@ def _pointer(path: Any) -> list[str]:
     return [p.replace("~1", "/").replace("~0", "~") for p in path[1:].split("/")]
 
 
-def _index(container: list[Any], token: str, path: str, allow_end: bool) -> int:
+def _index(container: list[Any], token: str, allow_end: bool) -> int:
     if allow_end and token == "-":
         return len(container)
     if not token.isdigit() or (token != "0" and token.startswith("0")):
@@ -78,7 +78,7 @@ def _parent(doc: Any, tokens: list[str], op: str, path: str) -> Any:
         if isinstance(node, dict) and token in node:
             node = node[token]
         elif isinstance(node, list):
-            node = node[_index(node, token, path, allow_end=False)]
+            node = node[_index(node, token, allow_end=False)]
         else:
             raise PatchError(
                 f'{op} operation does not apply: doc is missing path: "{path}": missing value'
@@ -95,7 +95,7 @@ def _get(doc: Any, path: str, op: str) -> Any:
     if isinstance(parent, dict) and last in parent:
         return parent[last]
     if isinstance(parent, list):
-        return parent[_index(parent, last, path, allow_end=False)]
+        return parent[_index(parent, last, allow_end=False)]
     raise PatchError(
         f"{op} operation does not apply: doc is missing from path: {path}: missing value"
     )
@@ -109,7 +109,7 @@ def _add(doc: Any, path: str, value: Any) -> Any:
     if isinstance(parent, dict):
         parent[tokens[-1]] = value
     elif isinstance(parent, list):
-        parent.insert(_index(parent, tokens[-1], path, allow_end=True), value)
+        parent.insert(_index(parent, tokens[-1], allow_end=True), value)
     else:
         raise PatchError(
             f'add operation does not apply: doc is missing path: "{path}": missing value'
@@ -126,7 +126,7 @@ def _remove(doc: Any, path: str, op: str = "remove") -> Any:
     if isinstance(parent, dict) and last in parent:
         return parent.pop(last)
     if isinstance(parent, list):
-        return parent.pop(_index(parent, last, path, allow_end=False))
+        return parent.pop(_index(parent, last, allow_end=False))
     if op == "replace":
         raise PatchError(
             f"replace operation does not apply: doc is missing key: {path}: missing value"
