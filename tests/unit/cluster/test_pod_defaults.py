@@ -132,3 +132,27 @@ def test_quantity_reads_every_suffix(text: Any, value: str) -> None:
 @pytest.mark.parametrize("text", ["", "abc", "1x", True, None])
 def test_quantity_refuses_what_is_not_one(text: Any) -> None:
     assert quantity(text) is None
+
+
+def test_a_spec_that_defaults_to_itself_is_not_walked_again(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A stored pod's spec, read again by each status write, is defaulted once: the second
+    time the same spec is handed back at once. Another spec with the same content, or one
+    that still lacks a default, is walked (and defaulted) as before."""
+    from engine.cluster.apiserver.admission import pod_defaults
+
+    settled = created(container())["spec"]
+    walked: list[object] = []
+    real = pod_defaults.template_spec_defaults
+    monkeypatch.setattr(pod_defaults, "template_spec_defaults",
+                        lambda spec: walked.append(spec) or real(spec))
+    assert pod_defaults.pod_spec_defaults(settled) is settled
+    assert pod_defaults.pod_spec_defaults(settled) is settled
+    assert len(walked) == 1
+    copy = {**settled}
+    assert pod_defaults.pod_spec_defaults(copy) is copy
+    assert len(walked) == 2
+    bare = {"containers": [container()]}
+    assert pod_defaults.pod_spec_defaults(bare)["restartPolicy"] == "Always"
+    assert pod_defaults.pod_spec_defaults(bare)["restartPolicy"] == "Always"
+    assert len(walked) == 4
