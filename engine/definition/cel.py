@@ -157,6 +157,11 @@ _IMPLEMENTATIONS: dict[str, Callable[..., Any]] = {
     "sha1": _sha1, "patch": _patch, "upsert": _upsert, "sort": _sort,
     "strategicPatch": strategic_patch, "sshKeyPair": ssh_key_pair}
 
+UNREPEATABLE = frozenset({"sshKeyPair"})
+"""Functions whose value differs at each call: an expression that calls one is evaluated
+every time, never answered from remembered values (every job must get a key pair of its
+own, whatever else its expression reads)."""
+
 
 @dataclass(frozen=True)
 class EngineFunction:
@@ -275,7 +280,10 @@ class Activation:
         variable it reads (of a map whose entries it only selects fields of,
         `replicas[t].failed`, those fields of every entry; of a map it only selects fields
         of, `job.spec`, those fields); None when a variable is missing or cannot be
-        pickled."""
+        pickled, or when the expression calls a function whose value differs from call to
+        call (`UNREPEATABLE`): such a value is never handed out again."""
+        if not UNREPEATABLE.isdisjoint(expression.functions):
+            return None
         parts: list[object] = []
         for name in expression.names:
             value = self.variables.get(name, _ABSENT)
@@ -417,7 +425,8 @@ class RememberedValues:
     checker: one machine, thousands of situations).
 
     An expression's value depends only on the variables it reads (the functions are
-    pure), so one evaluated before over equal contents is answered from here without
+    pure, but for `UNREPEATABLE` ones, whose expressions are never kept), so one
+    evaluated before over equal contents is answered from here without
     converting anything into the evaluator. Errors are not kept: they are evaluated
     each time. A value that is a list or a map is handed out as a fresh copy.
     """
