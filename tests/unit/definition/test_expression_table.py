@@ -8,6 +8,7 @@ lists."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 
@@ -71,6 +72,25 @@ def test_a_loop_further_down_is_said_without_the_calls_that_lead_to_it() -> None
     with pytest.raises(ValueError) as raised:
         expand_fragments("x()", fragments)
     assert str(raised.value).endswith(": z() -> w() -> z()")
+
+
+@pytest.mark.parametrize(("source", "fragments", "loop"), [
+    # b calls nothing and is met twice before the loop: walked once, then passed over.
+    ("a() + a()", {"a": "c()", "b": "1", "c": "b() + b() + a()"}, "a() -> c() -> a()"),
+    # a, walked from b and done with, is met again from b further on.
+    ("b() + b()", {"a": "1", "b": "a() + b()"}, "b() -> b()"),
+])
+def test_a_loop_is_found_past_named_expressions_that_call_no_other(
+    source: str, fragments: dict[str, str], loop: str,
+) -> None:
+    with pytest.raises(ValueError) as raised:
+        expand_fragments(source, fragments)
+    assert str(raised.value).endswith(f" in a loop: {loop}")
+
+
+def test_a_call_without_arguments_of_no_named_expression_is_left_as_written() -> None:
+    assert expand_fragments("sshKeyPair().publicKey + a()", {"a": "b() + 'x'", "b": "''"}) == (
+        "sshKeyPair().publicKey + (('') + 'x')")
 
 
 def test_named_expressions_that_would_grow_past_the_limit_are_refused_before_they_do() -> None:
@@ -137,3 +157,42 @@ def test_a_validations_message_expression_must_give_a_string_and_see_the_job_onl
                            "gives int"]
     assert said('"string(restarts)"') == [
         "d.yaml:28:34: error: unknown variable 'restarts'; visible here: job"]
+
+
+def shipped_said(name: str, written: str, instead: str) -> list[str]:
+    """The problems of shipped machine `name` with `written` replaced by `instead`."""
+    text = (Path(__file__).parents[3] / "machines" / name).read_text()
+    assert written in text
+    return [str(d) for d in validate_text(text.replace(written, instead, 1), name)]
+
+
+def test_a_schedules_values_must_give_their_types_and_are_said_at_their_place() -> None:
+    assert shipped_said("batch-cronjob.yaml", "cron: job.spec.schedule", 'cron: "1"') == [
+        "batch-cronjob.yaml:35:11: error: this expression must give string, but it gives int"]
+    (said,) = shipped_said("batch-cronjob.yaml", "? job.spec.jobTemplate.metadata.labels : {}",
+                           "? nope : {}")
+    assert said.startswith("batch-cronjob.yaml:48:15: error: unknown variable 'nope'")
+
+
+def test_a_rollouts_values_must_give_their_types() -> None:
+    assert shipped_said("deployment.yaml",
+                        'replicas: "has(job.spec.replicas) ? job.spec.replicas : 1"',
+                        "replicas: \"'x'\"") == [
+        "deployment.yaml:27:15: error: this expression must give int, but it gives string"]
+
+
+def test_a_references_expressions_see_the_job_only() -> None:
+    assert shipped_said("trainjob.yaml", 'name: "job.spec.runtimeRef.name"',
+                        'name: "string(restarts)"') == [
+        "trainjob.yaml:53:23: error: unknown variable 'restarts'; visible here: job"]
+
+
+def test_a_machine_that_governs_nothing_compiles_without_references() -> None:
+    (loaded,) = load_text(abstract(document()), "base.yaml")
+    assert compile_expressions(loaded).diagnostics == []
+
+
+def test_a_childs_values_see_what_a_pods_values_see() -> None:
+    label = "\"replica.type + '-' + string(replica.index)\""
+    assert label in CHILD_TEXT
+    assert child_problems(CHILD_TEXT.replace(label, '"string(size(hosts))"', 1)) == []
