@@ -205,3 +205,21 @@ def test_restarts_in_place_of_a_pod_that_finished_unseen_are_still_counted() -> 
         Step("seen again: counted once", phase="Running", restarts=1, events=[]),
     ])
     assert results[2].decision.record.replica_states[worker(0)] == "Succeeded"
+
+
+def test_a_restart_seen_only_once_the_container_runs_again_names_the_replica_type() -> None:
+    """The worker ended and the kubelet restarted it before the engine looked: the replica
+    passes through RestartingInPlace within one step, so no replica is restarting when the
+    job's Restarting condition is worded; it still names the type that restarted, and no
+    expression fails (the machine's message falls back to the types with restarts)."""
+    world = World(pytorch_job(workers=1, policy="OnFailure"))
+    results = play(world, [
+        *STARTED,
+        Step("worker-0 ended and runs again", {worker(0): running_again(1, last_code=2)},
+             phase="Running", restarts=1, states={"Worker-0": "Running"}),
+    ])
+    assert results[2].decision.errors == ()
+    assert ("Running", "Restarting", "PyTorchJobRestarting") in results[2].job_path
+    restarting = [c for c in world.job["status"]["conditions"] if c["type"] == "Restarting"]
+    assert [c["message"] for c in restarting] in (
+        [], ["job mnist is restarting because Worker replica(s) failed."])
