@@ -602,7 +602,7 @@ class Reconciler:
                 memo=self._memos.setdefault(key.id, ReplicaMemo()),
             )
             self._quiet.note(key.id, inputs, decision, record)
-        self._evaluation_errors.report(key, key.id, job, definition=definition,
+        self._evaluation_errors.report(key, job, definition=definition,
                                        revision=assignment.revision, errors=decision.errors)
         return decision
 

@@ -20,7 +20,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from engine.controller.reporting.events import EventRecorder
 from engine.controller.reporting.job_log import JobNamed, job_logger, warn_job
@@ -45,6 +45,13 @@ def without_replica(error: str) -> str:
     """An evaluation error without the replica it was for (`worker-0: `): the same failure
     of a replica machine's expression is one failure, whichever replica met it."""
     return _REPLICA_PREFIX.sub("", error)
+
+
+class KeyedJob(JobNamed, Protocol):
+    """A job's key that also gives its id, unique across kinds (`JobKey`)."""
+
+    @property
+    def id(self) -> str: ...
 
 
 @dataclass(frozen=True)
@@ -122,14 +129,14 @@ class EvaluationErrors:
         self._sites: OrderedDict[int, tuple[CompiledDefinition, _Sites]] = OrderedDict()
         self._lock = threading.Lock()
 
-    def report(self, key: JobNamed, key_id: str, job: Mapping[str, Any], *,
+    def report(self, key: KeyedJob, job: Mapping[str, Any], *,
                definition: CompiledDefinition, revision: str, errors: Sequence[str]) -> None:
         """Say the failures of `errors` not said before for this job and revision."""
         if not errors:
             return
-        said = self._said.get(key_id)
+        said = self._said.get(key.id)
         if said is None or said.definition is not definition:
-            said = self._said[key_id] = _Said(definition)
+            said = self._said[key.id] = _Said(definition)
         for error in dict.fromkeys(map(without_replica, errors)):
             if error in said.gists:
                 continue

@@ -67,7 +67,7 @@ def test_a_failure_met_by_every_replica_is_one_event_naming_where_it_is_written(
     errors = _errors()
     assert len(errors) == 2
 
-    EvaluationErrors(recorder).report(KEY, KEY.id, {}, definition=failing, revision="mj-1",
+    EvaluationErrors(recorder).report(KEY, {}, definition=failing, revision="mj-1",
                                       errors=errors)
 
     [(type_, reason, message)] = recorder.events
@@ -83,7 +83,7 @@ def test_the_same_failure_in_later_passes_says_nothing_more(failing: CompiledDef
     recorder = RecordingRecorder()
     said = EvaluationErrors(recorder)
     for _ in range(3):
-        said.report(KEY, KEY.id, {}, definition=failing, revision="mj-1", errors=_errors())
+        said.report(KEY, {}, definition=failing, revision="mj-1", errors=_errors())
     assert len(recorder.events) == 1
 
 
@@ -92,18 +92,18 @@ def test_another_job_a_new_revision_or_a_job_made_again_is_told_afresh(
     recorder = RecordingRecorder()
     said = EvaluationErrors(recorder)
     errors = _errors()
-    said.report(KEY, KEY.id, {}, definition=failing, revision="mj-1", errors=errors)
+    said.report(KEY, {}, definition=failing, revision="mj-1", errors=errors)
     other = JobKey("MachineJob", "ml", "other")
-    said.report(other, other.id, {}, definition=failing, revision="mj-1", errors=errors)
+    said.report(other, {}, definition=failing, revision="mj-1", errors=errors)
     assert len(recorder.events) == 2
 
     revised = _failing_machine(tmp_path, "again.yaml")
-    said.report(KEY, KEY.id, {}, definition=revised, revision="mj-2", errors=errors)
+    said.report(KEY, {}, definition=revised, revision="mj-2", errors=errors)
     assert len(recorder.events) == 3
     assert "(revision mj-2)" in recorder.events[-1][2]
 
     said.forget(KEY.id)
-    said.report(KEY, KEY.id, {}, definition=revised, revision="mj-2", errors=errors)
+    said.report(KEY, {}, definition=revised, revision="mj-2", errors=errors)
     assert len(recorder.events) == 4
 
 
@@ -111,7 +111,7 @@ def test_an_error_that_quotes_no_expression_is_said_as_it_is() -> None:
     recorder = RecordingRecorder()
     definition = DEFINITIONS["MachineJob"]
     EvaluationErrors(recorder).report(
-        KEY, KEY.id, {}, definition=definition, revision="mj-1",
+        KEY, {}, definition=definition, revision="mj-1",
         errors=["worker-0: countRestart count gave -1, not an int >= 0"])
     assert recorder.events == [("Warning", REASON, "machine machinejob (revision mj-1): "
                                 "countRestart count gave -1, not an int >= 0")]
@@ -121,7 +121,7 @@ def test_distinct_failures_of_one_job_are_said_up_to_a_bound() -> None:
     recorder = RecordingRecorder()
     said = EvaluationErrors(recorder)
     errors = [f"restartJob count gave {n}, not an int >= 0" for n in range(-40, 0)]
-    said.report(KEY, KEY.id, {}, definition=DEFINITIONS["MachineJob"], revision="mj-1",
+    said.report(KEY, {}, definition=DEFINITIONS["MachineJob"], revision="mj-1",
                 errors=errors)
     assert len(recorder.events) == MAX_SAID_PER_JOB
     assert recorder.events[-1][2].endswith(errors[MAX_SAID_PER_JOB - 1])
