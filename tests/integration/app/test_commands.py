@@ -10,6 +10,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Iterator
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -189,9 +190,15 @@ def test_up_prints_a_line_per_job_state_change_and_replica_restart(tmp_path: Pat
     out = _output_of_up_running_a_crashing_job(tmp_path, "live")
     lines = [line for line in out.splitlines() if "default/live" in line]
     said = [line.split()[3] for line in lines]
-    # The restart may be seen before the job's Running (the worker can end at once).
+    # Between Created and Succeeded the job restarts once and runs; in which order the
+    # engine sees it depends on timing: the restart before the job's Running (the worker
+    # can end at once), or after it, and then the job may be Running again or succeed
+    # straight from Restarting (the restarted worker ended before it was seen running).
+    # Either way a line per state change: never the same state twice in a row.
     assert (said[0], said[-1]) == ("PyTorchJobCreated", "PyTorchJobSucceeded"), out
-    assert sorted(said[1:-1]) == ["PyTorchJobRestarting", "PyTorchJobRunning"], out
+    assert said.count("PyTorchJobRestarting") == 1, out
+    assert set(said[1:-1]) <= {"PyTorchJobRestarting", "PyTorchJobRunning"}, out
+    assert all(first != second for first, second in pairwise(said)), out
     [restarted] = [line for line in lines if "PyTorchJobRestarting" in line]
     assert restarted.split()[1:3] == ["default/live", "Worker-0"]
     assert "job live is restarting because Worker replica(s) failed." in restarted
