@@ -52,6 +52,10 @@ Mode = Literal["process", "simulate"]
 _REGISTER_WITHIN_S = 60.0
 _REGISTER_RETRY_S = 0.2
 _REGISTER_RETRY_CAP_S = 5.0
+_BINDERS = 16
+"""Bindings in flight at once: a wide job's pods are bound about as fast as they are
+created, not one round trip to the server after another (kube-scheduler binds each pod in a
+goroutine of its own)."""
 
 
 def _meta(pod: dict[str, Any]) -> dict[str, Any]:
@@ -91,7 +95,7 @@ class LocalNode:
         # then INFO when the server is back), and the watch's failures meanwhile at DEBUG.
         self._api.api_health.announce = True
         self.capacity = capacity or Capacity.of_this_machine()
-        self._scheduler = LocalScheduler(self._api, name, self.capacity)
+        self._scheduler = LocalScheduler(self._api, name, self.capacity, binders=_BINDERS)
         self._files = NodeFiles(logs_dir=logs_dir, state_dir=state_dir)
         self._events = EventPoster(self._api, name)
         self._attempts = AttemptCounter(self._files.attempts_file,

@@ -8,14 +8,19 @@ group's minMember; the group's status says where it stands. Every schedulerName 
 served: this is the embedded cluster's only scheduler, standing in for Volcano and
 scheduler-plugins too. There is no preemption.
 
-Watch events only record what changed; a thread of its own does the binding, so a burst
-of new pods is placed in one pass.
+Watch events only record what changed; a thread of its own decides, so a burst of new
+pods is placed in one pass. As kube-scheduler's binding cycle runs apart from its scheduling
+cycle, a pass's bindings (and their Scheduled events) are sent by `binders` threads while
+the pass goes on deciding, each pod's room counted as soon as it is chosen; a pod that does
+not fit is only refused once the pass's bindings so far have answered, so room a failed
+binding leaves goes on to the next pod in order, as when they were sent one by one.
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
@@ -74,10 +79,21 @@ class _Unit:
         return (-max(_priority(p) for p in self.pods), min(gangs.age_key(p) for p in self.pods))
 
 
+@dataclass(frozen=True)
+class _Sent:
+    """A binding of this pass that may not have answered yet: the room it took."""
+
+    answer: Future[ApiError | None]
+    wanted: Resources
+
+
 class LocalScheduler:
     """Binds the pods no node has yet to `node`, within `capacity`."""
 
-    def __init__(self, api: KubeClient, node: str, capacity: Capacity) -> None:
+    def __init__(self, api: KubeClient, node: str, capacity: Capacity, *,
+                 binders: int = 1) -> None:
+        """`binders`: how many bindings may be in flight at once (1: each answered before the
+        pass goes on, in the pass's own thread)."""
         self._api = api
         self._node = node
         self._capacity = capacity.amounts
@@ -95,6 +111,9 @@ class LocalScheduler:
         self._wanted: dict[str, Resources] = {}
         self._gangs = gangs.GangBook()
         self._group_informers: dict[str, Informer] = {}
+        self._binders = (ThreadPoolExecutor(binders, thread_name_prefix=f"{node} binding")
+                         if binders > 1 else None)
+        self._sent: list[_Sent] = []
         self._log = logger.bind(node=node, component="scheduler")
         self._thread = threading.Thread(target=self._loop, name=f"{node} scheduler", daemon=True)
 
@@ -109,6 +128,8 @@ class LocalScheduler:
             informer.stop()
         if self._thread.is_alive():
             self._thread.join(10)
+        if self._binders is not None:
+            self._binders.shutdown(wait=False, cancel_futures=True)
 
     def wake(self) -> None:
         """Look at every pending pod again soon (the node's resync)."""
@@ -214,11 +235,14 @@ class LocalScheduler:
         for pod in pending:
             gang = gangs.gang_of(pod)
             units.setdefault(gang or _uid(pod), _Unit(gang)).pods.append(pod)
-        for unit in sorted(units.values(), key=lambda u: u.order):
-            if unit.gang is None:
-                self._place_alone(unit.pods[0], used)
-            else:
-                self._place_gang(unit.gang, unit.pods, used)
+        try:
+            for unit in sorted(units.values(), key=lambda u: u.order):
+                if unit.gang is None:
+                    self._place_alone(unit.pods[0], used)
+                else:
+                    self._place_gang(unit.gang, unit.pods, used)
+        finally:
+            self._answered(used)
         with self._lock:
             statuses = list(self._gangs.statuses_to_write(now()))
         for ref, status in statuses:
@@ -238,12 +262,16 @@ class LocalScheduler:
     def _place_alone(self, pod: Pod, used: Resources) -> None:
         wanted = self._requests_of(pod)
         short = short_of(self._capacity, used, wanted)
+        if short and self._answered(used):
+            short = short_of(self._capacity, used, wanted)
         if short:
             self._refuse(pod, node_message(short))
         else:
             self._bind(pod, wanted, used)
 
     def _place_gang(self, ref: GangRef, pending: list[Pod], used: Resources) -> None:
+        # A gang is planned against the room the pass's bindings really took.
+        self._answered(used)
         requests = {_uid(p): self._requests_of(p) for p in pending}
         with self._lock:
             plan = self._gangs.plan(ref, pending, self._capacity, used,
@@ -256,7 +284,31 @@ class LocalScheduler:
             self._place_alone(pod, used)
 
     def _bind(self, pod: Pod, wanted: Resources, used: Resources) -> None:
-        """Bind the pod; `used`, the pass's own count, takes its requests."""
+        """Send the pod's binding; `used`, the pass's own count, takes its requests now and
+        gives them back if the binding fails (`_answered`)."""
+        for resource, amount in wanted.items():
+            used[resource] = used.get(resource, Decimal(0)) + amount
+        answer: Future[ApiError | None]
+        if self._binders is None:
+            answer = Future()
+            answer.set_result(self._send_binding(pod, wanted))
+        else:
+            answer = self._binders.submit(self._send_binding, pod, wanted)
+        self._sent.append(_Sent(answer, wanted))
+
+    def _answered(self, used: Resources) -> bool:
+        """Wait for the pass's bindings in flight; the room of each that failed is given back
+        to `used`. Whether any was in flight."""
+        sent, self._sent = self._sent, []
+        for binding in sent:
+            if binding.answer.result() is None:
+                continue
+            for resource, amount in binding.wanted.items():
+                used[resource] = used.get(resource, Decimal(0)) - amount
+        return bool(sent)
+
+    def _send_binding(self, pod: Pod, wanted: Resources) -> ApiError | None:
+        """Bind the pod to this node and say so (Scheduled); the error if it failed."""
         metadata = _meta(pod)
         namespace, name, uid = str(metadata["namespace"]), str(metadata["name"]), _uid(pod)
         body = {"apiVersion": "v1", "kind": "Binding",
@@ -272,9 +324,7 @@ class LocalScheduler:
             else:
                 self._log.bind(pod=f"{namespace}/{name}").warning(
                     f"binding failed (tried again soon): {exc}")
-            return
-        for resource, amount in wanted.items():
-            used[resource] = used.get(resource, Decimal(0)) + amount
+            return exc
         with self._lock:
             self._pending.pop(uid, None)
             self._told.pop(uid, None)
@@ -285,6 +335,7 @@ class LocalScheduler:
                           f"Successfully assigned {namespace}/{name} to {self._node}")
         # Bound: the scheduler says nothing more about this pod.
         self._events.forget(uid)
+        return None
 
     def _refuse(self, pod: Pod, message: str) -> None:
         """Say why the pod waits, once per distinct reason: its PodScheduled condition and a
