@@ -535,7 +535,20 @@ def plot(results: dict[Workload, dict[str, list[dict[str, Any]]]], out: Path, qp
 
 
 def counts(text: str) -> list[int]:
-    return [int(part) for part in text.split(",") if part.strip()]
+    """Comma-separated whole numbers, each at least 1 (a workload of no jobs or no Workers
+    would wait for an end that never comes); argparse says which one it refused."""
+    found = []
+    for part in (p.strip() for p in text.split(",")):
+        if not part:
+            continue
+        try:
+            count = int(part)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{part!r} is not a whole number") from None
+        if count < 1:
+            raise argparse.ArgumentTypeError(f"{count} is not a count: each must be at least 1")
+        found.append(count)
+    return found
 
 
 def parse_args() -> argparse.Namespace:
