@@ -225,8 +225,13 @@ class PodSpec(_Strict):
     # pods than replicas keeps the best and deletes the rest in kube-controller-manager's
     # order (ActivePodsWithRanks), and a pod being deleted frees its index at once.
     naming: Literal["Indexed", "Generated"] = "Indexed"
-    # The reason of the Normal Event `Deleted pod: <name>` for each surplus pod deleted
-    # (ReplicaSet's SuccessfulDelete); none when unset.
+    # The reason of the Normal Event `Deleted pod: <name>` for each pod the engine deletes
+    # that had not ended (kube-controller-manager's SuccessfulDelete: its job and ReplicaSet
+    # controllers delete only active pods, and say each); none when unset.
+    deleted_reason: str | None = Field(
+        default=None, alias="deletedReason", pattern=r"^[A-Z][A-Za-z0-9]*$")
+    # The same Event for surplus pods only (`naming: Generated`), kept for machines written
+    # before deletedReason; unused where deletedReason is set (one Event per pod).
     surplus_reason: str | None = Field(
         default=None, alias="surplusReason", pattern=r"^[A-Z][A-Za-z0-9]*$")
     # Create a type's missing pods in batches of 1, 2, 4, ... in one pass, the creates of a

@@ -590,6 +590,7 @@ def _deleted(run: ActionRun, deletion: _Deletion, failure: Exception | None) -> 
     name = deletion.obj["metadata"]["name"]
     if failure is None:
         _log(run, deletion.replica).info(f"deleted {deletion.resource.kind.lower()} {name}")
+        _said_deleted(run, deletion)
         return True
     if deletion.key is not None:
         run.expectations.deletion_observed(deletion.key, name)
@@ -645,6 +646,20 @@ def _delete_all(run: ActionRun, targets: list[Target], *, own: bool,
         raise failure
 
 
+def _said_deleted(run: ActionRun, deletion: _Deletion) -> None:
+    """The machine's `pod.deletedReason` Event (`Deleted pod: <name>`) for a pod deleted
+    before it ended, as kube-controller-manager's pod control says each active pod its job
+    and ReplicaSet controllers delete (SuccessfulDelete); an ended pod the engine deletes
+    (to replace it) is one those controllers never delete, so it is not said."""
+    reason = run.definition.definition.spec.pod.deleted_reason
+    phase = (deletion.obj.get("status") or {}).get("phase")
+    if reason is None or deletion.resource != PODS or phase in ("Succeeded", "Failed"):
+        return
+    run.recorder.record(run.job, type="Normal", reason=reason,
+                        message=f"Deleted pod: {deletion.obj['metadata']['name']}",
+                        replica=None if deletion.replica is None else str(deletion.replica))
+
+
 def _cleanup_pods(run: ActionRun, policy: Any) -> None:
     chosen = cleanup_policy(policy, run.spec.run_policy)
     for replica in pods_to_clean(chosen, run.facts):
@@ -689,9 +704,10 @@ def _said_waiting(run: ActionRun, replica: ReplicaId | None, pod: Obj) -> None:
 
 def _delete_surplus(run: ActionRun) -> None:
     """Interchangeable pods beyond their type's replicas, in upstream's order, at most
-    BURST_REPLICAS a pass, each said in the machine's `pod.surplusReason` Event
-    (ReplicaSet's `SuccessfulDelete`)."""
-    reason = run.definition.definition.spec.pod.surplus_reason
+    BURST_REPLICAS a pass, each said in the machine's `pod.deletedReason` Event
+    (`_said_deleted`), or else its older `pod.surplusReason` one."""
+    pod_spec = run.definition.definition.spec.pod
+    reason = None if pod_spec.deleted_reason else pod_spec.surplus_reason
     surplus = run.replica_objects.surplus
     if len(surplus) > BURST_REPLICAS:
         run.wait_s.append(1.0)

@@ -292,3 +292,39 @@ def test_a_deleted_pod_is_judged_as_the_pod_replacement_policy_says(
     client.delete(PODS, running[0]["metadata"]["name"], ns)
     done = finished(batch, ns, "judged")
     assert conditions(done)[-1] == ends
+
+
+def _said(client: KubeClient, ns: str, name: str, reason: str) -> list[str]:
+    """The messages of the Job's Events of `reason`, sorted, each as many times as it was
+    said (the recorder counts repeats in one Event, as client-go's does)."""
+    return sorted(e["message"] for e in client.list(EVENTS, ns)[0]
+                  if e["involvedObject"]["name"] == name and e["reason"] == reason
+                  for _ in range(e.get("count") or 1))
+
+
+def test_a_suspension_says_each_running_pod_it_deletes(
+    client: KubeClient, batch: k8s.BatchV1Api, ns: str
+) -> None:
+    """As the job controller's pod control: SuccessfulDelete `Deleted pod: <name>` for
+    each active pod a sync deletes (here the suspension's)."""
+    batch.create_namespaced_job(ns, job("paused", run_s=600, completions=2, parallelism=2))
+    wait_for(lambda: batch.read_namespaced_job("paused", ns).status.active,
+             lambda active: active == 2, what="two active pods", timeout=JOBS_WAIT_S)
+    batch.patch_namespaced_job("paused", ns, {"spec": {"suspend": True}})
+    said = wait_for(lambda: _said(client, ns, "paused", "SuccessfulDelete"),
+                    lambda found: len(found) == 2, what="a SuccessfulDelete per pod",
+                    timeout=JOBS_WAIT_S)
+    assert said == ["Deleted pod: paused-job-0", "Deleted pod: paused-job-1"]
+
+
+def test_a_failed_pod_the_engine_replaces_is_not_said_deleted(
+    client: KubeClient, batch: k8s.BatchV1Api, ns: str
+) -> None:
+    """The engine deletes a failed pod before it makes its replacement (a difference from
+    the job controller, which keeps it and never deletes an ended pod): no
+    SuccessfulDelete, as the job controller posts none for it."""
+    batch.create_namespaced_job(ns, job("again", codes="1,0"))
+    done = finished(batch, ns, "again")
+    assert done["status"]["succeeded"] == 1 and done["status"]["failed"] == 1
+    assert _said(client, ns, "again", "SuccessfulCreate") == ["Created pod: again-job-0"] * 2
+    assert _said(client, ns, "again", "SuccessfulDelete") == []

@@ -6,6 +6,7 @@ Kubeflow's operator does."""
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from concurrent.futures import Executor, ThreadPoolExecutor
 from datetime import UTC, datetime
@@ -280,3 +281,15 @@ def test_a_pass_deletes_at_most_burst_replicas() -> None:
     execute(run)
     assert len(api.sent) == BURST_REPLICAS
     assert run.wait_s == [1.0]
+
+
+def test_a_machine_with_only_the_older_surplus_reason_says_each_surplus_pod_once() -> None:
+    expectations, recorder = Expectations(), Recorder()
+    run = surplus_pass(Api(expectations), expectations, recorder, 2)
+    shipped = run.definition.definition
+    older = shipped.model_copy(update={"spec": shipped.spec.model_copy(update={
+        "pod": shipped.spec.pod.model_copy(
+            update={"deleted_reason": None, "surplus_reason": "Trimmed"})})})
+    run.definition = dataclasses.replace(run.definition, definition=older)
+    execute(run)
+    assert recorder.events == [("Trimmed", "Deleted pod: web-0"), ("Trimmed", "Deleted pod: web-1")]
