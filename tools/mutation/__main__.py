@@ -61,6 +61,12 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
         metavar="PATH",
         help="mutate only these files (paths or globs) of the chosen areas",
     )
+    p.add_argument(
+        "--fresh",
+        action="store_true",
+        help="judge every mutant anew: make each area's copy afresh instead of bringing the "
+        "last run's copy in WORK up to the commit",
+    )
     p.add_argument("--list", action="store_true", help="list the areas and exit")
     return p.parse_args(argv)
 
@@ -73,9 +79,15 @@ def _chosen(names: list[str]) -> list[Area]:
     return [area_named(n) for n in names]
 
 
-def _run(area: Area, snap: Path, work: Path, jobs: int, commit: str) -> tuple[list[Mutant], float]:
-    runner = python_mutants.run_area if area.kind == "python" else cel_guards.run_area
-    mutants, seconds = runner(area, snap, work, jobs=jobs)
+def _run(
+    area: Area, snap: Path, work: Path, args: argparse.Namespace, commit: str
+) -> tuple[list[Mutant], float]:
+    if area.kind == "python":
+        mutants, seconds = python_mutants.run_area(
+            area, snap, work, jobs=args.jobs, fresh=args.fresh, equivalents=load_equivalents()
+        )
+    else:
+        mutants, seconds = cel_guards.run_area(area, snap, work, jobs=args.jobs)
     results = {
         "commit": commit,
         "files": list(area.sources),
@@ -121,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
         else:
             print(f"{area.name}: {area.summary} ...", flush=True)
             started = time.monotonic()
-            mutants, seconds = _run(area, snap, work, args.jobs, commit)
+            mutants, seconds = _run(area, snap, work, args, commit)
             seconds = time.monotonic() - started
             area_commit = commit
         mutants = mark_equivalents(mutants, equivalents)

@@ -1,13 +1,17 @@
-"""Python mutants through mutmut: one private copy per area, mutmut run in it, results read back.
+"""Python mutants through mutmut: one copy per area kept between runs, mutmut run in it,
+results read back.
 
 mutmut 3 copies the package into `mutants/`, replaces each function by a trampoline to its
 mutants, records once which tests run which function, then runs each mutant against those
-tests only, forking from a warmed process: far faster than a pytest start per mutant.
+tests only, forking from a warmed process: far faster than a pytest start per mutant. Run
+again in the same copy it keeps the verdicts of functions whose source did not change;
+`kept_copy` brings the copy up to the next commit and undoes what it would keep wrongly.
 """
 
 from __future__ import annotations
 
 import ast
+import configparser
 import difflib
 import json
 import os
@@ -15,12 +19,16 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections import defaultdict
+from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
+from fnmatch import fnmatch
 from pathlib import Path
 
+from tools.mutation import kept_copy
 from tools.mutation.areas import Area
-from tools.mutation.report import Mutant, Status
+from tools.mutation.report import Equivalent, Mutant, Status, mark_equivalents
 
 # mutmut's statuses (mutmut.stats.status_by_exit_code) as the report counts them.
 _STATUS: dict[str, Status] = {
@@ -34,34 +42,75 @@ _STATUS: dict[str, Status] = {
 }
 
 
+_NOT_CAUGHT: frozenset[Status] = frozenset({"survived", "no tests", "skipped"})
+
 # The cache-emptying plugin, copied to the top of each copy, where the tests can import it.
 _PLUGIN = Path("mutation_fresh_caches.py")
+_PLUGIN_SOURCE = Path(__file__).with_name("fresh_caches.py")
+_CONFIG = "setup.cfg"
+# mutmut's options whose change makes it forget every verdict (Config.config_fingerprint).
+_SELECTION = "pytest_add_cli_args_test_selection"
+_ARGS = "pytest_add_cli_args"
+_LOG = "mutmut.log"
+# Top-level entries of a copy that are not the commit's files.
+_OWN = frozenset({kept_copy.MUTANTS, kept_copy.STATE, _CONFIG, _LOG, str(_PLUGIN)})
 
 
 def _setup_cfg(area: Area, copy: Path) -> str:
-    own = {"engine", "tests", "pyproject.toml", "setup.cfg"}  # mutmut copies these itself
-    also_copy = sorted(p.name for p in copy.iterdir() if p.name not in own)
+    own = {"engine", "tests", "pyproject.toml", *_OWN}  # mutmut copies these itself
+    also_copy = sorted([*(p.name for p in copy.iterdir() if p.name not in own), str(_PLUGIN)])
     lines = ["[mutmut]", "source_paths=engine", "only_mutate="]
     lines += [f"    {s}" for s in area.sources]
     lines += ["also_copy="] + [f"    {p}" for p in also_copy]
-    lines += ["pytest_add_cli_args_test_selection="] + [f"    {t}" for t in area.tests]
-    # Each mutant's tests stop at the first failure; no cache files in the copy.
-    lines += ["pytest_add_cli_args=", "    -x", "    -p", "    no:cacheprovider"]
-    lines += ["    -p", f"    {_PLUGIN.stem}"]
-    lines += [x for test in area.deselect for x in ("    --deselect", f"    {test}")]
+    lines += [f"{_SELECTION}="] + [f"    {t}" for t in area.tests]
+    lines += [f"{_ARGS}="] + [f"    {a}" for a in _cli_args(area)]
     return "\n".join(lines) + "\n"
 
 
-def run_area(area: Area, snapshot: Path, work: Path, *, jobs: int) -> tuple[list[Mutant], float]:
-    """Mutate `area` in a copy of `snapshot` under `work`; the mutants with their verdicts."""
+def _cli_args(area: Area) -> tuple[str, ...]:
+    # Each mutant's tests stop at the first failure; no cache files in the copy.
+    args = ("-x", "-p", "no:cacheprovider", "-p", _PLUGIN.stem)
+    return args + tuple(x for test in area.deselect for x in ("--deselect", test))
+
+
+def _option(config: str, name: str) -> tuple[str, ...]:
+    """A list option of a `setup.cfg` this module wrote."""
+    parser = configparser.ConfigParser()
+    parser.read_string(config)
+    return tuple(parser.get("mutmut", name, fallback="").split())
+
+
+def run_area(
+    area: Area,
+    snapshot: Path,
+    work: Path,
+    *,
+    jobs: int,
+    fresh: bool = False,
+    equivalents: Sequence[Equivalent] = (),
+) -> tuple[list[Mutant], float]:
+    """Mutate `area` in its copy of `snapshot` under `work`; the mutants with their verdicts.
+
+    The copy of the last run is kept and brought up to `snapshot` (`fresh` makes a new one):
+    mutmut then tests the mutants of changed functions, and the mutants the last report did
+    not count as caught, unless `equivalents` lists them.
+    """
     copy = work / area.name
-    if copy.exists():
-        shutil.rmtree(copy)
-    shutil.copytree(snapshot, copy)
-    shutil.copy(Path(__file__).with_name("fresh_caches.py"), copy / _PLUGIN)
-    (copy / "setup.cfg").write_text(_setup_cfg(area, copy))
+    expected = kept_copy.state(_PLUGIN_SOURCE)
+    why = "--fresh" if fresh else kept_copy.reusable(copy, expected)
+    if why is None:
+        _bring_up_to_date(area, snapshot, copy, equivalents)
+    else:
+        print(f"{area.name}: a new copy ({why})", flush=True)
+        if copy.exists():
+            shutil.rmtree(copy)
+        shutil.copytree(snapshot, copy)
+        kept_copy.write_state(copy, expected)
+    shutil.copy(_PLUGIN_SOURCE, copy / _PLUGIN)
+    (copy / _CONFIG).write_text(_setup_cfg(area, copy))
+    before = kept_copy.verdicts(copy)
     mutmut = Path(sys.executable).with_name("mutmut")
-    log = copy / "mutmut.log"
+    log = copy / _LOG
     started = time.monotonic()
     with log.open("w") as out:
         done = subprocess.run(
@@ -76,7 +125,61 @@ def run_area(area: Area, snapshot: Path, work: Path, *, jobs: int) -> tuple[list
     if done.returncode != 0:
         tail = log.read_text(errors="replace")[-3000:]
         raise RuntimeError(f"mutmut failed in {copy} (exit {done.returncode}); log {log}:\n{tail}")
-    return collect(area, copy), seconds
+    mutants = collect(area, copy)
+    tested = kept_copy.judged_anew(before, kept_copy.verdicts(copy))
+    print(f"{area.name}: mutmut judged {tested} of {len(mutants)} mutants this run", flush=True)
+    return mutants, seconds
+
+
+def _bring_up_to_date(
+    area: Area, snapshot: Path, copy: Path, equivalents: Sequence[Equivalent]
+) -> None:
+    """The kept copy becomes the snapshot's files, with what mutmut would keep wrongly undone."""
+    config = (copy / _CONFIG).read_text()
+    before = replace(area, sources=_option(config, "only_mutate"))
+    again = _not_caught(before, copy, equivalents)  # read while the copy is as it was judged
+    changes = kept_copy.differences(snapshot, copy, own=_OWN)
+    sources = (p.relative_to(copy).as_posix() for p in (copy / "engine").rglob("*.py"))
+    newly = [rel for rel in sources if _mutated(area, rel) and not _mutated(before, rel)]
+    relearn = kept_copy.relearn(
+        snapshot, copy, changes, lambda rel: _mutated(area, rel), newly=bool(newly)
+    )
+    kept_copy.apply(snapshot, copy, changes)
+    kept_copy.drop_stale_mutants(
+        copy, [*changes.changed, *changes.removed, *newly], removed=changes.removed
+    )
+    kept_copy.drop_strays(copy)
+    forgotten = kept_copy.forget_tests(copy, changes, relearn)
+    cleared = kept_copy.judge_again(copy, again)
+    print(
+        f"{area.name}: kept copy, {len(changes.changed)} files changed and "
+        f"{len(changes.removed)} removed since its last run, {len(relearn.functions)} "
+        f"functions changed; {cleared} mutants not caught last time to test again; "
+        f"{forgotten} tests whose coverage mutmut learns again",
+        flush=True,
+    )
+    judged_with = (_option(config, _SELECTION), _option(config, _ARGS))
+    if judged_with != (area.tests, _cli_args(area)):
+        print(
+            f"{area.name}: the area's tests or their options changed since the kept run: "
+            "mutmut forgets every verdict and judges every mutant again",
+            flush=True,
+        )
+
+
+def _not_caught(area: Area, copy: Path, equivalents: Sequence[Equivalent]) -> dict[str, list[str]]:
+    """mutmut's keys, by file, of the mutants of `copy` the report would not count as caught
+    and the equivalents list does not name."""
+    found: dict[str, list[str]] = defaultdict(list)
+    not_caught = collect(area, copy, statuses=_NOT_CAUGHT)
+    for m in mark_equivalents(not_caught, equivalents):
+        if m.status != "equivalent":
+            found[m.file].append(m.ident)
+    return found
+
+
+def _mutated(area: Area, rel: str) -> bool:
+    return any(fnmatch(rel, s) for s in area.sources)
 
 
 @contextmanager
@@ -89,8 +192,10 @@ def _inside(path: Path) -> Iterator[None]:
         os.chdir(before)
 
 
-def collect(area: Area, copy: Path) -> list[Mutant]:
-    """Read mutmut's verdicts (the `.meta` files) and each mutant's change from `copy`."""
+def collect(area: Area, copy: Path, *, statuses: Collection[Status] | None = None) -> list[Mutant]:
+    """Read mutmut's verdicts (the `.meta` files) and each mutant's change from `copy`: the
+    mutants of the files `area` mutates (a kept copy holds the verdicts of other files it
+    mutated once), only those with one of `statuses` if given."""
     from mutmut.configuration import reset_config
     from mutmut.stats import status_by_exit_code
 
@@ -99,11 +204,15 @@ def collect(area: Area, copy: Path) -> list[Mutant]:
         reset_config()
         for meta in sorted(Path("mutants").rglob("*.py.meta")):
             source = meta.relative_to("mutants").with_suffix("")  # engine/.../x.py
+            if not _mutated(area, source.as_posix()):
+                continue
             codes: dict[str, int | None] = json.loads(meta.read_text())["exit_code_by_key"]
             original = source.read_text()
             tree = ast.parse(original)
             for key, code in codes.items():
                 status = _STATUS.get(status_by_exit_code[code], "skipped")
+                if statuses is not None and status not in statuses:
+                    continue
                 line, where, before, after = _describe(key, source, original, tree)
                 mutants.append(
                     Mutant(
