@@ -185,11 +185,18 @@ def _test_file(test: str) -> str:
     return test.partition("::")[0]
 
 
+def _is_test_module(rel: str) -> bool:
+    """Whether pytest collects `rel` as a test module (its default `python_files`); one the
+    area does not select has no tests to learn again, and is no helper of those it does."""
+    name = PurePosixPath(rel).name
+    return name.endswith(".py") and (name.startswith("test_") or name.endswith("_test.py"))
+
+
 def forget_tests(copy: Path, changes: Changes, relearn: Relearn) -> int:
     """Make mutmut learn again which functions some tests run: those `relearn` names, the
-    tests of changed test files, and every test under a changed helper's folder (a conftest,
-    a shared module). mutmut learns it for tests it does not know, so they are removed from
-    what it knows. The number removed."""
+    tests of changed test modules, and every test under the folder of another changed file
+    of `tests/` (a conftest, a shared module). mutmut learns it for tests it does not know,
+    so they are removed from what it knows. The number removed."""
     from mutmut.utils.format_utils import get_module_from_key
 
     path = copy / MUTANTS / STATS
@@ -208,11 +215,10 @@ def forget_tests(copy: Path, changes: Changes, relearn: Relearn) -> int:
             if f in relearn.functions or get_module_from_key(f) in relearn.modules
             for t in tests
         }
-    test_files = {_test_file(t) for t in known}
     for rel in (*changes.changed, *changes.removed):
         if not rel.startswith("tests/"):
             continue
-        if rel in test_files:
+        if _is_test_module(rel):
             forget |= {t for t in known if _test_file(t) == rel}
         else:
             folder = str(PurePosixPath(rel).parent) + "/"

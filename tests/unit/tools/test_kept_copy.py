@@ -93,6 +93,12 @@ def test_the_tests_of_a_changed_test_file_are_learned_again(tmp_path: Path) -> N
     assert _forget(tmp_path, ("tests/b/test_z.py",), NOTHING) == {"tests/b/test_z.py::test_f"}
 
 
+def test_a_changed_test_module_outside_the_selection_makes_nothing_learned_again(
+    tmp_path: Path,
+) -> None:
+    assert _forget(tmp_path, ("tests/test_elsewhere.py", "tests/a/b_test.py"), NOTHING) == set()
+
+
 def test_a_changed_helper_makes_every_test_of_its_folder_learned_again(tmp_path: Path) -> None:
     assert _forget(tmp_path, ("tests/a/conftest.py",), NOTHING) == {
         "tests/a/test_x.py::test_add",
