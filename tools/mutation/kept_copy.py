@@ -33,16 +33,13 @@ class Changes:
     changed: tuple[str, ...]  # new or different in the commit
     removed: tuple[str, ...]  # in the copy, not in the commit
 
-    def __len__(self) -> int:
-        return len(self.changed) + len(self.removed)
-
 
 def state(plugin: Path) -> dict[str, str]:
     """What a kept copy's verdicts depend on besides the commit: mutmut's version (it numbers
     a function's mutants) and the cache-emptying plugin the tests ran with."""
     return {
         "mutmut": version("mutmut"),
-        "plugin": hashlib.sha256(plugin.read_bytes()).hexdigest(),
+        "plugin": hashlib.sha256(plugin.read_bytes()).hexdigest()[:12],
     }
 
 
@@ -65,6 +62,8 @@ def write_state(copy: Path, values: Mapping[str, str]) -> None:
 
 
 def _files(root: Path, skip: Collection[str]) -> dict[str, Path]:
+    """Every file under `root` by its relative path, but for the top-level entries `skip`
+    and Python's byte-code caches."""
     found: dict[str, Path] = {}
     for folder, dirs, names in os.walk(root):
         here = Path(folder)
