@@ -44,7 +44,8 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
         "--work",
         type=Path,
         default=Path(tempfile.gettempdir()) / "jobmachine-mutation",
-        help="scratch folder for the copies (default: $TMPDIR/jobmachine-mutation)",
+        help="scratch folder of each area's copy, kept from one run to the next "
+        "(default: $TMPDIR/jobmachine-mutation)",
     )
     p.add_argument(
         "--report", type=Path, help="markdown report (default: WORK/report.md; JSON beside it)"

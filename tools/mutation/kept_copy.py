@@ -130,7 +130,7 @@ def drop_strays(copy: Path) -> list[str]:
     root = copy / MUTANTS
     strays = [
         rel
-        for rel, path in _files(root, _MUTMUT_FILES).items()
+        for rel in _files(root, _MUTMUT_FILES)
         if not rel.endswith(_MUTMUT_SUFFIXES) and not (copy / rel).exists()
     ]
     for rel in strays:
