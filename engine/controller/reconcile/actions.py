@@ -726,16 +726,25 @@ def _delete_surplus(run: ActionRun) -> None:
 
 def release_tracking(run: ActionRun) -> None:
     """Drop the tracking finalizer of pods whose outcome the written status now holds (a
-    spec.child object carries none)."""
+    spec.child object carries none).
+
+    The removals are sent at once through the run's pool, as the Job controller removes a
+    sync's finalizers in parallel: one after another, a wide job's pass waited a round trip
+    per ended pod. Each is independent (its own test of the list it read); the first failure
+    is raised once every removal has answered."""
     if run.replica_objects.resource != PODS:
         return
     done = run.decision.holds_replicas
-    for replica, pod in run.replica_objects.by_replica.items():
-        stale = _left_out(run, replica) or replica in run.old_attempt
-        if done or stale or run.facts.get(replica, MISSING).terminal:
-            remove_finalizer(run.client, pod, TRACKING_FINALIZER, released=run.released)
-    for pod in run.replica_objects.unplaced:
-        remove_finalizer(run.client, pod, TRACKING_FINALIZER, released=run.released)
+    pods = [pod for replica, pod in run.replica_objects.by_replica.items()
+            if done or _left_out(run, replica) or replica in run.old_attempt
+            or run.facts.get(replica, MISSING).terminal]
+    pods.extend(run.replica_objects.unplaced)
+    outcomes = send_all(run.pool, [
+        partial(remove_finalizer, run.client, pod, TRACKING_FINALIZER, released=run.released)
+        for pod in pods if TRACKING_FINALIZER in (pod["metadata"].get("finalizers") or ())])
+    failure = next((outcome for outcome in outcomes if isinstance(outcome, Exception)), None)
+    if failure is not None:
+        raise failure
 
 
 def remove_finalizer(
