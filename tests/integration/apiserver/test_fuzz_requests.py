@@ -150,6 +150,27 @@ def test_plain_text_and_forms_are_415_with_the_accepted_types(
             "application/json, application/yaml, application/vnd.kubernetes.protobuf")
 
 
+@pytest.mark.parametrize(("target", "accepted"), [
+    ("/api/v1/namespaces/default/configmaps/nobody-made-me",
+     "application/json-patch+json, application/merge-patch+json, "
+     "application/strategic-merge-patch+json, application/apply-patch+yaml"),
+    ("/apis/example.com/v1/namespaces/default/widgets/nobody-made-me",
+     "application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml"),
+])
+def test_a_patch_of_an_unknown_type_is_415_before_the_object_is_looked_up(
+    fuzzed: tuple[Client, list[str]], target: str, accepted: str,
+) -> None:
+    """As kube-apiserver's PatchResource, which checks the Content-Type first: a missing
+    object with an unknown patch type (or bad options) is 415, not 404 (or 400)."""
+    client, _ = fuzzed
+    for content_type in ("application/json", "text/plain; charset=utf-8"):
+        status, body = client.send("PATCH", target + "?fieldManager=" + "x" * 200, b"{}",
+                                   content_type)
+        assert (status, json.loads(body)["message"]) == (
+            415, "the body of the request was in an unknown format - accepted media types "
+                 "include: " + accepted)
+
+
 @pytest.mark.parametrize("depth", [MAX_DEPTH + 1, 487, 1000, 5000])
 def test_a_body_nested_past_the_limit_is_400(fuzzed: tuple[Client, list[str]],
                                              depth: int) -> None:

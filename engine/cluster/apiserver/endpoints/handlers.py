@@ -30,6 +30,7 @@ from engine.cluster.apiserver.endpoints.scale_endpoint import ScaleEndpoint
 from engine.cluster.apiserver.endpoints.watch_stream import WatchSettings, stream_watch
 from engine.cluster.apiserver.errors import method_not_allowed
 from engine.cluster.apiserver.exec import pod_exec
+from engine.cluster.apiserver.patch.patch_types import patch_media_type
 from engine.cluster.apiserver.patch.server_side_apply import APPLY_YAML, check_options, manager_name
 from engine.cluster.apiserver.printing.tables import wants_table
 from engine.cluster.apiserver.registry import deletion
@@ -153,7 +154,7 @@ class ResourceHandlers:
         self._check_writable(target)
         query = request.query
         content_type = request.headers.get("Content-Type", "")
-        is_apply = content_type.split(";", 1)[0].strip().lower() == APPLY_YAML
+        is_apply = patch_media_type(target.rt, content_type) == APPLY_YAML
         manager = query.get("fieldManager") or ""
         check_options("PatchOptions", manager, apply=is_apply, force_given="force" in query)
         dry_run, validation = params.dry_run(query), params.field_validation(query)

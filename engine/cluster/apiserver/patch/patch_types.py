@@ -38,14 +38,29 @@ def accepted_types(rt: ResourceType) -> list[str]:
     return [JSON_PATCH, MERGE, APPLY]
 
 
-def patched(rt: ResourceType, content_type: str, target: Obj, body: bytes) -> Obj:
-    """`target` with the patch in `body` applied; never mutates `target`."""
+def patch_media_type(rt: ResourceType, content_type: str) -> str:
+    """The media type of a PATCH's Content-Type, or 415 listing the kind's; kube-apiserver
+    checks it first, before it reads the options or looks the object up (a PATCH of an
+    unknown type to a missing object is 415, not 404)."""
     media_type = content_type.split(";", 1)[0].strip().lower()
-    if media_type not in accepted_types(rt) or media_type == APPLY:
-        raise unsupported_media_type(
-            "the body of the request was in an unknown format - accepted media types include: "
-            + ", ".join(accepted_types(rt))
-        )
+    if media_type not in accepted_types(rt):
+        raise _unsupported(rt)
+    return media_type
+
+
+def _unsupported(rt: ResourceType) -> ApiError:
+    return unsupported_media_type(
+        "the body of the request was in an unknown format - accepted media types include: "
+        + ", ".join(accepted_types(rt))
+    )
+
+
+def patched(rt: ResourceType, content_type: str, target: Obj, body: bytes) -> Obj:
+    """`target` with the patch in `body` applied; never mutates `target`. Server-side apply
+    is no patch of the object (`server_side_apply.py`): 415 here."""
+    media_type = patch_media_type(rt, content_type)
+    if media_type == APPLY:
+        raise _unsupported(rt)
     document = _decode(body)
     try:
         if media_type == JSON_PATCH:
