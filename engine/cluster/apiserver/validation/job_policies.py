@@ -39,6 +39,8 @@ _ACTIONS = ("Count", "FailIndex", "FailJob", "Ignore")
 _OPERATORS = ("In", "NotIn")
 _CONDITION_STATUSES = ("False", "True", "Unknown")
 _GO_INT = re.compile(r"[+-]?[0-9]+")
+# strconv.Atoi parses into Go's 64-bit int: a number beyond it does not convert at all.
+_GO_INT_RANGE = range(-(2**63), 2**63)
 Spec = Mapping[str, Any]
 
 
@@ -167,7 +169,7 @@ def _success_rule_causes(rule: Spec, path: str, completions: int | None) -> list
     total = 0
     if indexes is not None:
         where = f"{path}.succeededIndexes"
-        if len(indexes) > _MAX_SUCCEEDED_INDEXES:
+        if len(indexes.encode()) > _MAX_SUCCEEDED_INDEXES:  # Go's len counts bytes
             causes.append(too_long(where, _MAX_SUCCEEDED_INDEXES))
         if completions is not None:
             total, error = indexes_format(indexes, completions)
@@ -211,7 +213,7 @@ def parse_interval(text: str, completions: int) -> tuple[int, int, str]:
                       "interval can have at most two parts separated by '-'")
     bounds: list[int] = []
     for limit in limits:
-        if not _GO_INT.fullmatch(limit):
+        if not _GO_INT.fullmatch(limit) or int(limit) not in _GO_INT_RANGE:
             return 0, 0, f"cannot convert string to integer for index: {_quote(limit)}"
         if int(limit) >= completions:
             return 0, 0, f"too large index: {_quote(limit)}"
