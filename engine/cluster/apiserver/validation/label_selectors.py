@@ -26,7 +26,8 @@ def label_selector_causes(selector: Mapping[str, Any], path: str) -> list[Cause]
         causes += [invalid(f"{path}.matchLabels", value, e) for e in label_value_errors(value)]
     for index, expression in enumerate(selector.get("matchExpressions") or []):
         where = f"{path}.matchExpressions[{index}]"
-        operator, values = expression.get("operator"), expression.get("values") or []
+        # An unset operator is Go's zero string, and shows as "" in the message.
+        operator, values = expression.get("operator") or "", expression.get("values") or []
         if operator in ("In", "NotIn") and not values:
             causes.append(required(f"{where}.values",
                                    "must be specified when `operator` is 'In' or 'NotIn'"))
