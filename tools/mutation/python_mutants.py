@@ -97,7 +97,7 @@ def run_area(
     """
     copy = work / area.name
     expected = kept_copy.state(_PLUGIN_SOURCE)
-    why = "--fresh" if fresh else kept_copy.reusable(copy, expected)
+    why = "--fresh" if fresh else kept_copy.reusable(copy, expected) or _tests_changed(area, copy)
     if why is None:
         _bring_up_to_date(area, snapshot, copy, equivalents)
     else:
@@ -158,13 +158,15 @@ def _bring_up_to_date(
         f"{forgotten} tests whose coverage mutmut learns again",
         flush=True,
     )
-    judged_with = (_option(config, _SELECTION), _option(config, _ARGS))
-    if judged_with != (area.tests, _cli_args(area)):
-        print(
-            f"{area.name}: the area's tests or their options changed since the kept run: "
-            "mutmut forgets every verdict and judges every mutant again",
-            flush=True,
-        )
+
+
+def _tests_changed(area: Area, copy: Path) -> str | None:
+    """Why the kept copy's verdicts do not hold for `area`'s tests, if they do not: mutmut
+    forgets every verdict when its test selection or pytest options change."""
+    config = (copy / _CONFIG).read_text()
+    if (_option(config, _SELECTION), _option(config, _ARGS)) != (area.tests, _cli_args(area)):
+        return "the area's tests or their options changed since the kept run"
+    return None
 
 
 def _not_caught(area: Area, copy: Path, equivalents: Sequence[Equivalent]) -> dict[str, list[str]]:

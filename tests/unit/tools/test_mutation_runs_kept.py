@@ -98,11 +98,11 @@ class Run:
     ran: set[str]  # the mutants whose tests ran
 
 
-def _run(root: Path, *, fresh: bool = False) -> Run:
+def _run(root: Path, *, fresh: bool = False, area: Area = AREA) -> Run:
     log = root / "log"
     log.unlink(missing_ok=True)
     mutants, _ = python_mutants.run_area(
-        AREA, root / "snapshot", root / "work", jobs=1, fresh=fresh, equivalents=EQUIVALENTS
+        area, root / "snapshot", root / "work", jobs=1, fresh=fresh, equivalents=EQUIVALENTS
     )
     ran = {line for line in log.read_text().split() if "__mutmut_" in line}
     return Run({m.ident: m for m in mutants}, ran)
@@ -195,3 +195,20 @@ def test_a_file_mutated_for_the_first_time_in_a_kept_copy_is_judged_by_its_tests
     mutants, _ = python_mutants.run_area(wider, tmp_path / "snapshot", tmp_path / "work", jobs=1)
     judged = [m.status for m in mutants if m.file == "engine/more.py"]
     assert judged and set(judged) == {"killed"}
+
+
+def test_a_change_of_the_area_s_tests_judges_every_mutant_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """mutmut forgets every verdict when its test selection changes: the copy is made anew,
+    and the tool says why and counts every mutant as judged."""
+    monkeypatch.setenv("KEPT_COPY_LOG", str(tmp_path / "log"))
+    _commit(tmp_path / "snapshot", CALC, TESTS)
+    _run(tmp_path)
+    capsys.readouterr()
+    again = _run(tmp_path, area=replace(AREA, tests=("tests/test_calc.py",)))
+    assert again.ran == set(again.mutants)
+    assert capsys.readouterr().out.splitlines() == [
+        "tiny: a new copy (the area's tests or their options changed since the kept run)",
+        f"tiny: mutmut judged {len(again.mutants)} of {len(again.mutants)} mutants this run",
+    ]
