@@ -70,6 +70,7 @@ from engine.cluster.apiserver.registry.writes import (
 )
 from engine.cluster.apiserver.storage.objects import Entry, Obj, ObjectTable
 from engine.cluster.apiserver.storage.watch import DEFAULT_HISTORY, DEFAULT_HISTORY_AGE, WatchHub
+from engine.cluster.apiserver.validation.builtin_fields import prune_unknown
 
 _GENERATE_NAME_ATTEMPTS = 8
 
@@ -148,7 +149,7 @@ class Store:
             metadata["name"] = self._generate_name(rt, ns, metadata.get("generateName"))
         defaulted = apply_defaults(rt.key, decode_typed(rt, obj), None, self._held())
         obj = self._mutating_admission(rt, defaulted, None, name=requested_name, namespace=ns)
-        before_admission = None if obj is defaulted else defaulted
+        before_admission = None if obj is defaulted else _decoded(rt, defaulted)
         obj, warnings = admit(self.registry, rt, obj, None, field_validation=field_validation)
         warnings = [*warnings, *self._validating_admission(rt, obj, None)]
         if rt.key == CRDS.key:
@@ -320,7 +321,7 @@ class Store:
             defaulted = new
             new = self._mutating_admission(rt, new, old, name=old["metadata"]["name"],
                                            namespace=old["metadata"].get("namespace") or "")
-            before_admission = None if new is defaulted else defaulted
+            before_admission = None if new is defaulted else _decoded(rt, defaulted)
         new, warnings = admit(
             self.registry, rt, new, old, field_validation=field_validation, subresource=subresource
         )
@@ -356,14 +357,15 @@ class Store:
             cause = Cause("target.name", "Required value", "FieldValueRequired")
             raise invalid("", "Binding", name, [cause])
         pod = entry.obj
+        # Upstream's order: a pod being deleted says so, bound or not.
+        if pod["metadata"].get("deletionTimestamp"):
+            why = f"pod {name} is being deleted, cannot be assigned to a host"
+            raise conflict("", "pods/binding", name, why)
         current = (pod.get("spec") or {}).get("nodeName")
         if current:
             raise conflict(
                 "", "pods/binding", name, f'pod {name} is already assigned to node "{current}"'
             )
-        if pod["metadata"].get("deletionTimestamp"):
-            why = f"pod {name} is being deleted, cannot be assigned to a host"
-            raise conflict("", "pods/binding", name, why)
         status = dict(pod.get("status") or {})
         scheduled = {"type": "PodScheduled", "status": "True", "lastProbeTime": None,
                      "lastTransitionTime": self.now()}
@@ -425,10 +427,11 @@ class Store:
             return
         crd = self.table.get(CRDS.key, "", f"{rt.plural}.{rt.group}")
         if crd is not None and crd.obj["metadata"].get("deletionTimestamp"):
-            raise ApiError(
+            raise ApiError(  # apierrors.NewMethodNotSupported, with the handler's words
                 405,
                 "MethodNotAllowed",
                 "create not allowed while custom resource definition is terminating",
+                {"group": rt.group, "kind": rt.plural},
             )
 
     def _generate_name(self, rt: ResourceType, ns: str, base: object) -> str:
@@ -442,7 +445,11 @@ class Store:
             name = generated_name(base)
             if self.table.get(rt.key, ns, name) is None:
                 return name
-        raise already_exists(rt.group, rt.plural, base)
+        # apierrors.NewGenerateNameConflict: the last name tried, and a hint to try again
+        error = already_exists(rt.group, rt.plural, name)
+        error.message += ", the server was not able to generate a unique name for the object"
+        error.details["retryAfterSeconds"] = 1
+        raise error
 
     def _held(self) -> Held:
         return Held(self._service_ips, self._node_ports)
@@ -475,6 +482,12 @@ def _check_applied_name(obj: Obj, name: str) -> None:
         raise bad_request(
             f"the name of the object ({body_name}) does not match the name on the URL ({name})"
         )
+
+
+def _decoded(rt: ResourceType, obj: Obj) -> Obj:
+    """`obj` without the fields its kind lacks: what upstream's field manager sees, as it runs
+    on the decoded object, before admission (unknown fields are no manager's)."""
+    return prune_unknown(rt.kind, obj)[0]
 
 
 def _object(body: object) -> Obj:
