@@ -41,6 +41,9 @@ class LoadedDefinition:
     """The machines merged into this one (spec.extends, nearest first)."""
     data: Any = None
     """The document as it runs: bases merged in, `${job.kind}` in reasons replaced."""
+    extends_at: Position | None = None
+    """Where `spec.extends` is written in the file, for what is said of the base: the merged
+    `positions` hold only what the merged document has, and `extends` is not merged."""
 
     @property
     def name(self) -> str:
@@ -154,7 +157,8 @@ def build_definitions(
         diagnostics += found
         if resolved is None:
             continue
-        loaded, schema_problems = _validate(resolved.raw, resolved.bases)
+        extends_at = raw.positions.value(("spec", "extends")) if raw.extends else None
+        loaded, schema_problems = _validate(resolved.raw, resolved.bases, extends_at)
         diagnostics += schema_problems
         if loaded is not None and resolved.raw.usable:
             definitions.append(loaded)
@@ -196,7 +200,7 @@ def _documents_of(files: Iterable[Path], *, besides: list[Path]) -> list[RawDefi
 
 
 def _validate(
-    raw: RawDefinition, bases: tuple[str, ...]
+    raw: RawDefinition, bases: tuple[str, ...], extends_at: Position | None = None
 ) -> tuple[LoadedDefinition | None, list[Diagnostic]]:
     data, index = raw.data, raw.positions
     start = index.value(())
@@ -210,7 +214,8 @@ def _validate(
         definition = MachineDefinition.model_validate(data)
     except ValidationError as exc:
         return None, schema_diagnostics(exc, data, index)
-    return LoadedDefinition(definition, raw.path, raw.document, index, bases, data), []
+    return LoadedDefinition(definition, raw.path, raw.document, index, bases, data,
+                            extends_at), []
 
 
 def _is_empty(node: Node | None) -> bool:

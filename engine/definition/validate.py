@@ -159,7 +159,7 @@ def validate_report(paths: Iterable[str | Path], schemas: SchemaLookup | None = 
     for definition in loaded.definitions:
         for base in definition.bases:
             if base in loaded.base_files:
-                where = definition.positions.value(("spec", "extends"))
+                where = definition.extends_at or definition.positions.value(("spec",))
                 notes.append(f"{where}: note: machine '{definition.name}' extends '{base}' "
                              f"from {loaded.base_files[base]}")
         governs = definition.definition.spec.governs

@@ -320,9 +320,23 @@ def test_a_shipped_machine_is_a_base_and_validate_says_so(tmp_path: Path) -> Non
     child = write(tmp_path, "kinds/child.yaml", extending(base="kubeflow"))
     report = validate_report([child])
     assert report.diagnostics == []
-    assert report.notes == [f"{child}:5:3: note: machine 'child' extends 'kubeflow' from "
+    assert report.notes == [f"{child}:5:12: note: machine 'child' extends 'kubeflow' from "
                             f"{shipped_dir('machines') / 'kubeflow.yaml'}"]
     assert report.summary() == "1 machine, 0 errors, 0 warnings"
+
+
+def test_the_note_of_the_base_used_is_at_extends_wherever_it_is_written(tmp_path: Path) -> None:
+    """Not at spec's first entry: `extends` is not part of the merged machine, whose
+    positions the other diagnostics use."""
+    text = extending(base="kubeflow")
+    written = text.replace("  extends: kubeflow\n", "")
+    assert written != text
+    child = write(tmp_path, "later.yaml", written.rstrip("\n") + "\n  extends: kubeflow\n")
+    assert child.read_text().splitlines()[5] == "  extends: kubeflow"  # after governs
+    report = validate_report([child])
+    assert report.diagnostics == []
+    assert report.notes == [f"{child}:6:12: note: machine 'child' extends 'kubeflow' from "
+                            f"{shipped_dir('machines') / 'kubeflow.yaml'}"]
 
 
 def test_the_base_is_found_among_the_machine_files_of_the_same_folder(tmp_path: Path) -> None:
