@@ -314,42 +314,56 @@ def flush_creates(run: ActionRun) -> None:
     that continue the pass's 1, 2, 4, ... (a batch may be split by another action in
     between); each batch's expectations are raised before its requests are sent, and
     lowered for each create refused. A batch with a refused create is finished and no other
-    starts (its error is raised by `execute` at the end); what is left is created by a
-    later pass."""
+    of its resource and type starts (its error is raised by `execute` at the end); what is
+    left is created by a later pass.
+
+    The groups go side by side: the next batch of every group is sent at once (a replica's
+    pod beside its Service, one type's pods beside another's), so a pass waits about as long
+    as its largest group takes, not for each group in turn."""
     groups: dict[tuple[str, str], list[PendingCreate]] = {}
     for create in run.take_pending():
         groups.setdefault((create.resource.plural, create.replica.type), []).append(create)
-    for group in groups.values():
-        batch = run.slow_start(group[0].resource, group[0].replica.type)
-        sent = 0
-        while sent < len(group) and batch.may_try():
-            chunk = group[sent:sent + batch.room()]
-            sent += len(chunk)
-            _send_batch(run, batch, chunk)
+    queued = [(run.slow_start(group[0].resource, group[0].replica.type), group)
+              for group in groups.values()]
+    while True:
+        batches: list[tuple[SlowStart, list[PendingCreate]]] = []
+        for index, (batch, group) in enumerate(queued):
+            if group and batch.may_try():
+                room = batch.room()
+                batches.append((batch, group[:room]))
+                queued[index] = (batch, group[room:])
+        if not batches:
+            return
+        _send_batches(run, batches)
 
 
-def _send_batch(run: ActionRun, batch: SlowStart, chunk: list[PendingCreate]) -> None:
-    """One batch's creates at once; then, in planned order, each one's outcome."""
-    own = [create for create in chunk if create.own]
-    if own:
-        run.expectations.expect_creations(run.expectation(own[0].replica.type), len(own))
-    outcomes = send_all(run.pool, [
+def _send_batches(run: ActionRun, batches: list[tuple[SlowStart, list[PendingCreate]]]
+                  ) -> None:
+    """The batches' creates at once; then, batch by batch in planned order, each one's
+    outcome."""
+    for _, chunk in batches:
+        own = [create for create in chunk if create.own]
+        if own:
+            run.expectations.expect_creations(run.expectation(own[0].replica.type), len(own))
+    outcomes = iter(send_all(run.pool, [
         partial(run.client.create, create.resource, create.body, run.key.namespace)
-        for create in chunk])
+        for _, chunk in batches for create in chunk]))
     unexpected: Exception | None = None
-    for create, outcome in zip(chunk, outcomes, strict=True):
-        if isinstance(outcome, Exception) and create.own:
-            run.expectations.creation_observed(run.expectation(create.replica.type))
-        if isinstance(outcome, AlreadyExists):
-            _explain_existing(run, create.resource, create.body["metadata"].get("name", ""),
-                              create.replica)
-        elif isinstance(outcome, ApiError):
-            batch.failed(outcome)  # the rest of this batch was tried too, as upstream's is
-        elif isinstance(outcome, Exception):
-            unexpected = unexpected or outcome
-        else:
-            _created(run, create, outcome)
-        batch.tried()
+    for batch, chunk in batches:
+        for create in chunk:
+            outcome = next(outcomes)
+            if isinstance(outcome, Exception) and create.own:
+                run.expectations.creation_observed(run.expectation(create.replica.type))
+            if isinstance(outcome, AlreadyExists):
+                _explain_existing(run, create.resource,
+                                  create.body["metadata"].get("name", ""), create.replica)
+            elif isinstance(outcome, ApiError):
+                batch.failed(outcome)  # the rest of this batch was tried too, as upstream's is
+            elif isinstance(outcome, Exception):
+                unexpected = unexpected or outcome
+            else:
+                _created(run, create, outcome)
+            batch.tried()
     if unexpected is not None:
         raise unexpected
 
