@@ -178,15 +178,18 @@ def test_unknown_fields_of_a_custom_resource_are_no_managers(core: Core) -> None
     assert _fields(patched.entry.obj, "you") == {"f:spec": {"f:size": {}}}
 
 
-def test_what_the_registry_allocates_is_no_managers_unless_sent(core: Core) -> None:
-    """A service's cluster IP and IP families are the registry's: neither the creator nor a
-    later PUT that leaves them out owns them (upstream's field manager runs before the
-    registry fills them in)."""
+def test_what_the_registry_allocates_is_no_managers(core: Core) -> None:
+    """A service's cluster IP and IP families are the registry's: neither the creator nor an
+    update that makes the registry allocate them (ExternalName to ClusterIP) owns them, as
+    upstream's field manager runs before the registry fills them in."""
     allocated = {"f:clusterIP", "f:clusterIPs", "f:ipFamilies", "f:ipFamilyPolicy"}
     created = core.store.create(kinds.SERVICES, "default", _service("s"),
                                 field_manager="creator").entry.obj
     assert not allocated & set(_fields(created, "creator")["f:spec"])
-    updated = core.store.update(kinds.SERVICES, "default", "s", _service("s", ports=[
-        {"port": 81}]), field_manager="updater").entry.obj
-    assert updated["spec"]["clusterIP"] == created["spec"]["clusterIP"]
+    external = {"metadata": {"name": "x"},
+                "spec": {"type": "ExternalName", "externalName": "example.com"}}
+    core.store.create(kinds.SERVICES, "default", external, field_manager="creator")
+    updated = core.store.update(kinds.SERVICES, "default", "x", _service("x", type="ClusterIP"),
+                                field_manager="updater").entry.obj
+    assert updated["spec"]["clusterIP"]
     assert not allocated & set(_fields(updated, "updater")["f:spec"])

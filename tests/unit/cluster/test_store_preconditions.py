@@ -99,6 +99,37 @@ def test_an_apply_must_name_the_object_and_namespace_of_the_url(core: Core) -> N
     assert made.created and made.entry.obj["metadata"]["namespace"] == "default"
 
 
+@pytest.mark.parametrize(
+    ("content_type", "patch", "named"),
+    [
+        (MERGE, b'{"metadata":{"name":null}}', ""),
+        (MERGE, b'{"metadata":{"name":"k"}}', "k"),
+        (MERGE, b'{"metadata":null}', ""),
+    ],
+    ids=["name removed", "name changed", "metadata removed"],
+)
+def test_a_patch_must_leave_the_object_named_as_the_url(
+    core: Core, content_type: str, patch: bytes, named: str
+) -> None:
+    _job(core)
+    status = _refused(lambda: core.store.patch(kinds.JOBS, "default", "j", content_type, patch))
+    assert (status["code"], status["reason"]) == (400, "BadRequest")
+    assert status["message"] == (
+        f"the name of the object ({named}) does not match the name on the URL (j)"
+    )
+
+
+@pytest.mark.parametrize("metadata", [None, {}], ids=["null", "empty"])
+def test_an_apply_that_creates_must_name_the_object(core: Core, metadata: Any) -> None:
+    config = orjson.dumps({"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata})
+    status = _refused(lambda: core.store.apply(kinds.CONFIGMAPS, "default", "a", config,
+                                               field_manager="m"))
+    assert (status["code"], status["message"]) == (
+        400, "the name of the object () does not match the name on the URL (a)"
+    )
+    assert core.store.table.get(kinds.CONFIGMAPS.key, "default", "a") is None
+
+
 # --- uid and resourceVersion preconditions -----------------------------------------------
 
 
