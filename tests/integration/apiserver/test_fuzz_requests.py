@@ -171,6 +171,47 @@ def test_a_patch_of_an_unknown_type_is_415_before_the_object_is_looked_up(
                  "include: " + accepted)
 
 
+LONG = "9" * 5000
+"""More digits than Python converts to an int (4,300): int() raised, and the server said 500."""
+_TEMPLATE = {"spec": {"restartPolicy": "Never", "containers": [{"name": "a", "image": "b"}]}}
+
+
+@pytest.mark.parametrize("case", [
+    ("GET", f"/api/v1/pods?limit={LONG}", b"", "", 400, "limit: invalid integer value"),
+    ("GET", f"/api/v1/pods?resourceVersion={LONG}", b"", "", 400, "value out of range"),
+    ("DELETE", f"/api/v1/namespaces/default/configmaps/x?gracePeriodSeconds={LONG}", b"", "",
+     400, "gracePeriodSeconds: invalid integer value"),
+    ("POST", "/api/v1/namespaces/default/configmaps",
+     f"apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: n, generation: {LONG}}}\n".encode(),
+     "application/yaml", 400, "Exceeds the limit (4300 digits) for integer string conversion"),
+    ("POST", "/apis/batch/v1/namespaces/default/jobs", json.dumps({
+        "apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "n"},
+        "spec": {"completions": 5, "completionMode": "Indexed", "template": _TEMPLATE,
+                 "successPolicy": {"rules": [{"succeededIndexes": LONG}]}}}).encode(),
+     "application/json", 422, "cannot convert string to integer for index"),
+    ("POST", "/apis/apps/v1/namespaces/default/deployments", json.dumps({
+        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "n"},
+        "spec": {"selector": {"matchLabels": {"a": "b"}},
+                 "strategy": {"rollingUpdate": {"maxSurge": LONG + "%"}},
+                 "template": {"metadata": {"labels": {"a": "b"}},
+                              "spec": {"containers": [{"name": "a", "image": "b"}]}}}}).encode(),
+     # kube-apiserver checks a percent's form, not its number (strconv.Atoi fails, and
+     # IsNotMoreThan100Percent takes it for no percent): the Deployment is created.
+     "application/json", 201, ""),
+], ids=["limit", "resourceVersion", "gracePeriodSeconds", "yaml-integer", "succeededIndexes",
+        "maxSurge-percent"])
+def test_a_number_of_thousands_of_digits_is_a_client_error_not_a_500(
+    fuzzed: tuple[Client, list[str]], case: tuple[str, str, bytes, str, int, str],
+) -> None:
+    """Each case: method, path, body, content type, the code and words expected."""
+    client, errors = fuzzed
+    method, path, body, content_type, code, words = case
+    status, answer = client.send(method, path, body, content_type)
+    assert status == code, answer[:300]
+    assert words in (json.loads(answer).get("message") or "")
+    assert errors == []
+
+
 @pytest.mark.parametrize("depth", [MAX_DEPTH + 1, 487, 1000, 5000])
 def test_a_body_nested_past_the_limit_is_400(fuzzed: tuple[Client, list[str]],
                                              depth: int) -> None:

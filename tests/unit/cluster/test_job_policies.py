@@ -8,8 +8,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
-
 from engine.cluster.apiserver.errors import Cause
 from engine.cluster.apiserver.validation.job_policies import (
     pod_failure_policy_causes,
@@ -255,11 +253,6 @@ class TestSuccessPolicy:
             {"completions": 5, "successPolicy": {"rules": [{"succeededIndexes": text}]}}, SP)
         assert too_long(causes) == [(f"{SP}.rules[0].succeededIndexes", "65536 bytes")]
 
-    @pytest.mark.xfail(strict=True, reason=(
-        "field.TooLong says 'may not be more than N bytes' in the served release (1.32; "
-        "real clusters answer 'metadata.annotations: Too long: may not be more than 262144 "
-        "bytes', and schema_values and batch_jobs' managedBy already say so); "
-        "field_errors.too_long still has the older 'must have at most N bytes'"))
     def test_too_long_is_worded_as_the_served_release_words_it(self) -> None:
         causes = success_policy_causes(
             {"completions": 5, "successPolicy": {"rules": [

@@ -270,7 +270,7 @@ def test_the_size_limit_counts_decoded_bytes_up_to_exactly_one_mib() -> None:
     full = b64(b"x" * (MIB - 1))
     assert messages(secret(data={"a": full, "b": b64("y")})) == []
     assert messages(secret(data={"a": full, "b": b64("yz")})) == [
-        f"data: Too long: must have at most {MIB} bytes"
+        f"data: Too long: may not be more than {MIB} bytes"
     ]
 
 

@@ -31,14 +31,19 @@ class YamlLimitError(ValueError):
 def load_yaml(raw: bytes | str) -> Any:
     """The one YAML document in `raw` (None for an empty one), refused with YamlLimitError
     when aliases expand it too far or an anchor contains itself; yaml.YAMLError as PyYAML
-    raises it otherwise."""
+    raises it otherwise, and for an integer too long to convert (Python converts at most
+    4,300 digits; go-yaml reads a longer one as no number, which no field takes)."""
     loader = yaml.CSafeLoader(raw)
     try:
         node = loader.get_single_node()
         if node is None:
             return None
         _check_aliases(node)
-        return loader.construct_document(node)
+        try:
+            return loader.construct_document(node)
+        except ValueError as exc:
+            # Python's words up to its advice on how to lift the limit (`; use sys...`).
+            raise yaml.YAMLError(f"a value cannot be decoded: {str(exc).split(';')[0]}") from exc
     finally:
         loader.dispose()
 

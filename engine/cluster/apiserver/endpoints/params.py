@@ -7,7 +7,6 @@ anything malformed is a 400 naming the parameter.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -16,6 +15,7 @@ from multidict import MultiMapping
 
 from engine.cluster.apiserver.admission.admit import field_validation_mode
 from engine.cluster.apiserver.admission.go_json import go_json_kind
+from engine.cluster.apiserver.encoding.go_numbers import decimal
 from engine.cluster.apiserver.errors import Cause, bad_request, invalid
 from engine.cluster.apiserver.registry.deletion import DeleteOptions
 from engine.cluster.apiserver.registry.listing import ListQuery
@@ -42,7 +42,6 @@ def flag(query: Query, name: str) -> bool:
     raise bad_request(f"{name}: invalid boolean value {value!r}")
 
 
-_INT64 = re.compile(r"[+-]?[0-9]+", re.ASCII)
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 
 
@@ -51,9 +50,10 @@ def integer(query: Query, name: str) -> int | None:
     value = query.get(name)
     if value in (None, ""):
         return None
-    if _INT64.fullmatch(value) is None or not INT64_MIN <= int(value) <= INT64_MAX:
+    number = decimal(value)
+    if number is None or not INT64_MIN <= number <= INT64_MAX:
         raise bad_request(f"{name}: invalid integer value {value!r}")
-    return int(value)
+    return number
 
 
 def dry_run(query: Query) -> bool:
@@ -78,12 +78,13 @@ def resource_version(query: Query) -> int | None:
     text = query.get("resourceVersion") or ""
     if text in ("", "0"):
         return None
-    if not text.isascii() or not text.isdigit():
+    number = decimal(text) if text.isascii() and text.isdigit() else None
+    if number is None:
         why = "invalid syntax"
-    elif int(text) > _UINT64_MAX:
+    elif number > _UINT64_MAX:
         why = "value out of range"
     else:
-        return int(text)
+        return number
     shown = orjson.dumps(text).decode()
     raise bad_request(f"invalid resource version: resourceVersion: Invalid value: {shown}: "
                       f"strconv.ParseUint: parsing {shown}: {why}")

@@ -17,6 +17,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from engine.cluster.apiserver.encoding.go_numbers import decimal
 from engine.cluster.apiserver.errors import Cause
 from engine.cluster.apiserver.validation.field_errors import (
     forbidden,
@@ -171,7 +172,7 @@ def _int_or_percent_causes(value: Any, path: str) -> list[Cause]:
 
 def _percent(value: Any) -> int | None:
     if isinstance(value, str) and _PERCENT.fullmatch(value):
-        return int(value[:-1])
+        return decimal(value[:-1])
     return None
 
 

@@ -42,7 +42,9 @@ def not_supported(path: str, value: Any, supported: Iterable[str]) -> Cause:
 
 
 def too_long(path: str, limit: int) -> Cause:
-    return Cause(path, f"Too long: must have at most {limit} bytes", "FieldValueTooLong")
+    """field.TooLong as the served release (1.32) words it: the value is never shown; the
+    older 'must have at most N bytes' went with apimachinery 0.31."""
+    return Cause(path, f"Too long: may not be more than {limit} bytes", "FieldValueTooLong")
 
 
 def invalid_shown(path: str, shown: str, detail: str) -> Cause:

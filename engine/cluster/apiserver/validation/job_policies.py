@@ -11,10 +11,10 @@ part of the messages.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping
 from typing import Any
 
+from engine.cluster.apiserver.encoding.go_numbers import decimal
 from engine.cluster.apiserver.errors import Cause
 from engine.cluster.apiserver.validation.field_errors import (
     duplicate,
@@ -38,7 +38,6 @@ _MAX_SUCCEEDED_INDEXES = 64 * 1024
 _ACTIONS = ("Count", "FailIndex", "FailJob", "Ignore")
 _OPERATORS = ("In", "NotIn")
 _CONDITION_STATUSES = ("False", "True", "Unknown")
-_GO_INT = re.compile(r"[+-]?[0-9]+")
 # strconv.Atoi parses into Go's 64-bit int: a number beyond it does not convert at all.
 _GO_INT_RANGE = range(-(2**63), 2**63)
 Spec = Mapping[str, Any]
@@ -213,11 +212,12 @@ def parse_interval(text: str, completions: int) -> tuple[int, int, str]:
                       "interval can have at most two parts separated by '-'")
     bounds: list[int] = []
     for limit in limits:
-        if not _GO_INT.fullmatch(limit) or int(limit) not in _GO_INT_RANGE:
+        number = decimal(limit)
+        if number is None or number not in _GO_INT_RANGE:
             return 0, 0, f"cannot convert string to integer for index: {_quote(limit)}"
-        if int(limit) >= completions:
+        if number >= completions:
             return 0, 0, f"too large index: {_quote(limit)}"
-        bounds.append(int(limit))
+        bounds.append(number)
     if len(bounds) == 2 and bounds[0] >= bounds[1]:
         return 0, 0, f"non-increasing order, previous: {bounds[0]}, current: {bounds[1]}"
     return bounds[0], bounds[-1], ""
