@@ -24,21 +24,35 @@ from engine.cluster.apiserver.registry.selectors import (
 PREFIX = "unable to parse requirement: "
 
 
+# apimachinery v0.32's labels.Parse, word for word (pkg/labels/selector.go): a mistake inside
+# a requirement after PREFIX, one between requirements bare.
 @pytest.mark.parametrize(("text", "message"), [
-    ("a in ()", PREFIX + "for 'in', 'notin' operators, values set can't be empty"),
-    ("a notin ()", PREFIX + "for 'in', 'notin' operators, values set can't be empty"),
-    ("a>x", PREFIX + "for 'Gt', 'Lt' operators, exactly one integer value is required"),
-    ("a<1.5", PREFIX + "for 'Gt', 'Lt' operators, exactly one integer value is required"),
-    ("!", "found '', expected: identifier after '!'"),
-    ("!=x", "found '!=', expected: identifier"),
-    ("a b", "found 'b', expected: '=', '!=', '==', 'in', notin'"),
-    ("a=(", "found '(', expected: identifier"),
-    ("a in x", "found 'x', expected: '('"),
-    ("a in (x y)", "found 'y', expected: ',', ')' or identifier"),
-    ("a in (x", "found '', expected: ',', ')' or identifier"),
+    ("a>x", PREFIX + "values[0]: Invalid value: \"x\": for 'Gt', 'Lt' operators, the value "
+                     "must be an integer"),
+    ("a<1.5", PREFIX + "values[0]: Invalid value: \"1.5\": for 'Gt', 'Lt' operators, the value "
+                       "must be an integer"),
+    ("a>99999999999999999999", PREFIX + "values[0]: Invalid value: \"99999999999999999999\": "
+                                        "for 'Gt', 'Lt' operators, the value must be an integer"),
+    ("!", PREFIX + "found '', expected: identifier"),
+    ("!=x", "found '!=', expected: !, identifier, or 'end of string'"),
+    ("a b", PREFIX + "found 'b', expected: in, notin, =, ==, !=, gt, lt"),
+    ("a=(", PREFIX + "found '(', expected: identifier"),
+    ("a in x", PREFIX + "found 'x' expected: '('"),
+    ("a in (x y)", PREFIX + "found 'y', expected: ',' or ')'"),
+    ("a in (x", PREFIX + "found '', expected: ',' or ')'"),
+    ("a in (=)", PREFIX + "found '=', expected: ',', ')' or identifier"),
+    ("a in (x,,)", PREFIX + "found ')', expected: ',', or identifier"),
+    ("a in (x,y", PREFIX + "found '', expected: ',' or ')'"),
     ("a=b c", "found 'c', expected: ',' or 'end of string'"),
     ("a=b=c", "found '=', expected: ',' or 'end of string'"),
     ("a=b!", "found '!', expected: ',' or 'end of string'"),
+    ("!a=b", "found '=', expected: ',' or 'end of string'"),
+    ("a,", "found '', expected: identifier after ','"),
+    (",a", "found ',', expected: !, identifier, or 'end of string'"),
+    ("-bad", PREFIX + "<nil>: Invalid value: \"-bad\": name part must consist of alphanumeric "
+                      "characters, '-', '_' or '.', and must start and end with an alphanumeric "
+                      "character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for "
+                      "validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"),
     ("a==", None),  # an empty value is a value
 ])
 def test_label_selector_errors_are_kube_apiservers_words(text: str, message: str | None) -> None:
@@ -50,23 +64,43 @@ def test_label_selector_errors_are_kube_apiservers_words(text: str, message: str
     assert str(refused.value) == message
 
 
-def test_several_problems_of_one_requirement_are_joined_with_semicolons() -> None:
+@pytest.mark.parametrize(("text", "values"), [
+    ("a in ()", ("",)), ("a notin ()", ("",)), ("a in (,)", ("",)), ("a in (,x)", ("", "x")),
+    ("a in (x,)", ("", "x")), ("a in (b,,c)", ("", "b", "c")), ("in in (notin)", ("notin",)),
+])
+def test_a_set_takes_empty_values_as_apimachinery_reads_them(
+    text: str, values: tuple[str, ...],
+) -> None:
+    (found,) = LabelSelector.parse(text).requirements
+    assert found.values == values
+
+
+def test_several_problems_of_one_requirement_are_one_aggregate() -> None:
     with pytest.raises(SelectorError) as refused:
         requirement("-bad", IN, ["-also"])
-    assert str(refused.value).startswith(PREFIX + 'Invalid value: "-bad": ')
-    assert '; Invalid value: "-also": ' in str(refused.value)
+    assert str(refused.value).startswith('[key: Invalid value: "-bad": ')
+    assert ', values[0][-bad]: Invalid value: "-also": ' in str(refused.value)
+    assert str(refused.value).endswith("]")
 
 
 @pytest.mark.parametrize(("operator", "values", "message"), [
-    ("=", ["a", "b"], "exact-match compatibility requires one single value"),
-    ("=", [], "exact-match compatibility requires one single value"),
-    (EXISTS, ["a"], "values set must be empty for exists and does not exist"),
-    ("~", [], '"~" is not a valid label selector operator'),
+    ("=", ["a", "b"], 'values: Invalid value: []string{"a", "b"}: exact-match compatibility '
+                      "requires one single value"),
+    ("=", [], "values: Invalid value: []string{}: exact-match compatibility requires one "
+              "single value"),
+    (EXISTS, ["a"], 'values: Invalid value: []string{"a"}: values set must be empty for exists '
+                    "and does not exist"),
+    (IN, None, "values: Invalid value: []string(nil): for 'in', 'notin' operators, values set "
+               "can't be empty"),
+    (GT, ["1", "2"], 'values: Invalid value: []string{"1", "2"}: for \'Gt\', \'Lt\' operators, '
+                     "exactly one value is required"),
+    ("~", [], 'operator: Unsupported value: "~": supported values: "in", "notin", "=", "==", '
+              '"!=", "gt", "lt", "exists", "!"'),
 ])
-def test_requirement_errors(operator: str, values: list[str], message: str) -> None:
+def test_requirement_errors(operator: str, values: list[str] | None, message: str) -> None:
     with pytest.raises(SelectorError) as refused:
         requirement("k", operator, values)
-    assert str(refused.value) == PREFIX + message
+    assert str(refused.value) == message
 
 
 def test_matching_label_values_that_are_absent_read_as_empty() -> None:
@@ -78,7 +112,7 @@ def test_matching_label_values_that_are_absent_read_as_empty() -> None:
 
 @pytest.mark.parametrize(("text", "value", "matches"), [
     ("n>3", "4", True), ("n>3", "3", False), ("n<3", "2", True), ("n<3", "3", False),
-    ("n>-1", "0", True), ("n<0", "x", False),
+    ("n>0", "1", True), ("n<0", "x", False),
 ])
 def test_gt_and_lt_are_strict_and_need_an_integer_label(text: str, value: str,
                                                         matches: bool) -> None:
@@ -102,7 +136,14 @@ def test_a_selector_object_with_an_unknown_or_missing_operator_is_refused() -> N
 def test_a_selector_object_without_a_key_is_an_invalid_key() -> None:
     with pytest.raises(SelectorError) as refused:
         LabelSelector.from_object({"matchExpressions": [{"operator": "Exists"}]})
-    assert str(refused.value).startswith(PREFIX + 'Invalid value: "": ')
+    assert str(refused.value).startswith('key: Invalid value: "": ')
+
+
+def test_a_negative_bound_is_no_label_value() -> None:
+    """apimachinery checks every value as a label value, a Gt/Lt bound too: `-1` is refused."""
+    with pytest.raises(SelectorError) as refused:
+        LabelSelector.parse("n>-1")
+    assert str(refused.value).startswith(PREFIX + 'values[0][n]: Invalid value: "-1": ')
 
 
 POD: dict[str, Any] = {"metadata": {"name": "p", "namespace": "ml"},

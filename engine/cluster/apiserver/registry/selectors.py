@@ -12,6 +12,9 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from engine.cluster.apiserver.encoding.go_numbers import decimal
+from engine.cluster.apiserver.encoding.go_text import go_quote
+from engine.cluster.apiserver.registry.label_syntax import SelectorSyntaxError, parse_selector
 from engine.cluster.apiserver.validation.names import label_key_errors, label_value_errors
 
 
@@ -28,8 +31,9 @@ EXISTS = "exists"
 DOES_NOT_EXIST = "!"
 GT = "gt"
 LT = "lt"
-_SET_OPERATORS = {EQUALS, NOT_EQUALS, IN, NOT_IN}
-_TOKEN = re.compile(r"\s*(==|!=|=|\(|\)|,|!|>|<|[^\s=!(),<>]+)")
+_INT64 = range(-(2**63), 2**63)
+_OPERATORS = (IN, NOT_IN, EQUALS, "==", NOT_EQUALS, GT, LT, EXISTS, DOES_NOT_EXIST)
+"""validRequirementOperators, in apimachinery's order (its NotSupported lists them so)."""
 
 
 @dataclass(frozen=True)
@@ -70,26 +74,54 @@ class Requirement:
         return f"{self.key}{symbol}{self.values[0]}"
 
 
-def requirement(key: str, operator: str, values: Collection[str] = ()) -> Requirement:
-    """A checked requirement: key and values must be valid label syntax."""
-    problems = [f'Invalid value: "{key}": {e}' for e in label_key_errors(key)]
-    if operator in (IN, NOT_IN) and not values:
-        problems.append("for 'in', 'notin' operators, values set can't be empty")
-    elif operator in (EQUALS, NOT_EQUALS) and len(values) != 1:
-        problems.append("exact-match compatibility requires one single value")
-    elif operator in (EXISTS, DOES_NOT_EXIST) and values:
-        problems.append("values set must be empty for exists and does not exist")
+def requirement(key: str, operator: str, values: Collection[str] | None = ()) -> Requirement:
+    """labels.NewRequirement: the key, and the values `operator` (one of this module's) takes,
+    checked in its words, each a field error, several Go's aggregate `[a, b]`. `values` None
+    is Go's nil slice (LabelSelectorAsSelector's for an expression without values)."""
+    given = list(values or ())
+    shown = "[]string(nil)" if values is None else (
+        "[]string{" + ", ".join(go_quote(v) for v in given) + "}")
+    problems: list[str] = []
+    if key_problems := label_key_errors(key):
+        problems.append(f"key: Invalid value: {go_quote(key)}: {'; '.join(key_problems)}")
+    if operator in (IN, NOT_IN) and not given:
+        problems.append(f"values: Invalid value: {shown}: for 'in', 'notin' operators, values "
+                        "set can't be empty")
+    elif operator in (EQUALS, NOT_EQUALS) and len(given) != 1:
+        problems.append(f"values: Invalid value: {shown}: exact-match compatibility requires "
+                        "one single value")
+    elif operator in (EXISTS, DOES_NOT_EXIST) and given:
+        problems.append(f"values: Invalid value: {shown}: values set must be empty for exists "
+                        "and does not exist")
     elif operator in (GT, LT):
-        if len(values) != 1 or not re.fullmatch(r"-?\d+", next(iter(values))):
-            problems.append("for 'Gt', 'Lt' operators, exactly one integer value is required")
-    elif operator not in _SET_OPERATORS | {EXISTS, DOES_NOT_EXIST}:
-        problems.append(f'"{operator}" is not a valid label selector operator')
-    if operator not in (GT, LT):
-        for value in values:
-            problems += [f'Invalid value: "{value}": {e}' for e in label_value_errors(value)]
+        if len(given) != 1:
+            problems.append(f"values: Invalid value: {shown}: for 'Gt', 'Lt' operators, exactly "
+                            "one value is required")
+        problems += [f"values[{index}]: Invalid value: {go_quote(value)}: for 'Gt', 'Lt' "
+                     "operators, the value must be an integer"
+                     for index, value in enumerate(given) if not _is_int64(value)]
+    elif operator not in _OPERATORS:
+        problems.append(f"operator: Unsupported value: {go_quote(operator)}: supported values: "
+                        + ", ".join(go_quote(o) for o in _OPERATORS))
+    for index, value in enumerate(given):
+        if value_problems := label_value_errors(value):
+            problems.append(f"values[{index}][{key}]: Invalid value: {go_quote(value)}: "
+                            f"{'; '.join(value_problems)}")
     if problems:
-        raise SelectorError(f"unable to parse requirement: {'; '.join(problems)}")
-    return Requirement(key, operator, tuple(sorted(set(values))))
+        raise SelectorError(_aggregate(problems))
+    return Requirement(key, operator, tuple(sorted(set(given))))
+
+
+def _is_int64(text: str) -> bool:
+    """strconv.ParseInt(text, 10, 64) succeeds."""
+    number = decimal(text)
+    return number is not None and number in _INT64
+
+
+def _aggregate(messages: list[str]) -> str:
+    """utilerrors.Aggregate's text: one message alone, several (once each) in brackets."""
+    unique = list(dict.fromkeys(messages))
+    return unique[0] if len(unique) == 1 else "[" + ", ".join(unique) + "]"
 
 
 @dataclass(frozen=True)
@@ -100,7 +132,12 @@ class LabelSelector:
 
     @classmethod
     def parse(cls, text: str) -> LabelSelector:
-        return cls(tuple(sorted(_LabelParser(text).parse(), key=lambda r: r.key)))
+        """labels.Parse of `text` (label_syntax.py); SelectorError in its words."""
+        try:
+            found = parse_selector(text, _parsed_requirement)
+        except SelectorSyntaxError as exc:
+            raise SelectorError(str(exc)) from exc
+        return cls(tuple(sorted(found, key=lambda r: r.key)))
 
     @classmethod
     def from_object(cls, sel: Mapping[str, Any]) -> LabelSelector:
@@ -111,7 +148,7 @@ class LabelSelector:
             op = expr.get("operator", "")
             if op not in operators:
                 raise SelectorError(f'"{op}" is not a valid label selector operator')
-            reqs.append(requirement(expr.get("key", ""), operators[op], expr.get("values") or []))
+            reqs.append(requirement(expr.get("key", ""), operators[op], expr.get("values") or None))
         return cls(tuple(sorted(reqs, key=lambda r: r.key)))
 
     def matches(self, labels: Mapping[str, str]) -> bool:
@@ -125,87 +162,12 @@ class LabelSelector:
         return ",".join(str(r) for r in self.requirements)
 
 
-class _LabelParser:
-    """Recursive-descent parser over the tokens of a label selector string."""
-
-    _OPERATORS = {
-        "=": EQUALS,
-        "==": EQUALS,
-        "!=": NOT_EQUALS,
-        "in": IN,
-        "notin": NOT_IN,
-        ">": GT,
-        "<": LT,
-    }
-
-    def __init__(self, text: str) -> None:
-        self.tokens = _TOKEN.findall(text)
-        self.pos = 0
-
-    def peek(self) -> str:
-        return self.tokens[self.pos] if self.pos < len(self.tokens) else ""
-
-    def take(self) -> str:
-        token = self.peek()
-        self.pos += 1
-        return token
-
-    def expect(self, token: str, what: str) -> None:
-        found = self.take()
-        if found != token:
-            raise SelectorError(f"found '{found}', expected: {what}")
-
-    def parse(self) -> list[Requirement]:
-        reqs: list[Requirement] = []
-        if not self.tokens:
-            return reqs
-        while True:
-            reqs.append(self.requirement())
-            if self.pos >= len(self.tokens):
-                return reqs
-            self.expect(",", "',' or 'end of string'")
-
-    def requirement(self) -> Requirement:
-        if self.peek() == "!":
-            self.take()
-            return requirement(self.identifier("identifier after '!'"), DOES_NOT_EXIST)
-        key = self.identifier("identifier")
-        if self.peek() in ("", ","):
-            return requirement(key, EXISTS)
-        symbol = self.take()
-        if symbol not in self._OPERATORS:
-            raise SelectorError(f"found '{symbol}', expected: '=', '!=', '==', 'in', notin'")
-        operator = self._OPERATORS[symbol]
-        if operator in (IN, NOT_IN):
-            return requirement(key, operator, self.value_list())
-        value = "" if self.peek() in ("", ",") else self.identifier("identifier")
-        return requirement(key, operator, [value])
-
-    def identifier(self, what: str) -> str:
-        token = self.take()
-        if token == "" or token in "(),!=<>" or token in ("==", "!="):
-            raise SelectorError(f"found '{token}', expected: {what}")
-        return token
-
-    def value_list(self) -> list[str]:
-        self.expect("(", "'('")
-        values: list[str] = []
-        expecting_value = True
-        while True:
-            token = self.take()
-            if token == ")":
-                if expecting_value and values:
-                    values.append("")
-                return values
-            if token == ",":
-                if expecting_value:
-                    values.append("")
-                expecting_value = True
-            elif expecting_value and token and token not in "(!=<>":
-                values.append(token)
-                expecting_value = False
-            else:
-                raise SelectorError(f"found '{token}', expected: ',', ')' or identifier")
+def _parsed_requirement(key: str, operator: str, values: list[str]) -> Requirement:
+    """A requirement the parser read ("==" is "="), NewRequirement's words a syntax error."""
+    try:
+        return requirement(key, EQUALS if operator == "==" else operator, values)
+    except SelectorError as exc:
+        raise SelectorSyntaxError(str(exc)) from exc
 
 
 _COMMON_FIELDS = frozenset({"metadata.name", "metadata.namespace"})
