@@ -49,11 +49,6 @@ def reactor() -> ManualReactor:
     return SettlingReactor()
 
 
-@pytest.fixture
-def core(reactor: ManualReactor) -> Core:
-    return make_core(reactor)
-
-
 def default_account(core: Core, ns: str) -> dict[str, Any] | None:
     entry = core.store.table.get(SERVICE_ACCOUNTS.key, ns, "default")
     return entry.obj if entry is not None else None

@@ -46,16 +46,6 @@ def messages(obj: dict[str, Any], old: dict[str, Any] | None = None) -> list[str
     return [f"{c.field}: {c.message}" for c in validate_builtin("ControllerRevision", obj, old)]
 
 
-@pytest.fixture
-def reactor() -> ManualReactor:
-    return ManualReactor()
-
-
-@pytest.fixture
-def core(reactor: ManualReactor) -> Core:
-    return make_core(reactor)
-
-
 # --- decoding and validation -------------------------------------------------------------------
 
 

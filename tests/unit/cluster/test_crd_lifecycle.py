@@ -28,11 +28,6 @@ CRD = {"metadata": {"name": NAME}, "spec": {
 
 
 @pytest.fixture
-def reactor() -> ManualReactor:
-    return ManualReactor()
-
-
-@pytest.fixture
 def core(reactor: ManualReactor) -> Core:
     made = make_core(reactor)
     namespace(made, "team")

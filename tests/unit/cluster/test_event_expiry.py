@@ -7,8 +7,6 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from engine.cluster.apiserver.controllers.event_expiry import last_write
 from engine.cluster.apiserver.core import Core
 from engine.cluster.apiserver.registry.builtins import CONFIGMAPS, EVENTS
@@ -39,11 +37,6 @@ def _deletions(core: Core) -> list[str]:
 
     core.store.table.listen(record)
     return seen
-
-
-@pytest.fixture
-def reactor() -> ManualReactor:
-    return ManualReactor()
 
 
 def test_an_event_is_deleted_one_ttl_after_it_was_created(reactor: ManualReactor) -> None:

@@ -4,23 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
-
 from engine.cluster.apiserver.admission.service_account_admission import ROOT_CA_CONFIGMAP
 from engine.cluster.apiserver.core import Core
 from engine.cluster.apiserver.registry.builtins import CONFIGMAPS, PODS
 from engine.cluster.apiserver.registry.deletion import DeleteOptions, delete
-from tests.unit.cluster.store_support import ManualReactor, make_core
-
-
-@pytest.fixture
-def reactor() -> ManualReactor:
-    return ManualReactor()
-
-
-@pytest.fixture
-def core(reactor: ManualReactor) -> Core:
-    return make_core(reactor)
+from tests.unit.cluster.store_support import ManualReactor
 
 
 def _cm(core: Core, name: str, *owners: dict[str, Any], **meta: Any) -> dict[str, Any]:

@@ -37,11 +37,6 @@ def _expired(core: Core, rt: ResourceType, since: int) -> bool:
     return False
 
 
-@pytest.fixture
-def reactor() -> ManualReactor:
-    return ManualReactor()
-
-
 def test_the_bounds_are_kube_apiservers_watch_cache_ones() -> None:
     assert (DEFAULT_HISTORY_AGE, HISTORY_FLOOR) == (75.0, 100)
 

@@ -10,7 +10,6 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from loguru import logger
 
 from engine.cluster.apiserver.registry.reactor import LoopReactor
 
@@ -20,14 +19,6 @@ def loop() -> Iterator[asyncio.AbstractEventLoop]:
     made = asyncio.new_event_loop()
     yield made
     made.close()
-
-
-@pytest.fixture
-def records() -> Iterator[list[dict[str, Any]]]:
-    captured: list[dict[str, Any]] = []
-    sink = logger.add(lambda message: captured.append(dict(message.record)), level="DEBUG")
-    yield captured
-    logger.remove(sink)
 
 
 def settle(loop: asyncio.AbstractEventLoop, seconds: float = 0.0) -> None:

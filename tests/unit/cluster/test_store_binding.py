@@ -14,19 +14,9 @@ from engine.cluster.apiserver.core import Core
 from engine.cluster.apiserver.errors import ApiError
 from engine.cluster.apiserver.registry.builtins import PODS
 from engine.cluster.apiserver.registry.deletion import DeleteOptions, delete
-from tests.unit.cluster.store_support import ManualReactor, make_core
+from tests.unit.cluster.store_support import ManualReactor
 
 MERGE = "application/merge-patch+json"
-
-
-@pytest.fixture
-def reactor() -> ManualReactor:
-    return ManualReactor()
-
-
-@pytest.fixture
-def core(reactor: ManualReactor) -> Core:
-    return make_core(reactor)
 
 
 def _pod(core: Core, name: str = "p", **metadata: Any) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from engine.cluster.apiserver.errors import ApiError
 from engine.cluster.apiserver.registry import builtins as kinds
 from engine.cluster.apiserver.registry.crds import CLEANUP_FINALIZER
 from engine.cluster.apiserver.registry.deletion import DeleteOptions, delete
-from tests.unit.cluster.store_support import ManualReactor, make_core
+from tests.unit.cluster.store_support import ManualReactor
 
 MERGE = "application/merge-patch+json"
 HOLD = "example.com/hold"
@@ -27,16 +27,6 @@ CRD = {"metadata": {"name": "gadgets.example.com"}, "spec": {
     "versions": [{"name": "v1", "served": True, "storage": True, "schema": {
         "openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}}],
 }}
-
-
-@pytest.fixture
-def reactor() -> ManualReactor:
-    return ManualReactor()
-
-
-@pytest.fixture
-def core(reactor: ManualReactor) -> Core:
-    return make_core(reactor)
 
 
 def _finalizers(*names: str) -> bytes:

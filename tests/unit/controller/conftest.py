@@ -1,13 +1,9 @@
-"""Shared fixtures for the controller plumbing tests: a clock that moves only when told, and
-the log records a test made."""
+"""Shared fixtures for the controller plumbing tests: a clock that moves only when told (the
+log records a test made are `tests/unit/conftest.py`'s)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Any
-
 import pytest
-from loguru import logger
 
 
 class FakeClock:
@@ -26,12 +22,3 @@ class FakeClock:
 @pytest.fixture
 def clock() -> FakeClock:
     return FakeClock()
-
-
-@pytest.fixture
-def records() -> Iterator[list[dict[str, Any]]]:
-    """Every log record (DEBUG and up) made during the test, as loguru's record dicts."""
-    captured: list[dict[str, Any]] = []
-    sink = logger.add(lambda message: captured.append(dict(message.record)), level="DEBUG")
-    yield captured
-    logger.remove(sink)
