@@ -144,6 +144,7 @@ AREAS: tuple[Area, ...] = (
         sources=(
             "engine/cluster/apiserver/registry/store.py",
             "engine/cluster/apiserver/registry/selectors.py",
+            "engine/cluster/apiserver/registry/label_syntax.py",
             "engine/cluster/apiserver/patch/patch.py",
             "engine/cluster/apiserver/patch/strategic_merge.py",
             "engine/cluster/apiserver/patch/merge_keys.py",
