@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from engine.cluster.apiserver.registry.selectors import (
+    EQUALS,
     EXISTS,
     GT,
     IN,
@@ -180,3 +181,31 @@ def test_an_unreadable_field_term_names_the_whole_selector_and_the_part() -> Non
     with pytest.raises(SelectorError) as refused:
         FieldSelector.parse("metadata.name=p,oops", SUPPORTED)
     assert str(refused.value) == "invalid selector: 'metadata.name=p,oops'; can't understand 'oops'"
+
+
+def test_a_nul_ends_the_selector_as_it_ends_apimachinerys_lexer() -> None:
+    """Go's lexer reads a NUL byte as the end of the string: what follows it is not read."""
+    assert LabelSelector.parse("a=b\0c,!!!") == LabelSelector.parse("a=b")
+    assert LabelSelector.parse("a=b \0 junk") == LabelSelector.parse("a=b")
+    assert LabelSelector.parse("\0a=b").empty
+
+
+def test_each_problem_of_a_key_is_said_joined_with_semicolons() -> None:
+    key = "a" * 64 + "-"  # too long, and ends with '-'
+    with pytest.raises(SelectorError) as refused:
+        LabelSelector.parse(key)
+    message = str(refused.value)
+    assert message.startswith(f'{PREFIX}<nil>: Invalid value: "{key}": name part must be no '
+                              "more than 63 characters; name part must consist of")
+    with pytest.raises(SelectorError) as again:
+        requirement(key, EXISTS)
+    assert str(again.value).startswith(f'key: Invalid value: "{key}": name part must be no '
+                                       "more than 63 characters; name part must consist of")
+
+
+def test_each_problem_of_a_value_is_said_joined_with_semicolons() -> None:
+    value = "v" * 64 + "-"
+    with pytest.raises(SelectorError) as refused:
+        requirement("k", EQUALS, [value])
+    assert str(refused.value).startswith(f'values[0][k]: Invalid value: "{value}": must be no '
+                                         "more than 63 characters; a valid label must be")

@@ -51,15 +51,11 @@ def tokens(text: str) -> list[Token]:
             return found
         start = position
         if text[position] in _SPECIAL:
-            # The longest run of special characters that is a symbol, one more at a time.
-            symbol = ""
-            while position < size and text[position] in _SPECIAL:
-                if text[start:position + 1] in _SYMBOLS:
-                    symbol = text[start:position + 1]
-                elif symbol:
-                    break
-                position += 1
-            position = start + len(symbol)
+            # The longest symbol the run of special characters starts with: every special
+            # character is a symbol alone, and the longest symbols (`==`, `!=`) have two.
+            pair = text[position:position + 2]
+            symbol = pair if pair in _SYMBOLS else text[position]
+            position += len(symbol)
             found.append((symbol, symbol))
             continue
         while (position < size and text[position] not in _SPECIAL
@@ -114,9 +110,9 @@ class _Parser(Generic[R]):
                 raise SelectorSyntaxError(f"found '{literal}', expected: identifier after ','")
 
     def _requirement(self) -> R:
-        key, operator = self._key_and_inferred_operator()
-        if operator in (EXISTS, DOES_NOT_EXIST):
-            return self._build(key, operator, [])
+        key, unary = self._key_and_inferred_operator()
+        if unary is not None:
+            return self._build(key, unary, [])
         kind, literal = self._consume(values=False)
         if kind not in BINARY_OPERATORS:
             raise SelectorSyntaxError(f"found '{literal}', expected: {_EXPECTED_OPERATORS}")
@@ -124,11 +120,12 @@ class _Parser(Generic[R]):
         values = self._set() if operator in (IN, NOT_IN) else self._exact_value()
         return self._build(key, operator, sorted(values))
 
-    def _key_and_inferred_operator(self) -> tuple[str, str]:
-        operator = ""
+    def _key_and_inferred_operator(self) -> tuple[str, str | None]:
+        """The key, and the operator when none follows it: DOES_NOT_EXIST after `!`, else
+        EXISTS at the end or a comma; None when an operator follows."""
         kind, literal = self._consume()
-        if kind == "!":
-            operator = DOES_NOT_EXIST
+        operator = DOES_NOT_EXIST if kind == "!" else None
+        if operator is not None:
             kind, literal = self._consume()
         if kind != IDENTIFIER:
             raise SelectorSyntaxError(f"found '{literal}', expected: identifier")
