@@ -7,7 +7,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from engine.cluster.apiserver.encoding.go_numbers import BEYOND_64_BITS, decimal
+from engine.cluster.apiserver.encoding.go_numbers import BEYOND_64_BITS, decimal, go_int64
 
 INT64 = st.integers(min_value=-(2**63), max_value=2**64 - 1)
 
@@ -39,3 +39,11 @@ def test_only_a_sign_and_ascii_digits_are_a_number() -> None:
     for text in ("", "+", "-", " 1", "1 ", "1_000", "0x10", "1e3", "1.0", "\u0661", "--1"):
         assert decimal(text) is None, text
     assert decimal("0") == 0 and decimal("-0") == 0 and decimal("000") == 0
+
+
+def test_an_int64_is_what_strconv_parseint_takes_at_64_bits() -> None:
+    assert go_int64("9223372036854775807") == 2**63 - 1
+    assert go_int64("-9223372036854775808") == -(2**63)
+    assert go_int64("+007") == 7
+    for text in ("9223372036854775808", "-9223372036854775809", "9" * 5000, "x", "", "1.0"):
+        assert go_int64(text) is None, text

@@ -16,6 +16,7 @@ from typing import Any
 
 from engine.cluster.apiserver.admission.batch_decoding import decode_cronjob, decode_job
 from engine.cluster.apiserver.admission.go_json import go_json_kind
+from engine.cluster.apiserver.encoding.go_numbers import INT64
 from engine.cluster.apiserver.errors import ApiError, cannot_decode
 from engine.cluster.apiserver.patch.apply_schema import (
     LIST,
@@ -37,7 +38,6 @@ from engine.cluster.apiserver.registry.resources import ResourceType
 from engine.cluster.apiserver.storage.objects import Obj, TypeKey
 from engine.cluster.apiserver.validation import base64_values
 
-_INT64 = range(-(1 << 63), 1 << 63)
 _INT32 = range(-(1 << 31), 1 << 31)
 # PriorityClass's scalar fields besides `value`, with their Go types.
 _PRIORITY_CLASS_FIELDS = (
@@ -180,7 +180,7 @@ def _controller_revision(rt: ResourceType, obj: Obj) -> Obj:
     revision = obj.get("revision")
     if revision is None:
         return {**obj, "revision": 0}
-    if isinstance(revision, bool) or not isinstance(revision, int) or revision not in _INT64:
+    if isinstance(revision, bool) or not isinstance(revision, int) or revision not in INT64:
         raise _wrong_type(rt, "revision", revision, "int64")
     return obj
 

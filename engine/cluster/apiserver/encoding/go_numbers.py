@@ -17,6 +17,8 @@ _DIGITS_BEYOND_64_BITS = 21
 """More significant digits than any int64 or uint64 has (uint64's maximum has 20)."""
 BEYOND_64_BITS = 10**_DIGITS_BEYOND_64_BITS
 """What a longer number is read as (with its sign): out of every 64-bit range."""
+INT64 = range(-(2**63), 2**63)
+"""The values of Go's int64 (and of its int, 64 bits on every platform kube-apiserver runs)."""
 
 
 def decimal(text: str) -> int | None:
@@ -29,3 +31,10 @@ def decimal(text: str) -> int | None:
     sign, digits = match.groups()
     value = int(digits) if len(digits) < _DIGITS_BEYOND_64_BITS else BEYOND_64_BITS
     return -value if sign == "-" else value
+
+
+def go_int64(text: str) -> int | None:
+    """strconv.ParseInt(text, 10, 64) (and strconv.Atoi): the number, or None when `text`
+    writes none or one out of int64's range."""
+    number = decimal(text)
+    return number if number is not None and number in INT64 else None

@@ -15,7 +15,7 @@ from multidict import MultiMapping
 
 from engine.cluster.apiserver.admission.admit import field_validation_mode
 from engine.cluster.apiserver.admission.go_json import go_json_kind
-from engine.cluster.apiserver.encoding.go_numbers import decimal
+from engine.cluster.apiserver.encoding.go_numbers import INT64, decimal, go_int64
 from engine.cluster.apiserver.errors import Cause, bad_request, invalid
 from engine.cluster.apiserver.registry.deletion import DeleteOptions
 from engine.cluster.apiserver.registry.listing import ListQuery
@@ -42,16 +42,13 @@ def flag(query: Query, name: str) -> bool:
     raise bad_request(f"{name}: invalid boolean value {value!r}")
 
 
-INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
-
-
 def integer(query: Query, name: str) -> int | None:
     """An int64 parameter as Go's strconv.ParseInt reads it (no spaces, no `_`, in range)."""
     value = query.get(name)
     if value in (None, ""):
         return None
-    number = decimal(value)
-    if number is None or not INT64_MIN <= number <= INT64_MAX:
+    number = go_int64(value)
+    if number is None:
         raise bad_request(f"{name}: invalid integer value {value!r}")
     return number
 
@@ -177,7 +174,7 @@ def _checked_fields(value: Mapping[str, Any], fields: Mapping[str, type], struct
             continue
         if wanted is int:
             matches = (isinstance(found, int) and not isinstance(found, bool)
-                       and INT64_MIN <= found <= INT64_MAX)
+                       and found in INT64)
         else:
             matches = isinstance(found, wanted)
         if not matches:

@@ -12,7 +12,7 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from engine.cluster.apiserver.encoding.go_numbers import decimal
+from engine.cluster.apiserver.encoding.go_numbers import go_int64
 from engine.cluster.apiserver.encoding.go_text import go_quote
 from engine.cluster.apiserver.registry.label_syntax import SelectorSyntaxError, parse_selector
 from engine.cluster.apiserver.validation.names import label_key_errors, label_value_errors
@@ -31,7 +31,6 @@ EXISTS = "exists"
 DOES_NOT_EXIST = "!"
 GT = "gt"
 LT = "lt"
-_INT64 = range(-(2**63), 2**63)
 _OPERATORS = (IN, NOT_IN, EQUALS, "==", NOT_EQUALS, GT, LT, EXISTS, DOES_NOT_EXIST)
 """validRequirementOperators, in apimachinery's order (its NotSupported lists them so)."""
 
@@ -99,7 +98,7 @@ def requirement(key: str, operator: str, values: Collection[str] | None = ()) ->
                             "one value is required")
         problems += [f"values[{index}]: Invalid value: {go_quote(value)}: for 'Gt', 'Lt' "
                      "operators, the value must be an integer"
-                     for index, value in enumerate(given) if not _is_int64(value)]
+                     for index, value in enumerate(given) if go_int64(value) is None]
     elif operator not in _OPERATORS:
         problems.append(f"operator: Unsupported value: {go_quote(operator)}: supported values: "
                         + ", ".join(go_quote(o) for o in _OPERATORS))
@@ -110,12 +109,6 @@ def requirement(key: str, operator: str, values: Collection[str] | None = ()) ->
     if problems:
         raise SelectorError(_aggregate(problems))
     return Requirement(key, operator, tuple(sorted(set(given))))
-
-
-def _is_int64(text: str) -> bool:
-    """strconv.ParseInt(text, 10, 64) succeeds."""
-    number = decimal(text)
-    return number is not None and number in _INT64
 
 
 def _aggregate(messages: list[str]) -> str:

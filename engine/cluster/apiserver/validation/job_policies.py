@@ -14,7 +14,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from engine.cluster.apiserver.encoding.go_numbers import decimal
+from engine.cluster.apiserver.encoding.go_numbers import go_int64
 from engine.cluster.apiserver.errors import Cause
 from engine.cluster.apiserver.validation.field_errors import (
     duplicate,
@@ -38,8 +38,6 @@ _MAX_SUCCEEDED_INDEXES = 64 * 1024
 _ACTIONS = ("Count", "FailIndex", "FailJob", "Ignore")
 _OPERATORS = ("In", "NotIn")
 _CONDITION_STATUSES = ("False", "True", "Unknown")
-# strconv.Atoi parses into Go's 64-bit int: a number beyond it does not convert at all.
-_GO_INT_RANGE = range(-(2**63), 2**63)
 Spec = Mapping[str, Any]
 
 
@@ -212,8 +210,8 @@ def parse_interval(text: str, completions: int) -> tuple[int, int, str]:
                       "interval can have at most two parts separated by '-'")
     bounds: list[int] = []
     for limit in limits:
-        number = decimal(limit)
-        if number is None or number not in _GO_INT_RANGE:
+        number = go_int64(limit)  # strconv.Atoi: a number beyond int64 does not convert
+        if number is None:
             return 0, 0, f"cannot convert string to integer for index: {_quote(limit)}"
         if number >= completions:
             return 0, 0, f"too large index: {_quote(limit)}"
