@@ -20,15 +20,17 @@ from engine.cluster.apiserver.validation.names import label_key_errors
 R = TypeVar("R")
 
 IDENTIFIER, END = "identifier", "end"
-IN, NOT_IN = "in", "notin"
+# Operators as apimachinery's selection package names them.
+EQUALS, DOUBLE_EQUALS, NOT_EQUALS = "=", "==", "!="
+IN, NOT_IN, GT, LT = "in", "notin", "gt", "lt"
+EXISTS, DOES_NOT_EXIST = "exists", "!"
 _SYMBOLS = frozenset({")", ",", "!", "==", "=", ">", "<", "!=", "("})
 _SPECIAL = frozenset("=!(),><")
 _WHITESPACE = frozenset(" \t\r\n")
-BINARY_OPERATORS = {IN: IN, NOT_IN: NOT_IN, "=": "=", "==": "==", "!=": "!=", ">": "gt",
-                    "<": "lt"}
-"""Each operator token and the operator it is (selection.Operator's names)."""
-_EXPECTED_OPERATORS = "in, notin, =, ==, !=, gt, lt"
-EXISTS, DOES_NOT_EXIST = "exists", "!"
+BINARY_OPERATORS = {IN: IN, NOT_IN: NOT_IN, EQUALS: EQUALS, DOUBLE_EQUALS: DOUBLE_EQUALS,
+                    NOT_EQUALS: NOT_EQUALS, ">": GT, "<": LT}
+"""Each operator token and the operator it is."""
+_EXPECTED_OPERATORS = ", ".join(BINARY_OPERATORS.values())
 
 Token = tuple[str, str]
 """A token's kind (IDENTIFIER, END, a keyword or the symbol itself) and its text."""

@@ -14,7 +14,19 @@ from typing import Any
 
 from engine.cluster.apiserver.encoding.go_numbers import go_int64
 from engine.cluster.apiserver.encoding.go_text import go_quote
-from engine.cluster.apiserver.registry.label_syntax import SelectorSyntaxError, parse_selector
+from engine.cluster.apiserver.registry.label_syntax import (
+    DOES_NOT_EXIST,
+    DOUBLE_EQUALS,
+    EQUALS,
+    EXISTS,
+    GT,
+    IN,
+    LT,
+    NOT_EQUALS,
+    NOT_IN,
+    SelectorSyntaxError,
+    parse_selector,
+)
 from engine.cluster.apiserver.validation.names import label_key_errors, label_value_errors
 
 
@@ -22,16 +34,7 @@ class SelectorError(ValueError):
     """A selector that does not parse, or names a field the resource cannot select on."""
 
 
-# Operators as the labels package names them; "=" and "==" both mean equals.
-EQUALS = "="
-NOT_EQUALS = "!="
-IN = "in"
-NOT_IN = "notin"
-EXISTS = "exists"
-DOES_NOT_EXIST = "!"
-GT = "gt"
-LT = "lt"
-_OPERATORS = (IN, NOT_IN, EQUALS, "==", NOT_EQUALS, GT, LT, EXISTS, DOES_NOT_EXIST)
+_OPERATORS = (IN, NOT_IN, EQUALS, DOUBLE_EQUALS, NOT_EQUALS, GT, LT, EXISTS, DOES_NOT_EXIST)
 """validRequirementOperators, in apimachinery's order (its NotSupported lists them so)."""
 
 
@@ -158,7 +161,7 @@ class LabelSelector:
 def _parsed_requirement(key: str, operator: str, values: list[str]) -> Requirement:
     """A requirement the parser read ("==" is "="), NewRequirement's words a syntax error."""
     try:
-        return requirement(key, EQUALS if operator == "==" else operator, values)
+        return requirement(key, EQUALS if operator == DOUBLE_EQUALS else operator, values)
     except SelectorError as exc:
         raise SelectorSyntaxError(str(exc)) from exc
 
