@@ -753,6 +753,8 @@ def release_tracking(run: ActionRun) -> None:
             if done or _left_out(run, replica) or replica in run.old_attempt
             or run.facts.get(replica, MISSING).terminal]
     pods.extend(run.replica_objects.unplaced)
+    # Only pods still carrying it go to the pool (remove_finalizer would return at once for
+    # the rest): every pass of a finished wide job looks at all its pods.
     outcomes = send_all(run.pool, [
         partial(remove_finalizer, run.client, pod, TRACKING_FINALIZER, released=run.released)
         for pod in pods if TRACKING_FINALIZER in (pod["metadata"].get("finalizers") or ())])
