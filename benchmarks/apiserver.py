@@ -42,6 +42,7 @@ import aiohttp
 import orjson
 import yaml
 from kubernetes import client as k8s
+from stopping import stop_cleanly_on_signals
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -427,6 +428,7 @@ async def measure(server: Server, sizes: Sizes, results: Results) -> None:
 
 
 def main() -> None:
+    stop_cleanly_on_signals()
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--persist", action="store_true",
                         help="keep objects in a data dir (every write fsynced)")

@@ -45,8 +45,10 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(1, str(ROOT / "benchmarks"))  # its siblings (stopping.py), after the package
 
 from loguru import logger  # noqa: E402
+from stopping import stop_cleanly_on_signals  # noqa: E402
 
 from engine.cluster import running_apiserver  # noqa: E402
 from engine.cluster.apiserver.endpoints.serve import RunningApiServer  # noqa: E402
@@ -580,10 +582,7 @@ def main() -> None:
     args = parse_args()
     logger.remove()
     logger.add(sys.stderr, level="ERROR")
-    # Stop the controllers and servers on Ctrl-C and SIGTERM alike (even when started from a
-    # shell that made this process ignore SIGINT).
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    stop_cleanly_on_signals()
     names = args.controllers.split(",")
     controllers = [c for c in CONTROLLERS if c.name in names]
     workloads = [Workload(n, 1) for n in args.jobs] + [Workload(1, m) for m in args.wide]

@@ -32,8 +32,10 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(1, str(ROOT / "benchmarks"))  # its siblings (stopping.py), after the package
 
 from loguru import logger  # noqa: E402
+from stopping import stop_cleanly_on_signals  # noqa: E402
 
 from engine.cluster import running_apiserver  # noqa: E402
 from engine.cluster.apiserver.endpoints.serve import RunningApiServer  # noqa: E402
@@ -211,6 +213,7 @@ def sample_pod() -> dict[str, Any]:
 
 
 def main() -> None:
+    stop_cleanly_on_signals()
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--jobs", type=int, default=1000)
     parser.add_argument("--replicas", type=int, default=500)

@@ -56,6 +56,9 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # before benchmarks/, whose engine.py would shadow the package
+sys.path.insert(1, str(ROOT / "benchmarks"))  # its siblings (stopping.py), after the package
+
+from stopping import stop_cleanly_on_signals  # noqa: E402
 
 from engine.kube.client import KubeClient  # noqa: E402
 from engine.kube.resources import Resource  # noqa: E402
@@ -499,6 +502,7 @@ def report_probe(runs: list[dict[str, Any]], default_history: int) -> str:
 
 
 def main() -> None:
+    stop_cleanly_on_signals()
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--batches", type=int, default=3)
     parser.add_argument("--jobs-per-batch", type=int, default=1000)

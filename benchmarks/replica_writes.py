@@ -37,6 +37,9 @@ import orjson
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(1, str(ROOT / "benchmarks"))  # its siblings (stopping.py), after the package
+
+from stopping import stop_cleanly_on_signals  # noqa: E402
 
 from engine.kube.client import KubeClient  # noqa: E402
 from engine.kube.resources import CONFIGMAPS, EVENTS, PODS, Resource  # noqa: E402
@@ -297,6 +300,7 @@ def in_store(count: int, rounds: int) -> None:
 
 
 def main() -> None:
+    stop_cleanly_on_signals()
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("-n", type=int, default=400, help="Workers")
     parser.add_argument("--store", action="store_true", help="the store in-process instead")

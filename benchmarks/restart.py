@@ -75,8 +75,10 @@ import orjson
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(1, str(ROOT / "benchmarks"))  # its siblings (stopping.py), after the package
 
 from loguru import logger  # noqa: E402
+from stopping import stop_cleanly_on_signals  # noqa: E402
 
 from engine.cluster import running_apiserver  # noqa: E402
 from engine.cluster.apiserver.endpoints.serve import RunningApiServer  # noqa: E402
@@ -146,17 +148,20 @@ def split(counts: Counts, verbs: tuple[str, ...]) -> dict[str, int]:
 
 # --- Building the finished jobs ----------------------------------------------------------
 
-def pytorchjob(name: str, run_seconds: float) -> Obj:
-    """A PyTorchJob with one Master whose simulated container runs `run_seconds`
-    (as `pytorchjob()` in benchmarks/engine.py)."""
+def pytorchjob(name: str, run_seconds: float, workers: int = 0) -> Obj:
+    """A PyTorchJob with one Master and `workers` Workers whose simulated containers run
+    `run_seconds` (as `pytorchjob()` in benchmarks/engine.py)."""
     template = {
         "metadata": {"annotations": {"sim.jobmachine.dev/run-seconds": str(run_seconds)}},
         "spec": {"containers": [{"name": "pytorch", "image": "example/train:1"}]},
     }
+    specs: Obj = {"Master": {"replicas": 1, "template": template}}
+    if workers:
+        specs["Worker"] = {"replicas": workers, "template": template}
     return {
         "apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob",
         "metadata": {"name": name, "namespace": NAMESPACE},
-        "spec": {"pytorchReplicaSpecs": {"Master": {"replicas": 1, "template": template}}},
+        "spec": {"pytorchReplicaSpecs": specs},
     }
 
 
@@ -191,7 +196,7 @@ JOB_NAME_LABEL = "training.kubeflow.org/job-name"
 
 
 def run_template_job_kopf(server: RunningApiServer, client: KubeClient, name: str,
-                          timeout_s: float) -> Templates:
+                          timeout_s: float, workers: int = 0) -> Templates:
     """Run one real job to Succeeded with the real node (simulate mode) and the kopf
     operator as its own process; both are stopped before this returns."""
     with running_node(server, mode="simulate"):
@@ -199,7 +204,7 @@ def run_template_job_kopf(server: RunningApiServer, client: KubeClient, name: st
             KOPF_COMMAND, env={**os.environ, "KUBECONFIG": str(server.kubeconfig)}, cwd=ROOT,
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
         try:
-            client.create(PYTORCHJOBS, pytorchjob(name, 0.05), NAMESPACE)
+            client.create(PYTORCHJOBS, pytorchjob(name, 0.05, workers), NAMESPACE)
             deadline = time.monotonic() + timeout_s
             while (client.get(PYTORCHJOBS, name, NAMESPACE).get("status") or {}).get(
                     "phase") not in ("Succeeded", "Failed"):
@@ -218,7 +223,7 @@ def run_template_job_kopf(server: RunningApiServer, client: KubeClient, name: st
 
 
 def run_template_job(server: RunningApiServer, client: KubeClient, name: str,
-                     timeout_s: float) -> Templates:
+                     timeout_s: float, workers: int = 0) -> Templates:
     """Run one real job to Succeeded with the real node (simulate mode) and a real engine
     in this process; both are stopped before this returns."""
     with running_node(server, mode="simulate"):
@@ -230,12 +235,13 @@ def run_template_job(server: RunningApiServer, client: KubeClient, name: str,
         runner.start()
         try:
             engine.wait_until_governed("PyTorchJob", timeout_s=60)
-            client.create(PYTORCHJOBS, pytorchjob(name, 0.05), NAMESPACE)
+            client.create(PYTORCHJOBS, pytorchjob(name, 0.05, workers), NAMESPACE)
             deadline = time.monotonic() + timeout_s
             while not _settled(client, name):
                 if time.monotonic() > deadline:
                     raise TimeoutError(f"the template job {name} did not finish")
                 time.sleep(0.1)
+            _wait_unchanged(client, name, quiet_s=1.0, deadline=deadline)
         finally:
             stop.set()
             runner.join(60)
@@ -257,6 +263,20 @@ def _settled(client: KubeClient, name: str) -> bool:
         return False
     pods, _ = client.list(PODS, NAMESPACE, label_selector=f"jobmachine.dev/job-name={name}")
     return bool(pods) and not any(p["metadata"].get("finalizers") for p in pods)
+
+
+def _wait_unchanged(client: KubeClient, name: str, quiet_s: float, deadline: float) -> None:
+    """Wait until the job has not changed for `quiet_s`, so that the copies are of its
+    final state (a copy of an unfinished write would be written again at the restart)."""
+    version = client.get(PYTORCHJOBS, name, NAMESPACE)["metadata"]["resourceVersion"]
+    since = time.monotonic()
+    while time.monotonic() - since < quiet_s:
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"the template job {name} kept changing")
+        time.sleep(0.1)
+        now = client.get(PYTORCHJOBS, name, NAMESPACE)["metadata"]["resourceVersion"]
+        if now != version:
+            version, since = now, time.monotonic()
 
 
 def _renamed(value: Any, replacements: dict[str, str]) -> Any:
@@ -500,6 +520,8 @@ class Restart:
     """None: the default settings."""
     jobs: int
     load_before: str
+    objects: int = 0
+    """Jobs, pods and services in the cluster, each of which the engine caches."""
     up_s: float | None = None
     """Process start to its /healthz answering (interpreter, imports, Engine built)."""
     synced_s: float | None = None
@@ -540,6 +562,10 @@ class Restart:
     """Engine CPU per scrape (measured after the window): scrapes x this is the cost of
     watching it, included in `cpu_s`."""
     load_after: str = ""
+    statuses_changed: int = 0
+    """Jobs whose status the restart changed (read only when it wrote)."""
+    first_change: list[str] = field(default_factory=list)
+    """How the first of them changed."""
     error: str | None = None
 
 
@@ -575,11 +601,21 @@ def _count_log_lines(path: Path) -> dict[str, int]:
     return dict(counts.most_common(20))
 
 
-def restart_engine(server: RunningApiServer, *, label: str, qps: float | None, jobs: int,
-                   args: argparse.Namespace, log_dir: Path) -> Restart:
+def job_statuses(client: KubeClient) -> dict[str, Any]:
+    """Every job's status by name."""
+    items, _ = client.list(PYTORCHJOBS, NAMESPACE)
+    return {item["metadata"]["name"]: item.get("status") for item in items}
+
+
+def restart_engine(server: RunningApiServer, client: KubeClient, *, label: str,
+                   qps: float | None, jobs: int, objects: int, args: argparse.Namespace,
+                   log_dir: Path) -> Restart:
     """Start `jobmachine run` against the server and measure it until `args.after` s past
-    ready; it is always stopped (SIGINT, then SIGKILL) before this returns."""
-    result = Restart(label=label, qps=qps, jobs=jobs, load_before=load_average())
+    ready; it is always stopped (SIGINT, then SIGKILL) before this returns. The jobs'
+    statuses are read before and after, to say what a restart that wrote changed."""
+    result = Restart(label=label, qps=qps, jobs=jobs, objects=objects,
+                     load_before=load_average())
+    statuses = job_statuses(client)
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("JOBMACHINE_")}
     if qps is not None:
@@ -627,6 +663,13 @@ def restart_engine(server: RunningApiServer, *, label: str, qps: float | None, j
         k: n - result.writes.get(k, 0) for k, n in split(after_stop, WRITE_VERBS).items()
         if n - result.writes.get(k, 0) > 0
     }
+    if result.writes or result.writes_at_stop:
+        after = job_statuses(client)
+        changed = sorted(name for name in after if after[name] != statuses.get(name))
+        result.statuses_changed = len(changed)
+        if changed:
+            result.first_change = _differences(statuses.get(changed[0]), after[changed[0]],
+                                               f"{changed[0]}.status")[:5]
     result.log_lines = _count_log_lines(log_path)
     result.judged_s = _logged_at(log_path, "watching PyTorchJob", started_wall)
     result.working_s = _logged_at(log_path, "engine working", started_wall)
@@ -758,6 +801,9 @@ def print_restart(r: Restart) -> None:
           f"{r.after_s:.0f} s; API server (+ polling) CPU {r.server_cpu_s:.1f} s; "
           f"engine memory {r.rss_mib:.0f} MiB, peak {r.peak_rss_mib:.0f} MiB; "
           f"{r.scrapes} scrapes of its /metrics x {r.scrape_cpu_ms:.0f} ms CPU")
+    if r.objects:
+        print(f"  engine memory per cached object (job, pod or service): "
+              f"{r.rss_mib * 1024 / r.objects:.2f} KiB of RSS, {r.objects} objects")
     print(f"  reads  {sum(r.reads.values()):>6}: " + ", ".join(
         f"{k} x{n}" for k, n in r.reads.items()))
     print(f"  watches (counted at stop) {sum(r.watches.values())}: " + ", ".join(
@@ -767,6 +813,9 @@ def print_restart(r: Restart) -> None:
     if r.writes_at_stop:
         print("  writes while stopping: " + ", ".join(
             f"{k} x{n}" for k, n in r.writes_at_stop.items()))
+    if r.statuses_changed:
+        print(f"  statuses changed: {r.statuses_changed}, the first: " + "; ".join(
+            r.first_change))
     events = {k.split('"')[1] if '"' in k else k.removeprefix("events_").removesuffix(
         "_total"): int(v) for k, v in r.events.items()}
     print(f"  events {events}")
@@ -813,16 +862,6 @@ def print_table(restarts: list[Restart]) -> None:
 
 # --- Main ----------------------------------------------------------------------------------
 
-def _interrupt_on_signals() -> None:
-    """SIGINT and SIGTERM stop the benchmark as Ctrl-C does: every `finally` runs (SIGINT
-    too when started in the background, where the shell had it ignored)."""
-    def interrupt(_signum: int, _frame: Any) -> None:
-        raise KeyboardInterrupt
-
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    signal.signal(signal.SIGTERM, interrupt)
-
-
 @contextlib.contextmanager
 def _closing(client: KubeClient) -> Iterator[KubeClient]:
     try:
@@ -844,6 +883,9 @@ def parse_args() -> argparse.Namespace:
                         help="restarts per setting, taking turns, over the same jobs")
     parser.add_argument("--after", type=float, default=10.0,
                         help="seconds past ready over which requests are still counted")
+    parser.add_argument("--workers", type=int, default=0,
+                        help="Workers per job besides its Master (pods per job: 1 + this); "
+                        "--jobs 10000 --workers 9 caches 100,000 pods")
     parser.add_argument("--threads", type=int, default=8, help="threads writing the copies")
     parser.add_argument("--poll", type=float, default=0.2,
                         help="seconds between looks at the engine (the resolution of the "
@@ -862,6 +904,8 @@ def parse_args() -> argparse.Namespace:
     args = parser.parse_args()
     if args.jobs < 1:
         parser.error("--jobs must be at least 1")
+    if args.workers < 0:
+        parser.error("--workers must be 0 or more")
     return args
 
 
@@ -885,11 +929,12 @@ def fill_cluster(server: RunningApiServer, client: KubeClient, args: argparse.Na
     names = [job_name(i, width) for i in range(args.jobs)]
     started = time.perf_counter()
     run = run_template_job_kopf if args.controller == "kopf" else run_template_job
-    templates = run(server, client, names[0], timeout_s=120)
+    templates = run(server, client, names[0], timeout_s=120, workers=args.workers)
     results["template_s"] = time.perf_counter() - started
     print(f"template job {names[0]} succeeded with the real node and {args.controller} in "
-          f"{results['template_s']:.1f} s ({len(templates.pods)} pod, "
-          f"{len(templates.services)} service); node and engine stopped")
+          f"{results['template_s']:.1f} s ({len(templates.pods)} pods, "
+          f"{len(templates.services)} services); node and engine stopped")
+    results["objects_per_job"] = 1 + len(templates.pods) + len(templates.services)
 
     step = max(1, (args.jobs - 1) // 10)
     started = time.perf_counter()
@@ -906,6 +951,11 @@ def fill_cluster(server: RunningApiServer, client: KubeClient, args: argparse.Na
           f"({(args.jobs - 1) / max(results['copy_s'], 1e-9):.0f} jobs/s, {args.threads} "
           f"threads, {results['copy_requests']} requests by this script); "
           f"load {load_average()}")
+    results["objects"] = args.jobs * results["objects_per_job"]
+    results["server_rss_mib"], results["server_peak_rss_mib"] = process_memory_mib(os.getpid())
+    print(f"this process (the API server, holding {results['objects']} jobs, pods and "
+          f"services, and the copies' client): {results['server_rss_mib']:.0f} MiB of RSS, "
+          f"{results['server_rss_mib'] * 1024 / results['objects']:.1f} KiB per object")
     sample = random.Random(7).sample(names[1:], min(3, args.jobs - 1))
     problems = check_copies(client, templates, sample)
     results["copy_check"] = {"sampled": sample, "differences": problems}
@@ -921,8 +971,9 @@ def main() -> None:
     args = parse_args()
     logger.remove()
     logger.add(sys.stderr, level="ERROR")
-    _interrupt_on_signals()
-    print(f"restart benchmark: {args.jobs} finished single-Master PyTorchJobs; "
+    stop_cleanly_on_signals()
+    shape = "single-Master" if not args.workers else f"Master + {args.workers} Workers"
+    print(f"restart benchmark: {args.jobs} finished {shape} PyTorchJobs; "
           f"{os.cpu_count()} cores, load {load_average()}")
     results: dict[str, Any] = {"jobs": args.jobs, "load_at_start": load_average(),
                                "restarts": []}
@@ -943,8 +994,8 @@ def main() -> None:
                 results["restarts"].append(asdict(restart))
                 print_kopf_restart(restart)
         for label, qps in planned_restarts(args) if args.controller == "jobmachine" else []:
-            restart = restart_engine(server, label=label, qps=qps, jobs=args.jobs, args=args,
-                                     log_dir=log_dir)
+            restart = restart_engine(server, client, label=label, qps=qps, jobs=args.jobs,
+                                     objects=results["objects"], args=args, log_dir=log_dir)
             restarts.append(restart)
             results["restarts"].append(asdict(restart))
             print_restart(restart)

@@ -37,6 +37,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from compare import stop_process  # noqa: E402
+from stopping import stop_cleanly_on_signals  # noqa: E402
 
 from engine.cluster import running_apiserver  # noqa: E402
 from engine.cluster.apiserver.endpoints.serve import RunningApiServer  # noqa: E402
@@ -162,6 +163,7 @@ def trial(replicas: Replicas, client: KubeClient, jobs: int, index: int) -> dict
 
 
 def main() -> None:
+    stop_cleanly_on_signals()
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--replicas", type=int, default=3)
     parser.add_argument("--shards", type=int, default=6)

@@ -45,6 +45,7 @@ from compare import (
     stop_process,
     submit,
 )
+from stopping import stop_cleanly_on_signals
 from wide import up_children
 
 from engine.kube.client import KubeClient
@@ -82,6 +83,7 @@ def measure_up(workload: Workload, args: argparse.Namespace, data_dir: Path,
 
 
 def main() -> None:
+    stop_cleanly_on_signals()
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--jobs", type=counts, default=[300, 1000])
     parser.add_argument("--rounds", type=int, default=2)

@@ -61,6 +61,7 @@ from compare import (
     start_up,
     stop_process,
 )
+from stopping import stop_cleanly_on_signals
 
 from engine.controller.reconcile.children import ReplicaId
 from engine.kube.client import KubeClient
@@ -406,6 +407,7 @@ def pair(text: str) -> tuple[int, int]:
 
 
 def main() -> None:
+    stop_cleanly_on_signals()
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--pytorch", type=counts, default=None,
                         help="comma-separated Worker counts, one PyTorchJob each (default "
