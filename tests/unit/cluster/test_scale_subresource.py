@@ -199,8 +199,10 @@ def test_preconditions_of_a_put() -> None:
                 ScaleWriter("me"), field_validation="Warn", uid_precondition=True)
     assert (stale.value.code, uid.value.code, name.value.code) == (409, 409, 400)
     assert uid.value.message == (
-        'Operation cannot be fulfilled on gadgets.example.com "g": Precondition failed: UID in '
-        "precondition: u-2, UID in object meta: u-1"
+        'Operation cannot be fulfilled on gadgets.example.com "g": StorageError: invalid object, '
+        "Code: 4, Key: /registry/example.com/gadgets/default/g, ResourceVersion: 0, "
+        "AdditionalErrorMsg: Precondition failed: UID in precondition: u-2, UID in object meta: "
+        "u-1"
     )
 
 

@@ -166,7 +166,9 @@ def test_another_uid_is_a_failed_precondition(core: Core) -> None:
     job = _job(core)
     uid = job["metadata"]["uid"]
     other = {**job, "metadata": {**job["metadata"], "uid": "someone-else"}}
-    why = f"Precondition failed: UID in precondition: someone-else, UID in object meta: {uid}"
+    why = ("StorageError: invalid object, Code: 4, Key: /registry/jobs/default/j, "
+           "ResourceVersion: 0, AdditionalErrorMsg: Precondition failed: UID in precondition: "
+           f"someone-else, UID in object meta: {uid}")
     assert _refused(
         lambda: core.store.update(kinds.JOBS, "default", "j", other)
     ) == _conflict("j", why)

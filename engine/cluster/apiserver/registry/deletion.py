@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
-from engine.cluster.apiserver.errors import ApiError, bad_request, conflict
+from engine.cluster.apiserver.errors import ApiError, bad_request
 from engine.cluster.apiserver.registry.builtins import (
     INITIAL_NAMESPACES,
     NAMESPACES,
@@ -24,6 +24,7 @@ from engine.cluster.apiserver.registry.builtins import (
 )
 from engine.cluster.apiserver.registry.priority_classes import check_deletable
 from engine.cluster.apiserver.registry.resources import ResourceType
+from engine.cluster.apiserver.registry.storage_keys import precondition_failed
 from engine.cluster.apiserver.registry.writes import timestamp
 from engine.cluster.apiserver.storage.objects import Entry, Obj, ObjectTable, TypeKey
 
@@ -209,20 +210,11 @@ def _grace_period(rt: ResourceType, obj: Obj, options: DeleteOptions) -> int:
 def _check_preconditions(rt: ResourceType, obj: Obj, options: DeleteOptions) -> None:
     metadata = obj["metadata"]
     name = metadata["name"]
+    namespace = metadata.get("namespace", "")
     if options.uid and options.uid != metadata.get("uid"):
-        raise conflict(
-            rt.group,
-            rt.plural,
-            name,
-            f"Precondition failed: UID in precondition: {options.uid}, "
-            f"UID in object meta: {metadata.get('uid')}",
-        )
+        raise precondition_failed(rt, namespace, name, "UID", wanted=options.uid,
+                                  actual=metadata.get("uid"))
     if options.resource_version and options.resource_version != metadata["resourceVersion"]:
-        raise conflict(
-            rt.group,
-            rt.plural,
-            name,
-            "Precondition failed: ResourceVersion in precondition: "
-            f"{options.resource_version}, ResourceVersion in object meta: "
-            f"{metadata['resourceVersion']}",
-        )
+        raise precondition_failed(rt, namespace, name, "ResourceVersion",
+                                  wanted=options.resource_version,
+                                  actual=metadata["resourceVersion"])

@@ -31,7 +31,6 @@ from engine.cluster.apiserver.errors import (
     Cause,
     already_exists,
     bad_request,
-    conflict,
     invalid,
     not_found,
 )
@@ -49,6 +48,7 @@ from engine.cluster.apiserver.registry.builtins import (
     strategy_for,
 )
 from engine.cluster.apiserver.registry.node_ports import held as held_node_ports
+from engine.cluster.apiserver.registry.pod_binding import bound_pod, checked_binding
 from engine.cluster.apiserver.registry.reactor import Reactor
 from engine.cluster.apiserver.registry.registry import Registry
 from engine.cluster.apiserver.registry.resources import ResourceType
@@ -349,32 +349,10 @@ class Store:
         return Written(stored, warnings)
 
     def bind(self, rt: ResourceType, ns: str, name: str, body: Obj, *, dry_run: bool) -> Entry:
-        """The pod `binding` subresource: assign an unbound pod to a node."""
-        entry = self.get(rt, ns, name)
-        target = _object(body).get("target") or {}
-        node = target.get("name") if isinstance(target, dict) else None
-        if not node:
-            cause = Cause("target.name", "Required value", "FieldValueRequired")
-            raise invalid("", "Binding", name, [cause])
-        pod = entry.obj
-        # Upstream's order: a pod being deleted says so, bound or not.
-        if pod["metadata"].get("deletionTimestamp"):
-            why = f"pod {name} is being deleted, cannot be assigned to a host"
-            raise conflict("", "pods/binding", name, why)
-        current = (pod.get("spec") or {}).get("nodeName")
-        if current:
-            raise conflict(
-                "", "pods/binding", name, f'pod {name} is already assigned to node "{current}"'
-            )
-        status = dict(pod.get("status") or {})
-        scheduled = {"type": "PodScheduled", "status": "True", "lastProbeTime": None,
-                     "lastTransitionTime": self.now()}
-        status["conditions"] = [
-            *(c for c in status.get("conditions") or () if c.get("type") != "PodScheduled"),
-            scheduled,
-        ]
-        new = {**pod, "spec": {**pod["spec"], "nodeName": node}, "status": status,
-               "metadata": dict(pod["metadata"])}
+        """The pod `binding` subresource: assign an unbound pod to a node
+        (`pod_binding.py` says what is checked, in kube-apiserver's order)."""
+        binding = checked_binding(rt, ns, name, _object(body))
+        new = bound_pod(rt, self.get(rt, ns, name).obj, binding, now=self.now())
         return Entry(new) if dry_run else self.table.put(rt.key, new)
 
     def _mutating_admission(self, rt: ResourceType, obj: Obj, old: Obj | None, *, name: str,

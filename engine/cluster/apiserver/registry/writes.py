@@ -17,6 +17,7 @@ from typing import Any
 from engine.cluster.apiserver.errors import Cause, bad_request, conflict, invalid
 from engine.cluster.apiserver.registry.builtins import Generation, Strategy
 from engine.cluster.apiserver.registry.resources import ResourceType
+from engine.cluster.apiserver.registry.storage_keys import precondition_failed
 from engine.cluster.apiserver.storage.objects import Obj
 
 # What the server alone sets: a client's values for these are replaced.
@@ -150,15 +151,13 @@ def check_resource_version(
 
 
 def check_uid(rt: ResourceType, body: Obj, old: Obj, name: str) -> None:
+    """409 when the body carries a uid that is not the stored object's (an update's implicit
+    precondition)."""
     uid = body_metadata(body).get("uid")
-    if uid not in (None, "") and uid != old["metadata"].get("uid"):
-        raise conflict(
-            rt.group,
-            rt.plural,
-            name,
-            f"Precondition failed: UID in precondition: {uid}, "
-            f"UID in object meta: {old['metadata'].get('uid')}",
-        )
+    metadata = old["metadata"]
+    if uid not in (None, "") and uid != metadata.get("uid"):
+        raise precondition_failed(rt, metadata.get("namespace", ""), name, "UID", wanted=uid,
+                                  actual=metadata.get("uid"))
 
 
 def prepare_update(rt: ResourceType, body: Obj, old: Obj, subresource: str | None) -> Obj:
