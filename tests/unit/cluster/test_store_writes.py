@@ -120,6 +120,16 @@ def test_an_unchanged_write_is_answered_with_its_warnings(core: Core) -> None:
     assert again.warnings == ['unknown field "spec.paralelism"']
 
 
+def test_a_leases_unknown_spec_field_is_dropped_with_a_warning(core: Core) -> None:
+    """LeaseSpec is a typed struct upstream: a field it lacks is not stored."""
+    written = core.store.create(kinds.LEASES, "default", {
+        "metadata": {"name": "l"},
+        "spec": {"holderIdentity": "a", "leaseDurationSeconds": 15, "holderIdentiy": "typo"},
+    })
+    assert written.entry.obj["spec"] == {"holderIdentity": "a", "leaseDurationSeconds": 15}
+    assert written.warnings == ['unknown field "spec.holderIdentiy"']
+
+
 def test_a_dry_run_write_answers_the_object_and_its_warnings(core: Core) -> None:
     core.store.create(kinds.JOBS, "default", {"metadata": {"name": "j"}, "spec": JOB_SPEC})
     rv = core.store.table.rv

@@ -4,7 +4,8 @@ The real server decodes built-in objects into typed structs, so a field it does
 not know is dropped, and reported under `fieldValidation=Warn|Strict`. These
 tables list the fields of the top level, ObjectMeta and the specs that people
 write by hand (pod, container, service, Job and CronJob with their pod
-templates and policies, Deployment, ReplicaSet and ReplicationController), so a
+templates and policies, Deployment, ReplicaSet and ReplicationController) and the
+Lease spec that leader election writes, so a
 typo there is caught exactly as a real cluster catches it; nested structures not
 listed here (probes, volumes, affinity, pod status...) are accepted as they come.
 """
@@ -145,7 +146,10 @@ SHAPES: dict[str, Shape] = {
     "Secret": {**_TYPED, "data": None, "stringData": None, "type": None, "immutable": None},
     "ControllerRevision": {**_TYPED, "data": None, "revision": None},
     "Node": {**_TYPED, "spec": None, "status": None},
-    "Lease": {**_TYPED, "spec": None},
+    "Lease": {**_TYPED, "spec": dict.fromkeys((
+        "acquireTime", "holderIdentity", "leaseDurationSeconds", "leaseTransitions",
+        "preferredHolder", "renewTime", "strategy",
+    ))},
     "PriorityClass": {
         **_TYPED, "value": None, "globalDefault": None, "description": None,
         "preemptionPolicy": None,
