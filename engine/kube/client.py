@@ -309,9 +309,11 @@ class KubeClient:
     def list(
         self, res: Resource, namespace: str | None = None, *, label_selector: str | None = None,
         field_selector: str | None = None, resource_version: str | None = None,
-        page_size: int = 500,
+        page_size: int = 500, on_page: Callable[[int], None] | None = None,
     ) -> tuple[list[dict[str, Any]], str]:
-        """Every matching object (following `continue`) and the list's resourceVersion.
+        """Every matching object (following `continue`) and the list's resourceVersion;
+        `on_page` is told the number of objects read so far after each page (a list of
+        100,000 pods is 200 pages).
 
         Items carry `apiVersion` and `kind` (the server leaves them out of list items), so
         objects read by a list and by a watch look the same.
@@ -329,6 +331,8 @@ class KubeClient:
                 item.setdefault("apiVersion", res.api_version)
                 item.setdefault("kind", res.kind)
                 items.append(item)
+            if on_page is not None:
+                on_page(len(items))
             metadata = page.get("metadata") or {}
             token = metadata.get("continue")
             if not token:

@@ -11,6 +11,7 @@ back-off stays short enough that the watch resumes within seconds of the server'
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -59,6 +60,7 @@ class Informer:
         self._resource_version: str | None = None
         self._name = name or f"informer-{resource.plural}"
         self._log = logger.bind(resource=resource.plural, namespace=namespace or "*")
+        self._progressed_at: float | None = None
 
     def start(self) -> None:
         """Start listing and watching on a daemon thread."""
@@ -89,6 +91,21 @@ class Informer:
     def has_synced(self) -> bool:
         """Whether the first list reached the cache (readiness)."""
         return self._synced.is_set()
+
+    @property
+    def resource(self) -> Resource:
+        """What this informer lists and watches."""
+        return self._resource
+
+    @property
+    def progressed_at(self) -> float | None:
+        """When (time.monotonic) a page of a list last arrived; None before the first. A
+        cache of a hundred thousand objects fills in hundreds of pages: this tells a list
+        that is slow from one that is stuck."""
+        return self._progressed_at
+
+    def _page_arrived(self, _listed: int) -> None:
+        self._progressed_at = time.monotonic()
 
     def _run(self) -> None:
         backoff = _BACKOFF_START_S
@@ -126,7 +143,8 @@ class Informer:
 
     def _relist(self) -> str:
         items, resource_version = self._client.list(
-            self._resource, self._namespace, label_selector=self._label_selector
+            self._resource, self._namespace, label_selector=self._label_selector,
+            on_page=self._page_arrived,
         )
         for event_type, old, new in self._cache.replace(items):
             self._notify(event_type, old, new)

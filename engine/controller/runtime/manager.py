@@ -38,6 +38,7 @@ from engine.controller.reconcile.record import RECORD_FIELD
 from engine.controller.reconcile.selectors import job_selects
 from engine.controller.reporting.events import EventRecorder
 from engine.controller.reporting.metrics import Metrics
+from engine.controller.runtime.cache_sync import wait_for_caches
 from engine.controller.runtime.expectations import ExpectationKey, Expectations
 from engine.controller.runtime.freshness import WrittenVersions
 from engine.controller.runtime.projections import (
@@ -67,9 +68,6 @@ from engine.settings import EngineSettings
 
 Obj = Mapping[str, Any]
 
-
-_SYNC_POLL_S = 0.2
-"""While caches fill, how often a stop request is looked at."""
 
 _KIND_SYNC_TIMEOUT_S = 60.0
 """How long starting to lead waits for the jobs of the watched kinds to be listed."""
@@ -398,22 +396,16 @@ class Engine:
     def start_watching(
         self, *, timeout_s: float = 60.0, stop: threading.Event | None = None
     ) -> bool:
-        """Start every informer and the event recorder; wait until every cache has synced.
+        """Start every informer and the event recorder; wait until every cache has synced,
+        for as long as their lists make progress (`cache_sync.py`): TimeoutError when one
+        brought no page for `timeout_s`.
 
         False if `stop` was set meanwhile (the engine is stopping before it began).
         """
         self.recorder.start()
         for informer in self._informers:
             informer.start()
-        deadline = time.monotonic() + timeout_s
-        for informer in self._informers:
-            while not informer.wait_synced(min(max(deadline - time.monotonic(), 0.0),
-                                               _SYNC_POLL_S)):
-                if stop is not None and stop.is_set():
-                    return False
-                if time.monotonic() >= deadline:
-                    raise TimeoutError(f"caches did not sync within {timeout_s:.0f}s")
-        return True
+        return wait_for_caches(self._informers, timeout_s=timeout_s, stop=stop)
 
     def wait_until_governed(self, kind: str, *, timeout_s: float) -> None:
         """Wait until a machine governs `kind` and its jobs are listed (tools and benchmarks

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import queue
 import threading
+import time
 from collections.abc import Iterator
 from typing import Any, cast
 
@@ -168,3 +169,26 @@ def test_the_projection_decides_what_is_cached_and_handed_on_and_can_be_applied_
     running.stop()
     assert all(sorted(item) == ["metadata"] for item in cache.list())
     assert not [t for t in threading.enumerate() if t.name == "test informer"]
+
+
+class PagedClient(ScriptedClient):
+    """Tells the list's page callback of each page, as KubeClient.list does."""
+
+    def list(self, res: Resource, namespace: str | None = None, **kwargs: Any
+             ) -> tuple[list[Obj], str]:
+        items, rv = super().list(res, namespace)
+        for count in range(1, len(items) + 1):
+            kwargs["on_page"](count)
+        return items, rv
+
+
+def test_each_page_of_the_first_list_counts_as_progress() -> None:
+    """The engine's start waits for a cache while its list brings pages (cache_sync.py)."""
+    client = PagedClient(lists=[([obj("a", "1"), obj("b", "2")], "2")], watches=[[]])
+    running = informer(client, Cache(), lambda *_: None)
+    assert running.progressed_at is None
+    before = time.monotonic()
+    running.start()
+    assert client.idle.wait(10)
+    running.stop()
+    assert running.progressed_at is not None and running.progressed_at >= before
