@@ -607,6 +607,15 @@ def job_statuses(client: KubeClient) -> dict[str, Any]:
     return {item["metadata"]["name"]: item.get("status") for item in items}
 
 
+def _note_status_changes(result: Restart, before: dict[str, Any], after: dict[str, Any]) -> None:
+    """How many jobs' statuses a restart that wrote changed, and how the first changed."""
+    changed = sorted(name for name in after if after[name] != before.get(name))
+    result.statuses_changed = len(changed)
+    if changed:
+        result.first_change = _differences(before.get(changed[0]), after[changed[0]],
+                                           f"{changed[0]}.status")[:5]
+
+
 def restart_engine(server: RunningApiServer, client: KubeClient, *, label: str,
                    qps: float | None, jobs: int, objects: int, args: argparse.Namespace,
                    log_dir: Path) -> Restart:
@@ -640,10 +649,11 @@ def restart_engine(server: RunningApiServer, client: KubeClient, *, label: str,
             result.after_s = args.after
             metrics = engine_metrics(port) or metrics
         window = diff(server_counts(server), before)
-        result.cpu_s = process_cpu_s(process.pid)
         result.server_cpu_s = time.process_time() - server_cpu
-        result.rss_mib, result.peak_rss_mib = process_memory_mib(process.pid)
-        result.scrape_cpu_ms = scrape_cpu_ms(process.pid, port)
+        if process.poll() is None:  # an engine that exited has no /proc entry to read
+            result.cpu_s = process_cpu_s(process.pid)
+            result.rss_mib, result.peak_rss_mib = process_memory_mib(process.pid)
+            result.scrape_cpu_ms = scrape_cpu_ms(process.pid, port)
         result.reconciles = int(metrics.get("jobmachine_workqueue_processed_total", 0))
         result.reconcile_results = {
             k.split('"')[1]: v for k, v in metrics.items()
@@ -664,12 +674,7 @@ def restart_engine(server: RunningApiServer, client: KubeClient, *, label: str,
         if n - result.writes.get(k, 0) > 0
     }
     if result.writes or result.writes_at_stop:
-        after = job_statuses(client)
-        changed = sorted(name for name in after if after[name] != statuses.get(name))
-        result.statuses_changed = len(changed)
-        if changed:
-            result.first_change = _differences(statuses.get(changed[0]), after[changed[0]],
-                                               f"{changed[0]}.status")[:5]
+        _note_status_changes(result, statuses, job_statuses(client))
     result.log_lines = _count_log_lines(log_path)
     result.judged_s = _logged_at(log_path, "watching PyTorchJob", started_wall)
     result.working_s = _logged_at(log_path, "engine working", started_wall)
