@@ -1066,8 +1066,11 @@ def _problem(
             usage = ENGINE_FUNCTIONS[function].spec.signature
             return CelProblem(line, start, f"function '{function}' is called as {usage}")
         return CelProblem(line, start, f"unknown function '{function}'")
-    # The checker names a dotted path (`pod.phase`) at its last dot; point at its start.
-    name = undeclared.group(1).split(".")[0]
-    start = text.rfind(name, 0, column) + 1 or column
+    # The checker names a plain name where it starts, and a dotted path (`pod.phase`) at
+    # its last dot: point at the path's start, written just before that dot.
+    path = undeclared.group(1).split(".")
+    name = path[0]
+    head = re.search(r"\s*\.\s*".join(map(re.escape, path[:-1])) + r"\s*$", text[:column - 1])
+    start = head.start() + 1 if len(path) > 1 and head is not None else column
     visible = name_list(scope.variable_names)
     return CelProblem(line, start, f"unknown variable '{name}'; visible here: {visible}")
