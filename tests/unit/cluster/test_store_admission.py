@@ -126,6 +126,22 @@ def test_a_node_port_another_service_holds_is_refused(core: Core) -> None:
     assert "provided port is already allocated" in status["message"]
 
 
+def test_a_create_asking_for_the_node_port_of_the_service_of_its_name_is_refused_so(
+    core: Core
+) -> None:
+    """kube-apiserver allocates a create's node ports before it stores the object: the
+    existing service still holds them, so the answer is the allocator's 422, not a 409."""
+    ports = [{"port": 80, "nodePort": 30080}]
+    core.store.create(kinds.SERVICES, "default", _service("web", type="NodePort", ports=ports))
+    status = _refused(core, kinds.SERVICES, "default",
+                      _service("web", type="NodePort", ports=ports))
+    assert (status["code"], status["details"]["causes"][0]["field"]) == (
+        422, "spec.ports[0].nodePort")
+    assert "provided port is already allocated" in status["message"]
+    again = _refused(core, kinds.SERVICES, "default", _service("web", type="NodePort"))
+    assert (again["code"], again["reason"]) == (409, "AlreadyExists")
+
+
 def test_a_service_update_keeps_its_own_node_port(core: Core) -> None:
     ports = [{"port": 80, "nodePort": 30080}]
     created = core.store.create(kinds.SERVICES, "default",

@@ -74,10 +74,13 @@ _WEBHOOK_PORT = 443
 @dataclass(frozen=True)
 class Held:
     """What the stored services hold, read only when a service needs an allocation: their
-    cluster IPs, and the node ports of those other than the one given."""
+    cluster IPs, and the node ports of those other than the one given (of every one for a
+    create: the stored service of the same name still holds its ports then, so a create
+    that asks for them is refused as kube-apiserver's allocator refuses it, before the
+    name's conflict)."""
 
     cluster_ips: Callable[[], Iterable[str]]
-    node_ports: Callable[[Obj], Iterable[int]]
+    node_ports: Callable[[Obj | None], Iterable[int]]
 
 
 def apply_defaults(key: TypeKey, obj: Obj, old: Obj | None, held: Held) -> Obj:
@@ -111,7 +114,8 @@ def _service(obj: Obj, old: Obj | None, held: Held) -> Obj:
     if spec.get("clusterIP"):
         spec = _ip_families(spec)
     spec = with_node_ports(spec, None if old is None else old_spec,
-                           lambda: held.node_ports(obj), str(obj["metadata"].get("name") or ""))
+                           lambda: held.node_ports(None if old is None else obj),
+                           str(obj["metadata"].get("name") or ""))
     result = {**obj, "spec": spec}
     if old is None:
         result["status"] = {"loadBalancer": {}}

@@ -438,10 +438,11 @@ class Store:
             for entry in self.table.bucket(SERVICES.key).entries.values()
         ]
 
-    def _node_ports(self, service: Obj) -> set[int]:
-        """The node ports held by the stored services other than `service`."""
-        metadata = service["metadata"]
-        ours = (metadata.get("namespace") or "", metadata.get("name"))
+    def _node_ports(self, service: Obj | None) -> set[int]:
+        """The node ports held by the stored services other than `service` (all of them
+        when None)."""
+        metadata = {} if service is None else service["metadata"]
+        ours = (metadata.get("namespace") or "", metadata.get("name")) if metadata else None
         return {
             port
             for entry in self.table.bucket(SERVICES.key).entries.values()
