@@ -1,10 +1,11 @@
-"""The failures in a row of a replica whose child is an object, not a pod (`_track_backoff`):
-a failed child its machine retries counts one more, as a failed pod does, and a child that
-succeeds forgets them, as a pod that succeeds does (the re-creation back-off is worked out
-from that count).
+"""A replica's failures in a row (`_track_backoff`), which its re-creation back-off is worked
+out from: a pod lost with its node that the machine recreates counts one, as a failed pod
+does; so does a failed child object its machine retries, and a child that succeeds forgets
+them, as a pod that succeeds does.
 
-A kind of our own, whose replicas are batch/v1 Jobs a failure of which its machine retries
-(no shipped machine retries a failed child: JobSet's and TrainJob's replicas end there).
+The children are those of a kind of our own, whose replicas are batch/v1 Jobs a failure of
+which its machine retries (no shipped machine retries a failed child: JobSet's and
+TrainJob's replicas end there).
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from engine.controller.reconcile.jobspec import read_job_spec
 from engine.controller.reconcile.observe import observe_child
 from engine.controller.reconcile.record import MachineRecord, RestartRecord
 from engine.definition import CompiledDefinition, compile_definition, load_text
+from engine.kube.timestamps import format_time
+from tests.scenarios.world import World, lost, machine_job, running, worker
 
 RETRYING_JOBS = """\
 apiVersion: jobmachine.dev/v1alpha1
@@ -102,3 +105,14 @@ def test_a_child_that_succeeds_forgets_the_failures_before_it() -> None:
     decision = decide_on(ended("Complete"), before)
     assert decision.record.replica_states == {WORKER: "Succeeded"}
     assert decision.record.replica_backoff == {}
+
+
+def test_a_pod_lost_with_its_node_and_recreated_is_a_failure_in_a_row() -> None:
+    world = World(machine_job(workers=1, policy="OnFailure"))
+    world.reconcile()
+    world.put(worker(0), running())
+    assert world.reconcile().phase == "Running"
+    world.put(worker(0), lost())
+    decision = world.reconcile().decision
+    assert decision.record.replica_states == {worker(0): "Restarting"}
+    assert decision.record.replica_backoff == {worker(0): RestartRecord(1, format_time(world.now))}
