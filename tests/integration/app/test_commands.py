@@ -25,6 +25,7 @@ from engine.kube.resources import LEASES
 from engine.settings import EngineSettings
 from tests.integration.app.support import PYTORCHJOBS, job_status, wait_until, workers_job
 from tests.kinds import CRDS, MACHINES
+from tests.processes import alive, children
 
 FAST = {"sim.jobmachine.dev/run-seconds": "0.1"}
 
@@ -65,13 +66,6 @@ def test_up_serves_kubectl_ready_cluster_and_stops_cleanly_on_ctrl_c(tmp_path: P
             process.wait()
 
 
-def _children(pid: int) -> set[int]:
-    found: set[int] = set()
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        found |= {int(child) for child in (task / "children").read_text().split()}
-    return found
-
-
 def _commands(pids: set[int]) -> dict[int, list[bytes]]:
     """Each process's command line, split at its NULs (empty: none yet, or gone)."""
     found: dict[int, list[bytes]] = {}
@@ -84,14 +78,6 @@ def _commands(pids: set[int]) -> dict[int, list[bytes]]:
     return found
 
 
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except FileNotFoundError:
-        return False
-    return state != "Z"
-
-
 @pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="needs Linux's /proc")
 def test_up_runs_the_node_and_the_engine_as_processes_which_end_when_up_is_killed(
     tmp_path: Path,
@@ -99,28 +85,28 @@ def test_up_runs_the_node_and_the_engine_as_processes_which_end_when_up_is_kille
     """The node and the engine each have a process (and a core) of their own, as a kubelet
     and a controller do, and `kill -9` of `up` leaves neither behind."""
     process = _up(tmp_path)
-    children: set[int] = set()
+    started: set[int] = set()
     try:
         _read_line(process, "export KUBECONFIG=")
         # A child caught in its exec has no command line yet: wait for both.
-        commands = wait_until(lambda: _commands(_children(process.pid)),
+        commands = wait_until(lambda: _commands(children(process.pid)),
                               lambda found: len(found) == 2 and all(found.values()),
                               what="two children of up with their command lines", timeout_s=30)
-        children = set(commands)
+        started = set(commands)
         assert sorted(next(arg for arg in argv if arg in (b"run", b"node"))
                       for argv in commands.values()) == [b"node", b"run"]
         process.kill()
         process.wait()
-        for pid in children:
-            wait_until(lambda pid=pid: _alive(pid), lambda alive: not alive,
+        for pid in started:
+            wait_until(lambda pid=pid: alive(pid), lambda running: not running,
                        what=f"up's child {commands[pid]} to stop once up is gone",
                        timeout_s=30)
     finally:
         if process.poll() is None:
             process.kill()
             process.wait()
-        for pid in children:
-            if _alive(pid):
+        for pid in started:
+            if alive(pid):
                 os.kill(pid, signal.SIGKILL)
 
 
@@ -134,7 +120,7 @@ def test_up_stops_when_its_node_process_dies(tmp_path: Path) -> None:
     )
     try:
         _read_line(process, "export KUBECONFIG=")
-        commands = wait_until(lambda: _commands(_children(process.pid)),
+        commands = wait_until(lambda: _commands(children(process.pid)),
                               lambda found: len(found) == 2 and all(found.values()),
                               what="two children of up with their command lines", timeout_s=30)
         (node,) = [pid for pid, argv in commands.items() if b"node" in argv]

@@ -26,6 +26,7 @@ from engine.cluster.apiserver.exec.process import (
     start,
 )
 from engine.cluster.apiserver.exec.session import Session, StartError
+from tests.processes import alive
 
 Received = list[tuple[int, bytes]]
 Client = Callable[[aiohttp.ClientWebSocketResponse, Received], Awaitable[None]]
@@ -201,20 +202,11 @@ def test_a_client_that_leaves_kills_the_command_and_what_it_started(tmp_path: Pa
     async def client(ws: aiohttp.ClientWebSocketResponse, received: Received) -> None:
         await _until(lambda: len(started()) == 2)
         await ws.close()
-        await _until(lambda: not any(_alive(pid) for pid in started()))
+        await _until(lambda: not any(alive(pid) for pid in started()))
 
     _session(["sh", "-c", f"sleep 300 & echo $! $$ > {pids}.new; mv {pids}.new {pids}; wait"],
              OUTPUTS, client)
     assert len(started()) == 2
-
-
-def _alive(pid: int) -> bool:
-    """Whether `pid` runs (a zombie has ended)."""
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
 
 
 def test_a_terminals_last_output_is_read_before_its_end() -> None:

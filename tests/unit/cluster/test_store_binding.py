@@ -60,14 +60,19 @@ def test_binding_sets_the_node_and_a_true_pod_scheduled_condition(
     assert orjson.dumps(before) == kept  # the stored pod is a new object, the old one untouched
 
 
+@pytest.mark.parametrize(("was", "since"), [
+    ("False", "2023-11-14T22:13:25Z"),  # now: the condition changed
+    ("True", "2023-11-14T22:00:00Z"),  # kept: it was True already
+])
 def test_binding_replaces_a_pod_scheduled_condition_in_place_and_keeps_the_others(
-    core: Core, reactor: ManualReactor
+    core: Core, reactor: ManualReactor, was: str, since: str
 ) -> None:
-    """podutil.UpdatePodCondition: the condition keeps its place; reason and message go."""
+    """podutil.UpdatePodCondition: the condition keeps its place; reason and message go; its
+    transition time moves only when its status does."""
     _pod(core)
     conditions = {"status": {"conditions": [
-        {"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
-         "lastTransitionTime": "2023-11-14T22:13:20Z"},
+        {"type": "PodScheduled", "status": was, "reason": "Unschedulable",
+         "lastTransitionTime": "2023-11-14T22:00:00Z"},
         {"type": "example.com/Gate", "status": "True"},
     ]}}
     core.store.patch(PODS, "default", "p", MERGE, orjson.dumps(conditions), subresource="status")
@@ -75,25 +80,8 @@ def test_binding_replaces_a_pod_scheduled_condition_in_place_and_keeps_the_other
     bound = core.store.bind(PODS, "default", "p", _binding("node-1"), dry_run=False).obj
     assert bound["status"]["conditions"] == [
         {"type": "PodScheduled", "status": "True", "lastProbeTime": None,
-         "lastTransitionTime": "2023-11-14T22:13:25Z"},
+         "lastTransitionTime": since},
         {"type": "example.com/Gate", "status": "True"},
-    ]
-
-
-def test_a_true_pod_scheduled_condition_keeps_its_transition_time(
-    core: Core, reactor: ManualReactor
-) -> None:
-    _pod(core)
-    conditions = {"status": {"conditions": [
-        {"type": "PodScheduled", "status": "True", "reason": "Stale",
-         "lastTransitionTime": "2023-11-14T22:00:00Z"},
-    ]}}
-    core.store.patch(PODS, "default", "p", MERGE, orjson.dumps(conditions), subresource="status")
-    reactor.advance(5)
-    bound = core.store.bind(PODS, "default", "p", _binding("node-1"), dry_run=False).obj
-    assert bound["status"]["conditions"] == [
-        {"type": "PodScheduled", "status": "True", "lastProbeTime": None,
-         "lastTransitionTime": "2023-11-14T22:00:00Z"},
     ]
 
 
