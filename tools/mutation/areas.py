@@ -53,6 +53,7 @@ DECISION_TESTS: tuple[str, ...] = (
             "decide_timeout_on_entry",
             "decide_backoff",
             "reconcile_memo",
+            "decide_memo_visits",
             "release_tracking",
             "release_tracking_passes",
             "actions_existing_objects",

@@ -1,0 +1,86 @@
+"""Which replicas a pass over a job with remembered steps visits (`_to_visit`): one whose last
+visit did nothing is left out while what it is made of is as then (its state, its pod's very
+observation, its restarts and its ends seen), and visited as soon as one of them differs.
+
+The decisions are checked to be those made without the memo (`RememberingDecide`); these
+tests count the visits, as `test_reconcile_memo.py` does.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+import pytest
+
+from engine.controller.reconcile.replica_memo import ReplicaMemo
+from tests.scenarios.reconcile_memo import RememberingDecide, remembering
+from tests.scenarios.world import World, exited, machine_job, running, worker
+
+
+@pytest.fixture
+def checked(monkeypatch: pytest.MonkeyPatch) -> Iterator[RememberingDecide]:
+    with remembering(monkeypatch) as checking:
+        yield checking
+
+
+def _memo(checked: RememberingDecide) -> ReplicaMemo:
+    (memo,) = checked.memos.values()
+    return memo
+
+
+def _visits(memo: ReplicaMemo) -> int:
+    return memo.steps_taken + memo.steps_recalled
+
+
+def test_quiet_replicas_whose_restarts_read_differ_are_visited(
+        checked: RememberingDecide) -> None:
+    """The record read (edited, or older than the last status write) gives Worker-1 the
+    restart counted for Worker-0: the same states, pods, ends (none) and job-level values
+    (the Workers' restarts together), but each Worker's own restarts differ from those of
+    its quiet visit, so both are visited again."""
+    world = World(machine_job(workers=2, policy="Never"))
+    world.job["spec"]["failureRules"] = [
+        {"action": "RestartReplica", "onExitCodes": {"operator": "In", "values": [3]}}]
+    world.reconcile()
+    world.put(worker(0), running())
+    world.put(worker(1), running())
+    world.reconcile()
+    world.put(worker(0), exited(3))
+    assert world.reconcile().decision.record.replica_restarts[worker(0)].count == 1
+    world.put(worker(0), None)
+    world.reconcile()
+    world.put(worker(0), running())
+    assert world.reconcile().replica_states == {"Worker-0": "Running", "Worker-1": "Running"}
+    memo = _memo(checked)
+    visited, spared = _visits(memo), memo.visits_spared
+    world.reconcile()  # quiet: nothing of either Worker changed
+    assert (_visits(memo), memo.visits_spared) == (visited, spared + 2)
+    record = json.loads(world.job["status"]["record"])
+    assert set(record["restarts"]["Worker"]) == {"0"}
+    record["restarts"]["Worker"] = {"1": record["restarts"]["Worker"]["0"]}
+    world.job["status"]["record"] = json.dumps(record)
+    result = world.reconcile()
+    assert result.replica_states == {"Worker-0": "Running", "Worker-1": "Running"}
+    assert result.decision.record.replica_restarts[worker(1)].count == 1
+    assert (_visits(memo), memo.visits_spared) == (visited + 2, spared + 2)
+
+
+def test_a_quiet_replica_without_a_pod_is_left_out_while_it_has_none(
+        checked: RememberingDecide) -> None:
+    """Worker-0 succeeded and its pod was deleted since: its visits on no pod do nothing, so
+    a pass leaves it out as long as it has none (the missing pod is one observation)."""
+    world = World(machine_job(workers=2))
+    world.reconcile()
+    world.put(worker(0), running())
+    world.put(worker(1), running())
+    world.reconcile()
+    world.put(worker(0), exited(0))
+    world.reconcile()
+    world.put(worker(0), None)
+    assert world.reconcile().replica_states == {"Worker-0": "Succeeded", "Worker-1": "Running"}
+    world.reconcile()
+    memo = _memo(checked)
+    visited, spared = _visits(memo), memo.visits_spared
+    assert world.reconcile().phase == "Running"
+    assert (_visits(memo), memo.visits_spared) == (visited, spared + 2)
