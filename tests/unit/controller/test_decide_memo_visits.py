@@ -15,7 +15,7 @@ import pytest
 
 from engine.controller.reconcile.replica_memo import ReplicaMemo
 from tests.scenarios.reconcile_memo import RememberingDecide, remembering
-from tests.scenarios.world import World, exited, machine_job, running, worker
+from tests.scenarios.world import World, exited, machine_job, running, running_again, worker
 
 
 @pytest.fixture
@@ -83,4 +83,25 @@ def test_a_quiet_replica_without_a_pod_is_left_out_while_it_has_none(
     memo = _memo(checked)
     visited, spared = _visits(memo), memo.visits_spared
     assert world.reconcile().phase == "Running"
+    assert (_visits(memo), memo.visits_spared) == (visited, spared + 2)
+
+
+def test_a_quiet_replica_with_ends_seen_is_left_out_while_they_are_as_recorded(
+        checked: RememberingDecide) -> None:
+    """Worker-0's container was restarted in place once: its record keeps that end as seen,
+    and while it is, Worker-0 is left out as Worker-1 is."""
+    world = World(machine_job(workers=2, policy="OnFailure"))
+    world.reconcile()
+    world.put(worker(0), running())
+    world.put(worker(1), running())
+    world.reconcile()
+    world.put(worker(0), running_again(1))
+    world.reconcile()
+    result = world.reconcile()
+    assert result.replica_states == {"Worker-0": "Running", "Worker-1": "Running"}
+    assert worker(0) in result.decision.record.in_place_ends
+    world.reconcile()
+    memo = _memo(checked)
+    visited, spared = _visits(memo), memo.visits_spared
+    world.reconcile()
     assert (_visits(memo), memo.visits_spared) == (visited, spared + 2)
