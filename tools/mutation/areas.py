@@ -54,6 +54,7 @@ DECISION_TESTS: tuple[str, ...] = (
             "decide_backoff",
             "reconcile_memo",
             "decide_memo_visits",
+            "decide_defaults",
             "release_tracking",
             "release_tracking_passes",
             "actions_existing_objects",
