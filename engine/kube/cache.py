@@ -73,18 +73,36 @@ class Cache:
         """Counts `reproject` calls: a projection made outside the lock while one happened
         may rest on what the projection decided before, so it is made again under the lock."""
 
-    def replace(self, objects: Iterable[Obj]) -> list[Change]:
+    @property
+    def epoch(self) -> int:
+        """Counts `reproject` calls: views made before it changed may rest on what the
+        projection decided before (give it to `replace` with views made since)."""
+        return self._reprojections
+
+    def view(self, obj: Obj) -> Obj:
+        """The view this cache keeps of `obj`."""
+        return self._project(obj)
+
+    def replace(self, objects: Iterable[Obj], *, views_since: int | None = None) -> list[Change]:
         """Make the cache hold exactly `objects` (a fresh list) and say what differed.
 
-        The changes are what the watch would have delivered had it not missed them, so a
-        relist wakes the owners of everything that changed meanwhile.
+        With `views_since` (the `epoch` read before they were made), `objects` are views
+        made by `view` already: an informer projects each page of a list as it arrives, so a
+        list of 100,000 pods is never held whole. The changes are what the watch would have
+        delivered had it not missed them, so a relist wakes the owners of everything that
+        changed meanwhile.
         """
         objects = list(objects)
-        reprojections = self._reprojections
-        fresh = {_key(view): view for view in map(self._project, objects)}
+        if views_since is None:
+            reprojections = self._reprojections
+            views = list(map(self._project, objects))
+        else:
+            reprojections, views = views_since, objects
+        fresh = {_key(view): view for view in views}
         changes: list[Change] = []
         with self._lock:
             if self._reprojections != reprojections:
+                # Only a cache that reprojects gets here, and its projection takes its views.
                 fresh = {_key(view): view for view in map(self._project, objects)}
             for key, gone in list(self._objects.items()):
                 if key not in fresh:

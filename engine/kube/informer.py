@@ -142,15 +142,16 @@ class Informer:
             self._log.warning("{} refused: {}; retrying in {:.1f}s", verb, exc, backoff)
 
     def _relist(self) -> str:
-        items, resource_version = self._client.list(
+        epoch = self._cache.epoch
+        views, resource_version = self._client.list(
             self._resource, self._namespace, label_selector=self._label_selector,
-            on_page=self._page_arrived,
+            on_page=self._page_arrived, transform=self._cache.view,
         )
-        for event_type, old, new in self._cache.replace(items):
+        for event_type, old, new in self._cache.replace(views, views_since=epoch):
             self._notify(event_type, old, new)
         self._resource_version = resource_version
         self._synced.set()
-        self._log.debug("listed {} objects at resourceVersion {}", len(items), resource_version)
+        self._log.debug("listed {} objects at resourceVersion {}", len(views), resource_version)
         return resource_version
 
     def _watch(self, resource_version: str) -> None:

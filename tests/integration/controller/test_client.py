@@ -110,6 +110,28 @@ def test_list_follows_continue_tokens_and_counts_each_page(client: KubeClient, n
     assert [i["metadata"]["name"] for i in named] == ["cm-3"]
 
 
+def test_list_keeps_what_transform_makes_of_each_item_and_says_each_page(
+    client: KubeClient, ns: str
+) -> None:
+    """An informer keeps only its projection of each object as the pages arrive."""
+    for i in range(5):
+        client.create(CONFIGMAPS, configmap(f"cm-{i}", app="a"), ns)
+    pages: list[int] = []
+    seen: list[tuple[str, str]] = []
+
+    def name_only(item: dict[str, Any]) -> dict[str, Any]:
+        seen.append((item["kind"], item["metadata"]["name"]))  # typed, as list items are
+        return {"name": item["metadata"]["name"]}
+
+    views, _ = client.list(CONFIGMAPS, ns, page_size=2, on_page=pages.append,
+                           transform=name_only)
+    names = [*(f"cm-{i}" for i in range(5)), "kube-root-ca.crt"]  # as in any namespace
+    assert sorted(view["name"] for view in views) == names
+    assert all(view.keys() == {"name"} for view in views)
+    assert sorted(seen) == [("ConfigMap", name) for name in names]
+    assert pages == [2, 4, 6]
+
+
 def test_merge_json_and_strategic_patches(client: KubeClient, ns: str) -> None:
     client.create(CONFIGMAPS, configmap("a", x="1", y="2"), ns)
     merged = client.patch(CONFIGMAPS, "a", {"data": {"x": None, "z": "3"}}, namespace=ns)

@@ -1,5 +1,6 @@
 """`Cache.reproject`: the projection applied again to a view held, its indexes kept, and no
-projection decided before it (an event or a relist under way) overriding it."""
+projection decided before it (an event or a relist under way) overriding it; and a relist
+handed views made as its pages arrived."""
 
 from __future__ import annotations
 
@@ -62,3 +63,39 @@ def test_a_projection_decided_before_a_reproject_does_not_override_it(write: str
     release.set()
     writer.join(10)
     assert cache.get("ns", "p") == {"metadata": newer["metadata"]}
+
+
+def test_views_made_as_a_list_arrived_are_kept_as_they_are() -> None:
+    """An informer projects each page of a list as it arrives (`view`), and hands the cache
+    the views: they are not projected again, and the relist's changes are said as usual."""
+    projected: list[str] = []
+
+    def keep(obj: Obj) -> Obj:
+        projected.append(obj["metadata"]["resourceVersion"])
+        return {"metadata": obj["metadata"]}
+
+    cache = Cache(keep)
+    cache.apply("ADDED", pod("1"))
+    epoch = cache.epoch
+    views = [cache.view(pod("2", spec={"big": True}))]
+    changes = cache.replace(views, views_since=epoch)
+    assert projected == ["1", "2"]
+    assert cache.get("ns", "p") is views[0]
+    assert [(kind, new["metadata"]["resourceVersion"] if new else None)
+            for kind, _old, new in changes] == [("MODIFIED", "2")]
+
+
+def test_views_made_before_a_reproject_are_made_again_from_themselves() -> None:
+    decision = {"slim": False}
+
+    def keep(obj: Obj) -> Obj:
+        return {"metadata": obj["metadata"]} if decision["slim"] else obj
+
+    cache = Cache(keep)
+    cache.apply("ADDED", pod("1"))
+    epoch = cache.epoch
+    views = [cache.view(pod("2", spec={"big": True}))]
+    decision["slim"] = True
+    cache.reproject("ns", "p")
+    cache.replace(views, views_since=epoch)
+    assert cache.get("ns", "p") == {"metadata": pod("2")["metadata"]}

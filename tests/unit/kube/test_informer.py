@@ -55,10 +55,13 @@ class ScriptedClient:
         self.watch_versions: list[str] = []
         self.idle = threading.Event()
 
-    def list(self, res: Resource, namespace: str | None = None,
-             **_: Any) -> tuple[list[Obj], str]:
+    def list(self, res: Resource, namespace: str | None = None, *,
+             transform: Any = None, **_: Any) -> tuple[list[Obj], str]:
+        """The next scripted list, each object made into what is kept of it as KubeClient's
+        list does."""
         self.listed += 1
-        return self.lists.pop(0)
+        items, rv = self.lists.pop(0)
+        return [item if transform is None else transform(item) for item in items], rv
 
     def watch(self, res: Resource, namespace: str | None = None, *, resource_version: str,
               **_: Any) -> Stream:
@@ -176,7 +179,7 @@ class PagedClient(ScriptedClient):
 
     def list(self, res: Resource, namespace: str | None = None, **kwargs: Any
              ) -> tuple[list[Obj], str]:
-        items, rv = super().list(res, namespace)
+        items, rv = super().list(res, namespace, transform=kwargs.get("transform"))
         for count in range(1, len(items) + 1):
             kwargs["on_page"](count)
         return items, rv
