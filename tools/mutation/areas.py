@@ -55,6 +55,7 @@ DECISION_TESTS: tuple[str, ...] = (
             "reconcile_memo",
             "decide_memo_visits",
             "decide_defaults",
+            "decide_rounds",
             "release_tracking",
             "release_tracking_passes",
             "actions_existing_objects",
