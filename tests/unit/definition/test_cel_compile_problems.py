@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from engine.definition.cel import CelCompileError, CelProblem, Scope, compile_expression
+from engine.definition.cel_types import JobSchema, TypeContext
 
 JOB = Scope("job")
 VISIBLE = ("job, runPolicy, replicas, restarts, error, lastFailure, lastFailureCause, "
@@ -104,3 +105,23 @@ def test_an_empty_expression_is_one_problem() -> None:
         with pytest.raises(CelCompileError) as caught:
             compile_expression(source, JOB)
         assert caught.value.problems == [CelProblem(1, 1, "empty CEL expression")]
+
+
+@pytest.mark.parametrize(("source", "named"), [
+    ("1u", "uint"), ("timestamp('2020-01-01T00:00:00Z')", "timestamp"),
+    ("duration('1s')", "duration"), ("2.5", "double"), ("dyn(1)", "dyn"),
+    ("[1]", "list<int>"),
+])
+def test_what_an_expression_gives_is_named_as_the_language_names_it(
+    source: str, named: str,
+) -> None:
+    assert compile_expression(source, JOB).result_type == named
+
+
+def test_an_object_of_a_typed_job_gives_a_map() -> None:
+    """A message of the kind's schema is a map to the evaluator and to what checks types."""
+    schema = {"type": "object", "properties": {"spec": {"type": "object", "properties": {
+        "size": {"type": "integer"}}}}}
+    typed = Scope("job", types=TypeContext(job_schema=JobSchema(schema, "Demo")))
+    assert compile_expression("job.spec", typed).result_type == "map"
+    assert compile_expression("job.spec.size", typed).result_type == "int"

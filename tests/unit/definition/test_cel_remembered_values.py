@@ -53,9 +53,11 @@ def inputs(source: str, scope: Scope = JOB, **variables: Any) -> Any:
 
 
 def child(name: str, observation: str, *, active: int = 0, noise: int = 0) -> dict[str, Any]:
+    failed = "Failed" if observation == "childFailed" else "Ready"
     return {"type": "w", "observation": observation, "message": f"m{noise}",
             "object": {"metadata": {"name": name, "uid": noise},
-                       "status": {"active": active, "ready": noise}}}
+                       "status": {"active": active, "ready": noise},
+                       "conditions": [{"type": failed}]}}
 
 
 def job(phase: str = "Running", *, record: str = "r1", name: str = "a",
@@ -97,6 +99,24 @@ WHOLE = "job != {}"
     ("children.filter(c, c.observation == 'childReady')[0].object.metadata.name",
      {"children": [child("a", "childReady", noise=1)]},
      {"children": [child("b", "childReady", active=1)]}),
+    # However the call or the grouping around the list is spaced.
+    ("size( children ) > 1", {"children": [child("b", "childFailed", noise=1)]},
+     {"children": []}),
+    ("size(children ) > 1", {"children": [child("b", "childFailed", noise=1)]},
+     {"children": []}),
+    ("size (children) > 1", {"children": [child("b", "childFailed", noise=1)]},
+     {"children": []}),
+    ("(children ).size() > 1", {"children": [child("b", "childFailed", noise=1)]},
+     {"children": []}),
+    # A macro within a macro that names its variable again: the outer one still reads
+    # only the fields selected.
+    ("children.exists(c, c.object.conditions.exists(c, c.type == 'Failed')"
+     " && c.observation == 'childFailed')", {"children": [child("a", "childReady", noise=1)]},
+     {"children": [child("a", "childFailed", active=1)]}),
+    # Parentheses inside a macro's body.
+    ("children.exists(c, (c.observation == 'childFailed') && c.object.status.active > 0)",
+     {"children": [child("b", "childReady", active=1, noise=1)]},
+     {"children": [child("a", "childReady", active=0)]}),
     # What a filter keeps, iterated again.
     ("children.filter(c, c.observation == 'childReady').exists(d, d.message == 'm0')",
      {"children": [child("a", "childReady", active=0)]},
@@ -134,7 +154,8 @@ def test_inputs_of_a_map_only_counted_are_its_size() -> None:
 def test_inputs_of_a_value_read_whole_are_all_of_it() -> None:
     assert inputs(WHOLE, job=job()) == inputs(WHOLE, job=job())
     assert inputs(WHOLE, job=job()) != inputs(WHOLE, job=job(record="r2"))
-    for source in ("children == []", "dyn(children).size() > 0",
+    for source in ("children == []", "dyn(children).size() > 0", "(children == [])",
+                   "[(children)].size() > 0", "children[0] == {}",
                    "children.filter(c, c.observation == 'x')",
                    "children.exists(c, c == {})", "size(children.map(c, c))"):
         assert inputs(source, children=[child("a", "x")]) == inputs(
@@ -165,7 +186,10 @@ SOURCES = [FAILED_CHILD, ACTIVE, FAILED_REPLICA, PHASE, NAME, NAME_AND_PHASE, WH
            "children[0].object.status.active",
            "children.filter(c, c.observation == 'childReady').exists(d, d.message == 'm0')",
            "children.filter(c, c.observation == 'childFailed')[0].object.metadata",
-           "dyn(children).size() > 0",
+           "dyn(children).size() > 0", "dyn(job).status.phase", "children[0] == {}",
+           "children.exists(c, (c.observation == 'childFailed') && c.object.status.active > 0)",
+           "children.exists(c, c.object.conditions.exists(c, c.type == 'Failed')"
+           " && c.observation == 'childFailed')",
            "job.status", "job.status.record"]
 
 
@@ -400,3 +424,16 @@ def test_a_map_with_a_text_entry_named_like_a_field_read_is_answered() -> None:
     assert inputs("job.metadata.name == 'a'", job=value) is not None
     with remembering_values():
         assert expression.evaluate({"job": value}) is True
+
+
+def test_fields_of_list_entries_are_read_whatever_their_names() -> None:
+    """Capitals in a field's name, or a field named X, are fields like any other."""
+    for source, field in (("children.exists(c, c.Type == 'w')", "Type"),
+                          ("children.exists(c, c.X == 'w')", "X")):
+        def entries(value: str, noise: int) -> list[dict[str, Any]]:
+            return [{field: value, "noise": noise}]  # noqa: B023
+
+        assert inputs(source, children=entries("w", 0)) == inputs(
+            source, children=entries("w", 1)), source
+        assert inputs(source, children=entries("w", 0)) != inputs(
+            source, children=entries("v", 0)), source
