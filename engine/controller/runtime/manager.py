@@ -206,13 +206,22 @@ class Engine:
         createService makes for a pod does): it must not stand for an expected pod.
         """
         with self._kinds_lock:
-            for key in [k for k in self._object_informers if k not in resources]:
-                self._object_informers.pop(key)[1].stop()
+            for key in [k for k in self.caches.objects if k not in resources]:
+                if key in self._object_informers:
+                    self._object_informers.pop(key)[1].stop()
                 self.caches.objects.pop(key, None)
             for key, resource in resources.items():
                 replicas = key in replica_kinds
+                if (resource.group, resource.plural) == ("", "services") and not replicas:
+                    # Declared Services are read from the services' own watch and cache: a
+                    # second watch would list and hold every Service of the cluster again.
+                    if key in self._object_informers:
+                        self._object_informers.pop(key)[1].stop()
+                    self.caches.objects[key] = (resource, self.caches.services)
+                    continue
                 current = self.caches.objects.get(key)
                 if (current is not None and current[0] == resource
+                        and key in self._object_informers
                         and self._object_informers[key][0] == replicas):
                     continue
                 if key in self._object_informers:
@@ -322,11 +331,9 @@ class Engine:
         return found
 
     def _on_declared_object(self, _event: str, old: Obj | None, new: Obj | None) -> None:
-        """A declared object (spec.objects): its job looks at once. A replica's Service,
-        watched here too when a machine declares Services, is the services' watch's
-        (`_on_child`): each of its events queued the job twice."""
+        """A declared object (spec.objects): its job looks at once."""
         obj = new or old
-        if obj is not None and not _replica_service(obj):
+        if obj is not None:
             for key in self._owners(obj):
                 self.queue.add(key, urgent=True)
 
@@ -334,13 +341,16 @@ class Engine:
         """A Service queues its job, but for a replica's Service that appeared with its
         job as controller: the engine's own create (no decision reads a Service; the pass
         it queued found the replica's pod not yet seen and put itself off). An orphan
-        (adopted), a change and a deletion (made again) still queue it."""
+        (adopted), a change and a deletion (made again) still queue it. Any other Service
+        may be a declared object (spec.objects), whose job looks at once."""
         obj = new or old
-        if obj is None or (event == "ADDED" and _replica_service(obj)
-                           and controller_uid(obj) is not None):
+        if obj is None:
+            return
+        replica = _replica_service(obj)
+        if event == "ADDED" and replica and controller_uid(obj) is not None:
             return
         for key in self._owners(obj):
-            self.queue.add(key)
+            self.queue.add(key, urgent=not replica)
 
     def _on_node(self, _event: str, old: Obj | None, new: Obj | None) -> None:
         if node_is_ready(old) != node_is_ready(new):

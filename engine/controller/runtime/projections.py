@@ -108,9 +108,13 @@ def _container_status(status: Mapping[str, Any]) -> Obj:
 
 
 def project_service(obj: Obj) -> Obj:
-    """Identity, ownership, and the spec fields a job's services are checked against."""
+    """Identity, ownership, the spec fields a job's services are checked against, and the
+    status: a Service a machine declares (spec.objects) is read from this cache too, and
+    machines read a declared object's status."""
     view = _type_and_meta(obj, _META_FIELDS)
     view["spec"] = _pick(obj.get("spec") or {}, ("clusterIP", "selector", "ports"))
+    if isinstance(obj.get("status"), dict):
+        view["status"] = obj["status"]
     return view
 
 

@@ -19,6 +19,7 @@ from engine.controller.reconcile.children import JOB_NAME_LABEL, TRACKING_FINALI
 from engine.controller.runtime.manager import Engine
 from engine.kube.cache import Cache
 from engine.kube.client import KubeClient
+from engine.kube.resources import Resource
 from engine.settings import EngineSettings
 
 KEY = JobKey("PyTorchJob", "default", "train")
@@ -167,12 +168,25 @@ def test_any_other_service_event_queues_its_job(
     assert engine.queue.get(timeout=0) == KEY
 
 
-def test_a_replica_service_is_left_to_the_services_watch_by_the_declared_objects(
-        engine: Engine) -> None:
-    """Where a machine declares Services, replicas' Services are watched twice: each of
-    their events queued the job twice."""
+def test_declared_services_are_read_from_the_services_watch(engine: Engine) -> None:
+    """A machine that declares a Service (a JobSet's headless one) adds no second watch:
+    every Service of the cluster would be listed, cached and decoded twice."""
+    resource = Resource("", "v1", "services", "Service")
+    engine.watch_objects({("v1", "Service"): resource})
+    assert engine._object_informers == {}
+    assert engine.caches.objects[("v1", "Service")] == (resource, engine.caches.services)
+    engine.watch_objects({})
+    assert engine.caches.objects == {}
+
+
+def test_a_declared_service_queues_its_job_ahead_of_other_work(engine: Engine) -> None:
+    """A declared object's job looks at once (urgent), as any declared object's does; a
+    replica's Service queues its job as other work."""
     watching(engine)
-    engine._on_declared_object("DELETED", service("5"), None)
-    assert len(engine.queue) == 0
-    engine._on_declared_object("ADDED", None, service("5", replica=False))
+    other = JobKey(KEY.kind, "default", "other")
+    engine.queue.add(other)
+    engine._on_child("ADDED", None, service("5", replica=False))
     assert engine.queue.get(timeout=0) == KEY
+    engine.queue.done(KEY)
+    engine._on_child("MODIFIED", service("5"), service("6"))
+    assert engine.queue.get(timeout=0) == other
