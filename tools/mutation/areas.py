@@ -56,6 +56,7 @@ DECISION_TESTS: tuple[str, ...] = (
             "decide_memo_visits",
             "decide_defaults",
             "decide_rounds",
+            "decide_unsettled",
             "release_tracking",
             "release_tracking_passes",
             "actions_existing_objects",
