@@ -57,6 +57,7 @@ DECISION_TESTS: tuple[str, ...] = (
             "decide_defaults",
             "decide_rounds",
             "decide_unsettled",
+            "decide_stale_replicas",
             "release_tracking",
             "release_tracking_passes",
             "actions_existing_objects",
