@@ -38,6 +38,16 @@ def _refusal(core: Core, body: object, name: str = "p") -> dict[str, Any]:
     return error.value.to_status()
 
 
+def _binding_conflict(name: str, why: str) -> dict[str, Any]:
+    return {
+        "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+        "message": f'Operation cannot be fulfilled on pods/binding "{name}": {why}',
+        "reason": "Conflict",
+        "details": {"name": name, "kind": "pods/binding"},
+        "code": 409,
+    }
+
+
 def test_binding_sets_the_node_and_a_true_pod_scheduled_condition(
     core: Core, reactor: ManualReactor
 ) -> None:
@@ -171,14 +181,8 @@ def test_a_pod_held_by_scheduling_gates_is_not_bound(core: Core) -> None:
             "spec": {"containers": [{"name": "c", "image": "i"}],
                      "schedulingGates": [{"name": "example.com/wait"}]}}
     core.store.create(PODS, "default", body)
-    assert _refusal(core, _binding("node-1")) == {
-        "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
-        "message": 'Operation cannot be fulfilled on pods/binding "p": '
-                   "pod p has non-empty .spec.schedulingGates",
-        "reason": "Conflict",
-        "details": {"name": "p", "kind": "pods/binding"},
-        "code": 409,
-    }
+    assert _refusal(core, _binding("node-1")) == _binding_conflict(
+        "p", "pod p has non-empty .spec.schedulingGates")
 
 
 def test_a_dry_run_binding_answers_the_bound_pod_and_stores_nothing(core: Core) -> None:
@@ -243,26 +247,13 @@ def test_a_bound_pod_is_not_bound_again(core: Core) -> None:
     _pod(core)
     core.store.bind(PODS, "default", "p", _binding("node-1"), dry_run=False)
     stored = copy.deepcopy(core.store.table.get(PODS.key, "default", "p").obj)
-    assert _refusal(core, _binding("node-2")) == {
-        "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
-        "message": 'Operation cannot be fulfilled on pods/binding "p": '
-                   'pod p is already assigned to node "node-1"',
-        "reason": "Conflict",
-        "details": {"name": "p", "kind": "pods/binding"},
-        "code": 409,
-    }
+    assert _refusal(core, _binding("node-2")) == _binding_conflict(
+        "p", 'pod p is already assigned to node "node-1"')
     assert core.store.table.get(PODS.key, "default", "p").obj == stored
 
 
 def _deleting(name: str) -> dict[str, Any]:
-    return {
-        "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
-        "message": f'Operation cannot be fulfilled on pods/binding "{name}": '
-                   f"pod {name} is being deleted, cannot be assigned to a host",
-        "reason": "Conflict",
-        "details": {"name": name, "kind": "pods/binding"},
-        "code": 409,
-    }
+    return _binding_conflict(name, f"pod {name} is being deleted, cannot be assigned to a host")
 
 
 def test_a_pod_being_deleted_is_not_bound(core: Core) -> None:
