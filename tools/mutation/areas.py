@@ -58,6 +58,7 @@ DECISION_TESTS: tuple[str, ...] = (
             "decide_rounds",
             "decide_unsettled",
             "decide_stale_replicas",
+            "decide_parallelism_lowered",
             "release_tracking",
             "release_tracking_passes",
             "actions_existing_objects",
