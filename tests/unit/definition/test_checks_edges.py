@@ -118,3 +118,13 @@ def test_one_kind_governed_twice_after_an_abstract_machine(tmp_path: Path) -> No
         f"{path}:55:12: error: example.dev/v1 Demo is already governed by definition 'one' "
         f"({path}:30:12)"
     ]
+
+
+def test_a_pods_observation_in_a_machine_of_children_names_the_childs_words() -> None:
+    machine = Path(__file__).parent / "children" / "jobs.yaml"
+    text = machine.read_text(encoding="utf-8").replace('"on": childReady', '"on": podRunning')
+    assert [str(d) for d in validate_text(text, "jobs.yaml")] == [
+        "jobs.yaml:49:42: error: 'podRunning' is about a replica's pod, and this machine's "
+        "replicas are children (spec.child): use childMissing, childPending, childReady, "
+        "childSucceeded, childFailed, childGone, createChild and deleteChild"
+    ]
