@@ -128,3 +128,27 @@ def test_a_pods_observation_in_a_machine_of_children_names_the_childs_words() ->
         "replicas are children (spec.child): use childMissing, childPending, childReady, "
         "childSucceeded, childFailed, childGone, createChild and deleteChild"
     ]
+
+
+def test_each_action_is_checked_after_an_unknown_one_and_named_in_its_error() -> None:
+    actions = "actions: [nope, {cleanupPods: {policy: Some}}]"
+    assert lines(document(job=JOB.replace('when: "restarts == 0"', actions))) == [
+        "demo.yaml:12:45: error: unknown action 'nope'; job actions are: cleanupPods, "
+        "restartJob, setCondition, event",
+        "demo.yaml:12:74: error: argument 'policy' of 'cleanupPods' must be one of: All, "
+        "Running, None (got 'Some')",
+    ]
+    text = document(replica=REPLICA.replace("actions: [createPod]", "actions: [createChild]"))
+    assert lines(text) == [
+        "demo.yaml:21:66: error: 'createChild' is about a replica's child object, and this "
+        "machine's replicas are pods: add a spec.child section to make them objects of "
+        "another kind"
+    ]
+
+
+def test_an_argument_written_as_cel_must_be_text() -> None:
+    actions = "actions: [{restartJob: {count: 2}}]"
+    assert lines(document(job=JOB.replace('when: "restarts == 0"', actions))) == [
+        "demo.yaml:12:66: error: argument 'count' of 'restartJob' must be a string "
+        "(a CEL expression)"
+    ]
