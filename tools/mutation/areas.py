@@ -59,6 +59,7 @@ DECISION_TESTS: tuple[str, ...] = (
             "decide_unsettled",
             "decide_stale_replicas",
             "decide_parallelism_lowered",
+            "decide_memo_inputs",
             "release_tracking",
             "release_tracking_passes",
             "actions_existing_objects",

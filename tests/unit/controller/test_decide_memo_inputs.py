@@ -1,0 +1,79 @@
+"""A replica's remembered step is taken again only on the inputs it was taken on
+(`replica_inputs` in `_step_replicas`): its type's replica count and restart policy among
+them, which a replica machine's guards may read (`replica.desired`, `policy`) though the
+machine reads nothing of the job-level variables that would change with them.
+
+The machine is one of our own whose Running replicas move on when their type grows past two
+replicas, or runs under restart policy OnFailure; `RememberingDecide` checks that each
+decision with remembered steps is the one made without.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from engine.definition import compile_definition, load_text
+from tests.scenarios.reconcile_memo import RememberingDecide, remembering
+from tests.scenarios.world import DEFINITIONS, World, running, worker
+from tests.unit.definition.texts import document
+
+JOB = """\
+  job:
+    initial: Running
+    states:
+      Running: {}
+      Done: {terminal: success}
+    transitions:
+      - {from: Running, to: Done, "on": invalid}
+"""
+
+REPLICA = """\
+  replica:
+    initial: Pending
+    states:
+      Pending: {}
+      Running: {}
+      Moved: {}
+    transitions:
+      - {from: Pending, to: Pending, "on": podMissing, actions: [createPod]}
+      - {from: Pending, to: Running, "on": podRunning}
+      - {from: Running, to: Moved, "on": podRunning,
+         when: "replica.desired > 2 || policy == 'OnFailure'"}
+"""
+
+
+@pytest.fixture
+def checked(monkeypatch: pytest.MonkeyPatch) -> Iterator[RememberingDecide]:
+    (loaded,) = load_text(document(job=JOB, replica=REPLICA), "demo.yaml")
+    monkeypatch.setitem(DEFINITIONS, "Demo", compile_definition(loaded))
+    with remembering(monkeypatch) as checking:
+        yield checking
+
+
+def _running_workers() -> World:
+    """Two Workers running, each stepped (and remembered) in Running at least twice."""
+    template = {"spec": {"containers": [{"name": "main", "image": "example/train:1"}]}}
+    world = World({"apiVersion": "example.dev/v1", "kind": "Demo",
+                   "metadata": {"name": "d", "namespace": "n", "uid": "u", "generation": 1},
+                   "spec": {"replicaSpecs": {"Worker": {
+                       "replicas": 2, "restartPolicy": "Never", "template": template}}}})
+    world.reconcile()
+    world.put(worker(0), running())
+    world.put(worker(1), running())
+    world.reconcile()
+    assert world.reconcile().replica_states == {"Worker-0": "Running", "Worker-1": "Running"}
+    return world
+
+
+@pytest.mark.usefixtures("checked")
+@pytest.mark.parametrize("change", [{"replicas": 3}, {"restartPolicy": "OnFailure"}],
+                         ids=["replicas", "restartPolicy"])
+def test_a_step_remembered_is_not_taken_again_once_its_type_changed(
+        change: dict[str, Any]) -> None:
+    world = _running_workers()
+    world.job["spec"]["replicaSpecs"]["Worker"].update(change)
+    states = world.reconcile().replica_states
+    assert (states["Worker-0"], states["Worker-1"]) == ("Moved", "Moved")
