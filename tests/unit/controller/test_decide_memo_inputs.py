@@ -1,15 +1,17 @@
 """A replica's remembered step is taken again only on the inputs it was taken on
-(`replica_inputs` in `_step_replicas`): its type's replica count and restart policy among
-them, which a replica machine's guards may read (`replica.desired`, `policy`) though the
-machine reads nothing of the job-level variables that would change with them.
+(`replica_inputs` in `_step_replicas`): its type's replica count and restart policy and its
+own restarts among them, which a replica machine's guards may read (`replica.desired`,
+`policy`, `replica.restarts`) though the machine reads nothing of the job-level variables
+that would change with them.
 
 The machine is one of our own whose Running replicas move on when their type grows past two
-replicas, or runs under restart policy OnFailure; `RememberingDecide` checks that each
-decision with remembered steps is the one made without.
+replicas, runs under restart policy OnFailure, or has restarted; `RememberingDecide` checks
+that each decision with remembered steps is the one made without.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -41,7 +43,7 @@ REPLICA = """\
       - {from: Pending, to: Pending, "on": podMissing, actions: [createPod]}
       - {from: Pending, to: Running, "on": podRunning}
       - {from: Running, to: Moved, "on": podRunning,
-         when: "replica.desired > 2 || policy == 'OnFailure'"}
+         when: "replica.desired > 2 || policy == 'OnFailure' || replica.restarts > 0"}
 """
 
 
@@ -77,3 +79,15 @@ def test_a_step_remembered_is_not_taken_again_once_its_type_changed(
     world.job["spec"]["replicaSpecs"]["Worker"].update(change)
     states = world.reconcile().replica_states
     assert (states["Worker-0"], states["Worker-1"]) == ("Moved", "Moved")
+
+
+@pytest.mark.usefixtures("checked")
+def test_a_step_remembered_is_not_taken_again_once_the_replicas_restarts_read_differ() -> None:
+    """The record read gives Worker-0 a restart its remembered steps were not taken on (an
+    edited record, or a status write of a restart that the pass before did not see)."""
+    world = _running_workers()
+    record = json.loads(world.job["status"]["record"])
+    record["restarts"] = {"Worker": {"0": [1, "2027-01-15T08:00:00Z"]}}
+    world.job["status"]["record"] = json.dumps(record)
+    states = world.reconcile().replica_states
+    assert (states["Worker-0"], states["Worker-1"]) == ("Moved", "Running")
