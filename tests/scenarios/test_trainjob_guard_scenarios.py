@@ -16,6 +16,7 @@ from engine.controller.reconcile.jobspec import read_job_spec
 from engine.controller.reconcile.observe import observe_child
 from engine.controller.reconcile.record import MachineRecord
 from engine.controller.reconcile.variables import Surroundings
+from engine.definition.rendering import render_objects
 from tests.kinds import shipped_definitions
 
 AT = "2027-01-01T00:00:30Z"
@@ -85,3 +86,23 @@ def test_a_trainjob_copies_its_jobsets_end(line: Line) -> None:
     events = [str(p.action.args["reason"]) for p in decision.actions
               if p.action.name == "event" and not p.replayed]
     assert (decision.record.state, fired, events) == (line.state, line.reasons, line.events)
+
+
+MPI_RUNTIME = {**RUNTIME, "metadata": {"name": "torch", "labels": {
+    "trainer.kubeflow.org/framework": "mpi"}},
+    "spec": {**RUNTIME["spec"], "mlPolicy": {"numNodes": 1, "mpi": {}}}}
+
+
+@pytest.mark.parametrize(("says", "runtime", "objects"), [
+    ("no runtime found -> no object made from it", {}, set()),
+    ("a torch runtime -> none of MPI's objects", RUNTIME, set()),
+    ("an MPI runtime -> its SSH Secret and hostfile", MPI_RUNTIME,
+     {"mpi-ssh-auth", "mpi-hostfile"}),
+], ids=lambda value: value if isinstance(value, str) else "")
+def test_a_trainjob_makes_the_objects_its_runtime_asks_for(
+        says: str, runtime: dict[str, Any], objects: set[str]) -> None:
+    """The objects' `when` guards read the runtime only once it is found: without it, no
+    object is wanted and none of them fails to evaluate."""
+    decision = decide_trainjob(runtime, None)
+    wanted, _absent = render_objects(shipped_definitions()["TrainJob"], decision.variables)
+    assert {rendered.name for rendered in wanted} == objects, says
