@@ -18,6 +18,7 @@ from engine.controller.reconcile.decide import Decision, decide
 from engine.controller.reconcile.jobspec import read_job_spec
 from engine.controller.reconcile.record import MachineRecord
 from engine.controller.reconcile.variables import Surroundings
+from engine.definition.rendering import render_objects
 from tests.scenarios.world import DEFINITIONS, pytorch_job
 
 AT = "2027-01-15T08:00:00Z"
@@ -114,3 +115,15 @@ def test_gang_guards_decide_at_their_edges(line: Line) -> None:
     events = [str(p.action.args["reason"]) for p in decision.actions
               if p.action.name == "event" and p.replica is None and not p.replayed]
     assert (decision.record.state, fired, events) == (line.state, line.reasons, line.events)
+
+
+@pytest.mark.parametrize(("scheduler", "objects"), [
+    ("volcano", {"podgroup-volcano"}),
+    ("scheduler-plugins", {"podgroup-plugins"}),
+    ("", set()),  # not gang scheduled
+])
+def test_the_podgroup_of_the_gang_scheduler_in_use_and_no_other_is_made(
+        scheduler: str, objects: set[str]) -> None:
+    decision = decide_gang(scheduler=scheduler)
+    wanted, _absent = render_objects(DEFINITIONS["PyTorchJob"], decision.variables)
+    assert {rendered.name for rendered in wanted} == objects
