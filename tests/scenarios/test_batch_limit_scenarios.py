@@ -156,3 +156,17 @@ def test_an_index_within_its_limit_gets_a_new_pod_after_a_suspension() -> None:
     play(world, [Step("resumed: 1 restart is not past the limit of 1, so a new pod",
                       phase="Active", created=["Job-0"], restarts=1,
                       states={"Job-0": "Pending"})])
+
+
+def test_a_work_queue_completes_once_one_pod_succeeded_and_none_is_left_running() -> None:
+    """No completions: the job controller's `succeeded > 0 && active == 0`, so one success
+    is enough even when the other pod failed (the failed pod is deleted, not replaced:
+    docs/batch-jobs.md)."""
+    play(World(batch_job("Never", parallelism=2)), [
+        Step("submitted", phase="Active", created=["Job-0", "Job-1"]),
+        Step("both run", {job(0): running(), job(1): running()}, phase="Active"),
+        Step("one succeeds, the other still runs", {job(0): exited(0)}, phase="Active"),
+        Step("the other fails: one success, none running -> complete",
+             {job(1): exited(1)}, phase="Succeeding", deleted=["Job-1"],
+             job_actions=["cleanupPods"]),
+    ])
