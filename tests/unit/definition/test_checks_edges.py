@@ -152,3 +152,12 @@ def test_an_argument_written_as_cel_must_be_text() -> None:
         "demo.yaml:12:66: error: argument 'count' of 'restartJob' must be a string "
         "(a CEL expression)"
     ]
+
+
+def test_a_suffix_written_that_another_object_has_is_said_at_the_suffix() -> None:
+    extra = ("  objects:\n    - {name: launcher, apiVersion: v1, kind: ServiceAccount}\n"
+             "    - {name: account, suffix: launcher, apiVersion: v1, kind: ServiceAccount}\n")
+    assert lines(document(extra=extra)) == [
+        "demo.yaml:27:31: error: objects[0] is already a ServiceAccount (v1) named "
+        "<job>-launcher: two would have the same name"
+    ]
