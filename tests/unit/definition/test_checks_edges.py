@@ -161,3 +161,15 @@ def test_a_suffix_written_that_another_object_has_is_said_at_the_suffix() -> Non
         "demo.yaml:27:31: error: objects[0] is already a ServiceAccount (v1) named "
         "<job>-launcher: two would have the same name"
     ]
+
+
+def test_a_childs_field_refused_is_said_at_its_key() -> None:
+    machine = Path(__file__).parent / "children" / "jobs.yaml"
+    text = machine.read_text(encoding="utf-8").replace(
+        "    status:\n      ready:", "    fields:\n      metadata.labels: 'true'\n"
+        "      spec..x: 'true'\n    status:\n      ready:", 1)
+    assert [str(d) for d in validate_text(text, "jobs.yaml") if d.is_error] == [
+        "jobs.yaml:18:7: error: 'metadata.labels' is set by the engine (from apiVersion, kind, "
+        "name, labels and annotations), not by 'fields'",
+        "jobs.yaml:19:7: error: 'spec..x' is not a dotted path of field names (spec.suspend)",
+    ]
