@@ -275,6 +275,12 @@ def replica_path(job: Obj, replica: str) -> list[str]:
     ]
 
 
+# The paths of a replica whose pod ran and exited 0. A short pod can start and end between
+# two of the engine's looks at it on a loaded machine; then the path skips Running (the
+# machine's Pending -> Succeeded), as a level-triggered controller's does.
+RAN_AND_SUCCEEDED = (["Pending", "Running", "Succeeded"], ["Pending", "Succeeded"])
+
+
 def job_events(client: KubeClient, job: Obj) -> list[Obj]:
     """The job's Events in the order they were recorded (their names carry the time)."""
     items, _ = client.list(
