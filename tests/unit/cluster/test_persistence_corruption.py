@@ -472,8 +472,9 @@ def test_repair_of_a_missing_directory(tmp_path: Path) -> None:
 
 @functools.cache
 def _valid_files() -> dict[str, bytes]:
-    directory = _data_dir(Path(tempfile.mkdtemp(prefix="jobmachine-corruption-")) / "data")
-    return {name: (directory / name).read_bytes() for name in (SNAPSHOT, JOURNAL)}
+    with tempfile.TemporaryDirectory(prefix="jobmachine-corruption-") as scratch:
+        directory = _data_dir(Path(scratch) / "data")
+        return {name: (directory / name).read_bytes() for name in (SNAPSHOT, JOURNAL)}
 
 
 @functools.cache
