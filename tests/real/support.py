@@ -1,5 +1,5 @@
-"""What the real-training tests share: skipping without the `real` extra, and reading the
-`result:` lines the examples in examples/real print.
+"""What the real-training tests share: skipping without the `real` extra, reading the
+`result:` lines the examples in examples/real print, and taking turns at the trainer's port.
 
 The tier needs the extra's packages, nothing else; without them it skips and says which
 install is missing, as `jobmachine demo --real` does.
@@ -7,9 +7,14 @@ install is missing, as `jobmachine demo --real` does.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import importlib.util
 import re
 import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -44,3 +49,22 @@ def results(text: str) -> dict[str, list[str]]:
 def result_lines(log: str) -> list[str]:
     """The result lines (without `result: `) of one pod's log."""
     return [match["text"] for line in log.splitlines() if (match := _RESULT.match(line))]
+
+
+# Every TrainJob's nodes meet at port 29500 (Trainer's ContainerTrainerPort, whatever the
+# framework), and in process mode every pod is on the host's network.
+TRAINER_PORT = 29500
+
+
+@contextlib.contextmanager
+def trainer_port_turn() -> Iterator[None]:
+    """Hold the machine's turn at the trainer's port while really training TrainJobs: CI runs
+    tests/real's files on two xdist workers, and two TrainJobs at once would have their
+    ranks meet at the other's rendezvous (or find the port taken) and fail."""
+    lock = Path(tempfile.gettempdir()) / f"jobmachine-trainer-port-{TRAINER_PORT}.lock"
+    with lock.open("w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(held, fcntl.LOCK_UN)

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from engine.app.demo import DemoOptions, run_demo
-from tests.real.support import needs_real_extra, results
+from tests.real.support import needs_real_extra, results, trainer_port_turn
 
 pytestmark = [pytest.mark.real, pytest.mark.slow, needs_real_extra]
 
@@ -67,8 +67,11 @@ EXAMPLES = [
 
 @pytest.fixture(scope="module")
 def demo_output(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """The demo's output; its TrainJob trains at the trainer's port, so in its turn."""
     out = io.StringIO()
-    ok = run_demo(DemoOptions(output=tmp_path_factory.mktemp("real-demo"), real=True), out=out)
+    with trainer_port_turn():
+        ok = run_demo(DemoOptions(output=tmp_path_factory.mktemp("real-demo"), real=True),
+                      out=out)
     assert ok, out.getvalue()
     return out.getvalue()
 

@@ -11,8 +11,11 @@ one linear model by DistributedDataParallel, each on its half of the data. The S
 `wait_for_job_status` sees Complete and `get_job_logs` returns each rank's result line.
 
 On `xgboost-distributed` the SDK runs the function with python; node 0 starts XGBoost's
-tracker at DMLC_TRACKER_URI (the same name) and DMLC_TRACKER_PORT (9999), and both nodes
-join it as DMLC_TASK_ID of DMLC_NUM_WORKER and grow the same trees.
+tracker at DMLC_TRACKER_URI (the same name) and DMLC_TRACKER_PORT (29500, as for torch), and
+both nodes join it as DMLC_TASK_ID of DMLC_NUM_WORKER and grow the same trees.
+
+Every TrainJob listens on port 29500 and process-mode pods share the host's network, so
+this module and the demo's TrainJob (test_real_examples.py) take turns at it.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from tests.integration.kubeflow_sdk.support import (  # noqa: F401 (sdk: needs_s
     run_sdk,
     sdk,
 )
+from tests.real.support import trainer_port_turn
 
 _TORCHRUN = Path(sys.executable).parent / "torchrun"
 needs_torch = pytest.mark.skipif(
@@ -164,11 +168,12 @@ _RESULT = re.compile(
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[LocalCluster]:
     """`up` in process mode, as started from a shell with the venv active: the nodes' bash
-    finds torchrun (and torchrun this Python, with torch) on the PATH."""
+    finds torchrun (and torchrun this Python, with torch) on the PATH. Its TrainJobs train
+    at the trainer's port, so in this module's turn."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("PATH", f"{_TORCHRUN.parent}{os.pathsep}{os.environ.get('PATH', '')}")
         options = UpOptions(port=0, node_mode="process", settings=local_settings({}))
-        with running_local_cluster(options) as up:
+        with trainer_port_turn(), running_local_cluster(options) as up:
             yield up
 
 

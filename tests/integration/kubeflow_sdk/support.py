@@ -24,6 +24,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from kubernetes import client as k8s_client
+from kubernetes import config as k8s_config
 
 from engine.app.up import LocalCluster
 from tests.kinds import REPO
@@ -98,6 +100,51 @@ def emit(value):
 _RESULT = "SDK-RESULT "
 
 
+_STORY_LOG_LINES = 40
+
+
+def _conditions(obj: dict[str, Any]) -> str:
+    return "; ".join(f"{c.get('type')}={c.get('status')} {c.get('reason', '')}: "
+                     f"{c.get('message', '')}" for c in obj.get("status", {}).get("conditions", []))
+
+
+def cluster_story(cluster: LocalCluster) -> str:
+    """What the cluster holds when an SDK program failed: every TrainJob's, JobSet's and
+    Job's conditions, each pod's phase, exit codes and last log lines (this and the previous
+    container), and the Warning events, so that a failure in CI says why the job failed."""
+    api = k8s_config.new_client_from_config(config_file=str(cluster.server.kubeconfig))
+    custom, core, batch = (k8s_client.CustomObjectsApi(api), k8s_client.CoreV1Api(api),
+                           k8s_client.BatchV1Api(api))
+    lines = ["what the cluster holds:"]
+    try:
+        for group, version, plural in (("trainer.kubeflow.org", "v1alpha1", "trainjobs"),
+                                       ("jobset.x-k8s.io", "v1alpha2", "jobsets")):
+            for item in custom.list_cluster_custom_object(group, version, plural)["items"]:
+                lines.append(f"{plural} {item['metadata']['name']}: {_conditions(item)}")
+        for job in api.sanitize_for_serialization(batch.list_job_for_all_namespaces())["items"]:
+            lines.append(f"job {job['metadata']['name']}: {job.get('status', {})}")
+        for pod in core.list_pod_for_all_namespaces().items:
+            meta, status = pod.metadata, pod.status
+            lines.append(f"pod {meta.name}: {status.phase} "
+                         f"{api.sanitize_for_serialization(status.container_statuses)}")
+            for previous in (False, True):
+                try:
+                    log = core.read_namespaced_pod_log(meta.name, meta.namespace,
+                                                       previous=previous,
+                                                       tail_lines=_STORY_LOG_LINES)
+                except k8s_client.ApiException as error:
+                    log = f"(no log: {error.status} {error.reason})"
+                lines.append(f"  {'previous ' if previous else ''}log:\n{log}")
+        for event in core.list_event_for_all_namespaces(field_selector="type=Warning").items:
+            lines.append(f"Warning {event.reason} {event.involved_object.kind}/"
+                         f"{event.involved_object.name}: {event.message}")
+    except (k8s_client.ApiException, OSError) as error:
+        lines.append(f"(could not read the rest: {error})")
+    finally:
+        api.close()
+    return "\n".join(lines)
+
+
 def run_sdk(cluster: LocalCluster, program: str, folder: Path, *, timeout_s: float = 300,
             environ: dict[str, str] | None = None) -> Any:
     """Run `program` (after a prelude giving it `client = TrainerClient()`, `CustomTrainer`
@@ -109,7 +156,8 @@ def run_sdk(cluster: LocalCluster, program: str, folder: Path, *, timeout_s: flo
     env |= {"KUBECONFIG": str(cluster.server.kubeconfig), **(environ or {})}
     done = subprocess.run([str(SDK_PYTHON), str(script)], env=env, cwd=folder, text=True,
                           capture_output=True, timeout=timeout_s, check=False)
-    assert done.returncode == 0, f"the SDK program failed:\n{done.stdout}\n{done.stderr}"
+    assert done.returncode == 0, (f"the SDK program failed:\n{done.stdout}\n{done.stderr}\n"
+                                  f"{cluster_story(cluster)}")
     emitted = [line[len(_RESULT):] for line in done.stdout.splitlines()
                if line.startswith(_RESULT)]
     assert emitted, f"the SDK program emitted nothing:\n{done.stdout}\n{done.stderr}"
