@@ -18,7 +18,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine.cluster.apiserver.admission.go_json import go_json_kind
-from engine.cluster.apiserver.errors import Cause, bad_request, cannot_decode, conflict, invalid
+from engine.cluster.apiserver.errors import (
+    ApiError,
+    Cause,
+    bad_request,
+    cannot_decode,
+    conflict,
+    invalid,
+)
 from engine.cluster.apiserver.registry.resources import ResourceType
 from engine.cluster.apiserver.registry.storage_keys import precondition_failed
 from engine.cluster.apiserver.registry.writes import body_metadata, check_identity
@@ -74,7 +81,8 @@ def _annotations(value: object) -> dict[str, str]:
     return value
 
 
-def _undecodable(value: Any, go_type: str) -> Exception:
+def _undecodable(value: Any, go_type: str) -> ApiError:
+    """The 400 of an annotation value json cannot decode into its Go type."""
     return cannot_decode("Binding", "v1", f"json: cannot unmarshal {go_json_kind(value)} into "
                          f"Go struct field ObjectMeta.metadata.annotations of type {go_type}")
 
