@@ -1,7 +1,8 @@
 """The typed errors of the API client: one class per answer the engine treats differently.
 
 A 409 is AlreadyExists or Conflict by the Status `reason`, the way client-go tells
-them apart; connection failures, 5xx and 429 are Unavailable (transient).
+them apart; a 422 on `metadata.uid` is Replaced (a patch's failed uid precondition);
+connection failures, 5xx and 429 are Unavailable (transient).
 """
 
 from __future__ import annotations
@@ -46,6 +47,12 @@ class Invalid(ApiError):  # noqa: N818 (Kubernetes' names)
     """422: the object failed validation."""
 
 
+class Replaced(Invalid):
+    """422 on `metadata.uid`: a patch named the uid of the object it meant and the name now
+    holds another (kube-apiserver's answer to a patch's uid precondition, as the controller
+    reference manager reads it; an update's failed uid precondition is a Conflict)."""
+
+
 class Unavailable(ApiError):  # noqa: N818 (Kubernetes' names)
     """Transient: connection refused or reset, 5xx, 429; worth retrying later."""
 
@@ -66,11 +73,22 @@ def _error_class(status: int, reason: str) -> type[ApiError]:
     return ApiError
 
 
+def _names_uid(body: dict[str, Any]) -> bool:
+    """Whether a Status's causes name `metadata.uid`."""
+    details = body.get("details")
+    causes = details.get("causes") if isinstance(details, dict) else None
+    return isinstance(causes, list) and any(
+        isinstance(cause, dict) and cause.get("field") == "metadata.uid" for cause in causes)
+
+
 def error_from_status(status: int, body: dict[str, Any]) -> ApiError:
     """The typed error for an HTTP status and the server's Status object (maybe empty)."""
     reason = str(body.get("reason") or "")
     message = str(body.get("message") or f"the server answered HTTP {status}")
-    return _error_class(status, reason)(status, reason, message, body)
+    kind = _error_class(status, reason)
+    if kind is Invalid and _names_uid(body):
+        kind = Replaced
+    return kind(status, reason, message, body)
 
 
 def parse_error_body(data: bytes) -> dict[str, Any]:

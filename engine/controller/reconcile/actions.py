@@ -54,7 +54,7 @@ from engine.definition import (
 )
 from engine.definition.cel import CelEvaluationError
 from engine.kube.client import KubeClient
-from engine.kube.errors import AlreadyExists, ApiError, Invalid, NotFound
+from engine.kube.errors import AlreadyExists, ApiError, Invalid, NotFound, Replaced
 from engine.kube.resources import PODS, SERVICES, Resource
 from engine.kube.timestamps import parse_time
 from engine.settings import EngineSettings
@@ -437,7 +437,7 @@ def _keep_child_fields(run: ActionRun) -> None:
         patch = with_fields({"metadata": {"uid": metadata["uid"]}}, decorations.fields)
         try:
             run.client.patch(resource, metadata["name"], patch, namespace=metadata["namespace"])
-        except NotFound:
+        except (NotFound, Replaced):  # gone, or its name holds another child now
             continue
         except Invalid as exc:
             run.recorder.record(run.job, type="Warning", reason="ChildUpdateRefused",

@@ -30,7 +30,7 @@ from engine.controller.reconcile.objects import OBJECT_LABEL
 from engine.controller.reconcile.selectors import selector_matches
 from engine.kube.cache import Cache
 from engine.kube.client import KubeClient
-from engine.kube.errors import Conflict, NotFound
+from engine.kube.errors import Conflict, NotFound, Replaced
 from engine.kube.resources import PODS, Resource
 
 Obj = Mapping[str, Any]
@@ -203,7 +203,8 @@ def _selected(obj: Obj, selector: Mapping[str, Any]) -> bool:
 def _release(client: KubeClient, resource: Resource, obj: Obj, job: Obj) -> None:
     """Upstream's release of a pod that stopped matching the selector: our controller
     reference goes, and with it our labels and tracking finalizer (nobody would remove it
-    later), in one patch with the pod's uid as precondition. A pod gone already is done."""
+    later), in one patch with the pod's uid as precondition. A pod gone already (or
+    replaced by another of its name) is done."""
     metadata = obj["metadata"]
     uid = job["metadata"]["uid"]
     patch: dict[str, Any] = {"metadata": {
@@ -218,7 +219,7 @@ def _release(client: KubeClient, resource: Resource, obj: Obj, job: Obj) -> None
                                            if f != TRACKING_FINALIZER]
     try:
         client.patch(resource, metadata["name"], patch, namespace=metadata["namespace"])
-    except NotFound:
+    except (NotFound, Replaced):
         return
     logger.bind(job=f"{job['metadata']['namespace']}/{job['metadata']['name']}").info(
         f"released {resource.kind} {metadata['name']}: the selector no longer matches it")
@@ -285,9 +286,10 @@ def relabel_if_drifted(
 
 
 def _patch(client: KubeClient, resource: Resource, obj: Obj, patch: Obj) -> Obj:
-    """A merge patch with the object's uid as precondition; a vanished object raises Conflict."""
+    """A merge patch with the object's uid as precondition; a vanished object (gone, or its
+    name holding another now) raises Conflict."""
     metadata = obj["metadata"]
     try:
         return client.patch(resource, metadata["name"], patch, namespace=metadata["namespace"])
-    except NotFound as exc:
+    except (NotFound, Replaced) as exc:
         raise Conflict(409, "Conflict", f"{metadata['name']} vanished while claiming", {}) from exc

@@ -21,7 +21,7 @@ from engine.controller.reconcile.claims import AdoptionGuard
 from engine.controller.reconcile.selectors import selector_matches
 from engine.kube.cache import Cache
 from engine.kube.client import KubeClient
-from engine.kube.errors import NotFound
+from engine.kube.errors import NotFound, Replaced
 from engine.kube.resources import Resource
 
 Obj = Mapping[str, Any]
@@ -67,12 +67,12 @@ def _release(client: KubeClient, resource: Resource, obj: Obj, job: Obj) -> None
 def _patch(client: KubeClient, resource: Resource, obj: Obj, references: list[Any]
            ) -> Obj | None:
     """The revision with these owner references (its uid as precondition); None when it is
-    gone."""
+    gone, or its name holds another revision now."""
     metadata = obj["metadata"]
     patch = {"metadata": {"uid": metadata["uid"], "ownerReferences": references}}
     try:
         return client.patch(resource, metadata["name"], patch, namespace=metadata["namespace"])
-    except NotFound:
+    except (NotFound, Replaced):
         return None
 
 

@@ -22,6 +22,7 @@ from engine.kube.cache import Cache
 from engine.kube.errors import Conflict, NotFound
 from engine.kube.resources import PODS, SERVICES, Resource
 from tests.kinds import KINDS
+from tests.unit.controller.uid_answers import refuse_another_uid
 
 JOB: dict[str, Any] = {
     "apiVersion": "kubeflow.org/v1",
@@ -54,6 +55,7 @@ class FakeClient:
         if name not in self.children:
             raise NotFound(404, "NotFound", f"{name} not found", {})
         stored = self.children[name]
+        refuse_another_uid("Pod", name, body, stored)
         for key, value in body["metadata"].items():
             stored["metadata"][key] = value
         return copy.deepcopy(stored)
@@ -230,6 +232,21 @@ def test_a_child_that_vanishes_while_it_is_claimed_is_a_conflict() -> None:
     with pytest.raises(Conflict, match="pt-worker-1 vanished while claiming") as caught:
         claim(client, PODS, cache, JOB, replica_types=TYPES, guard=guard)  # type: ignore[arg-type]
     assert (caught.value.status, caught.value.reason, caught.value.body) == (409, "Conflict", {})
+
+
+def test_a_child_whose_name_holds_another_object_now_is_a_conflict() -> None:
+    """Deleted and made again under its name since the cache saw it: the adoption patch's
+    uid is refused as kube-apiserver refuses it (422 on metadata.uid), and the pass is
+    retried, as for a child that vanished."""
+    cache = Cache(indexed_label=JOB_NAME_LABEL)
+    cache.replace([orphan("pt-worker-1")])
+    again = orphan("pt-worker-1")
+    again["metadata"]["uid"] = "uid-made-again"
+    client = FakeClient(fresh(), [again])
+    guard = AdoptionGuard(client, JOBS, JOB)  # type: ignore[arg-type]
+    with pytest.raises(Conflict, match="pt-worker-1 vanished while claiming"):
+        claim(client, PODS, cache, JOB, replica_types=TYPES, guard=guard)  # type: ignore[arg-type]
+    assert client.children["pt-worker-1"]["metadata"]["ownerReferences"] == []
 
 
 def test_a_rejected_candidate_does_not_stop_the_others_being_claimed() -> None:

@@ -28,6 +28,7 @@ from engine.controller.reconcile.selectors import selector_matches
 from engine.kube.cache import Cache
 from engine.kube.errors import ApiError, NotFound
 from engine.kube.resources import PODS, Resource
+from tests.unit.controller.uid_answers import refuse_another_uid
 
 NOW = datetime(2026, 11, 30, 12, 0, 0, tzinfo=UTC)
 RS: dict[str, Any] = {"apiVersion": "apps/v1", "kind": "ReplicaSet",
@@ -130,6 +131,7 @@ class FakeClient:
         self.calls.append(("patch", name, body))
         if name not in self.pods:
             raise NotFound(404, "NotFound", f"{name} not found", {})
+        refuse_another_uid("Pod", name, body, self.pods[name])
         stored = self.pods[name]["metadata"]
         for key, value in body["metadata"].items():
             if key == "labels":
@@ -234,6 +236,21 @@ def test_a_pod_that_stops_matching_is_released_with_our_labels_and_finalizer() -
         "labels": {JOB_NAME_LABEL: None, REPLICA_TYPE_LABEL: None, REPLICA_INDEX_LABEL: None,
                    JOB_UID_LABEL: None},
         "finalizers": ["other/keep"]}})]
+
+
+def test_a_pod_that_stopped_matching_and_was_made_again_under_its_name_is_let_be() -> None:
+    """The release's uid is refused as kube-apiserver refuses it (422 on metadata.uid): the
+    pod it meant is gone, so there is nothing to release and the pass goes on."""
+    relabelled = pod("moved", index=0, labels={"app": "elsewhere"})
+    client = FakeClient([{**relabelled, "metadata": {**relabelled["metadata"],
+                                                     "uid": "uid-made-again"}}])
+    cache = Cache()
+    cache.replace([relabelled])
+    found = claim(client, PODS, cache, RS, replica_types=["Pod"],  # type: ignore[arg-type]
+                  guard=AdoptionGuard(client, REPLICASETS, RS), selector=SELECTOR)  # type: ignore[arg-type]
+    assert found.by_replica == {}
+    assert [call[:2] for call in client.calls] == [("patch", "moved")]
+    assert client.pods["moved"]["metadata"]["labels"] == relabelled["metadata"]["labels"]
 
 
 SELECTORS = [

@@ -15,6 +15,7 @@ from engine.controller.rollouts.claims import claim_revisions
 from engine.kube.cache import Cache
 from engine.kube.errors import NotFound
 from engine.kube.resources import Resource
+from tests.unit.controller.uid_answers import refuse_another_uid
 
 DEPLOYMENTS = Resource("apps", "v1", "deployments", "Deployment")
 REPLICA_SETS = Resource("apps", "v1", "replicasets", "ReplicaSet")
@@ -49,6 +50,7 @@ class FakeClient:
         if name not in self.revisions:
             raise NotFound(404, "NotFound", f"{name} not found", {})
         stored = self.revisions[name]
+        refuse_another_uid("ReplicaSet", name, body, stored)
         stored["metadata"].update(body["metadata"])
         return copy.deepcopy(stored)
 
@@ -68,14 +70,18 @@ def revision(name: str, *, labels: dict[str, str] | None = None,
 
 def claim(revisions: list[dict[str, Any]], *, fresh: dict[str, Any] | None = DEPLOYMENT,
           deleting: bool = False, selector: dict[str, Any] = SELECTOR,
-          gone: tuple[str, ...] = ()) -> tuple[list[str], FakeClient]:
-    """The names claimed and the client; `gone` are in the cache but no longer served."""
+          gone: tuple[str, ...] = (), made_again: tuple[str, ...] = ()
+          ) -> tuple[list[str], FakeClient]:
+    """The names claimed and the client; `gone` are in the cache but no longer served,
+    `made_again` are served under another uid."""
     deployment = copy.deepcopy(DEPLOYMENT)
     if deleting:
         deployment["metadata"]["deletionTimestamp"] = DELETED_AT
     cache = Cache()
     cache.replace(copy.deepcopy(revisions))
     client = FakeClient(fresh, [r for r in revisions if r["metadata"]["name"] not in gone])
+    for name in made_again:
+        client.revisions[name]["metadata"]["uid"] = f"uid-{name}-again"
     guard = AdoptionGuard(client, DEPLOYMENTS, deployment)  # type: ignore[arg-type]
     found = claim_revisions(client, REPLICA_SETS, cache, deployment,  # type: ignore[arg-type]
                             selector=selector, guard=guard)
@@ -157,3 +163,15 @@ def test_a_revision_gone_before_its_patch_is_neither_adopted_nor_an_error() -> N
                           gone=("web-1", "web-2"))
     assert names == []
     assert [call[0] for call in client.calls] == ["get", "patch", "patch"]
+
+
+def test_a_revision_made_again_under_its_name_is_neither_adopted_nor_released() -> None:
+    """The patch's uid is refused as kube-apiserver refuses it (422 on metadata.uid): the
+    revision it meant is gone, as if it had vanished."""
+    names, client = claim([revision("web-1"),
+                           revision("web-2", labels={"app": "old"}, references=[OURS])],
+                          made_again=("web-1", "web-2"))
+    assert names == []
+    assert [call[0] for call in client.calls] == ["get", "patch", "patch"]
+    assert [client.revisions[name]["metadata"]["ownerReferences"] for name in (
+        "web-1", "web-2")] == [[], [OURS]]

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from engine.kube.errors import Forbidden, Invalid, error_from_status
+from engine.kube.errors import Forbidden, Invalid, Replaced, error_from_status
 from engine.kube.refusals import Policy, RefusalKind, classify, classify_status
 
 SA = "system:serviceaccount:jobmachine-system:jobmachine"
@@ -173,3 +173,20 @@ def test_a_forbidden_without_a_body_is_classified_by_its_message() -> None:
     error = Forbidden(403, "", f'User "{SA}" cannot list resource "pods" in API group "" at '
                                f'the cluster scope', {})
     assert classify(error).rbac
+
+
+def test_a_422_on_metadata_uid_is_a_replaced_object_and_still_invalid() -> None:
+    """kube-apiserver's answer to a patch whose uid is not the stored object's; the engine's
+    claims read it as "the name holds another object now"; any other 422 is not that."""
+    cause = 'Invalid value: "old": field is immutable'
+    uid_body = status(f'pods "p" is invalid: metadata.uid: {cause}', code=422,
+                      reason="Invalid", kind="Pod", name="p",
+                      causes=[{"reason": "FieldValueInvalid", "message": cause,
+                               "field": "metadata.uid"}])
+    replaced = error_from_status(422, uid_body)
+    assert isinstance(replaced, Replaced) and isinstance(replaced, Invalid)
+    labels_body = {**uid_body, "details": {**uid_body["details"], "causes": [
+        {"reason": "FieldValueInvalid", "message": cause, "field": "metadata.labels"}]}}
+    for other in (labels_body, {**uid_body, "details": {"kind": "Pod"}}, {}):
+        assert type(error_from_status(422, other)) is Invalid
+    assert not isinstance(error_from_status(409, {**uid_body, "reason": "Conflict"}), Invalid)
