@@ -20,6 +20,7 @@ from engine.kube.errors import (
     Gone,
     Invalid,
     NotFound,
+    Replaced,
     Unavailable,
 )
 from engine.kube.resources import NAMESPACES, PODS, Resource
@@ -90,6 +91,30 @@ def test_stale_resource_version_and_uid_precondition_are_conflicts(
     with pytest.raises(Conflict):
         client.delete(CONFIGMAPS, "a", ns, uid="not-the-uid")
     assert client.get(CONFIGMAPS, "a", ns)["data"] == {"x": "2"}
+
+
+def test_a_name_made_again_refuses_the_old_uid_as_kube_apiserver_does(
+    client: KubeClient, ns: str
+) -> None:
+    """Deleted and made again under its name: a PUT with the old uid fails its precondition
+    (409, Conflict); a patch naming it is a 422 on metadata.uid (Replaced, an Invalid)."""
+    old = client.create(CONFIGMAPS, configmap("again", x="1"), ns)
+    client.delete(CONFIGMAPS, "again", ns)
+    client.create(CONFIGMAPS, configmap("again", x="2"), ns)
+    patch = {"metadata": {"uid": old["metadata"]["uid"]}, "data": {"x": "3"}}
+    with pytest.raises(Replaced) as replaced:
+        client.patch(CONFIGMAPS, "again", patch, namespace=ns)
+    assert (replaced.value.status, replaced.value.reason) == (422, "Invalid")
+    assert isinstance(replaced.value, Invalid)
+    assert replaced.value.message == (
+        f'ConfigMap "again" is invalid: metadata.uid: Invalid value: "{old["metadata"]["uid"]}"'
+        ": field is immutable")
+    with pytest.raises(Conflict):
+        client.replace(CONFIGMAPS, "again", {**old, "data": {"x": "4"}}, namespace=ns)
+    with pytest.raises(Invalid) as invalid:
+        client.patch(CONFIGMAPS, "again", {"metadata": {"labels": {"a b": "c"}}}, namespace=ns)
+    assert not isinstance(invalid.value, Replaced)
+    assert client.get(CONFIGMAPS, "again", ns)["data"] == {"x": "2"}
 
 
 def test_list_follows_continue_tokens_and_counts_each_page(client: KubeClient, ns: str) -> None:

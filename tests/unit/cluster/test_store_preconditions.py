@@ -162,7 +162,8 @@ def test_the_current_resource_version_or_none_updates(core: Core) -> None:
     assert second["metadata"]["labels"] == {"a": "3"}
 
 
-def test_another_uid_is_a_failed_precondition(core: Core) -> None:
+def test_another_uid_is_a_failed_precondition_of_an_update(core: Core) -> None:
+    """A PUT's uid is its precondition (DefaultUpdatedObjectInfo takes it from the body)."""
     job = _job(core)
     uid = job["metadata"]["uid"]
     other = {**job, "metadata": {**job["metadata"], "uid": "someone-else"}}
@@ -172,10 +173,42 @@ def test_another_uid_is_a_failed_precondition(core: Core) -> None:
     assert _refused(
         lambda: core.store.update(kinds.JOBS, "default", "j", other)
     ) == _conflict("j", why)
+
+
+_UID_IMMUTABLE = {
+    "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+    "message": 'Job.batch "j" is invalid: metadata.uid: Invalid value: "someone-else": '
+               "field is immutable",
+    "reason": "Invalid",
+    "details": {"name": "j", "group": "batch", "kind": "Job", "causes": [{
+        "reason": "FieldValueInvalid", "field": "metadata.uid",
+        "message": 'Invalid value: "someone-else": field is immutable'}]},
+    "code": 422,
+}
+
+
+def test_another_uid_in_a_patch_or_apply_is_immutable_not_a_precondition(core: Core) -> None:
+    """A patch takes no precondition from its body (the patcher's updated-object info holds
+    no object): its uid meets ValidateObjectMetaUpdate, the 422 controllers read as "this
+    name holds another object now" (the controller reference manager ignores it). A stale
+    resourceVersion is refused before it, with the 409."""
+    job = _job(core)
     patch = b'{"metadata":{"uid":"someone-else"}}'
     assert _refused(
         lambda: core.store.patch(kinds.JOBS, "default", "j", MERGE, patch)
-    ) == _conflict("j", why)
+    ) == _UID_IMMUTABLE
+    config = orjson.dumps({"apiVersion": "batch/v1", "kind": "Job", "metadata": {
+        "name": "j", "uid": "someone-else", "labels": {"b": "1"}}})
+    assert _refused(
+        lambda: core.store.apply(kinds.JOBS, "default", "j", config, field_manager="m")
+    ) == _UID_IMMUTABLE
+    stale = orjson.dumps({"metadata": {"uid": "someone-else", "resourceVersion": "1"}})
+    assert _refused(
+        lambda: core.store.patch(kinds.JOBS, "default", "j", MERGE, stale)
+    ) == _conflict("j", MODIFIED)
+    same = orjson.dumps({"metadata": {"uid": job["metadata"]["uid"], "labels": {"a": "2"}}})
+    assert core.store.patch(kinds.JOBS, "default", "j", MERGE, same).entry.obj["metadata"][
+        "labels"] == {"a": "2"}
 
 
 def test_a_definition_is_only_updated_at_a_resource_version(core: Core) -> None:

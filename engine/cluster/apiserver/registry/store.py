@@ -60,6 +60,7 @@ from engine.cluster.apiserver.registry.writes import (
     check_resource_version,
     check_type,
     check_uid,
+    check_uid_kept,
     generated_name,
     generation_moves,
     new_finalizer_causes,
@@ -212,7 +213,7 @@ class Store:
         _check_applied_name(result, name)  # a patch that drops the name (or metadata) is 400
         return self._replace(
             rt, entry, result, name, subresource, ownership=Ownership(field_manager, sent=result),
-            dry_run=dry_run, field_validation=field_validation,
+            dry_run=dry_run, field_validation=field_validation, patched=True,
         )
 
     def apply(
@@ -250,7 +251,7 @@ class Store:
         check_identity(rt, merged, ns, name)
         return self._replace(
             rt, entry, merged, name, subresource, ownership=ownership,
-            dry_run=dry_run, field_validation=field_validation,
+            dry_run=dry_run, field_validation=field_validation, patched=True,
         )
 
     def write_scale(
@@ -286,11 +287,18 @@ class Store:
         ownership: Ownership,
         dry_run: bool,
         field_validation: str,
+        patched: bool = False,
     ) -> Written:
-        """The write update, patch and apply end in, once the new body is known."""
+        """The write update, patch and apply end in, once the new body is known. An update's
+        uid is its precondition (409), a patched or applied object's must be the stored one
+        (422), as kube-apiserver checks each."""
         old = entry.obj
-        check_uid(rt, body, old, name)
-        check_resource_version(rt, body, old, strategy=strategy_for(rt.key), name=name)
+        if patched:
+            check_resource_version(rt, body, old, strategy=strategy_for(rt.key), name=name)
+            check_uid_kept(rt, body, old, name)
+        else:
+            check_uid(rt, body, old, name)
+            check_resource_version(rt, body, old, strategy=strategy_for(rt.key), name=name)
         new = prepare_update(rt, body, old, subresource)
         return self._write(
             rt,

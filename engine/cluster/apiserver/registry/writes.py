@@ -19,6 +19,7 @@ from engine.cluster.apiserver.registry.builtins import Generation, Strategy
 from engine.cluster.apiserver.registry.resources import ResourceType
 from engine.cluster.apiserver.registry.storage_keys import precondition_failed
 from engine.cluster.apiserver.storage.objects import Obj
+from engine.cluster.apiserver.validation.field_errors import invalid as invalid_value
 
 # What the server alone sets: a client's values for these are replaced.
 SERVER_METADATA = (
@@ -152,12 +153,23 @@ def check_resource_version(
 
 def check_uid(rt: ResourceType, body: Obj, old: Obj, name: str) -> None:
     """409 when the body carries a uid that is not the stored object's (an update's implicit
-    precondition)."""
+    precondition; a patch's is `check_uid_kept`)."""
     uid = body_metadata(body).get("uid")
     metadata = old["metadata"]
     if uid not in (None, "") and uid != metadata.get("uid"):
         raise precondition_failed(rt, metadata.get("namespace", ""), name, "UID", wanted=uid,
                                   actual=metadata.get("uid"))
+
+
+def check_uid_kept(rt: ResourceType, body: Obj, old: Obj, name: str) -> None:
+    """422 when a patched or applied object carries a uid that is not the stored object's.
+    A patch has no implicit precondition (kube-apiserver's patcher passes no object to take
+    one from), so its uid meets ValidateObjectMetaUpdate: `metadata.uid` is immutable.
+    Controllers rely on that 422 to learn that a name now holds another object."""
+    uid = body_metadata(body).get("uid")
+    if uid not in (None, "") and uid != old["metadata"].get("uid"):
+        raise invalid(rt.group, rt.kind, name, [invalid_value("metadata.uid", uid,
+                                                              "field is immutable")])
 
 
 def prepare_update(rt: ResourceType, body: Obj, old: Obj, subresource: str | None) -> Obj:
