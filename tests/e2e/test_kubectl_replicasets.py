@@ -68,12 +68,17 @@ def test_create_scale_and_replace_with_kubectl(cluster_kubectl: Kubectl) -> None
 
     kubectl("scale", "rs", "sleepers", "--replicas=3")
     wait_for_row(kubectl, ["sleepers", "3", "3", "3"])
+    three = pod_names(kubectl)
+    assert set(first) < set(three)
     kubectl("scale", "rs", "sleepers", "--replicas=1")
     wait_for_row(kubectl, ["sleepers", "1", "1", "1"])
     kubectl("wait", "--for=delete", "pod", "-l", "app=sleepers,jobmachine.dev/replica-index!=0",
             "--timeout=60s", timeout=90)
+    # Which one stays is upstream's rank (LogarithmicScaleDown): ready times in one
+    # power-of-two bucket of age tie and the uid decides, so on a loaded machine the newest
+    # may stay; tests/unit/controller/test_interchangeable_pods.py pins the order.
     (kept,) = pod_names(kubectl)
-    assert kept in first  # the newest go first
+    assert kept in three
 
     kubectl("delete", "pod", kept, "--timeout=60s", timeout=90)
     wait_for_row(kubectl, ["sleepers", "1", "1", "1"])
