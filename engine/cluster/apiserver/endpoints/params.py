@@ -1,8 +1,8 @@
 """Query parameters of resource requests, parsed and checked as the real server does.
 
-Booleans follow Go's strconv.ParseBool (the official Python client sends
-`watch=True`), selectors are parsed against the fields the type supports, and
-anything malformed is a 400 naming the parameter.
+Booleans are read as kube-apiserver's query decoding reads them (the official Python
+client sends `watch=True`, a browser or curl `?watch`), selectors are parsed against the
+fields the type supports, and anything malformed is a 400 naming the parameter.
 """
 
 from __future__ import annotations
@@ -29,17 +29,14 @@ from engine.cluster.apiserver.registry.selectors import (
 from engine.cluster.apiserver.validation.field_errors import forbidden, not_supported
 
 Query = MultiMapping[str]
-_TRUE = frozenset({"1", "t", "T", "TRUE", "true", "True"})
-_FALSE = frozenset({"0", "f", "F", "FALSE", "false", "False"})
 
 
 def flag(query: Query, name: str) -> bool:
+    """A boolean parameter as apimachinery's Convert_Slice_string_To_bool reads its first
+    value: absent, `0` or `false` in any case is false; anything else is true, the empty
+    value too (`?watch` is a watch), so no boolean is ever refused."""
     value = query.get(name)
-    if value is None or value in _FALSE or value == "":
-        return False
-    if value in _TRUE:
-        return True
-    raise bad_request(f"{name}: invalid boolean value {value!r}")
+    return value is not None and value != "0" and value.casefold() != "false"
 
 
 def integer(query: Query, name: str) -> int | None:

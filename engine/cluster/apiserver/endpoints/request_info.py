@@ -15,7 +15,6 @@ from urllib.parse import unquote
 from multidict import MultiMapping
 
 from engine.cluster.apiserver.endpoints import params
-from engine.cluster.apiserver.errors import ApiError
 from engine.cluster.apiserver.registry.selectors import FieldSelector, SelectorError
 
 _METHOD_VERBS = {
@@ -75,7 +74,9 @@ def request_info(method: str, path: str, query: MultiMapping[str]) -> RequestInf
     name = rest[1] if len(rest) >= 2 else ""
     subresource = rest[2] if len(rest) >= 3 else ""
     if not name and verb == "get":
-        verb = "watch" if _watch_flag(query) else "list"
+        # The handler's own rule (upstream's request info and handler decode the same
+        # ListOptions): a request is never authorized as a list and served as a watch.
+        verb = "watch" if params.flag(query, "watch") else "list"
         name = _name_from_field_selector(query.get("fieldSelector", ""))
     elif not name and verb == "delete":
         verb = "deletecollection"
@@ -83,15 +84,6 @@ def request_info(method: str, path: str, query: MultiMapping[str]) -> RequestInf
         verb=verb, path=path, resource_request=True, api_group=group, api_version=version,
         namespace=namespace, resource=resource, subresource=subresource, name=name,
     )
-
-
-def _watch_flag(query: MultiMapping[str]) -> bool:
-    """Whether the handler will serve a watch: read by the handler's own rule, so a request is
-    never authorized as a list and served as a watch."""
-    try:
-        return params.flag(query, "watch")
-    except ApiError:
-        return False  # the handler answers 400
 
 
 def _name_from_field_selector(text: str) -> str:
