@@ -1,0 +1,124 @@
+"""A child object's forced fields (spec.child.fields) kept in step (actions._keep_child_fields):
+JobSet suspends and resumes its Jobs by them. Each running child of this attempt whose
+fields' hash differs from what they render to now gets a merge patch of the fields, with its
+uid as precondition and the new hash, and a log line naming them; one in step, ended, going,
+of an older attempt or not observed is left alone. A change the child's API server refuses
+is said in a ChildUpdateRefused Warning, a child gone meanwhile is not, and either way the
+next child is still kept in step."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from engine.controller.reconcile.actions import execute
+from engine.controller.reconcile.children import ReplicaId
+from engine.controller.reconcile.decide import Planned
+from engine.controller.reconcile.manifests import FIELDS_HASH_ANNOTATION
+from engine.controller.reconcile.observe import observe_child
+from engine.kube.errors import Invalid, NotFound
+from engine.kube.resources import Resource
+from tests.unit.controller.action_runs import (
+    Api,
+    Recorder,
+    Said,
+    action_run,
+    judged,
+    logged,
+    world_of,
+)
+from tests.unit.definition.test_language_for_jobset import jobset
+
+JOBS = Resource("batch", "v1", "jobs", "Job")
+LEADER, WORKER = ReplicaId("leader", 0), ReplicaId("workers", 0)
+
+
+def child(replica: ReplicaId, *, fields_hash: str | None = None, **metadata: Any
+          ) -> dict[str, Any]:
+    """The running Job of `replica`, its forced fields last written with `fields_hash`."""
+    name = f"js-{replica.type}-{replica.index}"
+    found: dict[str, Any] = {"name": name, "namespace": "team", "uid": f"uid-{name}",
+                             "labels": {"jobmachine.dev/replica-type": replica.type},
+                             **metadata}
+    if fields_hash is not None:
+        found["annotations"] = {FIELDS_HASH_ANNOTATION: fields_hash}
+    return {"metadata": found, "status": {"active": 1}}
+
+
+def kept_in_step(children: dict[ReplicaId, dict[str, Any]], api: Api | None = None, *,
+                 actions: tuple[Planned, ...] = (), **fields: Any
+                 ) -> tuple[Api, Recorder, list[tuple[str, str, dict[str, Any]]]]:
+    """One pass over the JobSet `js` whose Jobs are `children`, that plans `actions`."""
+    job = jobset()
+    job["metadata"]["namespace"] = "team"
+    world = world_of(job)
+    decision, _ = judged(world, actions=actions)
+    facts = {replica: observe_child(obj, job=world.job, definition=world.definition)
+             for replica, obj in children.items()}
+    api, recorder = api or Api(), Recorder()
+    run = action_run(world, decision, api, recorder, resource=JOBS, pods=children,
+                     facts=facts, **fields)
+    with logged("team/js") as lines:
+        execute(run)
+    return api, recorder, lines
+
+
+def patches(api: Api) -> dict[str, tuple[str, Any, str]]:
+    return {name: details for verb, _, name, details in api.sent if verb == "patch"}
+
+
+def test_each_childs_fields_are_patched_in_with_its_uid_and_their_hash() -> None:
+    api, recorder, lines = kept_in_step({WORKER: child(WORKER), LEADER: child(LEADER)})
+    assert api.verbs("patch") == ["js-leader-0", "js-workers-0"]  # in replica order
+    namespace, body, patch_type = patches(api)["js-leader-0"]
+    assert (namespace, patch_type) == ("team", "merge")
+    assert body["metadata"]["uid"] == "uid-js-leader-0"
+    assert body["metadata"]["annotations"][FIELDS_HASH_ANNOTATION]
+    assert body["spec"]["suspend"] is False
+    assert body["spec"]["template"]["spec"]["restartPolicy"] == "OnFailure"
+    assert recorder.said == []
+    fields = ("spec.completionMode, spec.suspend, spec.template.metadata.annotations, "
+              "spec.template.metadata.labels, spec.template.spec.restartPolicy, "
+              "spec.template.spec.subdomain")
+    assert [(level, message, extra) for level, message, extra in lines] == [
+        ("INFO", f"updated Job js-{replica}: {fields}",
+         {"job": "team/js", "kind": "JobSet", "replica": replica})
+        for replica in ("leader-0", "workers-0")]
+
+
+def test_a_child_whose_fields_are_in_step_is_left_alone() -> None:
+    api, _, _ = kept_in_step({LEADER: child(LEADER)})
+    written = patches(api)["js-leader-0"][1]["metadata"]["annotations"][FIELDS_HASH_ANNOTATION]
+    api, _, _ = kept_in_step({LEADER: child(LEADER, fields_hash=written),
+                              WORKER: child(WORKER, fields_hash=written)})
+    # The worker's fields render otherwise (its index, its replicated job): only it changes.
+    assert api.verbs("patch") == ["js-workers-0"]
+
+
+def test_an_ended_going_or_older_child_is_left_alone() -> None:
+    ended = child(LEADER)
+    ended["status"] = {"conditions": [{"type": "Complete", "status": "True"}],
+                       "succeeded": 1}
+    going = child(WORKER, deletionTimestamp="2027-01-15T07:59:00Z")
+    older = ReplicaId("workers", 1)
+    api, _, _ = kept_in_step({LEADER: ended, WORKER: going, older: child(older)},
+                             old_attempt=frozenset({older}))
+    assert api.verbs("patch") == []
+
+
+def test_a_refused_change_is_said_and_the_next_child_still_kept_in_step() -> None:
+    refused = Invalid(422, "Invalid", "spec.completionMode: field is immutable", {})
+    api, recorder, _ = kept_in_step({LEADER: child(LEADER), WORKER: child(WORKER)},
+                                    Api(refuse={("patch", "js-leader-0"): refused}))
+    assert api.verbs("patch") == ["js-leader-0", "js-workers-0"]
+    assert recorder.said == [Said(
+        "js", "Warning", "ChildUpdateRefused",
+        "leader-0: Job js-leader-0: spec.completionMode: field is immutable", "leader-0")]
+
+
+def test_a_child_gone_meanwhile_is_not_said_and_the_next_still_kept_in_step() -> None:
+    gone = NotFound(404, "NotFound", "gone", {})
+    api, recorder, lines = kept_in_step({LEADER: child(LEADER), WORKER: child(WORKER)},
+                                        Api(refuse={("patch", "js-leader-0"): gone}))
+    assert api.verbs("patch") == ["js-leader-0", "js-workers-0"]
+    assert recorder.said == []
+    assert [message.split(":")[0] for _, message, _ in lines] == ["updated Job js-workers-0"]
