@@ -19,9 +19,11 @@ from engine.cluster.apiserver.storage.objects import Obj
 from engine.cluster.apiserver.validation.field_errors import (
     forbidden,
     invalid,
+    invalid_shown,
     not_supported,
     required,
 )
+from engine.cluster.apiserver.validation.go_values import go_string_slice, go_struct
 from engine.cluster.apiserver.validation.names import dns1123_subdomain_errors
 
 RBAC_GROUP = "rbac.authorization.k8s.io"
@@ -51,12 +53,14 @@ def _rules_causes(obj: Spec, *, namespaced: bool) -> list[Cause]:
             causes.append(required(f"{path}.verbs", "verbs must contain at least one value"))
         urls = rule.get("nonResourceURLs")
         if urls:
+            shown = go_string_slice(urls) if isinstance(urls, list) else str(urls)
             if namespaced:
-                causes.append(invalid(f"{path}.nonResourceURLs", urls,
-                                      "namespaced rules cannot apply to non-resource URLs"))
+                causes.append(invalid_shown(f"{path}.nonResourceURLs", shown,
+                                            "namespaced rules cannot apply to non-resource URLs"))
             if rule.get("apiGroups") or rule.get("resources") or rule.get("resourceNames"):
-                causes.append(invalid(f"{path}.nonResourceURLs", urls, "rules cannot apply to "
-                                      "both regular resources and non-resource URLs"))
+                causes.append(invalid_shown(f"{path}.nonResourceURLs", shown,
+                                            "rules cannot apply to both regular resources and "
+                                            "non-resource URLs"))
             continue
         if not rule.get("apiGroups"):
             causes.append(required(f"{path}.apiGroups",
@@ -165,8 +169,13 @@ def validate_cluster_role_binding(obj: Spec) -> list[Cause]:
 
 
 def binding_immutable(new: Spec, old: Spec) -> list[Cause]:
+    """roleRef never changes; the new one is printed as Go prints the internal RoleRef
+    (`%#v`: it has no String())."""
     if new.get("roleRef") != old.get("roleRef"):
-        return [invalid("roleRef", new.get("roleRef"), "cannot change roleRef")]
+        ref = new.get("roleRef") if isinstance(new.get("roleRef"), Mapping) else {}
+        shown = go_struct("rbac.RoleRef", [(name, ref.get(key)) for name, key in (
+            ("APIGroup", "apiGroup"), ("Kind", "kind"), ("Name", "name"))])
+        return [invalid_shown("roleRef", shown, "cannot change roleRef")]
     return []
 
 
