@@ -194,8 +194,9 @@ class TestValidation:
         status = refused(server, cronjob("bad", job_spec={"selector": selector}))
         assert status["message"] == (
             'CronJob.batch "bad" is invalid: spec.jobTemplate.spec.selector: Invalid value: '
-            "&LabelSelector{MatchLabels:map[string]string{app: etl,},"
-            "MatchExpressions:[]LabelSelectorRequirement{},}: `selector` will be auto-generated")
+            'v1.LabelSelector{MatchLabels:map[string]string{"app":"etl"}, '
+            "MatchExpressions:[]v1.LabelSelectorRequirement(nil)}: `selector` will be "
+            "auto-generated")
         manual = refused(server, cronjob("bad", job_spec={"manualSelector": True}))
         assert manual["message"] == (
             'CronJob.batch "bad" is invalid: spec.jobTemplate.spec.manualSelector: Unsupported '

@@ -428,8 +428,8 @@ class TestUpdates:
         fields = [c["field"] for c in status["details"]["causes"]]
         assert fields == ["spec.selector"]
         assert status["details"]["causes"][0]["message"].startswith(
-            "Invalid value: &LabelSelector{MatchLabels:map[string]string{"
-            "batch.kubernetes.io/controller-uid: ")
+            'Invalid value: v1.LabelSelector{MatchLabels:map[string]string{'
+            '"batch.kubernetes.io/controller-uid":')
 
 
 class TestStatus:

@@ -111,9 +111,9 @@ def test_selector_required_not_empty_and_matching() -> None:
         "`selector` does not match template `labels`",
     ]
     empty = messages(validate_deployment(deployment(selector={}), None))
-    assert empty == ["spec.selector: Invalid value: &LabelSelector{MatchLabels:map[string]"
-                     "string{},MatchExpressions:[]LabelSelectorRequirement{},}: empty selector "
-                     "is invalid for deployment"]
+    assert empty == ["spec.selector: Invalid value: v1.LabelSelector{MatchLabels:map[string]"
+                     "string(nil), MatchExpressions:[]v1.LabelSelectorRequirement(nil)}: empty "
+                     "selector is invalid for deployment"]
     other = messages(validate_deployment(deployment(selector={"matchLabels": {"app": "x"}}),
                                          None))
     assert other == ['spec.template.metadata.labels: Invalid value: map[string]string{"app":'

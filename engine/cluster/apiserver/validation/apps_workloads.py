@@ -27,7 +27,7 @@ from engine.cluster.apiserver.validation.field_errors import (
     not_supported,
     required,
 )
-from engine.cluster.apiserver.validation.go_values import go_string_map, label_selector_string
+from engine.cluster.apiserver.validation.go_values import go_label_selector, go_string_map
 from engine.cluster.apiserver.validation.label_selectors import (
     label_selector_causes,
     parsed_selector,
@@ -217,11 +217,11 @@ def _selector_and_template_causes(spec: Spec, path: str, kind: str) -> list[Caus
     elif isinstance(selector, Mapping):
         causes += label_selector_causes(selector, f"{path}.selector")
         if not selector.get("matchLabels") and not selector.get("matchExpressions"):
-            causes.append(invalid_shown(f"{path}.selector", label_selector_string(selector),
+            causes.append(invalid_shown(f"{path}.selector", go_label_selector(selector),
                                         "empty selector is invalid for deployment"))
     parsed = parsed_selector(selector) if isinstance(selector, Mapping) else None
     if isinstance(selector, Mapping) and parsed is None:
-        causes.append(invalid_shown(f"{path}.selector", label_selector_string(selector),
+        causes.append(invalid_shown(f"{path}.selector", go_label_selector(selector),
                                     "invalid label selector"))
         return causes
     template = _section(spec, "template")
@@ -269,7 +269,7 @@ def _selector_immutable(obj: Spec, old: Spec) -> list[Cause]:
     selector, before = _spec(obj).get("selector"), _spec(old).get("selector")
     if semantic(selector) == semantic(before):
         return []
-    shown = label_selector_string(selector) if isinstance(selector, Mapping) else "null"
+    shown = go_label_selector(selector) if isinstance(selector, Mapping) else '"null"'
     return [invalid_shown("spec.selector", shown, _IMMUTABLE)]
 
 

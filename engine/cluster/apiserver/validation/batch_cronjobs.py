@@ -25,7 +25,7 @@ from engine.cluster.apiserver.validation.field_errors import (
     not_supported,
     required,
 )
-from engine.cluster.apiserver.validation.go_values import label_selector_string
+from engine.cluster.apiserver.validation.go_values import go_label_selector
 
 _MAX_NAME = 63 - 11
 _POLICIES = ("Allow", "Forbid", "Replace")
@@ -99,7 +99,7 @@ def _job_template_causes(template: Spec, path: str) -> list[Cause]:
     causes = job_spec_causes(spec, f"{path}.spec")
     selector = spec.get("selector")
     if selector is not None:
-        causes.append(invalid_shown(f"{path}.spec.selector", label_selector_string(selector),
+        causes.append(invalid_shown(f"{path}.spec.selector", go_label_selector(selector),
                                     "`selector` will be auto-generated"))
     if spec.get("manualSelector") is True:
         causes.append(not_supported(f"{path}.spec.manualSelector", True, ("nil", "false")))

@@ -33,7 +33,7 @@ from engine.cluster.apiserver.validation.field_errors import (
     not_supported,
     required,
 )
-from engine.cluster.apiserver.validation.go_values import go_string_map, label_selector_string
+from engine.cluster.apiserver.validation.go_values import go_label_selector, go_string_map
 from engine.cluster.apiserver.validation.job_policies import (
     pod_failure_policy_causes,
     success_policy_causes,
@@ -255,7 +255,7 @@ def _generated_selector_causes(obj: Spec, *, require_prefixed: bool) -> list[Cau
             causes.append(invalid_shown(where, go_string_map(labels), f"must be '{value}'"))
     parsed = parsed_selector(selector)
     if parsed is not None and not parsed.matches(expected):
-        causes.append(invalid_shown("spec.selector", label_selector_string(selector),
+        causes.append(invalid_shown("spec.selector", go_label_selector(selector),
                                     "`selector` not auto-generated"))
     return causes
 
@@ -323,4 +323,4 @@ def _with_scheduling_of(before: dict[str, Any], template: Spec) -> dict[str, Any
 
 
 def _selector_shown(selector: Spec | None) -> str:
-    return '"null"' if selector is None else label_selector_string(selector)
+    return '"null"' if selector is None else go_label_selector(selector)

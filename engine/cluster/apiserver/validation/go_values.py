@@ -1,9 +1,10 @@
 """Bad values as Go prints them inside field errors, for the values JSON would print otherwise.
 
-apimachinery's field errors print a map or a slice with `%#v`
-(`map[string]string{"a":"b"}`, `[]int32{3, 1}`) and a LabelSelector through its
-generated `String()`; a kubectl user compares those words with a real cluster's,
-so the batch validation renders them the same way.
+apimachinery's field errors (kube-apiserver 1.32, whose ErrorBody dereferences a pointer
+first) print a map, a slice or a struct without `String()` with `%#v`
+(`map[string]string{"a":"b"}`, `[]int32{3, 1}`, `v1.LabelSelector{...}`: its String()
+has a pointer receiver, so the dereferenced value has none); a kubectl user compares
+those words with a real cluster's, so the validation renders them the same way.
 """
 
 from __future__ import annotations
@@ -28,20 +29,37 @@ def go_int32_slice(values: Sequence[Any] | None) -> str:
     return f"[]int32{{{', '.join(str(value) for value in values)}}}"
 
 
-def label_selector_string(selector: Mapping[str, Any]) -> str:
-    """A metav1.LabelSelector's generated String(), as a field error prints a *LabelSelector."""
-    labels = selector.get("matchLabels") or {}
-    pairs = "".join(f"{key}: {labels[key]}," for key in sorted(labels))
-    expressions = "".join(
-        f"LabelSelectorRequirement{{Key:{e.get('key', '')},Operator:{e.get('operator', '')},"
-        f"Values:[{' '.join(str(v) for v in e.get('values') or [])}],}},"
-        for e in selector.get("matchExpressions") or []
-        if isinstance(e, Mapping)
-    )
-    return (
-        f"&LabelSelector{{MatchLabels:map[string]string{{{pairs}}},"
-        f"MatchExpressions:[]LabelSelectorRequirement{{{expressions}}},}}"
-    )
+def go_string_slice(values: Sequence[Any] | None) -> str:
+    """`%#v` of a []string: `[]string{"a", "b"}`, `(nil)` when unset."""
+    if values is None:
+        return "[]string(nil)"
+    return f"[]string{{{', '.join(_quoted(value) for value in values)}}}"
+
+
+def go_struct(type_name: str, fields: Sequence[tuple[str, Any]]) -> str:
+    """`%#v` of a struct of string fields (a struct without String()), e.g.
+    `rbac.RoleRef{APIGroup:"", Kind:"Role", Name:"r"}`."""
+    shown = ", ".join(f"{name}:{_quoted('' if value is None else value)}"
+                      for name, value in fields)
+    return f"{type_name}{{{shown}}}"
+
+
+def go_label_selector(selector: Mapping[str, Any]) -> str:
+    """`%#v` of a metav1.LabelSelector, as a field error prints a *LabelSelector:
+    `v1.LabelSelector{MatchLabels:map[string]string{"app":"x"},
+    MatchExpressions:[]v1.LabelSelectorRequirement(nil)}` (unset lists and maps are nil)."""
+    expressions = selector.get("matchExpressions")
+    if expressions is None:
+        shown = "[]v1.LabelSelectorRequirement(nil)"
+    else:
+        requirements = ", ".join(
+            "v1.LabelSelectorRequirement{"
+            f"Key:{_quoted(e.get('key', ''))}, Operator:{_quoted(e.get('operator', ''))}, "
+            f"Values:{go_string_slice(e.get('values'))}}}"
+            for e in expressions if isinstance(e, Mapping))
+        shown = f"[]v1.LabelSelectorRequirement{{{requirements}}}"
+    return (f"v1.LabelSelector{{MatchLabels:{go_string_map(selector.get('matchLabels'))}, "
+            f"MatchExpressions:{shown}}}")
 
 
 def _quoted(value: Any) -> str:
