@@ -172,7 +172,8 @@ def binding_immutable(new: Spec, old: Spec) -> list[Cause]:
     """roleRef never changes; the new one is printed as Go prints the internal RoleRef
     (`%#v`: it has no String())."""
     if new.get("roleRef") != old.get("roleRef"):
-        ref = new.get("roleRef") if isinstance(new.get("roleRef"), Mapping) else {}
+        given = new.get("roleRef")
+        ref: Mapping[str, Any] = given if isinstance(given, Mapping) else {}
         shown = go_struct("rbac.RoleRef", [(name, ref.get(key)) for name, key in (
             ("APIGroup", "apiGroup"), ("Kind", "kind"), ("Name", "name"))])
         return [invalid_shown("roleRef", shown, "cannot change roleRef")]
