@@ -348,4 +348,7 @@ class ProcessRuntime:
                      ) -> dict[str, str]:
         spec = pod.get("spec") or {}
         hostname = str(spec.get("hostname") or pod["metadata"]["name"])
-        return process_environment(os.environ, variables, hostname=hostname, api=self._api)
+        tmpdir = self._files.tmp_dir(pod["metadata"]["uid"])
+        tmpdir.mkdir(parents=True, exist_ok=True)
+        return process_environment(os.environ, variables, hostname=hostname, api=self._api,
+                                   tmpdir=str(tmpdir))
