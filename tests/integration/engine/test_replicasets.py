@@ -237,10 +237,16 @@ def test_an_orphan_made_later_is_adopted_at_once_and_the_surplus_deleted(
               "spec": template("late")["spec"]}
     core.create_namespaced_pod(ns, orphan)
     # Well before the periodic resync: the orphan's own watch event queues the ReplicaSet.
-    wait_until(lambda: event_messages(client, ns, "SuccessfulDelete") == ["Deleted pod: stray"],
-               what="the adopted orphan deleted as the surplus", timeout=15)
-    # Only a pod of the ReplicaSet's is its surplus: the orphan was adopted first, as upstream.
-    assert names(live_pods(client, ns, "late")) == {kept}
+    deleted = wait_for(lambda: event_messages(client, ns, "SuccessfulDelete"), bool,
+                       what="one of the two pods deleted as the surplus", timeout=15)
+    # Only a pod of the ReplicaSet's is its surplus: the orphan was adopted first, as
+    # upstream. Which one goes is upstream's rank: the orphan while it is not ready yet, and
+    # by uid once both are ready within one power-of-two bucket of age (a loaded machine).
+    assert deleted in (["Deleted pod: stray"], [f"Deleted pod: {kept}"])
+    (left,) = live_pods(client, ns, "late")
+    assert left["metadata"]["name"] in {kept, "stray"} and deleted != [
+        f"Deleted pod: {left['metadata']['name']}"]
+    assert owner_uid(left) == client.get(REPLICASETS, "late", ns)["metadata"]["uid"]
 
 
 def test_in_a_cluster_the_engine_leaves_replicasets_alone() -> None:
