@@ -122,13 +122,22 @@ def run_area(
             check=False,
         )
     seconds = time.monotonic() - started
+    said = log.read_text(errors="replace")
+    if done.returncode != 0 and _NO_TESTS_REACH in said and not collect(area, copy):
+        # mutmut stops so when nothing was mutated (a file of decorated functions only).
+        print(f"{area.name}: nothing to mutate in the files chosen", flush=True)
+        return [], seconds
     if done.returncode != 0:
-        tail = log.read_text(errors="replace")[-3000:]
-        raise RuntimeError(f"mutmut failed in {copy} (exit {done.returncode}); log {log}:\n{tail}")
+        raise RuntimeError(
+            f"mutmut failed in {copy} (exit {done.returncode}); log {log}:\n{said[-3000:]}")
     mutants = collect(area, copy)
     tested = kept_copy.judged_anew(before, kept_copy.verdicts(copy))
     print(f"{area.name}: mutmut judged {tested} of {len(mutants)} mutants this run", flush=True)
     return mutants, seconds
+
+
+# What mutmut 3 says when no test of the selection runs a mutated function.
+_NO_TESTS_REACH = "could not find any test case for any mutant"
 
 
 def _bring_up_to_date(

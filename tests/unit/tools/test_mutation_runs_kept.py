@@ -212,3 +212,17 @@ def test_a_change_of_the_area_s_tests_judges_every_mutant_again(
         "tiny: a new copy (the area's tests or their options changed since the kept run)",
         f"tiny: mutmut judged {len(again.mutants)} of {len(again.mutants)} mutants this run",
     ]
+
+
+def test_a_file_with_nothing_to_mutate_is_no_mutants_not_a_failure(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """mutmut leaves decorated functions alone and stops with an error when it mutated
+    nothing (engine/definition/schema.py: pydantic validators only): the area has no
+    mutants, which the report says, instead of the run failing."""
+    monkeypatch.setenv("KEPT_COPY_LOG", str(tmp_path / "log"))
+    decorated = "import functools\n\n\n@functools.cache\ndef one():\n    return 1\n"
+    _commit(tmp_path / "snapshot", decorated, "from engine.calc import one\n\n\n"
+            "def test_one():\n    assert one() == 1\n")
+    mutants, _ = python_mutants.run_area(AREA, tmp_path / "snapshot", tmp_path / "work", jobs=1)
+    assert mutants == []
