@@ -72,6 +72,8 @@ DECISION_TESTS: tuple[str, ...] = (
             "actions_planned",
             "actions_services",
             "actions_create_expectations",
+            "actions_create_waits",
+            "actions_pod_values",
             "release_tracking_at_once",
             "slow_start_batches",
             "unfinished_replicas",

@@ -122,3 +122,12 @@ def test_a_child_gone_meanwhile_is_not_said_and_the_next_still_kept_in_step() ->
     assert api.verbs("patch") == ["js-leader-0", "js-workers-0"]
     assert recorder.said == []
     assert [message.split(":")[0] for _, message, _ in lines] == ["updated Job js-workers-0"]
+
+
+def test_a_child_left_alone_does_not_stop_the_next_from_being_kept_in_step() -> None:
+    # Sorted first: a Job of a replicated job gone from the spec (no values to render), then
+    # an ended Job; the running Job after them is still patched.
+    gone, ended = ReplicaId("alpha", 0), child(LEADER)
+    ended["status"] = {"conditions": [{"type": "Complete", "status": "True"}], "succeeded": 1}
+    api, _, _ = kept_in_step({gone: child(gone), LEADER: ended, WORKER: child(WORKER)})
+    assert api.verbs("patch") == ["js-workers-0"]

@@ -8,12 +8,13 @@ awaited."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
 
 from engine.controller.reconcile.actions import execute
-from engine.controller.reconcile.children import ReplicaId
+from engine.controller.reconcile.children import RESTART_ATTEMPT_LABEL, ReplicaId
 from engine.controller.reconcile.decide import Planned
 from engine.controller.runtime.expectations import ExpectationKey, Expectations
 from engine.kube.errors import AlreadyExists, Forbidden
@@ -21,13 +22,16 @@ from tests.scenarios.world import machine_job, pytorch_job, worker
 from tests.unit.controller.action_runs import (
     Api,
     Recorder,
+    Said,
     action_run,
     judged,
     logged,
+    obj,
     planned,
     world_of,
 )
 from tests.unit.controller.test_actions_child_fields import JOBS, kept_in_step
+from tests.unit.controller.test_actions_services import BodiesApi
 
 WORKERS = ExpectationKey("MachineJob/team/train", "Worker")
 
@@ -107,3 +111,55 @@ def test_a_slow_start_pass_awaits_its_pods_and_not_their_services() -> None:
     assert expectations.creations_unseen("PyTorchJob/team/mnist") == 1
     assert [(message, extra["replica"]) for _, message, extra in lines] == [
         ("created pod mnist-worker-0", "Worker-0"), ("created service mnist-worker-0", "Worker-0")]
+
+
+def test_a_pod_carries_the_jobs_restart_attempt() -> None:
+    # Pods of an older attempt are told apart by it after the whole job restarted.
+    world = world_of(machine_job(workers=2))
+    decision, facts = judged(world, actions=(planned("createPod", worker(1)),))
+    decision = replace(decision, record=replace(decision.record, restart_attempt=2))
+    api = BodiesApi()
+    execute(action_run(world, decision, api, Recorder(), facts=facts))
+    labels = api.bodies["train-worker-1"]["metadata"]["labels"]
+    assert labels[RESTART_ATTEMPT_LABEL] == "2"
+
+
+def test_a_slow_start_pod_created_is_said_for_its_replica() -> None:
+    world = world_of(pytorch_job(workers=1))
+    decision, facts = judged(world, actions=(planned("createPod", worker(0),
+                                                     reason="SuccessfulCreate"),))
+    recorder = Recorder()
+    execute(action_run(world, decision, Api(), recorder, facts=facts))
+    assert recorder.said == [Said("mnist", "Normal", "SuccessfulCreate",
+                                  "Created pod: mnist-worker-0", "Worker-0")]
+
+
+def test_a_slow_start_pod_name_another_controller_holds_is_a_name_conflict() -> None:
+    taken = AlreadyExists(409, "AlreadyExists", "exists", {})
+    world = world_of(pytorch_job(workers=1))
+    decision, facts = judged(world, actions=(planned("createPod", worker(0)),))
+    recorder = Recorder()
+    api = Api(refuse={("create", "mnist-worker-0"): taken},
+              existing={"mnist-worker-0": obj("mnist-worker-0", owner="uid-someone-else")})
+    run = action_run(world, decision, api, recorder, facts=facts)
+    execute(run)
+    assert recorder.said == [Said(
+        "mnist", "Warning", "NameConflict",
+        "Worker-0: Pod mnist-worker-0 exists and belongs to another controller", None)]
+    assert run.wait_s == [0.5]
+
+
+def test_a_slow_start_create_lost_to_a_broken_connection_fails_the_pass_after_its_batch() -> None:
+    # Not the API server's answer: the pass fails with it once the batch has been sent
+    # (the Master's pod, in a batch of its own type, still went), and it is awaited no more.
+    world = world_of(pytorch_job(workers=1))
+    decision, facts = judged(world, actions=(planned("createPod", worker(0)),
+                                             planned("createPod", ReplicaId("Master", 0))))
+    expectations = Expectations()
+    api = Api(refuse={("create", "mnist-worker-0"): ConnectionResetError("reset by peer")})
+    run = action_run(world, decision, api, Recorder(), facts=facts, expectations=expectations)
+    with pytest.raises(ConnectionResetError, match="reset by peer"):
+        execute(run)
+    assert api.verbs("create") == ["mnist-worker-0", "mnist-master-0"]
+    assert run.created == {ReplicaId("Master", 0)}
+    assert expectations.satisfied(ExpectationKey("PyTorchJob/team/mnist", "Worker"))

@@ -106,3 +106,31 @@ def test_a_pod_no_replica_holds_is_deleted() -> None:
     execute(action_run(world, decision, api, Recorder(), facts=facts,
                        unplaced=(obj("train-stray"),)))
     assert api.sent == [("delete", "pods", "train-stray", ("team", "uid-train-stray", None))]
+
+
+def test_a_pod_of_an_older_attempt_is_deleted_under_its_types_expectations() -> None:
+    # Whatever the machine plans: a job restarted as a whole replaces every replica's pod.
+    expectations, api = Expectations(), Api()
+    world = world_of(machine_job(workers=2))
+    decision, facts = judged(world, actions=())
+    execute(action_run(world, decision, api, Recorder(), facts=facts,
+                       expectations=expectations, old_attempt=frozenset({worker(1)}),
+                       pods={worker(i): obj(f"train-worker-{i}") for i in range(2)}))
+    assert api.sent == [("delete", "pods", "train-worker-1", ("team", "uid-train-worker-1", None))]
+    expectations.deletion_observed(WORKERS, "train-worker-0")
+    assert not expectations.satisfied(WORKERS)
+    expectations.deletion_observed(WORKERS, "train-worker-1")
+    assert expectations.satisfied(WORKERS)
+
+
+def test_nothing_is_deleted_when_the_expectations_were_unmet_as_the_pass_began() -> None:
+    # The pass read the cache after its expectations were met meanwhile: it must not act on
+    # a cache that may not show the pods they awaited.
+    api = Api()
+    world = world_of(machine_job(workers=2))
+    decision, facts = judged(world, actions=(planned("deletePod", worker(1)),))
+    run = action_run(world, decision, api, Recorder(), facts=facts,
+                     satisfied={"Worker": False}, pods={worker(1): obj("train-worker-1")})
+    execute(run)
+    assert api.sent == []
+    assert run.wait_s == [1.0]

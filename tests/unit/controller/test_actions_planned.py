@@ -14,13 +14,15 @@ import pytest
 
 from engine.controller.reconcile.actions import execute
 from engine.controller.reconcile.decide import Planned
-from tests.scenarios.world import exited, machine_job, observe, running, worker
+from engine.controller.runtime.expectations import ExpectationKey, Expectations
+from tests.scenarios.world import exited, machine_job, observe, pytorch_job, running, worker
 from tests.unit.controller.action_runs import (
     Api,
     Recorder,
     Said,
     action_run,
     judged,
+    logged,
     obj,
     planned,
     world_of,
@@ -78,26 +80,43 @@ def test_a_replicas_child_object_is_deleted_by_delete_child() -> None:
 
 
 
-def cleaned(*actions: Planned, **run_policy: str) -> list[str]:
-    """What a pass planning `actions` deletes of a job whose Worker-0 runs and whose Worker-1
-    has succeeded, each with its pod and service."""
+def cleaned(*actions: Planned, expectations: Expectations | None = None, **run_policy: str
+            ) -> list[tuple[str, str]]:
+    """What a pass planning `actions` deletes (plural, name) of a job whose Worker-0 runs and
+    whose Worker-1 has succeeded, each with its pod and service."""
     world = world_of(machine_job(workers=2, run_policy=run_policy))
     decision, _ = judged(world, actions=actions)
     facts, _ = observe({worker(0): running(), worker(1): exited(0)}, world.spec, 0)
     api = Api()
     execute(action_run(world, decision, api, Recorder(), facts=facts, pods=PODS_OF,
-                       services=SERVICES_OF))
-    return api.verbs("delete")
+                       services=SERVICES_OF, expectations=expectations))
+    return [(plural, name) for verb, plural, name, _ in api.sent if verb == "delete"]
 
 
 def test_clean_up_deletes_what_its_policy_takes_its_argument_first() -> None:
-    everything = ["train-worker-0", "train-worker-0-svc", "train-worker-1", "train-worker-1-svc"]
+    everything = [("pods", "train-worker-0"), ("services", "train-worker-0-svc"),
+                  ("pods", "train-worker-1"), ("services", "train-worker-1-svc")]
     assert cleaned(planned("cleanupPods", policy="All")) == everything
     assert cleaned(planned("cleanupPods", policy="Running")) == everything[:2]
     assert cleaned(planned("cleanupPods", policy="Running"), cleanPodPolicy="All") == (
         everything[:2])
     assert cleaned(planned("cleanupPods"), cleanPodPolicy="All") == everything
     assert cleaned(planned("cleanupPods"), cleanPodPolicy="None") == []
+
+
+def test_the_pods_cleaned_up_are_awaited_and_logged_for_their_replicas() -> None:
+    workers = ExpectationKey("MachineJob/team/train", "Worker")
+    expectations = Expectations()
+    with logged() as lines:
+        cleaned(planned("cleanupPods", policy="Running"), expectations=expectations)
+    # (The world's own pass, which made the pods, logs their creates.)
+    assert [(message, extra.get("replica")) for _, message, extra in lines
+            if message.startswith("deleted")] == [
+        ("deleted pod train-worker-0", "Worker-0"),
+        ("deleted service train-worker-0-svc", "Worker-0")]
+    assert not expectations.satisfied(workers)
+    expectations.deletion_observed(workers, "train-worker-0")
+    assert expectations.satisfied(workers)
 
 
 def test_a_replica_action_without_a_replica_is_an_error() -> None:
@@ -109,3 +128,16 @@ def test_an_action_without_an_executor_is_an_error() -> None:
     with pytest.raises(NotImplementedError,
                        match=r"^the engine has no executor for action 'launch'$"):
         carried_out(planned("launch", worker(0)))
+
+
+def test_a_slow_start_pass_sends_its_creates_before_the_actions_planned_after_them() -> None:
+    # PyTorchJob's machine holds creates for slow-start batches; a delete planned after a
+    # create still goes after it.
+    world = world_of(pytorch_job(workers=2))
+    decision, facts = judged(world, actions=(planned("createPod", worker(0)),
+                                             planned("deletePod", worker(1))))
+    api = Api()
+    execute(action_run(world, decision, api, Recorder(), facts=facts,
+                       pods={worker(1): obj("mnist-worker-1")}))
+    assert [(verb, name) for verb, _, name, _ in api.sent] == [
+        ("create", "mnist-worker-0"), ("delete", "mnist-worker-1")]

@@ -18,6 +18,7 @@ from tests.scenarios.world import machine_job, pytorch_job, worker
 from tests.unit.controller.action_runs import (
     Api,
     Recorder,
+    Said,
     action_run,
     judged,
     obj,
@@ -102,3 +103,16 @@ def test_only_the_types_the_machine_gives_services_get_one() -> None:
     api, _ = services_made(planned("createService", ReplicaId("Launcher", 0)),
                            planned("createService", worker(0)), job=job)
     assert api.sent == [("create", "services", "train-worker-0", "team")]
+
+
+def test_a_service_name_another_controller_holds_is_a_name_conflict_for_the_replica() -> None:
+    taken = AlreadyExists(409, "AlreadyExists", "exists", {})
+    recorder = Recorder()
+    world = world_of(machine_job(workers=1))
+    decision, facts = judged(world, actions=(planned("createService", worker(0)),))
+    api = Api(refuse={("create", "train-worker-0"): taken},
+              existing={"train-worker-0": obj("train-worker-0", owner="uid-someone-else")})
+    execute(action_run(world, decision, api, recorder, facts=facts))
+    assert recorder.said == [Said(
+        "train", "Warning", "NameConflict",
+        "Worker-0: Service train-worker-0 exists and belongs to another controller", None)]
