@@ -51,10 +51,6 @@ class NodeFiles:
     def scratch_dir(self, uid: str) -> Path:
         return self.pod_dir(uid) / "scratch"
 
-    def tmp_dir(self, uid: str) -> Path:
-        """The pod's processes' TMPDIR: removed with the pod, as a container's /tmp is."""
-        return self.pod_dir(uid) / "tmp"
-
     def termination_file(self, uid: str, container: str) -> Path:
         """The file a process sees at its terminationMessagePath."""
         return self.pod_dir(uid) / "termination" / container

@@ -50,29 +50,6 @@ def test_env_field_refs_logs_and_exit_code(processes: Cluster) -> None:
     assert processes.log("envy") == "envy default 127.0.0.1 7 hello-envy\nto stderr\n"
 
 
-def test_a_pods_temporary_files_are_its_own_and_go_with_it(processes: Cluster) -> None:
-    """TMPDIR is a folder of the pod's on the node, as a container's /tmp is its own: what
-    a program leaves there (torchrun's torchelastic_* folders) goes when the pod does; a
-    container that sets TMPDIR keeps its own."""
-    script = ("import os, tempfile\n"
-              "folder = tempfile.mkdtemp(prefix='left-')\n"
-              "print(os.path.dirname(folder), flush=True)")
-    processes.create(pod("scratchy", container(script)))
-    processes.wait_phase("scratchy", "Succeeded")
-    folder = Path(processes.log("scratchy").strip())
-    uid = processes.read("scratchy")["metadata"]["uid"]
-    assert folder == processes.state_dir / "pods" / uid / "tmp"
-    assert [entry.name.startswith("left-") for entry in folder.iterdir()] == [True]
-    processes.core.delete_namespaced_pod("scratchy", NS)
-    eventually(lambda: processes.read("scratchy") is None)
-    eventually(lambda: not folder.exists())
-    mine = container("import os; print(os.environ['TMPDIR'])",
-                     env=[{"name": "TMPDIR", "value": "/var/tmp"}])
-    processes.create(pod("own", mine))
-    processes.wait_phase("own", "Succeeded")
-    assert processes.log("own") == "/var/tmp\n"
-
-
 # Numbers its attempts with files in the pod's working directory, which restarts keep.
 ATTEMPT = "import os, sys\nn = len(os.listdir('.')) + 1\nopen(f'attempt-{n}', 'w').close()\n"
 

@@ -348,7 +348,4 @@ class ProcessRuntime:
                      ) -> dict[str, str]:
         spec = pod.get("spec") or {}
         hostname = str(spec.get("hostname") or pod["metadata"]["name"])
-        tmpdir = self._files.tmp_dir(pod["metadata"]["uid"])
-        tmpdir.mkdir(parents=True, exist_ok=True)
-        return process_environment(os.environ, variables, hostname=hostname, api=self._api,
-                                   tmpdir=str(tmpdir))
+        return process_environment(os.environ, variables, hostname=hostname, api=self._api)

@@ -7,11 +7,6 @@ node's kubeconfig nor the user's ~/.kube/config (the pod shares the user's home)
 back to their in-cluster config. That config comes from the `kubernetes` Service variables
 the kubelet sets in every container, here the address the node itself reaches the API
 server at (pods share the machine's network), and from the pod's kube-api-access volume.
-`TMPDIR` names the pod's own temporary folder on the node, which goes with the pod: a
-container's `/tmp` is its own and goes with it, while a process shares the machine's, where
-what its programs leave (torchrun's `torchelastic_*` folders) would pile up. Programs that
-ask for a temporary file (Python's tempfile, mktemp, most runtimes) use it; one that writes
-to `/tmp` by name still writes to the machine's.
 The container's own variables win over all of these, as with the kubelet.
 """
 
@@ -61,13 +56,10 @@ def kubernetes_service_env(address: ApiAddress) -> dict[str, str]:
 
 
 def process_environment(node_env: Mapping[str, str], variables: Mapping[str, str], *,
-                        hostname: str, api: ApiAddress | None,
-                        tmpdir: str | None = None) -> dict[str, str]:
+                        hostname: str, api: ApiAddress | None) -> dict[str, str]:
     """The node's environment without its credentials, the pod's host name, the API
-    server's address, an empty kubeconfig and the pod's temporary folder, then the
-    container's variables."""
+    server's address and an empty kubeconfig, then the container's variables."""
     inherited = {k: v for k, v in node_env.items() if k not in _NODE_ONLY}
     service = kubernetes_service_env(api) if api is not None else {}
-    temporary = {"TMPDIR": tmpdir} if tmpdir is not None else {}
     return {**inherited, "HOSTNAME": hostname, **service, "KUBECONFIG": EMPTY_KUBECONFIG,
-            **temporary, **variables}
+            **variables}

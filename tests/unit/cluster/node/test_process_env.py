@@ -57,15 +57,6 @@ def test_the_containers_variables_win() -> None:
     assert env["KUBERNETES_SERVICE_HOST"] == "127.0.0.1"
 
 
-def test_the_pods_temporary_folder_is_tmpdir_unless_the_container_names_its_own() -> None:
-    env = process_environment({"TMPDIR": "/tmp"}, {}, hostname="w-0", api=None,
-                              tmpdir="/state/pods/u/tmp")
-    assert env["TMPDIR"] == "/state/pods/u/tmp"
-    mine = process_environment({}, {"TMPDIR": "/scratch"}, hostname="w-0", api=None,
-                               tmpdir="/state/pods/u/tmp")
-    assert mine["TMPDIR"] == "/scratch"
-
-
 def test_without_an_address_there_are_no_service_variables() -> None:
     env = process_environment({}, {}, hostname="w-0", api=None)
     assert env == {"HOSTNAME": "w-0", "KUBECONFIG": "/dev/null"}
