@@ -72,6 +72,14 @@ def test_a_replicas_pod_and_service_are_created_and_deleted_by_their_actions() -
     ]
 
 
+def test_a_deleted_service_is_logged_for_its_replica() -> None:
+    with logged() as lines:
+        carried_out(planned("deleteService", worker(0)), pods=PODS_OF, services=SERVICES_OF)
+    assert [(message, extra.get("replica")) for _, message, extra in lines
+            if message.startswith("deleted")] == [("deleted service train-worker-0-svc",
+                                                   "Worker-0")]
+
+
 def test_a_replicas_child_object_is_deleted_by_delete_child() -> None:
     api, _, _ = kept_in_step({LEADER: child(LEADER), WORKER: child(WORKER)},
                              actions=(planned("deleteChild", WORKER),))

@@ -10,7 +10,7 @@ from typing import Any
 from engine.controller.reconcile.actions import execute
 from engine.controller.reconcile.children import ReplicaId
 from tests.scenarios.test_decider_replica_scenarios import kubeflow_job
-from tests.scenarios.world import tf_job, worker
+from tests.scenarios.world import pytorch_job, tf_job, worker
 from tests.unit.controller.action_runs import Recorder, action_run, judged, planned, world_of
 from tests.unit.controller.test_actions_services import BodiesApi
 
@@ -38,3 +38,12 @@ def test_an_xgboost_master_is_told_the_workers_hosts() -> None:
     job = kubeflow_job("XGBoostJob", "xgbReplicaSpecs", "xgboost", {"Master": 1, "Worker": 2})
     env = env_of(job, ReplicaId("Master", 0))
     assert env["WORKER_ADDRS"] == "train-worker-0,train-worker-1"
+
+
+def test_a_kubeflow_pod_restarts_in_place_when_its_replica_restarts_on_failure() -> None:
+    # The machine's pod restartPolicy reads the replica's own restart policy (`policy`).
+    world = world_of(pytorch_job(workers=1, policy="OnFailure"))
+    decision, facts = judged(world, actions=(planned("createPod", worker(0)),))
+    api = BodiesApi()
+    execute(action_run(world, decision, api, Recorder(), facts=facts))
+    assert api.bodies["mnist-worker-0"]["spec"]["restartPolicy"] == "OnFailure"
