@@ -67,9 +67,11 @@ EXAMPLES = [
 
 @pytest.fixture(scope="module")
 def demo_output(tmp_path_factory: pytest.TempPathFactory) -> str:
-    """The demo's output; its TrainJob trains at the trainer's port, so in its turn."""
+    """The demo's output; its TrainJob trains at the trainer's port, so in its turn, and
+    the folders torchrun leaves in the pods' temporary folder go to pytest's."""
     out = io.StringIO()
-    with trainer_port_turn():
+    with trainer_port_turn(), pytest.MonkeyPatch.context() as patch:
+        patch.setenv("TMPDIR", str(tmp_path_factory.mktemp("pods-tmp")))
         ok = run_demo(DemoOptions(output=tmp_path_factory.mktemp("real-demo"), real=True),
                       out=out)
     assert ok, out.getvalue()

@@ -166,12 +166,14 @@ _RESULT = re.compile(
 
 
 @pytest.fixture(scope="module")
-def cluster() -> Iterator[LocalCluster]:
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
     """`up` in process mode, as started from a shell with the venv active: the nodes' bash
     finds torchrun (and torchrun this Python, with torch) on the PATH. Its TrainJobs train
-    at the trainer's port, so in this module's turn."""
+    at the trainer's port, so in this module's turn; the folders torchrun leaves in the
+    temporary folder go to pytest's."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("PATH", f"{_TORCHRUN.parent}{os.pathsep}{os.environ.get('PATH', '')}")
+        patch.setenv("TMPDIR", str(tmp_path_factory.mktemp("pods-tmp")))
         options = UpOptions(port=0, node_mode="process", settings=local_settings({}))
         with trainer_port_turn(), running_local_cluster(options) as up:
             yield up
