@@ -10,12 +10,14 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from engine.controller.reconcile.actions import execute
 from engine.controller.reconcile.children import ReplicaId
 from engine.controller.reconcile.decide import Planned
 from engine.controller.reconcile.manifests import FIELDS_HASH_ANNOTATION
 from engine.controller.reconcile.observe import observe_child
-from engine.kube.errors import Invalid, NotFound
+from engine.kube.errors import ApiError, Invalid, NotFound, error_from_status
 from engine.kube.resources import Resource
 from tests.unit.controller.action_runs import (
     Api,
@@ -115,8 +117,17 @@ def test_a_refused_change_is_said_and_the_next_child_still_kept_in_step() -> Non
         "leader-0: Job js-leader-0: spec.completionMode: field is immutable", "leader-0")]
 
 
-def test_a_child_gone_meanwhile_is_not_said_and_the_next_still_kept_in_step() -> None:
-    gone = NotFound(404, "NotFound", "gone", {})
+# kube-apiserver's answer to a patch whose uid names a Job since replaced under its name.
+MADE_AGAIN = error_from_status(422, {
+    "reason": "Invalid", "message": 'Job.batch "js-leader-0" is invalid: metadata.uid: ...',
+    "details": {"causes": [{"field": "metadata.uid", "reason": "FieldValueInvalid",
+                            "message": 'Invalid value: "uid-js-leader-0": field is immutable'}]}})
+
+
+@pytest.mark.parametrize("gone", [NotFound(404, "NotFound", "gone", {}), MADE_AGAIN],
+                         ids=["deleted", "made-again"])
+def test_a_child_gone_meanwhile_is_not_said_and_the_next_still_kept_in_step(
+        gone: ApiError) -> None:
     api, recorder, lines = kept_in_step({LEADER: child(LEADER), WORKER: child(WORKER)},
                                         Api(refuse={("patch", "js-leader-0"): gone}))
     assert api.verbs("patch") == ["js-leader-0", "js-workers-0"]
