@@ -33,9 +33,6 @@ class ApiError(Exception):
     message: str
     details: dict[str, Any] = field(default_factory=dict)
     causes: tuple[Cause, ...] = ()
-    empty_details_written: bool = False
-    """Write `"details": {}` when no detail is set: apierrors.NewForbidden always sets
-    Details, so a refused non-resource path has an empty one in its body."""
 
     def __str__(self) -> str:
         return f"{self.code} {self.reason}: {self.message}"
@@ -57,7 +54,8 @@ class ApiError(Exception):
         }
         if self.reason:  # none: an error that is not a Status (upstream: StatusReasonUnknown)
             status["reason"] = self.reason
-        if details or self.empty_details_written:
+        # Details given, even all empty, are written (`{}`), as Go writes a set *StatusDetails.
+        if details or self.details:
             status["details"] = details
         status["code"] = self.code
         return status

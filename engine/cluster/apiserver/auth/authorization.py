@@ -45,7 +45,9 @@ def forbidden_request(user: UserInfo, info: RequestInfo, reason: str = "") -> Ap
     if reason:
         message = f"{message}: {reason}"
     if not info.resource_request:
-        return ApiError(403, "Forbidden", f"forbidden: {message}", empty_details_written=True)
+        # NewForbidden sets Details even for a path: every field of it is empty.
+        return ApiError(403, "Forbidden", f"forbidden: {message}",
+                        {"name": "", "group": "", "kind": ""})
     resource = f"{info.resource}.{info.api_group}" if info.api_group else info.resource
     subject = f'{resource} "{info.name}"' if info.name else resource
     return ApiError(403, "Forbidden", f"{subject} is forbidden: {message}",
