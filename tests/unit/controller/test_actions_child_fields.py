@@ -17,8 +17,11 @@ from engine.controller.reconcile.children import ReplicaId
 from engine.controller.reconcile.decide import Planned
 from engine.controller.reconcile.manifests import FIELDS_HASH_ANNOTATION
 from engine.controller.reconcile.observe import observe_child
+from engine.definition import CompiledDefinition, compile_definition, load_text
 from engine.kube.errors import ApiError, Invalid, NotFound, error_from_status
 from engine.kube.resources import Resource
+from engine.shipped import shipped_dir
+from engine.simulation.world import World
 from tests.unit.controller.action_runs import (
     Api,
     Recorder,
@@ -47,12 +50,16 @@ def child(replica: ReplicaId, *, fields_hash: str | None = None, **metadata: Any
 
 
 def kept_in_step(children: dict[ReplicaId, dict[str, Any]], api: Api | None = None, *,
-                 actions: tuple[Planned, ...] = (), **fields: Any
+                 actions: tuple[Planned, ...] = (),
+                 definition: CompiledDefinition | None = None, **fields: Any
                  ) -> tuple[Api, Recorder, list[tuple[str, str, dict[str, Any]]]]:
-    """One pass over the JobSet `js` whose Jobs are `children`, that plans `actions`."""
+    """One pass over the JobSet `js` whose Jobs are `children`, that plans `actions`
+    (governed by `definition`, else the shipped machine)."""
     job = jobset()
     job["metadata"]["namespace"] = "team"
     world = world_of(job)
+    if definition is not None:
+        world = World(definition, job, world.now)
     decision, _ = judged(world, actions=actions)
     facts = {replica: observe_child(obj, job=world.job, definition=world.definition)
              for replica, obj in children.items()}
@@ -142,3 +149,26 @@ def test_a_child_left_alone_does_not_stop_the_next_from_being_kept_in_step() -> 
     ended["status"] = {"conditions": [{"type": "Complete", "status": "True"}], "succeeded": 1}
     api, _, _ = kept_in_step({gone: child(gone), LEADER: ended, WORKER: child(WORKER)})
     assert api.verbs("patch") == ["js-workers-0"]
+
+
+def jobset_forcing(field: str, expression: str) -> CompiledDefinition:
+    """The shipped JobSet machine with one more forced field of its Jobs."""
+    text = (shipped_dir("machines") / "jobset.yaml").read_text()
+    forced = f"    fields:\n      {field}: >-\n        {expression}\n"
+    text = text.replace("    fields:\n", forced, 1)
+    (loaded,) = load_text(text, "jobset.yaml")
+    return compile_definition(loaded)
+
+
+def test_a_forced_field_reads_its_child_as_last_seen() -> None:
+    # `child` is the replica's own Job as observed: its active pods set the deadline here.
+    definition = jobset_forcing(
+        "spec.activeDeadlineSeconds",
+        "has(child.status) && has(child.status.active)"
+        " ? dyn(100 + int(child.status.active)) : null")
+    busy = child(WORKER)
+    busy["status"] = {"active": 3}
+    api, _, _ = kept_in_step({LEADER: child(LEADER), WORKER: busy}, definition=definition)
+    assert {name: body["spec"]["activeDeadlineSeconds"]
+            for name, (_, body, _) in patches(api).items()} == {
+        "js-leader-0": 101, "js-workers-0": 103}
