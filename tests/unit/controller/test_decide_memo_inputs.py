@@ -1,8 +1,8 @@
 """A replica's remembered step is taken again only on the inputs it was taken on
-(`replica_inputs` in `_step_replicas`): its type's replica count and restart policy and its
-own restarts among them, which a replica machine's guards may read (`replica.desired`,
-`policy`, `replica.restarts`) though the machine reads nothing of the job-level variables
-that would change with them.
+(`replica_inputs` in `_step_replicas`): its type's replica count and restart policy, its
+own restarts and its ends restarted in place not seen yet among them, which a replica
+machine's guards may read (`replica.desired`, `policy`, `replica.restarts`, `newRestarts`)
+though the machine reads nothing of the job-level variables that would change with them.
 
 The machine is one of our own whose Running replicas move on when their type grows past two
 replicas, runs under restart policy OnFailure, or has restarted; `RememberingDecide` checks
@@ -19,7 +19,7 @@ import pytest
 
 from engine.definition import compile_definition, load_text
 from tests.scenarios.reconcile_memo import RememberingDecide, remembering
-from tests.scenarios.world import DEFINITIONS, World, running, worker
+from tests.scenarios.world import DEFINITIONS, World, lost, running, running_again, worker
 from tests.unit.definition.texts import document
 
 JOB = """\
@@ -91,3 +91,41 @@ def test_a_step_remembered_is_not_taken_again_once_the_replicas_restarts_read_di
     world.job["status"]["record"] = json.dumps(record)
     states = world.reconcile().replica_states
     assert (states["Worker-0"], states["Worker-1"]) == ("Moved", "Running")
+
+
+RESTARTS_SEEN = """\
+  replica:
+    initial: Pending
+    states:
+      Pending: {}
+      Running: {}
+    transitions:
+      - {from: Pending, to: Pending, "on": podMissing, actions: [createPod]}
+      - {from: Pending, to: Running, "on": podRunning}
+      - {from: Running, to: Running, "on": podLost, when: "newRestarts > 0",
+         actions: [{event: {reason: RestartedInPlace, message: "restarted in place"}}]}
+"""
+
+
+def test_a_step_remembered_is_not_taken_again_once_its_restarts_in_place_were_seen(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A pod restarted in place on a node that then went: the pass that sees its end says
+    so; the next, on the very same pod, sees no new end (the record now has it) and says
+    nothing, though its state, its pod and its restarts counted are those of the step that
+    did (an observation that is not `podRestarting` first, which would tell them apart)."""
+    pod = "  pod: {restartPolicy: OnFailure}\n"
+    (loaded,) = load_text(document(job=JOB, replica=RESTARTS_SEEN, extra=pod), "demo.yaml")
+    monkeypatch.setitem(DEFINITIONS, "Demo", compile_definition(loaded))
+    template = {"spec": {"containers": [{"name": "main", "image": "example/train:1"}]}}
+    world = World({"apiVersion": "example.dev/v1", "kind": "Demo",
+                   "metadata": {"name": "d", "namespace": "n", "uid": "u", "generation": 1},
+                   "spec": {"replicaSpecs": {"Worker": {
+                       "replicas": 1, "restartPolicy": "OnFailure", "template": template}}}})
+    with remembering(monkeypatch):
+        world.reconcile()
+        world.put(worker(0), running())
+        world.reconcile()
+        world.put(worker(0), running_again(1))
+        world.pods[worker(0)]["spec"]["nodeName"] = lost()["spec"]["nodeName"]
+        assert world.reconcile().events == ["RestartedInPlace"]
+        assert world.reconcile().events == []
