@@ -165,6 +165,16 @@ def test_every_time_written_is_the_now_given() -> None:
 # Counts and history -----------------------------------------------------------------------------
 
 
+def test_a_replicas_move_in_the_last_transitions_names_the_replica() -> None:
+    world = World(pytorch_job(workers=1))
+    world.reconcile()
+    world.pods[worker(0)] = running()
+    moved = world.reconcile()
+    assert [entry for entry in moved.decision.record.history if entry["level"] == "replica"] == [
+        {"time": NOW, "level": "replica", "replica": "Worker-0", "from": "Pending",
+         "to": "Running", "reason": "Started"}]
+
+
 def test_a_pod_delete_that_failed_is_planned_again_while_the_replica_restarts() -> None:
     # Entering Restarting plans deletePod once; if the API server refused it, the pod is
     # still there on the next pass and the replica is still Restarting: plan it again.

@@ -6,9 +6,11 @@ first; a pool within its parallelism, or a fixed type beside it, loses none.
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
-from tests.scenarios.world import World, deleted, exited, pending, running
+from engine.controller.reconcile.children import ReplicaId
+from tests.scenarios.world import World, deleted, exited, pending, running, running_again
 from tests.unit.controller.test_pools import pool_job, started, work
 
 
@@ -60,3 +62,42 @@ def test_a_pool_with_fewer_members_started_than_its_parallelism_keeps_them() -> 
     # Two members run, none waits: a pass leaves them as they are.
     assert world.reconcile().replica_path == []
     assert started(world) == ["Work-0", "Work-1"]
+
+
+def test_every_lowered_pool_sends_its_excess_back_in_the_same_pass() -> None:
+    job = pool_job(completions=5, parallelism=2)
+    job["spec"]["replicaSpecs"]["Eval"] = copy.deepcopy(job["spec"]["replicaSpecs"]["Work"])
+    world = World(job)
+    world.reconcile()
+    evals = {ReplicaId("Eval", index): running() for index in range(2)}
+    world.pods.update({work(0): running(), work(1): running(), **evals})
+    world.reconcile()
+    for pool in job["spec"]["replicaSpecs"].values():
+        pool["parallelism"] = 1
+    assert started(world) == ["Eval-0", "Work-0"]
+
+
+def test_a_member_sent_back_forgets_its_timer() -> None:
+    job = pool_job(completions=5, parallelism=2)
+    job["spec"]["runPolicy"] = {"pendingTimeoutSeconds": 60}
+    world = World(job)
+    assert world.reconcile().decision.record.replica_timers.keys() == {work(0), work(1)}
+    world.pods.update({work(0): running(), work(1): pending()})
+    world.reconcile()
+    job["spec"]["replicaSpecs"]["Work"]["parallelism"] = 1
+    record = world.reconcile().decision.record
+    assert (sorted(map(str, record.replica_states)), record.replica_timers) == (["Work-0"], {})
+
+
+def test_a_member_sent_back_forgets_the_ends_it_restarted_in_place() -> None:
+    job = pool_job(completions=5, parallelism=2)
+    job["spec"]["replicaSpecs"]["Work"]["restartPolicy"] = "OnFailure"
+    world = World(job)
+    world.reconcile()
+    world.put(work(0), running())
+    world.put(work(1), running_again(1))
+    world.reconcile()
+    assert world.reconcile().decision.record.in_place_ends.keys() == {work(1)}
+    job["spec"]["replicaSpecs"]["Work"]["parallelism"] = 1
+    record = world.reconcile().decision.record
+    assert (sorted(map(str, record.replica_states)), record.in_place_ends) == (["Work-0"], {})
