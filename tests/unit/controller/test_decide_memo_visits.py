@@ -14,8 +14,18 @@ from collections.abc import Iterator
 import pytest
 
 from engine.controller.reconcile.replica_memo import ReplicaMemo
+from engine.definition import compile_definition, load_text
 from tests.scenarios.reconcile_memo import RememberingDecide, remembering
-from tests.scenarios.world import World, exited, machine_job, running, running_again, worker
+from tests.scenarios.world import (
+    DEFINITIONS,
+    World,
+    exited,
+    machine_job,
+    running,
+    running_again,
+    worker,
+)
+from tests.unit.definition.texts import document
 
 
 @pytest.fixture
@@ -105,3 +115,73 @@ def test_a_quiet_replica_with_ends_seen_is_left_out_while_they_are_as_recorded(
     visited, spared = _visits(memo), memo.visits_spared
     world.reconcile()
     assert (_visits(memo), memo.visits_spared) == (visited, spared + 2)
+
+
+def test_a_replica_that_replays_its_states_deletion_is_visited_every_pass(
+        checked: RememberingDecide) -> None:
+    """Worker-0 failed and waits in Restarting for its pod to go: each pass its visit
+    changes nothing but plans the state's deletion again (level-triggered), so it is never
+    quiet, while Worker-1 is."""
+    world = World(machine_job(workers=2, policy="Never"))
+    world.job["spec"]["failureRules"] = [
+        {"action": "RestartReplica", "onExitCodes": {"operator": "In", "values": [3]}}]
+    world.reconcile()
+    world.put(worker(0), running())
+    world.put(worker(1), running())
+    world.reconcile()
+    world.put(worker(0), exited(3))
+    assert world.reconcile().replica_states["Worker-0"] == "Restarting"
+    memo = _memo(checked)
+    for _ in range(3):
+        visited, spared = _visits(memo), memo.visits_spared
+        planned = [(p.action.name, str(p.replica), p.replayed)
+                   for p in world.reconcile().decision.actions]
+        assert planned == [("deletePod", "Worker-0", True)]
+        assert (_visits(memo), memo.visits_spared) == (visited + 1, spared + 1)
+
+
+RUNNING_JOB = """\
+  job:
+    initial: Running
+    states:
+      Running: {}
+      Done: {terminal: success}
+    transitions:
+      - {from: Running, to: Done, "on": invalid}
+"""
+
+FAILING_GUARD = """\
+  replica:
+    initial: Pending
+    states:
+      Pending: {}
+      Running: {}
+      Moved: {}
+    transitions:
+      - {from: Pending, to: Pending, "on": podMissing, actions: [createPod]}
+      - {from: Pending, to: Running, "on": podRunning}
+      - {from: Running, to: Moved, "on": podRunning, when: "job.metadata.labels['stage'] == 'b'"}
+"""
+
+
+def test_a_replica_whose_guard_fails_is_visited_and_said_every_pass(
+        checked: RememberingDecide, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Worker-0's guard reads a label the job lacks: each pass its visit moves nothing and
+    fails, and the error is said in every decision, so the replica is never quiet."""
+    (loaded,) = load_text(document(job=RUNNING_JOB, replica=FAILING_GUARD), "demo.yaml")
+    monkeypatch.setitem(DEFINITIONS, "Demo", compile_definition(loaded))
+    template = {"spec": {"containers": [{"name": "main", "image": "example/train:1"}]}}
+    world = World({"apiVersion": "example.dev/v1", "kind": "Demo",
+                   "metadata": {"name": "d", "namespace": "n", "uid": "u", "generation": 1},
+                   "spec": {"replicaSpecs": {"Worker": {
+                       "replicas": 1, "restartPolicy": "Never", "template": template}}}})
+    world.reconcile()
+    world.put(worker(0), running())
+    world.reconcile()
+    memo = _memo(checked)
+    for _ in range(3):
+        visited = _visits(memo)
+        result = world.reconcile()
+        assert result.replica_states == {"Worker-0": "Running"}
+        assert [error.split(":")[0] for error in result.decision.errors] == ["Worker-0"]
+        assert _visits(memo) == visited + 1

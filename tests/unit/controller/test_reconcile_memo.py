@@ -231,6 +231,24 @@ def test_a_pending_timeout_runs_out_without_the_pod_changing(
     assert _memo(checked).steps_recalled > 0
 
 
+def test_each_replica_waiting_on_its_timer_recalls_its_step_once_a_pass(
+        checked: RememberingDecide) -> None:
+    """A replica whose state has a timer running is visited every pass (it is never quiet),
+    and on the inputs it was stepped on its step is recalled, not taken: once per replica
+    and pass, as the memo counts them."""
+    world = World(pytorch_job(workers=2, run_policy={"pendingTimeoutSeconds": 30}))
+    world.reconcile()
+    for replica in (ReplicaId("Master", 0), worker(0), worker(1)):
+        world.put(replica, pending())
+    world.reconcile()
+    memo = _memo(checked)
+    taken = memo.steps_taken
+    for seconds, recalled in ((10, 3), (10, 6)):
+        world.advance(seconds)
+        world.reconcile()
+        assert (memo.steps_taken, memo.steps_recalled) == (taken, recalled)
+
+
 def test_a_restart_counted_is_an_input_of_the_replica_that_restarted(
         checked: RememberingDecide) -> None:
     world = World(pytorch_job(workers=2))
