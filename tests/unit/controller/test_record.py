@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from engine.controller.reconcile import record as records
 from engine.controller.reconcile.children import ReplicaId
 from engine.controller.reconcile.record import (
     InPlaceEnds,
@@ -305,6 +306,27 @@ def test_a_record_written_again_is_written_from_each_of_its_own_mappings() -> No
     assert ["Restarting", "Succeeded", "PodSucceeded", 1] in second["counts"]["replica"]
     assert (second["timers"], second["restarts"]) == (first["timers"], first["restarts"])
     assert json.loads(record_fields(read_record(record_fields(changed)))["record"]) == second
+
+
+def test_a_mapping_that_took_a_dead_ones_id_is_written_anew() -> None:
+    """The written forms are kept by the mapping's id, which Python hands out again once a
+    mapping is gone: a form kept for another object under that id is not handed out."""
+    states = {ReplicaId("Worker", 0): "Running"}
+    records._WRITTEN[(id(states), "replicas")] = ({}, {"Worker": {"Pending": "0"}})
+    written = json.loads(record_fields(MachineRecord(replica_states=states))["record"])
+    assert written["replicas"] == {"Worker": {"Running": "0"}}
+
+
+def test_the_written_forms_kept_are_bounded() -> None:
+    """At most `_WRITTEN_KEPT` forms are kept (the model checker writes thousands of
+    records): the next one empties the store first."""
+    records._WRITTEN.clear()
+    kept = [{index: index} for index in range(records._WRITTEN_KEPT)]
+    for value in kept:
+        records._written(value, "part", dict)
+    assert len(records._WRITTEN) == records._WRITTEN_KEPT
+    assert records._written({-1: -1}, "part", dict) == {-1: -1}
+    assert len(records._WRITTEN) == 1
 
 
 def test_a_changed_record_is_a_copy_and_an_unknown_field_an_error() -> None:
