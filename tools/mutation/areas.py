@@ -100,6 +100,7 @@ DECISION_TESTS: tuple[str, ...] = (
             "jobspec",
             "refused",
             "manifests",
+            "interchangeable_pods",
         )
     ),
     "tests/scenarios",
