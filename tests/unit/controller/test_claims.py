@@ -397,3 +397,21 @@ def test_a_child_changed_since_the_last_claim_is_claimed_afresh() -> None:
 def test_a_job_made_again_under_its_name_claims_nothing_the_last_one_kept() -> None:
     claimed, _ = _claim_twice([ours("pt-worker-1")], second_job=fresh(uid="new-uid"))
     assert claimed.by_replica == {}
+
+
+def test_the_child_with_the_replica_s_name_still_wins_when_both_were_claimed_before() -> None:
+    """Two children of ours for one replica, the one named for it found second: the next
+    claim, which takes both as the last one placed them, still places the named one."""
+    claimed, client = _claim_twice([ours("pt-worker-1-extra"), ours("pt-worker-1")])
+    assert names(claimed) == {"Worker-1": "pt-worker-1"}
+    assert client.calls == []
+
+
+def test_a_child_relabelled_is_claimed_afresh_while_the_cache_shows_it_drifted() -> None:
+    """A child whose labels the last claim had to write is not kept as placed: while the
+    cache still holds it as it was (the relabelling not seen yet), it is relabelled again."""
+    drifted = ours("pt-worker-1")
+    drifted["metadata"]["labels"]["jobmachine.dev/job-uid"] = "someone-else"
+    claimed, client = _claim_twice([drifted])
+    assert [call[0] for call in client.calls] == ["patch"]
+    assert claimed.by_replica[WORKER_1]["metadata"]["labels"] == child_labels(JOB, WORKER_1)
