@@ -399,12 +399,27 @@ def test_a_job_made_again_under_its_name_claims_nothing_the_last_one_kept() -> N
     assert claimed.by_replica == {}
 
 
+class OwnedInOrder(Cache):
+    """A cache that hands out a job's own children in the order they were put in (the
+    cache's index of them is a set, whose order varies from run to run)."""
+
+    def by_owner(self, uid: str) -> list[dict[str, Any]]:
+        owned = super().by_owner(uid)
+        return [o for o in self.list() if any(o is mine for mine in owned)]
+
+
 def test_the_child_with_the_replica_s_name_still_wins_when_both_were_claimed_before() -> None:
     """Two children of ours for one replica, the one named for it found second: the next
     claim, which takes both as the last one placed them, still places the named one."""
-    claimed, client = _claim_twice([ours("pt-worker-1-extra"), ours("pt-worker-1")])
-    assert names(claimed) == {"Worker-1": "pt-worker-1"}
-    assert client.calls == []
+    cache = OwnedInOrder(indexed_label=JOB_NAME_LABEL)
+    cache.replace([ours("pt-worker-1-extra"), ours("pt-worker-1")])
+    before, client = ClaimedBefore(), FakeClient(None, [])
+    guard = AdoptionGuard(client, JOBS, JOB)  # type: ignore[arg-type]
+    for _ in range(2):
+        claimed = claim(client, PODS, cache, JOB, replica_types=TYPES,  # type: ignore[arg-type]
+                        guard=guard, before=before)
+        assert names(claimed) == {"Worker-1": "pt-worker-1"}
+    assert len(before.children) == 2 and client.calls == []
 
 
 def test_a_child_relabelled_is_claimed_afresh_while_the_cache_shows_it_drifted() -> None:
@@ -415,3 +430,4 @@ def test_a_child_relabelled_is_claimed_afresh_while_the_cache_shows_it_drifted()
     claimed, client = _claim_twice([drifted])
     assert [call[0] for call in client.calls] == ["patch"]
     assert claimed.by_replica[WORKER_1]["metadata"]["labels"] == child_labels(JOB, WORKER_1)
+

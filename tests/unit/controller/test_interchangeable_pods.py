@@ -320,3 +320,64 @@ def test_a_pod_is_fully_labelled_when_it_carries_every_template_label() -> None:
     assert carries_labels(pod("p", labels={"tier": "front"}), template)
     assert not carries_labels(pod("p"), template)
     assert carries_labels(pod("p"), {})
+
+
+def claimed_by_selector(pods: list[dict[str, Any]], client: FakeClient | None = None
+                        ) -> tuple[Claimed, FakeClient]:
+    """What one claim of `web`'s pods by its selector finds, before placement."""
+    client = client or FakeClient(pods)
+    cache = Cache()
+    cache.replace(copy.deepcopy(pods))
+    return claim(client, PODS, cache, RS, replica_types=["Pod"],  # type: ignore[arg-type]
+                 guard=AdoptionGuard(client, REPLICASETS, RS), selector=SELECTOR), client  # type: ignore[arg-type]
+
+
+def test_a_pod_of_ours_with_an_index_is_placed_on_it_not_spare() -> None:
+    found, _ = claimed_by_selector([pod("a", index=0)])
+    assert {str(r): o["metadata"]["name"] for r, o in found.by_replica.items()} == {"Pod-0": "a"}
+    assert found.spare == ()
+
+
+def test_a_spare_pod_does_not_stop_the_orphans_after_it_being_adopted() -> None:
+    """Ours come first (by their controller reference), then the namespace's orphans."""
+    found, client = claimed_by_selector(
+        [pod("spare"), pod("stray-1", owner=None), pod("stray-2", owner=None)])
+    assert sorted(names(found.spare)) == ["spare", "stray-1", "stray-2"]
+    assert [call[1] for call in client.calls if call[0] == "patch"] == ["stray-1", "stray-2"]
+
+
+def test_a_matching_orphan_of_another_namespace_is_not_adopted() -> None:
+    elsewhere = pod("stray", owner=None)
+    elsewhere["metadata"]["namespace"] = "other"
+    found, client = claimed_by_selector([elsewhere])
+    assert found.spare == () and client.calls == []
+
+
+class RecordingClient(FakeClient):
+    """A FakeClient that also keeps the resource and namespace each patch was sent to."""
+
+    def __init__(self, pods: list[dict[str, Any]]) -> None:
+        super().__init__(pods)
+        self.patched: list[tuple[str, str | None]] = []
+
+    def patch(self, res: Resource, name: str, body: Any, *, namespace: str | None = None
+              ) -> dict[str, Any]:
+        self.patched.append((res.plural, namespace))
+        return super().patch(res, name, body, namespace=namespace)
+
+
+def test_a_release_is_sent_to_the_pod_in_its_namespace_and_logged_for_the_job(
+        records: list[dict[str, Any]]) -> None:
+    moved = pod("moved", index=0, labels={"app": "elsewhere"})
+    client = RecordingClient([moved])
+    claimed_by_selector([moved], client)
+    assert client.patched == [("pods", "ns")]
+    assert [(r["extra"].get("job"), r["message"]) for r in records] == [
+        ("ns/web", "released Pod moved: the selector no longer matches it")]
+
+
+def test_a_release_does_not_stop_the_orphans_after_it_being_adopted() -> None:
+    found, client = claimed_by_selector(
+        [pod("moved", index=0, labels={"app": "elsewhere"}), pod("stray", owner=None)])
+    assert names(found.spare) == ["stray"]
+    assert [call[1] for call in client.calls if call[0] == "patch"] == ["moved", "stray"]
