@@ -32,36 +32,50 @@ JOB = """\
       - {from: Running, to: Done, "on": invalid}
 """
 
-REPLICA = """\
+def moving_when(guard: str) -> str:
+    """A replica machine whose Running replicas move on (to Moved) when `guard` holds."""
+    return f"""\
   replica:
     initial: Pending
     states:
-      Pending: {}
-      Running: {}
-      Moved: {}
+      Pending: {{}}
+      Running: {{}}
+      Moved: {{}}
     transitions:
-      - {from: Pending, to: Pending, "on": podMissing, actions: [createPod]}
-      - {from: Pending, to: Running, "on": podRunning}
-      - {from: Running, to: Moved, "on": podRunning,
-         when: "replica.desired > 2 || policy == 'OnFailure' || replica.restarts > 0"}
+      - {{from: Pending, to: Pending, "on": podMissing, actions: [createPod]}}
+      - {{from: Pending, to: Running, "on": podRunning}}
+      - {{from: Running, to: Moved, "on": podRunning, when: "{guard}"}}
 """
+
+
+REPLICA = moving_when("replica.desired > 2 || policy == 'OnFailure' || replica.restarts > 0")
+
+
+def install_demo(monkeypatch: pytest.MonkeyPatch, replica: str, extra: str = "") -> None:
+    """Make the machine of JOB and `replica` (and `extra` sections) govern kind Demo."""
+    (loaded,) = load_text(document(job=JOB, replica=replica, extra=extra), "demo.yaml")
+    monkeypatch.setitem(DEFINITIONS, "Demo", compile_definition(loaded))
+
+
+def demo_world(*, workers: int, policy: str) -> World:
+    """A Demo job of `workers` Workers under restart policy `policy`, not reconciled yet."""
+    template = {"spec": {"containers": [{"name": "main", "image": "example/train:1"}]}}
+    return World({"apiVersion": "example.dev/v1", "kind": "Demo",
+                  "metadata": {"name": "d", "namespace": "n", "uid": "u", "generation": 1},
+                  "spec": {"replicaSpecs": {"Worker": {
+                      "replicas": workers, "restartPolicy": policy, "template": template}}}})
 
 
 @pytest.fixture
 def checked(monkeypatch: pytest.MonkeyPatch) -> Iterator[RememberingDecide]:
-    (loaded,) = load_text(document(job=JOB, replica=REPLICA), "demo.yaml")
-    monkeypatch.setitem(DEFINITIONS, "Demo", compile_definition(loaded))
+    install_demo(monkeypatch, REPLICA)
     with remembering(monkeypatch) as checking:
         yield checking
 
 
 def _running_workers() -> World:
     """Two Workers running, each stepped (and remembered) in Running at least twice."""
-    template = {"spec": {"containers": [{"name": "main", "image": "example/train:1"}]}}
-    world = World({"apiVersion": "example.dev/v1", "kind": "Demo",
-                   "metadata": {"name": "d", "namespace": "n", "uid": "u", "generation": 1},
-                   "spec": {"replicaSpecs": {"Worker": {
-                       "replicas": 2, "restartPolicy": "Never", "template": template}}}})
+    world = demo_world(workers=2, policy="Never")
     world.reconcile()
     world.put(worker(0), running())
     world.put(worker(1), running())
@@ -113,14 +127,8 @@ def test_a_step_remembered_is_not_taken_again_once_its_restarts_in_place_were_se
     so; the next, on the very same pod, sees no new end (the record now has it) and says
     nothing, though its state, its pod and its restarts counted are those of the step that
     did (an observation that is not `podRestarting` first, which would tell them apart)."""
-    pod = "  pod: {restartPolicy: OnFailure}\n"
-    (loaded,) = load_text(document(job=JOB, replica=RESTARTS_SEEN, extra=pod), "demo.yaml")
-    monkeypatch.setitem(DEFINITIONS, "Demo", compile_definition(loaded))
-    template = {"spec": {"containers": [{"name": "main", "image": "example/train:1"}]}}
-    world = World({"apiVersion": "example.dev/v1", "kind": "Demo",
-                   "metadata": {"name": "d", "namespace": "n", "uid": "u", "generation": 1},
-                   "spec": {"replicaSpecs": {"Worker": {
-                       "replicas": 1, "restartPolicy": "OnFailure", "template": template}}}})
+    install_demo(monkeypatch, RESTARTS_SEEN, "  pod: {restartPolicy: OnFailure}\n")
+    world = demo_world(workers=1, policy="OnFailure")
     with remembering(monkeypatch):
         world.reconcile()
         world.put(worker(0), running())

@@ -14,18 +14,9 @@ from collections.abc import Iterator
 import pytest
 
 from engine.controller.reconcile.replica_memo import ReplicaMemo
-from engine.definition import compile_definition, load_text
 from tests.scenarios.reconcile_memo import RememberingDecide, remembering
-from tests.scenarios.world import (
-    DEFINITIONS,
-    World,
-    exited,
-    machine_job,
-    running,
-    running_again,
-    worker,
-)
-from tests.unit.definition.texts import document
+from tests.scenarios.world import World, exited, machine_job, running, running_again, worker
+from tests.unit.controller.test_decide_memo_inputs import demo_world, install_demo, moving_when
 
 
 @pytest.fixture
@@ -43,12 +34,9 @@ def _visits(memo: ReplicaMemo) -> int:
     return memo.steps_taken + memo.steps_recalled
 
 
-def test_quiet_replicas_whose_restarts_read_differ_are_visited(
-        checked: RememberingDecide) -> None:
-    """The record read (edited, or older than the last status write) gives Worker-1 the
-    restart counted for Worker-0: the same states, pods, ends (none) and job-level values
-    (the Workers' restarts together), but each Worker's own restarts differ from those of
-    its quiet visit, so both are visited again."""
+def _worker_0_failed_with_3() -> World:
+    """Two Workers that ran, Worker-0's pod since failed with exit code 3, which a failure
+    rule restarts the replica for (not reconciled yet)."""
     world = World(machine_job(workers=2, policy="Never"))
     world.job["spec"]["failureRules"] = [
         {"action": "RestartReplica", "onExitCodes": {"operator": "In", "values": [3]}}]
@@ -57,6 +45,16 @@ def test_quiet_replicas_whose_restarts_read_differ_are_visited(
     world.put(worker(1), running())
     world.reconcile()
     world.put(worker(0), exited(3))
+    return world
+
+
+def test_quiet_replicas_whose_restarts_read_differ_are_visited(
+        checked: RememberingDecide) -> None:
+    """The record read (edited, or older than the last status write) gives Worker-1 the
+    restart counted for Worker-0: the same states, pods, ends (none) and job-level values
+    (the Workers' restarts together), but each Worker's own restarts differ from those of
+    its quiet visit, so both are visited again."""
+    world = _worker_0_failed_with_3()
     assert world.reconcile().decision.record.replica_restarts[worker(0)].count == 1
     world.put(worker(0), None)
     world.reconcile()
@@ -122,14 +120,7 @@ def test_a_replica_that_replays_its_states_deletion_is_visited_every_pass(
     """Worker-0 failed and waits in Restarting for its pod to go: each pass its visit
     changes nothing but plans the state's deletion again (level-triggered), so it is never
     quiet, while Worker-1 is."""
-    world = World(machine_job(workers=2, policy="Never"))
-    world.job["spec"]["failureRules"] = [
-        {"action": "RestartReplica", "onExitCodes": {"operator": "In", "values": [3]}}]
-    world.reconcile()
-    world.put(worker(0), running())
-    world.put(worker(1), running())
-    world.reconcile()
-    world.put(worker(0), exited(3))
+    world = _worker_0_failed_with_3()
     assert world.reconcile().replica_states["Worker-0"] == "Restarting"
     memo = _memo(checked)
     for _ in range(3):
@@ -140,41 +131,15 @@ def test_a_replica_that_replays_its_states_deletion_is_visited_every_pass(
         assert (_visits(memo), memo.visits_spared) == (visited + 1, spared + 1)
 
 
-RUNNING_JOB = """\
-  job:
-    initial: Running
-    states:
-      Running: {}
-      Done: {terminal: success}
-    transitions:
-      - {from: Running, to: Done, "on": invalid}
-"""
-
-FAILING_GUARD = """\
-  replica:
-    initial: Pending
-    states:
-      Pending: {}
-      Running: {}
-      Moved: {}
-    transitions:
-      - {from: Pending, to: Pending, "on": podMissing, actions: [createPod]}
-      - {from: Pending, to: Running, "on": podRunning}
-      - {from: Running, to: Moved, "on": podRunning, when: "job.metadata.labels['stage'] == 'b'"}
-"""
+FAILING_GUARD = moving_when("job.metadata.labels['stage'] == 'b'")
 
 
 def test_a_replica_whose_guard_fails_is_visited_and_said_every_pass(
         checked: RememberingDecide, monkeypatch: pytest.MonkeyPatch) -> None:
     """Worker-0's guard reads a label the job lacks: each pass its visit moves nothing and
     fails, and the error is said in every decision, so the replica is never quiet."""
-    (loaded,) = load_text(document(job=RUNNING_JOB, replica=FAILING_GUARD), "demo.yaml")
-    monkeypatch.setitem(DEFINITIONS, "Demo", compile_definition(loaded))
-    template = {"spec": {"containers": [{"name": "main", "image": "example/train:1"}]}}
-    world = World({"apiVersion": "example.dev/v1", "kind": "Demo",
-                   "metadata": {"name": "d", "namespace": "n", "uid": "u", "generation": 1},
-                   "spec": {"replicaSpecs": {"Worker": {
-                       "replicas": 1, "restartPolicy": "Never", "template": template}}}})
+    install_demo(monkeypatch, FAILING_GUARD)
+    world = demo_world(workers=1, policy="Never")
     world.reconcile()
     world.put(worker(0), running())
     world.reconcile()
