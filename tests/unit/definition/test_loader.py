@@ -5,8 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from ruamel.yaml.error import MarkedYAMLError
 
-from engine.definition import DefinitionError, load_file, load_text
+from engine.definition import DefinitionError, load_file, load_text, loader
 from engine.definition.loader import parse_text, read_text
 from tests.unit.definition.texts import HEADER, JOB, REPLICA, document
 
@@ -185,3 +186,20 @@ def test_an_empty_value_is_reported_at_its_key() -> None:
     assert messages(document(job=job)) == [
         "demo.yaml:11:5: error: 'transitions' must be a list, not nothing (null)"
     ]
+
+
+def test_a_yaml_error_that_names_no_place_is_said_at_the_files_start(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Both parsers refuse the text with an error that carries no mark: the problem is
+    still one diagnostic, at line 1, column 1, in the parser's words."""
+
+    class Refusing:
+        def __init__(self, **_: object) -> None:
+            pass
+
+        def compose_all(self, _: str) -> list[object]:
+            raise MarkedYAMLError(context="while reading", problem="found nothing usable")
+
+    monkeypatch.setattr(loader, "YAML", Refusing)
+    assert [str(d) for d in read_text("a: b\n", "m.yaml")[1]] == [
+        "m.yaml:1:1: error: YAML syntax: while reading, found nothing usable"]

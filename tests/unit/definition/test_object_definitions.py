@@ -88,3 +88,14 @@ def test_merge_problems_of_objects_are_located_by_field_path() -> None:
     assert located(diagnose(child)) == [
         ("StateMachine child", "spec.extends", "no machine named 'base' to extend"),
     ]
+
+
+def test_an_object_whose_metadata_is_no_mapping_keeps_it_for_the_schema_to_refuse() -> None:
+    obj = as_object(document())
+    obj["metadata"] = "demo"
+    raw = object_definition(obj)
+    assert (raw.data["metadata"], raw.path) == ("demo", "StateMachine None")
+    definitions, found = build_definitions([raw])
+    assert definitions == []
+    assert [(d.position.field_path, d.message) for d in found] == [
+        ("metadata", "'metadata' must be a mapping, not a string")]

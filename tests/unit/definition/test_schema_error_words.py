@@ -115,6 +115,12 @@ def test_bounds_lengths_and_other_kinds_say_their_limits() -> None:
     ]
 
 
+def test_a_string_too_long_says_its_limit() -> None:
+    assert said("short: abcd\n") == [
+        "r.yaml:1:8: error: 'short' has the wrong length: string should have at most 3 "
+        "characters"]
+
+
 def test_a_document_that_is_no_mapping_is_named_so() -> None:
     assert said("- 1\n- 2\n") == ["r.yaml:1:1: error: 'document' must be a mapping, not a list"]
     assert said("5\n") == ["r.yaml:1:1: error: 'document' must be a mapping, not an integer"]
