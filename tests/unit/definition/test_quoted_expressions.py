@@ -44,3 +44,14 @@ def test_the_expression_whose_source_the_error_quotes(
 ])
 def test_none_when_no_source_is_quoted_as_failing(error: str) -> None:
     assert _table().quoted_by(error) is None
+
+
+def test_the_longest_source_quoted_wins_wherever_it_is_written() -> None:
+    """The longer guard written first: it still wins over the shorter one quoted inside it
+    (the places are no tie-break)."""
+    longer_first = "".join(reversed(TRANSITIONS.splitlines(keepends=True)))
+    job = JOB.replace('      - {from: Running, to: Done, when: "restarts == 0"}\n', longer_first)
+    [loaded] = load_text(document(job=job), "d.yaml")
+    error = "transition 1 guard: \"{'restarts == 0': 1}.size() == restarts\": no"
+    assert compile_expressions(loaded).quoted_by(error) == (
+        ("spec", "job", "transitions", 0, "when"), "{'restarts == 0': 1}.size() == restarts")
