@@ -76,23 +76,40 @@ def _field_annotation(model: type[BaseModel], name: str) -> Any:
 
 
 def _walk(loc: tuple[int | str, ...], root: Any = MachineDefinition) -> tuple[Path, Any]:
-    """The YAML path of `loc` (union member tags dropped) and the type found there."""
+    """The YAML path of `loc` (union member tags dropped) and the type found there.
+
+    pydantic names the member of a union each of its errors is about (`str`, `Inner`,
+    `dict[str,any]`) right after the union's place: an error of the member itself is the
+    union's (the kinds of every member are named), one inside it is the member's."""
     current: Any = root
     path: list[int | str] = []
-    for item in loc:
+    for at, item in enumerate(loc):
         options = _unwrap(current)
+        if len(options) > 1 and isinstance(item, str):
+            if at + 1 < len(loc):
+                current = _member(options, item)
+            continue
         models = [o for o in options if isinstance(o, type) and issubclass(o, BaseModel)]
         containers = [o for o in options if get_origin(o) in (list, dict)]
         if models and isinstance(item, str):
             current = _field_annotation(models[0], item) or Any
         elif containers:
             current = get_args(containers[0])[-1]
-        elif len(options) > 1:
-            continue  # a union member tag such as 'str' or 'int'
         else:
             current = Any
         path.append(item)
     return tuple(path), current
+
+
+def _member(options: list[Any], tag: str) -> Any:
+    """The union member pydantic's `tag` names (a class by its name, a list or dict by its
+    origin), else Any."""
+    origin = tag.partition("[")[0]
+    for option in options:
+        if getattr(option, "__name__", None) == tag or getattr(
+                get_origin(option), "__name__", None) == origin:
+            return option
+    return Any
 
 
 def _owner(loc: tuple[int | str, ...], root: Any) -> tuple[Path, Any]:
@@ -158,6 +175,16 @@ def _message(err: ErrorDetails, path: Path, annotation: Any, root: Any) -> str:
     return f"'{name}' must be {expected}, not {yaml_kind(value)}"
 
 
+def _another_member_takes(err: ErrorDetails, annotation: Any) -> bool:
+    """Whether `err` is one union member's refusal of the value's kind while another member
+    takes values of that kind (a list for `list[int] | int`): that member's own errors say
+    what is wrong inside the value, and this one would only contradict them."""
+    if len(_unwrap(annotation)) < 2 or err["type"] not in _TYPE_NAMES:
+        return False
+    names = {_TYPE_NAMES.get(k, k) for k in _expected_kinds(annotation, err["type"])}
+    return yaml_kind(err["input"]) in names
+
+
 def _expected_kinds(annotation: Any, kind: str) -> list[str]:
     simple = {str: "string_type", int: "int_type", bool: "bool_type", float: "float_type"}
     found: list[str] = []
@@ -214,6 +241,8 @@ def schema_diagnostics(
             found.append(error(index.value(path), f"{_SHAPES[model]}; got {written}"))
             continue
         path, annotation = _walk(loc, root)
+        if _another_member_takes(err, annotation):
+            continue
         message = _message(err, path, annotation, root)
         path = _yaml_path(data, path)
         if err["type"] == "extra_forbidden":

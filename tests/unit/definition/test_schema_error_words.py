@@ -126,9 +126,37 @@ def test_a_document_that_is_no_mapping_is_named_so() -> None:
     assert said("5\n") == ["r.yaml:1:1: error: 'document' must be a mapping, not an integer"]
 
 
-def test_an_unknown_field_in_one_member_of_a_union_is_reported_not_a_crash() -> None:
-    found = said("options: {bogus: 1}\n")
-    assert found[-1].startswith("r.yaml:1:1: error: unknown field 'bogus'")
+def test_an_unknown_field_in_one_member_of_a_union_is_reported_at_its_key() -> None:
+    """With that member's fields; the list member's refusal of a mapping is left out, as
+    the mapping member takes mappings."""
+    assert said("options: {bogus: 1}\n") == [
+        "r.yaml:1:11: error: unknown field 'bogus'; allowed fields: size"]
+
+
+class Mixed(Strict):
+    """Unions of a container or a model with a simple kind."""
+
+    listed: list[int] | int = 0
+    shaped: Inner | int = 0
+    mapped: dict[str, int] | int = 0
+
+
+def test_a_value_of_no_kind_of_a_union_names_the_field_and_every_kind() -> None:
+    """pydantic refuses it once per member, naming the member (`list[int]`, `Inner`): one
+    problem, in the field's name."""
+    assert said("listed: x\nshaped: x\nmapped: x\n", Mixed) == [
+        "r.yaml:1:9: error: 'listed' must be a list or an integer, not a string",
+        "r.yaml:2:9: error: 'shaped' must be a mapping or an integer, not a string",
+        "r.yaml:3:9: error: 'mapped' must be a mapping or an integer, not a string",
+    ]
+
+
+def test_a_problem_inside_one_member_of_a_union_is_that_members_alone() -> None:
+    assert said("listed: [x]\nshaped: {size: x}\nmapped: {a: x}\n", Mixed) == [
+        "r.yaml:1:10: error: 'listed item 1' must be an integer, not a string",
+        "r.yaml:2:16: error: 'size' must be an integer, not a string",
+        "r.yaml:3:13: error: 'a' must be an integer, not a string",
+    ]
 
 
 def test_a_path_named_like_a_machines_action_is_judged_by_its_own_root() -> None:

@@ -156,3 +156,8 @@ def test_a_machine_with_a_schedule_is_refused_not_half_played(tmp_path: Path) ->
     (problem,) = raised.value.diagnostics
     assert "makes its children on a schedule (spec.schedule, a CronJob's Jobs), which " \
            "simulate does not play" in str(problem)
+
+
+def test_a_job_that_is_neither_a_file_name_nor_a_job_says_both_kinds(tmp_path: Path) -> None:
+    assert problems(tmp_path, "job: 5\ntimeline: []\n") == [
+        "scenario.yaml:1:6: error: 'job' must be a string or a mapping, not an integer"]
