@@ -21,6 +21,7 @@ from engine.controller.reconcile.observe import PodFacts
 from engine.controller.reporting.events import EventRecorder
 from engine.controller.runtime.expectations import Expectations
 from engine.controller.runtime.freshness import ReleasedFinalizers
+from engine.definition import CompiledDefinition
 from engine.definition.step import PlannedAction
 from engine.kube.client import KubeClient
 from engine.kube.errors import NotFound
@@ -95,10 +96,11 @@ class Recorder:
         self.said.append(Said(involved["metadata"]["name"], type, reason, message, replica))
 
 
-def world_of(job: dict[str, Any]) -> World:
-    """The engine's simulated world of `job` (a job of tests.scenarios.world), at T0."""
+def world_of(job: dict[str, Any], definition: CompiledDefinition | None = None) -> World:
+    """The engine's simulated world of `job` (a job of tests.scenarios.world), at T0, under
+    `definition` (the shipped machine of its kind when None)."""
     job["metadata"]["uid"] = JOB_UID
-    return World(DEFINITIONS[job["kind"]], job, T0)
+    return World(definition or DEFINITIONS[job["kind"]], job, T0)
 
 
 def judged(world: World, **changes: Any) -> tuple[Decision, Mapping[ReplicaId, PodFacts]]:

@@ -21,7 +21,6 @@ from engine.definition import CompiledDefinition, compile_definition, load_text
 from engine.kube.errors import ApiError, Invalid, NotFound, error_from_status
 from engine.kube.resources import Resource
 from engine.shipped import shipped_dir
-from engine.simulation.world import World
 from tests.unit.controller.action_runs import (
     Api,
     Recorder,
@@ -57,9 +56,7 @@ def kept_in_step(children: dict[ReplicaId, dict[str, Any]], api: Api | None = No
     (governed by `definition`, else the shipped machine)."""
     job = jobset()
     job["metadata"]["namespace"] = "team"
-    world = world_of(job)
-    if definition is not None:
-        world = World(definition, job, world.now)
+    world = world_of(job, definition)
     decision, _ = judged(world, actions=actions)
     facts = {replica: observe_child(obj, job=world.job, definition=world.definition)
              for replica, obj in children.items()}

@@ -51,6 +51,7 @@ def surplus_pass(*, slow_start: bool = True, names: tuple[str, ...] = ("web-b", 
     changed = shipped.model_copy(update={"spec": shipped.spec.model_copy(update={
         "pod": shipped.spec.pod.model_copy(update={"slow_start": slow_start, **pod})})})
     run.definition = dataclasses.replace(run.definition, definition=changed)
+    assert run.slow_starting is slow_start
     execute(run)
     return api, recorder, expectations, run.wait_s
 
