@@ -112,7 +112,10 @@ def test_without_success_policy_every_replica_must_succeed(client: KubeClient, n
         "MachineJob all successfully completed: every replica succeeded.")
     assert condition(done, "SuccessCriteriaMet") is None
     assert condition(done, "Failed") is None
-    events = job_events(client, done)
+    # Events are posted after the status is written: wait for the ending's to land.
+    events = wait_for(lambda: job_events(client, done),
+                      lambda found: count_events(found, "AllReplicasSucceeded") > 0,
+                      what="the AllReplicasSucceeded event")
     assert count_events(events, "AllReplicasSucceeded") == 1  # the ending, said once
     assert count_events(events, "JobSucceeded") == 0
     assert count_events(events, "SuccessPolicy") == 0
@@ -178,7 +181,9 @@ def test_any_count_does_not_wait_for_the_last_worker(client: KubeClient, ns: str
     assert all(not _running_or_deleting(p) for p in left)
     assert get_pod(client, ns, "any-worker-2") is None
     assert pod_names(client, ns, "any") == ["any-worker-0", "any-worker-1"]
-    events = job_events(client, done)
+    events = wait_for(lambda: job_events(client, done),
+                      lambda found: count_events(found, "SuccessPolicy") > 0,
+                      what="the SuccessPolicy event")
     assert count_events(events, "SuccessPolicy") == 1  # the ending, said once
     assert count_events(events, "JobSucceeded") == 0
     assert count_events(events, "AllReplicasSucceeded") == 0
