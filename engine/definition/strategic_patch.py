@@ -34,48 +34,55 @@ def strategic_patch(target: Any, patches: Any, keys: Any) -> dict[Any, Any]:
 
 def _merge_map(target: Any, patch: Mapping[Any, Any], keys: Mapping[str, str], path: str
                ) -> dict[Any, Any]:
-    merged = dict(target) if isinstance(target, Mapping) else {}
+    merged = dict(target)
     for key, value in patch.items():
         child = f"{path}.{key}" if path else str(key)
+        current = merged.get(key)
         if value is None:
             merged.pop(key, None)
-        elif isinstance(value, Mapping):
-            merged[key] = _merge_map(merged.get(key), value, keys, child)
-        elif isinstance(value, list) and child in keys:
-            current = merged.get(key)
-            merged[key] = _merge_list(current if isinstance(current, list) else [], value,
-                                      keys, child)
+        elif isinstance(value, Mapping) and isinstance(current, Mapping):
+            merged[key] = _merge_map(current, value, keys, child)
+        elif isinstance(value, list) and isinstance(current, list) and child in keys:
+            merged[key] = _merge_list(current, value, keys, child)
         else:
-            merged[key] = value
+            merged[key] = _without_nulls(value)
     return merged
+
+
+def _without_nulls(value: Any) -> Any:
+    """A value new to the target, as written but for its nulls (apimachinery's
+    discardNullValuesFromPatch): nothing below it is merged, as nothing was there."""
+    if isinstance(value, Mapping):
+        return {k: _without_nulls(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_without_nulls(item) for item in value]
+    return value
 
 
 def _merge_list(target: list[Any], patch: list[Any], keys: Mapping[str, str], path: str
                 ) -> list[Any]:
-    """Entries merged by the path's key; then apimachinery's order: the patch's entries in
-    the patch's order, the others interleaved by their place in `target`."""
+    """Entries merged by the path's key, a new one appended as written; then apimachinery's
+    order: the patch's entries in the patch's order, the others interleaved by their place
+    in `target`. As apimachinery, a list whose entries are not all maps is refused."""
     key = keys[path]
+    if not all(isinstance(item, Mapping) for item in (*target, *patch)):
+        raise TypeError(f"strategicPatch: the entries of the list at {path} are not all "
+                        f"maps: {target!r} and {patch!r}")
     merged = list(target)
     for item in patch:
-        if not isinstance(item, Mapping) or key not in item:
+        if key not in item:
             raise TypeError(f"strategicPatch: {item!r} at {path} is not a map with {key!r}")
         at = _position(merged, key, item[key])
         if at < 0:
-            merged.append(_merge_map({}, item, keys, path))
+            merged.append(_without_nulls(item))
         else:
             merged[at] = _merge_map(merged[at], item, keys, path)
-    return _ordered(merged, patch, target, key)
+    return normalized_order(merged, patch, target,
+                            lambda items, item: _position(items, key, item.get(key)))
 
 
 def _position(items: list[Any], key: str, value: Any) -> int:
-    return next((i for i, item in enumerate(items)
-                 if isinstance(item, Mapping) and item.get(key) == value), -1)
-
-
-def _ordered(merged: list[Any], patch: list[Any], target: list[Any], key: str) -> list[Any]:
-    return normalized_order(merged, patch, target,
-                            lambda items, item: _position(items, key, item.get(key))
-                            if isinstance(item, Mapping) else -1)
+    return next((i for i, item in enumerate(items) if item.get(key) == value), -1)
 
 
 def normalized_order(merged: list[Any], patch_order: list[Any], server_order: list[Any],

@@ -65,7 +65,7 @@ def test_the_arguments_are_left_as_they_were() -> None:
 
 def test_an_entry_without_its_key_is_an_evaluation_error() -> None:
     with pytest.raises(CelEvaluationError, match="is not a map with 'name'"):
-        evaluate("strategicPatch({}, [{'l': [{'v': 1}]}], {'l': 'name'})")
+        evaluate("strategicPatch({'l': []}, [{'l': [{'v': 1}]}], {'l': 'name'})")
     with pytest.raises(CelEvaluationError, match="is not a map"):
         evaluate("strategicPatch({}, [1], {})")
 

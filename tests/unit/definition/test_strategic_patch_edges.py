@@ -1,8 +1,8 @@
 """`strategicPatch`'s edges (strategic_patch.py): arguments of the wrong kind said in its own
 words, a null for a key the target lacks, maps and keyed lists merged below the top by
-their dotted path, a new entry that holds a list, an entry that is no map in a keyed list,
-and the shared order rule putting the entries the patch does not name in the server's
-order."""
+their dotted path, a new entry that holds a list, a value new to the target taken as
+written, a keyed list of mixed entries refused, and the shared order rule putting the
+entries the patch does not name in the server's order."""
 
 from __future__ import annotations
 
@@ -60,10 +60,34 @@ def test_a_new_entry_of_a_keyed_list_keeps_the_lists_it_holds() -> None:
                     "{'l': 'name'})") == {"l": [{"name": "new", "ports": [1, 2]}]}
 
 
-def test_an_entry_that_is_no_map_in_a_keyed_list_is_kept() -> None:
-    merged = evaluate("strategicPatch(job.t, [{'l': [{'name': 'a', 'v': 2}]}], {'l': 'name'})",
-                      {"t": {"l": ["x", {"name": "a", "v": 1}]}})
-    assert len(merged["l"]) == 2 and "x" in merged["l"] and {"name": "a", "v": 2} in merged["l"]
+@pytest.mark.parametrize(("target", "patch"), [
+    (["x", {"name": "a", "v": 1}], [{"name": "a", "v": 2}]),
+    ([{"name": "a", "v": 1}], ["x"]),
+])
+def test_a_keyed_list_whose_entries_are_not_all_maps_is_refused(target: Any, patch: Any
+                                                                ) -> None:
+    """As apimachinery's sliceElementType refuses a list of mixed entries."""
+    with pytest.raises(CelEvaluationError) as raised:
+        evaluate("strategicPatch(job.t, [{'l': job.p}], {'l': 'name'})",
+                 {"t": {"l": target}, "p": patch})
+    assert "strategicPatch: the entries of the list at l are not all maps" in str(raised.value)
+
+
+def test_a_value_new_to_the_target_is_taken_as_written_but_for_its_nulls() -> None:
+    """apimachinery merges nothing below a key or a list entry the original lacks: a new
+    entry's own keyed list keeps two entries of one name and one without the key, and only
+    nulls are dropped (discardNullValuesFromPatch). So a key the target has with a value
+    of another kind."""
+    keys = "{'jobs': 'name', 'jobs.env': 'name', 'env': 'name'}"
+    env = [{"name": "A", "value": "1"}, {"name": "A", "value": "2"}, {"value": "3"},
+           {"name": "B", "value": None}]
+    written = [{"name": "A", "value": "1"}, {"name": "A", "value": "2"}, {"value": "3"},
+               {"name": "B"}]
+    merged = evaluate(f"strategicPatch(job.t, [job.p], {keys})", {
+        "t": {"jobs": [{"name": "old"}], "env": {"was": "a map"}},
+        "p": {"jobs": [{"name": "new", "env": env}], "env": env, "extra": {"env": env}}})
+    assert merged == {"jobs": [{"name": "new", "env": written}, {"name": "old"}],
+                      "env": written, "extra": {"env": written}}
 
 
 def test_the_entries_a_patch_does_not_name_go_in_the_servers_order() -> None:
