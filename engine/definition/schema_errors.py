@@ -233,8 +233,7 @@ def schema_diagnostics(
     for err in exc.errors():
         loc = tuple(err["loc"])
         # A model's own check (value_error: copyFrom beside moveFrom) says what is wrong.
-        shape = (_shape_path(loc, root) if err["type"] not in ("dict_type", "value_error")
-                 else None)
+        shape = _shape_path(loc, root) if err["type"] != "value_error" else None
         if shape is not None:
             path, model = shape
             written = _got(_lookup(data, path))

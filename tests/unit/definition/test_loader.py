@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -38,6 +41,26 @@ def test_load_file_reads_a_file(tmp_path: Path) -> None:
     path.write_text(document())
     (loaded,) = load_file(path)
     assert loaded.path == str(path)
+
+
+READ_UNDER_LOCALE = ("import sys; from engine.definition.loader import read_file; "
+                     "raws, problems = read_file(sys.argv[1]); "
+                     "print(ascii([str(p) for p in problems] or raws[0].data['metadata']))")
+
+
+def test_a_file_is_read_as_utf_8_whatever_the_locale(tmp_path: Path) -> None:
+    """Machine files are UTF-8 (YAML's own encoding): one with a non-ASCII annotation loads
+    the same in a process whose locale is ASCII (the C locale without Python's UTF-8 mode,
+    as in some containers), not 'cannot read the file'."""
+    path = tmp_path / "demo.yaml"
+    path.write_text(document().replace("{name: demo}", "{name: demo, annotations: {a: café}}"),
+                    encoding="utf-8")
+    raws, problems = loader.read_file(path)
+    assert problems == [] and raws[0].data["metadata"]["annotations"] == {"a": "café"}
+    env = {**os.environ, "LC_ALL": "C", "PYTHONUTF8": "0", "PYTHONCOERCECLOCALE": "0"}
+    out = subprocess.run([sys.executable, "-c", READ_UNDER_LOCALE, str(path)], env=env,
+                         check=True, capture_output=True, text=True).stdout.strip()
+    assert out == ascii(raws[0].data["metadata"])
 
 
 def test_load_file_raises_with_every_diagnostic(tmp_path: Path) -> None:
