@@ -134,7 +134,7 @@ def test_a_child_of_ours_whose_labels_drifted_is_relabelled_not_released() -> No
 def test_another_controller_s_child_and_a_declared_object_are_not_claimed() -> None:
     theirs = pod("pt-worker-1", labels=child_labels(JOB, WORKER_1),
                  owner={**owner_reference(JOB), "uid": "other-uid"})
-    declared = ours("pt-svc", **{OBJECT_LABEL: "service"})
+    declared = ours("pt-svc", WORKER_1, **{OBJECT_LABEL: "service"})
     claimed, client = run([theirs, declared], fresh())
     assert names(claimed) == {} and claimed.unplaced == ()
     assert client.calls == []

@@ -16,7 +16,7 @@ BAD_GUARD = "restarts == 'x'"
 
 def as_object(text: str) -> dict[str, Any]:
     """A definition as the API server returns it: with server-side metadata and a status."""
-    obj = YAML(typ="safe", pure=True).load(text)
+    obj: dict[str, Any] = YAML(typ="safe", pure=True).load(text)
     obj["metadata"] |= {"uid": "0d5f", "resourceVersion": "42", "labels": {"team": "ml"}}
     obj["status"] = {"observedGeneration": 1}
     return obj
