@@ -181,3 +181,43 @@ def test_a_problem_inside_an_actions_arguments_or_a_conditions_fields_is_its_own
     assert machine_problems("{onEnter: [5]}") == [
         "d.yaml:9:27: error: an action is a name (createPod) or a one-key mapping "
         "(cleanupPods: {policy: All}); got an integer"]
+
+
+class Deep(Strict):
+    size: int = 0
+
+
+class Outer(Strict):
+    deep: Deep | None = None
+    either: str | int = ""
+
+
+class Members(Strict):
+    """Unions whose members hold more: a model after a simple kind, a list of models and a
+    mapping of lists of models (a nested generic, which pydantic names whole:
+    `dict[str,list[Outer]]`), and a string with a pattern beside an integer."""
+
+    member: int | Outer = 0
+    listed: int | list[Outer] = 0
+    mapped: int | dict[str, list[Outer]] = 0
+    worded: Annotated[str, Field(pattern="^[a-z]+$")] | int = 0
+
+
+def test_a_problem_deep_inside_a_union_member_is_judged_by_that_members_fields() -> None:
+    """The member pydantic names is followed down: an unknown field two levels below it
+    lists the fields of its own section, and a union field inside it names its kinds."""
+    assert said("member: {deep: {bogus: 1}}\nlisted: [{deep: {bogus: 1}}]\n"
+                "mapped: {a: [{deep: {bogus: 1}}]}\n", Members) == [
+        "r.yaml:1:17: error: unknown field 'bogus'; allowed fields: size",
+        "r.yaml:2:18: error: unknown field 'bogus'; allowed fields: size",
+        "r.yaml:3:22: error: unknown field 'bogus'; allowed fields: size",
+    ]
+    assert said("member: {either: [1]}\n", Members) == [
+        "r.yaml:1:18: error: 'either' must be a string or an integer, not a list"]
+
+
+def test_a_members_own_limit_is_said_though_another_member_takes_no_such_kind() -> None:
+    """A string that misses the string member's pattern: that member's words, not also the
+    integer member's refusal of a string."""
+    assert said("worded: ABC\n", Members) == [
+        "r.yaml:1:9: error: 'worded' must match ^[a-z]+$ (got 'ABC')"]
