@@ -8,6 +8,8 @@ path is absent is atomic and replaced whole.
 
 from __future__ import annotations
 
+from functools import cache
+
 PRIMITIVE_SET = ""
 
 _OBJECT_META: dict[str, str] = {
@@ -40,36 +42,33 @@ def _pod_spec(prefix: str) -> dict[str, str]:
     }
 
 
-_BY_KIND: dict[str, dict[str, str]] = {
-    "Pod": {
-        **_pod_spec("spec"),
-        "status.conditions": "type",
-        "status.podIPs": "ip",
-        "status.hostIPs": "ip",
-        "status.resourceClaimStatuses": "name",
-    },
-    "Service": {"spec.ports": "port", "status.conditions": "type"},
-    "Job": {**_pod_spec("spec.template.spec"), "status.conditions": "type"},
-    "CronJob": _pod_spec("spec.jobTemplate.spec.template.spec"),
-    "Deployment": {**_pod_spec("spec.template.spec"), "status.conditions": "type"},
-    "ReplicaSet": {**_pod_spec("spec.template.spec"), "status.conditions": "type"},
-    "ReplicationController": {**_pod_spec("spec.template.spec"), "status.conditions": "type"},
-    "Namespace": {"status.conditions": "type"},
-    "Node": {
-        "spec.podCIDRs": PRIMITIVE_SET,
-        "status.addresses": "type",
-        "status.conditions": "type",
-    },
-    "ConfigMap": {},
-    "Secret": {},
-    "ControllerRevision": {},
-    "Event": {},
-    "Lease": {},
-    "PriorityClass": {},
-    "CustomResourceDefinition": {},
-}
+@cache
+def _by_kind() -> dict[str, dict[str, str]]:
+    """The table, built once when first asked (not at import, so that what builds it is
+    what a test of it runs)."""
+    return {
+        "Pod": {
+            **_pod_spec("spec"),
+            "status.conditions": "type",
+            "status.podIPs": "ip",
+            "status.hostIPs": "ip",
+            "status.resourceClaimStatuses": "name",
+        },
+        "Service": {"spec.ports": "port", "status.conditions": "type"},
+        "Job": {**_pod_spec("spec.template.spec"), "status.conditions": "type"},
+        "CronJob": _pod_spec("spec.jobTemplate.spec.template.spec"),
+        "Deployment": {**_pod_spec("spec.template.spec"), "status.conditions": "type"},
+        "ReplicaSet": {**_pod_spec("spec.template.spec"), "status.conditions": "type"},
+        "ReplicationController": {**_pod_spec("spec.template.spec"), "status.conditions": "type"},
+        "Namespace": {"status.conditions": "type"},
+        "Node": {
+            "spec.podCIDRs": PRIMITIVE_SET,
+            "status.addresses": "type",
+            "status.conditions": "type",
+        },
+    }
 
 
 def merge_keys_for(kind: str) -> dict[str, str]:
     """Path -> merge key for `kind`; kinds not listed get the ObjectMeta rules only."""
-    return {**_OBJECT_META, **_BY_KIND.get(kind, {})}
+    return {**_OBJECT_META, **_by_kind().get(kind, {})}
