@@ -78,7 +78,8 @@ def _url_matches(urls: object, path: str) -> bool:
     for url in urls:
         if url in ("*", path):
             return True
-        if isinstance(url, str) and url.endswith("*") and path.startswith(url[:-1]):
+        # Upstream's NonResourceURLMatches trims every trailing star (strings.TrimRight).
+        if isinstance(url, str) and url.endswith("*") and path.startswith(url.rstrip("*")):
             return True
     return False
 
@@ -115,10 +116,11 @@ class RbacAuthorizer:
             if rule_allows(granted.rule, info):
                 return Decision(True, f"RBAC: allowed by {granted.source}")
         # Upstream's denial names the roles its bindings point at but that do not exist
-        # (utilerrors.NewAggregate: one error as it is, several in brackets).
-        if not missing:
+        # (utilerrors.NewAggregate: each distinct error once, several in brackets).
+        distinct = list(dict.fromkeys(missing))
+        if not distinct:
             return Decision(False)
-        listed = missing[0] if len(missing) == 1 else f"[{', '.join(missing)}]"
+        listed = distinct[0] if len(distinct) == 1 else f"[{', '.join(distinct)}]"
         return Decision(False, f"RBAC: {listed}")
 
     def rules_for(self, user: UserInfo, namespace: str,
