@@ -14,7 +14,7 @@ import pytest
 from engine.cluster.apiserver.auth.authorization import forbidden_request
 from engine.cluster.apiserver.auth.rbac import Decision, rule_allows
 from engine.cluster.apiserver.core import Core
-from tests.unit.cluster.store_support import ManualReactor, make_core, namespace
+from tests.unit.cluster.store_support import namespace
 from tests.unit.cluster.test_forbidden_status import Client, bearer, run
 from tests.unit.cluster.test_rbac import (
     JANE,
@@ -29,11 +29,11 @@ from tests.unit.cluster.test_rbac import (
 
 
 @pytest.fixture
-def cluster() -> Core:
-    built = make_core(ManualReactor())
+def cluster(core: Core) -> Core:
+    """The store of conftest.py with test_rbac.py's two namespaces."""
     for name in ("team", "other"):
-        namespace(built, name)
-    return built
+        namespace(core, name)
+    return core
 
 
 # --- bindings to roles that do not exist ---------------------------------------------------
