@@ -69,9 +69,9 @@ class Requirement:
         if self.operator == DOES_NOT_EXIST:
             return f"!{self.key}"
         if self.operator in (IN, NOT_IN):
-            # A lone empty value is written "(,)": "()" would be the empty set, an error.
-            values = "," if self.values == ("",) else ",".join(self.values)
-            return f"{self.key} {self.operator} ({values})"
+            # As apimachinery: a lone empty value is written "()", which its parser (and
+            # label_syntax) reads back as that value.
+            return f"{self.key} {self.operator} ({','.join(self.values)})"
         symbol = {EQUALS: "=", NOT_EQUALS: "!=", GT: ">", LT: "<"}[self.operator]
         return f"{self.key}{symbol}{self.values[0]}"
 
