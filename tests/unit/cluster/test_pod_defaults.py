@@ -16,7 +16,7 @@ from engine.cluster.apiserver.admission.defaults import Held, apply_defaults
 from engine.cluster.apiserver.admission.qos import qos_class, quantity
 from engine.cluster.apiserver.registry.builtins import PODS
 
-_HELD = Held(list, lambda _service: ())  # no services: pods allocate nothing
+_HELD = Held(list, tuple)  # no services: pods allocate nothing
 
 
 def created(*containers: dict[str, Any], init: tuple[dict[str, Any], ...] = ()) -> dict[str, Any]:

@@ -74,13 +74,13 @@ _WEBHOOK_PORT = 443
 @dataclass(frozen=True)
 class Held:
     """What the stored services hold, read only when a service needs an allocation: their
-    cluster IPs, and the node ports of those other than the one given (of every one for a
-    create: the stored service of the same name still holds its ports then, so a create
-    that asks for them is refused as kube-apiserver's allocator refuses it, before the
-    name's conflict)."""
+    cluster IPs and node ports. An update's own stored ports are among them, as they are
+    still allocated during the write; a create that asks for the ports of a stored service
+    of the same name is refused as kube-apiserver's allocator refuses it, before the name's
+    conflict."""
 
     cluster_ips: Callable[[], Iterable[str]]
-    node_ports: Callable[[Obj | None], Iterable[int]]
+    node_ports: Callable[[], Iterable[int]]
 
 
 def apply_defaults(key: TypeKey, obj: Obj, old: Obj | None, held: Held) -> Obj:
@@ -113,8 +113,7 @@ def _service(obj: Obj, old: Obj | None, held: Held) -> Obj:
         spec = {**spec, "clusterIP": _free_ip(set(held.cluster_ips()))}
     if spec.get("clusterIP"):
         spec = _ip_families(spec)
-    spec = with_node_ports(spec, None if old is None else old_spec,
-                           lambda: held.node_ports(None if old is None else obj),
+    spec = with_node_ports(spec, None if old is None else old_spec, held.node_ports,
                            str(obj["metadata"].get("name") or ""))
     result = {**obj, "spec": spec}
     if old is None:

@@ -43,15 +43,15 @@ def held(spec: Any) -> set[int]:
     return ports - {0}
 
 
-def with_node_ports(spec: Spec, old_spec: Spec | None, others: HeldPorts, name: str) -> Spec:
+def with_node_ports(spec: Spec, old_spec: Spec | None, stored: HeldPorts, name: str) -> Spec:
     """`spec` with its node ports kept from `old_spec` (an update), dropped or allocated;
-    `others` are the ports the other services hold."""
+    `stored` gives the ports the stored services hold (an update's own among them)."""
     if old_spec is not None:
         spec = _kept(spec, old_spec)
     new_ports, new_check = _needs_ports(spec), _needs_health_check(spec)
     if not new_ports and not new_check:
         return spec
-    allocation = _Allocation(set(others()), held(old_spec), name)
+    allocation = _Allocation(set(stored()), name)
     if new_ports:
         ports = (_created_ports(spec, allocation) if old_spec is None
                  else _updated_ports(spec, old_spec, allocation))
@@ -62,18 +62,19 @@ def with_node_ports(spec: Spec, old_spec: Spec | None, others: HeldPorts, name: 
 
 
 class _Allocation:
-    """One write's allocations (PortAllocationOperation): the ports taken by other services,
-    the stored service's own (still allocated during the write) and those reserved so far."""
+    """One write's allocations (PortAllocationOperation): the ports the stored services hold
+    (an update's own among them, still allocated during the write) and those reserved so
+    far."""
 
-    def __init__(self, others: set[int], own: set[int], name: str) -> None:
-        self.others, self.own, self.name = others, own, name
+    def __init__(self, stored: set[int], name: str) -> None:
+        self.stored, self.name = stored, name
         self.reserved: set[int] = set()
 
     def reserve(self, port: int) -> str | None:
         """Reserve `port`; the reason when it cannot be."""
         if port not in NODE_PORTS:
             return _NOT_IN_RANGE
-        if port in self.others or port in self.own or port in self.reserved:
+        if port in self.stored or port in self.reserved:
             return ALLOCATED
         self.reserved.add(port)
         return None
@@ -84,7 +85,7 @@ class _Allocation:
             raise invalid("", "Service", self.name, [invalid_value(path, port, reason)])
 
     def next_free(self) -> int:
-        taken = self.others | self.own | self.reserved
+        taken = self.stored | self.reserved
         free = [port for port in NODE_PORTS if port not in taken]
         if not free:
             raise internal("Internal error occurred: failed to allocate a nodePort: "

@@ -446,16 +446,11 @@ class Store:
             for entry in self.table.bucket(SERVICES.key).entries.values()
         ]
 
-    def _node_ports(self, service: Obj | None) -> set[int]:
-        """The node ports held by the stored services other than `service` (all of them
-        when None)."""
-        metadata = {} if service is None else service["metadata"]
-        ours = (metadata.get("namespace") or "", metadata.get("name")) if metadata else None
+    def _node_ports(self) -> set[int]:
+        """The node ports the stored services hold."""
         return {
             port
             for entry in self.table.bucket(SERVICES.key).entries.values()
-            if (entry.obj["metadata"].get("namespace") or "", entry.obj["metadata"]["name"])
-            != ours
             for port in held_node_ports(entry.obj.get("spec"))
         }
 
