@@ -130,3 +130,10 @@ def test_every_trailing_star_of_a_non_resource_url_is_trimmed_before_the_prefix_
         assert rule_allows(rule, path("get", url)), url
     for url in ("/apis", "/api/v1"):
         assert not rule_allows(rule, path("get", url)), url
+
+
+def test_only_stars_are_trimmed_from_the_end_of_a_non_resource_url() -> None:
+    """What comes before the trailing stars stays the prefix, whatever its last letter."""
+    rule = {"verbs": ["get"], "nonResourceURLs": ["/healthX*"]}
+    assert rule_allows(rule, path("get", "/healthXz"))
+    assert not rule_allows(rule, path("get", "/healthz"))
