@@ -20,6 +20,7 @@ from engine.definition.compiled import (
     CompiledSchedule,
 )
 from engine.definition.expressions import POD_REPLACEMENT_POLICIES, POD_RESTART_POLICIES
+from engine.definition.strategic_patch import without_nulls
 from engine.definition.templates import render_value
 from engine.definition.vocabulary import job_value
 
@@ -274,19 +275,9 @@ def render_objects(
             child.name, child.api_version, child.kind, child.suffix,
             labels=_texts(child.labels, activation),
             annotations=_texts(child.annotations, activation),
-            fields=_without_nulls(_values(child.fields, activation)), naming=child.naming,
+            fields=without_nulls(_values(child.fields, activation)), naming=child.naming,
         ))
     return wanted, absent
-
-
-def _without_nulls(value: Any) -> Any:
-    """A null value in a map leaves its key out, at any depth (an optional field of a spec);
-    list items are kept as they are."""
-    if isinstance(value, dict):
-        return {k: _without_nulls(v) for k, v in value.items() if v is not None}
-    if isinstance(value, list):
-        return [_without_nulls(item) for item in value]
-    return value
 
 
 def _wanted(child: CompiledObject, activation: Activation) -> bool:
@@ -385,7 +376,7 @@ def render_schedule(schedule: CompiledSchedule, variables: Mapping[str, Any]) ->
                       if v is not None},
         child_annotations={str(k): render_value(v) for k, v in found["annotations"].items()
                            if v is not None},
-        child_spec=_without_nulls(found["spec"]),
+        child_spec=without_nulls(found["spec"]),
     )
 
 
@@ -443,8 +434,8 @@ def render_rollout(rollout: CompiledRollout, variables: Mapping[str, Any]) -> Re
         raise CelEvaluationError(f"rollout.paused gave {found['paused']!r}, not a bool")
     return RenderedRollout(
         replicas=int(_count(found, "replicas") or 0),
-        selector=_without_nulls(found["selector"]),
-        template=_without_nulls(found["template"]),
+        selector=without_nulls(found["selector"]),
+        template=without_nulls(found["template"]),
         strategy=found["strategy"], max_surge=found["maxSurge"],
         max_unavailable=found["maxUnavailable"], paused=found["paused"],
         min_ready_seconds=int(_count(found, "minReadySeconds") or 0),

@@ -32,8 +32,8 @@ def strategic_patch(target: Any, patches: Any, keys: Any) -> dict[Any, Any]:
     return merged
 
 
-def _merge_map(target: Any, patch: Mapping[Any, Any], keys: Mapping[str, str], path: str
-               ) -> dict[Any, Any]:
+def _merge_map(target: Mapping[Any, Any], patch: Mapping[Any, Any], keys: Mapping[str, str],
+               path: str) -> dict[Any, Any]:
     merged = dict(target)
     for key, value in patch.items():
         child = f"{path}.{key}" if path else str(key)
@@ -45,17 +45,19 @@ def _merge_map(target: Any, patch: Mapping[Any, Any], keys: Mapping[str, str], p
         elif isinstance(value, list) and isinstance(current, list) and child in keys:
             merged[key] = _merge_list(current, value, keys, child)
         else:
-            merged[key] = _without_nulls(value)
+            merged[key] = without_nulls(value)
     return merged
 
 
-def _without_nulls(value: Any) -> Any:
-    """A value new to the target, as written but for its nulls (apimachinery's
-    discardNullValuesFromPatch): nothing below it is merged, as nothing was there."""
+def without_nulls(value: Any) -> Any:
+    """`value` with every null in a map left out, at any depth; lists keep their items.
+    Here a value new to the target, as apimachinery's discardNullValuesFromPatch leaves it
+    (nothing below it is merged, as nothing was there); rendering.py drops a declared
+    object's unset optional fields so."""
     if isinstance(value, Mapping):
-        return {k: _without_nulls(v) for k, v in value.items() if v is not None}
+        return {k: without_nulls(v) for k, v in value.items() if v is not None}
     if isinstance(value, list):
-        return [_without_nulls(item) for item in value]
+        return [without_nulls(item) for item in value]
     return value
 
 
@@ -74,7 +76,7 @@ def _merge_list(target: list[Any], patch: list[Any], keys: Mapping[str, str], pa
             raise TypeError(f"strategicPatch: {item!r} at {path} is not a map with {key!r}")
         at = _position(merged, key, item[key])
         if at < 0:
-            merged.append(_without_nulls(item))
+            merged.append(without_nulls(item))
         else:
             merged[at] = _merge_map(merged[at], item, keys, path)
     return normalized_order(merged, patch, target,
