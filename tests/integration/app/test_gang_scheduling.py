@@ -116,11 +116,17 @@ class BoundWatcher:
         self._thread.join(10)
 
     def _run(self) -> None:
+        # One list per look, so that a look is one moment: a list per job could count a
+        # pod of the first job that ended after its list beside the second job's pods
+        # bound in its place.
+        selector = f"jobmachine.dev/job-name in ({','.join(self._jobs)})"
         while not self._stop.wait(0.05):
+            pods, _ = self._cluster.client.list(PODS, "default", label_selector=selector)
             look = {}
             for job in self._jobs:
-                alive = [p for p in _pods(self._cluster, job)
-                         if (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")]
+                alive = [p for p in pods
+                         if p["metadata"]["labels"]["jobmachine.dev/job-name"] == job
+                         and (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")]
                 bound = sum(1 for p in alive if p["spec"].get("nodeName"))
                 look[job] = (bound, len(alive) - bound)
             self.looks.append(look)
